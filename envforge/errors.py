@@ -1,0 +1,78 @@
+"""One error base; every stage raises a subclass, one handler maps them to exit codes."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from pathlib import Path
+
+
+class ExitCode(IntEnum):
+    """Exit codes shared by every command."""
+
+    OK = 0
+    FAILED = 1  # a step or a check failed
+    BAD_INPUT = 2  # usage, invalid spec or lock, refused artifact
+    PENDING = 3  # changes pending (dry run) or stale lock
+
+
+class EnvforgeError(Exception):
+    """Base of every error envforge reports to the user as one line."""
+
+    exit_code: ExitCode = ExitCode.FAILED
+
+
+class InputError(EnvforgeError):
+    """Bad input: the user must change a file or an argument."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class SpecError(InputError):
+    """A spec or lock that cannot be read; names the file, line and key."""
+
+    def __init__(self, path: Path | str, message: str, *, line: int | None = None,
+                 key: str | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.key = key
+        self.reason = message
+        where = self.path if line is None else f"{self.path}:{line}"
+        what = f"{key}: {message}" if key else message
+        super().__init__(f"{where}: {what}")
+
+
+class CompatibilityError(InputError):
+    """The spec pins a combination known not to work; names the rule's source and a fix."""
+
+    def __init__(self, conflict: str, *, source: str, fix: str, path: str | None = None) -> None:
+        self.conflict = conflict
+        self.source = source
+        self.fix = fix
+        prefix = f"{path}: " if path else ""
+        super().__init__(f"{prefix}{conflict} (source: {source}); fix: {fix}")
+
+
+class ArtifactError(InputError):
+    """An artifact that is missing, tampered with or unsafe to unpack."""
+
+
+class ResolveError(EnvforgeError):
+    """A resolver (uv, rattler, Debian index) could not satisfy the spec."""
+
+
+class StaleLockError(EnvforgeError):
+    """The lock no longer matches its spec."""
+
+    exit_code = ExitCode.PENDING
+
+
+class ToolError(EnvforgeError):
+    """A subprocess failed; carries the command and its output."""
+
+
+class StepError(EnvforgeError):
+    """An apply step failed; the journal holds what was done so far."""
+
+
+class BusyError(EnvforgeError):
+    """Another envforge process holds the environment's lock."""

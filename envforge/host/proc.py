@@ -1,0 +1,49 @@
+"""Every subprocess goes through here, so a failure always shows command, status and output."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.errors import ToolError
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished command returned."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(args: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
+        env: Mapping[str, str] | None = None, input_text: str | None = None,
+        check: bool = True, timeout: float | None = None) -> Completed:
+    """Run a command to completion; with check, a failure raises ToolError with its output."""
+    argv = tuple(str(a) for a in args)
+    try:
+        proc = subprocess.run(
+            argv, cwd=cwd, env=None if env is None else dict(env), input=input_text,
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"command not found: {argv[0]}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"command timed out after {timeout}s: {shlex.join(argv)}") from exc
+    done = Completed(argv, proc.returncode, proc.stdout, proc.stderr)
+    if check and proc.returncode != 0:
+        raise ToolError(describe_failure(done))
+    return done
+
+
+def describe_failure(done: Completed) -> str:
+    """One message that says what ran, how it ended and the tail of what it printed."""
+    tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-12:]
+    shown = "\n    ".join(tail) if tail else "(no output)"
+    return f"{shlex.join(done.args)} exited {done.returncode}:\n    {shown}"
