@@ -1,2 +1,92 @@
-def main() -> int:
+"""Arguments -> one call into envforge.commands; no logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from envforge import __version__
+from envforge.errors import EnvforgeError, ExitCode
+from envforge.spec import PLATFORMS
+from envforge.ui import UI
+
+Handler = Callable[[argparse.Namespace, UI], int]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+
+
+def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.commands.lock import run_lock
+
+    return run_lock([Path(p) for p in args.specs], platforms=args.platform or (),
+                    check=args.check, locks_dir=args.locks_dir, ui=ui)
+
+
+def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.export import export_lock
+    from envforge.lockfile import load_lock
+
+    text = export_lock(load_lock(args.lock), args.format, args.platform)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        ui.success(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envforge", description="Declarative, locked, verifiable legacy GPU stacks.")
+    parser.add_argument("--version", action="version", version=f"envforge {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lock = sub.add_parser("lock", help="resolve specs into lockfiles (locks/NAME.lock)")
+    lock.add_argument("specs", nargs="*", help="spec files (default: specs/*.toml)")
+    lock.add_argument("--platform", action="append", choices=PLATFORMS,
+                      help="lock only this platform (repeatable)")
+    lock.add_argument("--check", action="store_true",
+                      help="exit 0 if each lock satisfies its spec, 3 if stale (no network)")
+    lock.add_argument("--locks-dir", type=Path, default=None, help="where locks go")
+    _common(lock)
+    lock.set_defaults(handler=_cmd_lock)
+
+    export = sub.add_parser("export", help="write a lock in another tool's format")
+    export.add_argument("lock", type=Path)
+    export.add_argument("--format", required=True,
+                        choices=("conda-lock", "pylock", "requirements", "explicit"))
+    export.add_argument("--platform", choices=PLATFORMS)
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _common(export)
+    export.set_defaults(handler=_cmd_export)
+
+    _add_later_commands(sub)
+    return parser
+
+
+def _add_later_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Commands whose modules register their own arguments."""
+    from envforge.commands import registry
+
+    for register in registry():
+        register(sub, _common)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ui = UI(json=getattr(args, "json", False), quiet=getattr(args, "quiet", False))
+    handler: Handler = args.handler
+    try:
+        return handler(args, ui)
+    except EnvforgeError as exc:
+        ui.error(str(exc))
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        ui.error("interrupted; `envforge apply` again resumes, `envforge rollback` undoes")
+        return int(ExitCode.FAILED)

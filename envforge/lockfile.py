@@ -14,7 +14,7 @@ import tomli_w
 from pydantic import Field, ValidationError
 
 from envforge.errors import SpecError
-from envforge.spec import Frozen, Platform
+from envforge.spec import Frozen, Platform, toml_syntax_error
 from envforge.tomlpos import key_lines, line_of
 
 LOCK_VERSION = 1
@@ -75,8 +75,22 @@ class LockedArtifact(Frozen):
     user_supplied: bool = False
 
 
+class ConvParams(Frozen):
+    """The conv kernel's layers, kept in the lock so the probe runs what was referenced."""
+
+    channels: tuple[int, ...] = Field(min_length=2)  # input channels, then each layer's output
+    filter_size: int = Field(default=3, ge=1)
+    border_mode: Literal["half", "valid"] = "half"
+    filter_flip: bool = True  # Theano's default: a true convolution
+
+
 class KernelExpectation(Frozen):
-    """A kernel verify runs: its deterministic inputs and reference results from NumPy (float64)."""
+    """A kernel verify runs: its deterministic inputs and reference results from NumPy (float64).
+
+    ``shape`` is the input's: (n,) for elementwise, (n, n) for gemm, (batch, channels,
+    size, size) for conv. ``samples`` are the output's values at ``sample_indices`` of
+    its flattened (C-order) form; a value passes within ``atol + rtol * |expected|``.
+    """
 
     name: Literal["elementwise", "gemm", "conv"]
     seed: int
@@ -86,6 +100,8 @@ class KernelExpectation(Frozen):
     sample_indices: tuple[int, ...]
     rtol: float
     atol: float
+    output_shape: tuple[int, ...] | None = None
+    conv: ConvParams | None = None
 
 
 class Expectations(Frozen):
@@ -99,6 +115,7 @@ class Expectations(Frozen):
     min_gpu_speedup: float | None = None
     cuda: str | None = None
     cudnn: str | None = None
+    repeats: int = Field(default=3, ge=1)  # timed runs per kernel; the best one counts
 
 
 class PlatformLock(Frozen):
@@ -168,8 +185,7 @@ def load_lock(path: Path | str) -> Lockfile:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, f"TOML syntax error: {getattr(exc, 'msg', exc)}",
-                        line=getattr(exc, "lineno", None)) from None
+        raise toml_syntax_error(str(path), exc) from None
     version = raw.get("meta", {}).get("version")
     if version != LOCK_VERSION:
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",

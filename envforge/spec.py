@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -59,6 +60,8 @@ class CondaSection(Frozen):
 class PypiSection(Frozen):
     index: str = PYPI_SIMPLE
     packages: tuple[str, ...] = ()
+    # Dependencies another source (Debian, conda) already provides: resolved, not installed.
+    provided_elsewhere: tuple[str, ...] = ()
 
 
 class DebianSection(Frozen):
@@ -192,9 +195,7 @@ def parse_spec(text: str, *, source: str) -> Spec:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        message = getattr(exc, "msg", str(exc))
-        raise SpecError(source, f"TOML syntax error: {message}", line=line) from None
+        raise toml_syntax_error(source, exc) from None
     lines = key_lines(text)
 
     def fail(path: KeyPath, message: str) -> SpecError:
@@ -221,6 +222,15 @@ def parse_spec(text: str, *, source: str) -> Spec:
         sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}")
+
+
+def toml_syntax_error(source: str, exc: tomllib.TOMLDecodeError) -> SpecError:
+    """tomllib puts the position in its message ("... (at line 9, column 8)")."""
+    text = str(exc)
+    match = re.search(r"\(at line (\d+), column \d+\)$", text)
+    line = int(match.group(1)) if match else None
+    reason = text[: match.start()].strip() if match else text
+    return SpecError(source, f"TOML syntax error: {reason}", line=line)
 
 
 def _merge_platform(raw: dict[str, Any], platform: str,
@@ -273,6 +283,6 @@ def _validate(model: type[Any], data: Any, prefix: KeyPath, origin: dict[KeyPath
             message = "unknown key"
         elif error["type"] == "missing":
             message = "required key is missing"
-        elif error["type"] == "literal_error":
+        elif error["type"] in ("literal_error", "string_pattern_mismatch"):
             message = f"invalid value {error.get('input')!r}: {message}"
         raise fail(path, message) from None

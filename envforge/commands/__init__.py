@@ -1,0 +1,16 @@
+"""One module per subcommand; each later command registers its own arguments."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+Common = Callable[[argparse.ArgumentParser], None]
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]", Common], None]
+
+
+def registry() -> list[Register]:
+    """The ``register`` functions of the commands beyond lock and export."""
+    from envforge.commands import apply, verify
+
+    return [apply.register, verify.register]

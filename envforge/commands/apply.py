@@ -1,0 +1,234 @@
+"""``envforge plan|apply|rollback|status|run``: a lock made real on this host, and undone."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from envforge.commands import Common
+from envforge.commands.lock import ensure_fresh
+from envforge.envlayout import layout_for
+from envforge.envvars import apply_edits
+from envforge.errors import ExitCode, InputError
+from envforge.executor import execute, read_record, undo
+from envforge.lockfile import load_lock, lock_path_for
+from envforge.paths import EnvforgeDirs, envforge_dirs
+from envforge.plan import Plan, build_steps, make_plan
+from envforge.spec import Platform, Spec, load_spec
+from envforge.steps.base import StepContext
+from envforge.ui import UI
+
+
+def host_platform() -> Platform:
+    return "win-64" if sys.platform == "win32" else "linux-64"
+
+
+def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
+    """conda: the conda installation's envs folder when there is one; else envforge's data."""
+    pspec = spec.for_platform(platform)
+    if pspec.environment.kind == "conda":
+        from envforge.host.conda_install import conda_envs_dir
+
+        envs = conda_envs_dir()
+        if envs is not None:
+            return envs / (pspec.environment.name or spec.name)
+    return dirs.data / "envs" / spec.name
+
+
+def env_id(spec_name: str, prefix: Path) -> str:
+    return f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
+
+
+def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
+    found = {}
+    for value in values:
+        role, sep, path = value.partition("=")
+        if not sep or not path:
+            raise InputError(f"--artifact {value!r}: expected ROLE=PATH, e.g. cudnn=./cudnn.zip")
+        if not Path(path).is_file():
+            raise InputError(f"--artifact {role}: no such file {path}")
+        found[role] = Path(path).resolve()
+    return found
+
+
+def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Path],
+            bundle: Path | None, offline: bool, ui: UI,
+            environ: Mapping[str, str] | None = None, home: Path | None = None,
+            locks_dir: Path | None = None) -> StepContext:
+    """Spec + fresh lock + host facts -> the context every step reads."""
+    spec = load_spec(spec_path)
+    platform = host_platform()
+    if platform not in spec.project.platforms:
+        raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
+    lock_path = lock_path_for(spec_path, locks_dir)
+    lock = load_lock(lock_path)
+    ensure_fresh(spec, lock, lock_path)
+    if platform not in lock.platforms:
+        raise InputError(f"{lock_path} has no {platform} section; run `envforge lock`")
+    env = dict(os.environ if environ is None else environ)
+    dirs = envforge_dirs(env)
+    prefix = (prefix or default_prefix(spec, dirs, platform)).absolute()
+    pspec = spec.for_platform(platform)
+    plock = lock.platforms[platform]
+    ctx = StepContext(
+        platform=platform, prefix=prefix, environ=env, home=home or Path.home(),
+        state_dir=dirs.env_state(env_id(spec.name, prefix)), artifacts=dict(artifacts),
+        lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
+                                                   plock.python),
+        dirs=dirs, ui=ui, bundle=bundle.resolve() if bundle else None, offline=offline,
+        pypi_index=lock.meta.pypi_index or "https://pypi.org/simple",
+    )
+    if pspec.cuda is not None:
+        from envforge.errors import StepError
+        from envforge.steps.cuda import select_toolkit
+
+        try:
+            root = select_toolkit(ctx).root
+        except StepError:
+            root = None  # the CUDA step reports it with the remedy
+        ctx = _replace(ctx, cuda_root=root)
+    return ctx
+
+
+def _replace(ctx: StepContext, **changes: object) -> StepContext:
+    from dataclasses import replace
+
+    return replace(ctx, **changes)  # type: ignore[arg-type]
+
+
+def show_plan(plan: Plan, ui: UI) -> None:
+    rows = []
+    for step in plan.steps:
+        if not step.changes:
+            rows.append([step.step, "—", "nothing to do", ""])
+        for change in step.changes:
+            before_after = f"{change.before or '∅'} → {change.after or '…'}" \
+                if (change.before or change.after) else ""
+            rows.append([step.step, change.action, change.target, before_after])
+    ui.table(f"plan for {plan.spec} in {plan.prefix}", ["step", "action", "target", "change"],
+             rows)
+    for step in plan.steps:
+        for change in step.changes:
+            if change.detail.startswith("---"):
+                ui.info(change.detail)
+
+
+def run_apply(args: argparse.Namespace, ui: UI) -> int:
+    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
+                  bundle=args.bundle, offline=args.offline, ui=ui)
+    steps = build_steps(ctx)
+    plan = make_plan(ctx, steps, spec=args.spec)
+    dry = getattr(args, "dry_run", False) or args.command == "plan"
+    if ui.json and dry:
+        ui.document("plan", {"plan": plan.model_dump(mode="json"), "pending": plan.pending})
+    elif dry or not args.yes:
+        show_plan(plan, ui)
+    if dry:
+        return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
+    if not plan.pending:
+        ui.success(f"{args.spec}: nothing to do ({ctx.prefix})")
+        if ui.json:
+            ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
+        return 0
+    if not args.yes and not _confirm(ui):
+        ui.info("nothing changed")
+        return int(ExitCode.PENDING)
+    record = {"spec": str(Path(args.spec).resolve()), "prefix": str(ctx.prefix),
+              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
+    ran = execute(ctx, steps, record=record)
+    if ui.json:
+        ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
+    ui.success(f"applied {args.spec} into {ctx.prefix} ({', '.join(ran)})")
+    return 0
+
+
+def _confirm(ui: UI) -> bool:
+    if not sys.stdin.isatty():
+        ui.error("changes pending and no terminal to confirm them: pass --yes")
+        return False
+    return input("apply these changes? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def run_rollback(args: argparse.Namespace, ui: UI) -> int:
+    spec = load_spec(args.spec)
+    dirs = envforge_dirs()
+    prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
+    state = dirs.env_state(env_id(spec.name, prefix))
+    if not (state / "journal.jsonl").exists():
+        ui.success(f"{args.spec}: nothing applied at {prefix}")
+        return 0
+    undone = undo(state)
+    if ui.json:
+        ui.document("rollback", {"prefix": str(prefix), "undone": undone})
+    ui.success(f"rolled back {len(undone)} change(s) for {args.spec} at {prefix}")
+    return 0
+
+
+def run_status(args: argparse.Namespace, ui: UI) -> int:
+    dirs = envforge_dirs()
+    rows = []
+    if dirs.state.is_dir():
+        for state in sorted(dirs.state.iterdir()):
+            record = read_record(state)
+            if record is not None:
+                rows.append(record)
+    if ui.json:
+        ui.document("status", {"environments": rows})
+    else:
+        ui.table("environments applied by envforge", ["spec", "prefix", "platform", "state"],
+                 [[r.get("spec_name"), r.get("prefix"), r.get("platform"),
+                   "applied" if r.get("complete") else "incomplete (apply again or roll back)"]
+                  for r in rows])
+    return 0
+
+
+def run_in_env(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.steps.activation import load_edits
+
+    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
+                  ui=ui)
+    edits = load_edits(ctx.prefix)
+    env = apply_edits(edits, os.environ, pathsep=os.pathsep)
+    command = [c for c in args.cmd if c != "--"] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        raise InputError("envforge run SPEC -- COMMAND [ARGS...]: no command given")
+    return subprocess.call(command, env=env)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
+    for name, help_text in (("apply", "provision the environment a spec's lock describes"),
+                            ("plan", "show what apply would change, and change nothing")):
+        parser = sub.add_parser(name, help=help_text)
+        parser.add_argument("spec")
+        parser.add_argument("--prefix", type=Path, help="where the environment goes")
+        parser.add_argument("--artifact", action="append", default=[], metavar="ROLE=PATH",
+                            help="a file you downloaded, e.g. cudnn=cudnn-10.2-...zip")
+        parser.add_argument("--bundle", type=Path, help="provision from an offline bundle")
+        parser.add_argument("--offline", action="store_true", help="use only envforge's cache")
+        if name == "apply":
+            parser.add_argument("--dry-run", action="store_true", help="same as plan")
+        parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        common(parser)
+        parser.set_defaults(handler=run_apply)
+
+    rollback = sub.add_parser("rollback", help="undo what apply changed, byte for byte")
+    rollback.add_argument("spec")
+    rollback.add_argument("--prefix", type=Path)
+    common(rollback)
+    rollback.set_defaults(handler=run_rollback)
+
+    status = sub.add_parser("status", help="what envforge has applied on this host")
+    common(status)
+    status.set_defaults(handler=run_status)
+
+    run = sub.add_parser("run", help="run a command inside an applied environment")
+    run.add_argument("spec")
+    run.add_argument("--prefix", type=Path)
+    run.add_argument("cmd", nargs=argparse.REMAINDER)
+    common(run)
+    run.set_defaults(handler=run_in_env)

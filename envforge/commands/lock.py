@@ -1,0 +1,176 @@
+"""``envforge lock``: spec -> compatibility check -> resolvers -> lockfile.
+
+Compatibility is checked from the spec alone first, so a known-bad stack fails offline and
+fast. An unchanged spec reuses its lock without touching the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from envforge import __version__
+from envforge.compat import ensure_compatible
+from envforge.errors import InputError, StaleLockError
+from envforge.lockfile import (
+    LockedCondaPackage,
+    LockedDeb,
+    LockedPypiFile,
+    Lockfile,
+    LockMeta,
+    PlatformLock,
+    load_lock,
+    lock_path_for,
+    write_lock,
+)
+from envforge.lockplan import expectations_for, locked_artifacts, stack_versions
+from envforge.spec import Platform, PlatformSpec, Spec, load_spec
+from envforge.ui import UI
+
+
+def lock_platform(pspec: PlatformSpec) -> PlatformLock:
+    """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+    pypi: tuple[LockedPypiFile, ...] = ()
+    conda: tuple[LockedCondaPackage, ...] = ()
+    deb: tuple[LockedDeb, ...] = ()
+    if pspec.pypi.packages:
+        from envforge.resolve.pypi import resolve_pypi
+
+        pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
+                            python=pspec.python.minor, index=pspec.pypi.index,
+                            exclude=pspec.pypi.provided_elsewhere)
+    if pspec.environment.kind == "conda":
+        from envforge.resolve.conda import solve_conda
+
+        conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
+                            python=pspec.python.version,
+                            cuda=pspec.cuda.number if pspec.cuda else None)
+    if pspec.debian is not None and pspec.platform == "linux-64":
+        from envforge.resolve.deb import resolve_debs
+
+        deb = resolve_debs(pspec.debian, pspec.platform).records
+    versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
+    return PlatformLock(
+        python=versions.get("python", pspec.python.version),
+        environment=pspec.environment.kind,
+        pypi=pypi, conda=conda, deb=deb,
+        artifacts=locked_artifacts(pspec),
+        theano_flag_spelling=_spelling(versions.get("theano")),
+        expect=expectations_for(pspec, versions),
+    )
+
+
+def _spelling(theano: str | None) -> str | None:
+    if theano is None:
+        return None
+    from envforge.knowledge import theano_rules
+
+    return theano_rules(theano).spelling
+
+
+def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
+              previous: Lockfile | None = None) -> Lockfile:
+    """The lock for a spec; platforms already locked for this exact spec are reused."""
+    wanted = _wanted_platforms(spec, platforms)
+    ensure_compatible(spec)
+    reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
+        and previous.meta.envforge == __version__
+    locked: dict[Platform, PlatformLock] = {}
+    for platform in spec.project.platforms:
+        if reusable and previous is not None and platform in previous.platforms:
+            locked[platform] = previous.platforms[platform]
+        elif platform in wanted:
+            locked[platform] = lock_platform(spec.for_platform(platform))
+    first = next(iter(spec.platforms.values()))
+    return Lockfile(
+        meta=LockMeta(
+            envforge=__version__, spec=_display_path(spec.source), spec_name=spec.name,
+            spec_hash=spec.content_hash,
+            pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
+            else None,
+            conda_channels=first.environment.channels if first.environment.kind == "conda" else (),
+            debian_suite=first.debian.suite if first.debian else None,
+        ),
+        platforms=locked,
+    )
+
+
+def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:
+    if not platforms:
+        return spec.project.platforms
+    unknown = [p for p in platforms if p not in spec.project.platforms]
+    if unknown:
+        raise InputError(f"{spec.source}: platform {unknown[0]} is not among the spec's "
+                         f"platforms ({', '.join(spec.project.platforms)})")
+    return tuple(platforms)
+
+
+def _display_path(source: str) -> str:
+    path = Path(source)
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return path.name if not path.is_absolute() else str(path)
+
+
+def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
+    """Why a lock no longer satisfies its spec; empty when it does. Pure, no network."""
+    reasons = []
+    if lock.meta.spec_hash != spec.content_hash:
+        reasons.append(f"the spec changed since it was locked ({lock.meta.spec_hash[:19]}… -> "
+                       f"{spec.content_hash[:19]}…)")
+    missing = [p for p in spec.project.platforms if p not in lock.platforms]
+    if missing:
+        reasons.append(f"platforms not locked: {', '.join(missing)}")
+    if lock.meta.spec_name != spec.name:
+        reasons.append(f"the lock is for {lock.meta.spec_name!r}, not {spec.name!r}")
+    return reasons
+
+
+def ensure_fresh(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
+    reasons = stale_reasons(spec, lock)
+    if reasons:
+        raise StaleLockError(f"{lock_path} is stale: {'; '.join(reasons)}; run `envforge lock "
+                             f"{spec.source}`")
+
+
+def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check: bool,
+             locks_dir: Path | None, ui: UI) -> int:
+    """The command: lock (or with ``check``, only judge) each spec; returns the exit code."""
+    if not spec_paths:
+        spec_paths = sorted(Path("specs").glob("*.toml"))
+        if not spec_paths:
+            raise InputError("no spec given and no specs/*.toml here")
+    specs = [load_spec(path) for path in spec_paths]
+    results = []
+    exit_code = 0
+    for path, spec in zip(spec_paths, specs, strict=True):
+        lock_path = lock_path_for(path, locks_dir)
+        previous = load_lock(lock_path) if lock_path.exists() else None
+        if check:
+            reasons = ["no lock file"] if previous is None else stale_reasons(spec, previous)
+            results.append({"spec": str(path), "lock": str(lock_path), "fresh": not reasons,
+                            "reasons": reasons})
+            if reasons:
+                exit_code = 3
+                ui.info(f"{lock_path}: stale: {'; '.join(reasons)}")
+            else:
+                ui.success(f"{lock_path}: up to date")
+            continue
+        with ui.progress(f"locking {spec.name}"):
+            lock = lock_spec(spec, platforms=platforms, previous=previous)
+        changed = write_lock(lock, lock_path)
+        results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
+                        "platforms": {p: _counts(pl) for p, pl in lock.platforms.items()}})
+        ui.table(f"{lock_path} ({'written' if changed else 'unchanged'})",
+                 ["platform", "python", "pypi", "conda", "deb", "artifacts"],
+                 [[p, pl.python, len(pl.pypi), len(pl.conda), len(pl.deb), len(pl.artifacts)]
+                  for p, pl in lock.platforms.items()])
+    if ui.json:
+        ui.document("lock", {"results": results, "exit_code": exit_code})
+    return exit_code
+
+
+def _counts(platform_lock: PlatformLock) -> dict[str, int]:
+    return {"pypi": len(platform_lock.pypi), "conda": len(platform_lock.conda),
+            "deb": len(platform_lock.deb), "artifacts": len(platform_lock.artifacts)}

@@ -1,0 +1,101 @@
+"""Where things live inside an environment, per platform and kind. Pure: paths only.
+
+Windows paths are computed as PureWindowsPath so their logic is tested on Linux.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePath, PureWindowsPath
+
+from envforge.envvars import EnvEdit
+from envforge.lockfile import PlatformLock
+from envforge.spec import Platform
+
+DEB_ROOT = "deb"  # Debian packages are unpacked under <prefix>/deb
+LINKS_DIR = "envforge-libs"  # unversioned library names libgpuarray and -l flags need
+THEANORC_IN_ENV = "etc/theanorc"
+COMPILEDIR_IN_ENV = "theano-compiledir"
+
+
+@dataclass(frozen=True)
+class EnvLayout:
+    platform: Platform
+    kind: str
+    prefix: PurePath
+    python_minor: str
+
+    @property
+    def windows(self) -> bool:
+        return self.platform == "win-64"
+
+    @property
+    def python(self) -> PurePath:
+        if self.windows:
+            return self.prefix / ("python.exe" if self.kind == "conda" else "Scripts/python.exe")
+        return self.prefix / "bin" / "python"
+
+    @property
+    def site_packages(self) -> PurePath:
+        if self.windows:
+            return self.prefix / "Lib" / "site-packages"
+        return self.prefix / "lib" / f"python{self.python_minor}" / "site-packages"
+
+    @property
+    def bin_dirs(self) -> tuple[PurePath, ...]:
+        p = self.prefix
+        if not self.windows:
+            return (p / "bin",)
+        if self.kind == "conda":
+            return (p / "Library" / "mingw-w64" / "bin", p, p / "Library" / "bin", p / "Scripts")
+        return (p / "Scripts",)
+
+    @property
+    def deb_root(self) -> PurePath:
+        return self.prefix / DEB_ROOT
+
+    @property
+    def deb_lib_dirs(self) -> tuple[PurePath, ...]:
+        lib = self.deb_root / "usr" / "lib"
+        multiarch = lib / "x86_64-linux-gnu"
+        return (multiarch / "openblas-pthread", multiarch, lib)
+
+    @property
+    def links_dir(self) -> PurePath:
+        return self.prefix / LINKS_DIR
+
+    @property
+    def theanorc(self) -> PurePath:
+        return self.prefix / THEANORC_IN_ENV
+
+    @property
+    def compiledir(self) -> PurePath:
+        return self.prefix / COMPILEDIR_IN_ENV
+
+    @property
+    def debian_python(self) -> PurePath:
+        return self.deb_root / "usr" / "bin" / f"python{self.python_minor}"
+
+
+def layout_for(platform: Platform, kind: str, prefix: Path | str, python: str) -> EnvLayout:
+    minor = ".".join(python.split(".")[:2])
+    root: PurePath = PureWindowsPath(prefix) if platform == "win-64" else Path(prefix)
+    return EnvLayout(platform=platform, kind=kind, prefix=root, python_minor=minor)
+
+
+def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
+              cuda_root: PurePath | None = None) -> tuple[EnvEdit, ...]:
+    """The variables an activated environment needs: PATH, library path, THEANORC."""
+    sep = ";" if layout.windows else ":"
+    paths = [str(d) for d in layout.bin_dirs]
+    if cuda_root is not None:
+        paths.append(str(cuda_root / "bin"))
+    edits = [EnvEdit(name="PATH", op="prepend", value=sep.join(paths))]
+    if not layout.windows:
+        libs = [str(layout.links_dir)]
+        if lock.deb:
+            libs += [str(d) for d in layout.deb_lib_dirs]
+        edits.append(EnvEdit(name="LD_LIBRARY_PATH", op="prepend", value=sep.join(libs)))
+    if theanorc_in_env:
+        edits.append(EnvEdit(name="THEANORC", op="set", value=str(layout.theanorc)))
+    return tuple(edits)

@@ -1,0 +1,122 @@
+"""What CUDA a host has: toolkit folders and their versions, and the driver's version.
+
+Parsing is pure; discovery reads the filesystem and environment given to it, so tests
+build CUDA-shaped trees (Linux and Windows layouts) and point the functions at them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.errors import EnvforgeError
+from envforge.host import proc
+
+_TXT_VERSION = re.compile(r"CUDA Version (\d+\.\d+(?:\.\d+)?)")
+_DRIVER_PROC = re.compile(r"Kernel Module\s+(\d+\.\d+(?:\.\d+)?)")
+_SMI_DRIVER = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
+_SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+
+
+@dataclass(frozen=True)
+class CudaToolkit:
+    root: Path
+    version: str  # e.g. 10.2.89 or 13.0.48
+    found_by: str
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    version: str | None
+    cuda: str | None  # the highest CUDA the driver supports, as nvidia-smi reports it
+    source: str
+
+
+def toolkit_version(root: Path) -> str | None:
+    """The version a toolkit folder declares (version.json since 11.1, version.txt before)."""
+    as_json = root / "version.json"
+    if as_json.is_file():
+        try:
+            return str(json.loads(as_json.read_text(encoding="utf-8"))["cuda"]["version"])
+        except (ValueError, KeyError, TypeError):
+            return None
+    as_text = root / "version.txt"
+    if as_text.is_file():
+        match = _TXT_VERSION.search(as_text.read_text(encoding="utf-8", errors="replace"))
+        return match.group(1) if match else None
+    return None
+
+
+def candidate_roots(environ: Mapping[str, str], *, windows: bool,
+                    search: tuple[Path, ...] | None = None) -> Iterator[tuple[Path, str]]:
+    """Toolkit folders in the order Theano and NVIDIA's tools consult them."""
+    for var in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME"):
+        if environ.get(var):
+            yield Path(environ[var]), var
+    exe = "nvcc.exe" if windows else "nvcc"
+    for folder in environ.get("PATH", "").split(";" if windows else ":"):
+        if folder and (Path(folder) / exe).is_file():
+            yield Path(folder).resolve().parent, "PATH (nvcc)"
+    if search is None:
+        search = ((Path(environ.get("ProgramFiles", r"C:\Program Files"))
+                   / "NVIDIA GPU Computing Toolkit" / "CUDA",) if windows
+                  else (Path("/usr/local"),))
+    for base in search:
+        if not base.is_dir():
+            continue
+        if not windows and (base / "cuda").is_dir():
+            yield base / "cuda", str(base / "cuda")
+        for entry in sorted(base.iterdir(), reverse=True):
+            if re.fullmatch(r"(cuda-|v)\d+\.\d+", entry.name):
+                yield entry, str(base)
+
+
+def find_toolkits(environ: Mapping[str, str], *, windows: bool = False,
+                  search: tuple[Path, ...] | None = None) -> list[CudaToolkit]:
+    """Every distinct toolkit found, first the one the environment points at."""
+    seen: set[Path] = set()
+    found = []
+    for root, how in candidate_roots(environ, windows=windows, search=search):
+        real = root.resolve() if root.exists() else root
+        if real in seen:
+            continue
+        seen.add(real)
+        version = toolkit_version(root)
+        if version is not None:
+            found.append(CudaToolkit(root, version, how))
+    return found
+
+
+def parse_nvidia_smi(text: str) -> DriverInfo:
+    driver = _SMI_DRIVER.search(text)
+    cuda = _SMI_CUDA.search(text)
+    return DriverInfo(driver.group(1) if driver else None, cuda.group(1) if cuda else None,
+                      "nvidia-smi")
+
+
+def parse_proc_driver(text: str) -> str | None:
+    match = _DRIVER_PROC.search(text)
+    return match.group(1) if match else None
+
+
+def read_driver(environ: Mapping[str, str]) -> DriverInfo:
+    """The driver as nvidia-smi (first on PATH) or the kernel module reports it."""
+    smi = shutil.which("nvidia-smi", path=environ.get("PATH"))
+    if smi:
+        try:
+            return parse_nvidia_smi(proc.run([smi], timeout=30).stdout)
+        except EnvforgeError:
+            pass
+    version_file = Path("/proc/driver/nvidia/version")
+    if version_file.is_file():
+        return DriverInfo(parse_proc_driver(version_file.read_text(encoding="utf-8")), None,
+                          str(version_file))
+    return DriverInfo(None, None, "none found")

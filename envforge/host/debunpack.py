@@ -1,0 +1,407 @@
+"""Unpack a .deb into a folder without root or dpkg, refusing anything that could escape it.
+
+A .deb is an ``ar`` archive whose ``data.tar.*`` member holds the files. Every member is
+checked before the first byte is written, and the paths are resolved as if the target
+folder were ``/``: absolute symlink targets (Debian ships ``/etc/alternatives/...`` ones)
+are rewritten to relative ones that stay inside it. Maintainer scripts are not run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import lzma
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from envforge.errors import ArtifactError
+
+_AR_MAGIC = b"!<arch>\n"
+_AR_HEADER = 60
+_MAX_HOPS = 40  # symlinks followed while resolving one path, as the kernel's limit
+LIB_DIRS = ("lib", "lib64", "usr/lib", "usr/lib64", "usr/local/lib")
+_VERSIONED_LIB = re.compile(r"^(lib.+\.so)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class UnpackResult:
+    """What an unpack wrote, in creation order (undo in reverse), and links left dangling."""
+
+    written: tuple[Path, ...]
+    dangling: tuple[tuple[Path, str], ...]  # (link, its target as written) not found in root
+
+
+def verify_deb(path: Path, sha256: str, size: int) -> None:
+    """Refuse a .deb whose size or sha256 differs from the lock's."""
+    try:
+        actual_size = path.stat().st_size
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: no such file") from None
+    if actual_size != size:
+        raise ArtifactError(f"{path}: {actual_size} bytes, the lock says {size}")
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != sha256.lower():
+        raise ArtifactError(f"{path}: sha256 {digest.hexdigest()}, the lock says {sha256}")
+
+
+# --- reading the archive ---------------------------------------------------------------
+
+def ar_members(handle: IO[bytes], *, source: str = "archive") -> Iterator[tuple[str, int, int]]:
+    """(name, offset, size) of each member of a System V / GNU ``ar`` archive."""
+    total = os.fstat(handle.fileno()).st_size
+    if handle.read(len(_AR_MAGIC)) != _AR_MAGIC:
+        raise ArtifactError(f"{source}: not a .deb (no ar archive header)")
+    while True:
+        header = handle.read(_AR_HEADER)
+        if not header:
+            return
+        if len(header) != _AR_HEADER or header[58:60] != b"`\n":
+            raise ArtifactError(f"{source}: corrupt ar member header")
+        name = header[0:16].decode("ascii", "replace").rstrip(" ").removesuffix("/")
+        try:
+            size = int(header[48:58].decode("ascii").strip())
+        except ValueError:
+            raise ArtifactError(f"{source}: corrupt ar member size for {name!r}") from None
+        offset = handle.tell()
+        if offset + size > total:
+            raise ArtifactError(f"{source}: truncated ({name} is cut short)")
+        yield name, offset, size
+        handle.seek(offset + size + (size & 1))  # members are padded to even offsets
+
+
+class _Slice(io.RawIOBase):
+    """A read-only window on part of a file, so a member decompresses as a stream."""
+
+    def __init__(self, handle: IO[bytes], offset: int, size: int) -> None:
+        super().__init__()
+        handle.seek(offset)
+        self._handle = handle
+        self._left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._handle.read(min(len(view), self._left))
+        view[: len(data)] = data
+        self._left -= len(data)
+        return len(data)
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _decompressor(name: str, raw: io.BufferedReader, deb: Path) -> _Readable:
+    if name == "data.tar.xz":
+        return lzma.open(raw)
+    if name == "data.tar.gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if name == "data.tar":
+        return raw
+    if name == "data.tar.zst":
+        try:
+            import zstandard  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            raise ArtifactError(
+                f"{deb}: data.tar.zst needs the 'zstandard' Python module "
+                "(pip install zstandard); Debian bookworm packages use xz") from None
+        reader: _Readable = zstandard.ZstdDecompressor().stream_reader(raw)
+        return reader
+    raise ArtifactError(f"{deb}: unsupported member {name}")
+
+
+def _data_tar(deb: Path, scratch: IO[bytes]) -> None:
+    """Decompress the .deb's data.tar member into ``scratch``."""
+    with open(deb, "rb") as handle:
+        members = list(ar_members(handle, source=str(deb)))
+        if not members or members[0][0] != "debian-binary":
+            raise ArtifactError(f"{deb}: not a .deb (first member is not debian-binary)")
+        handle.seek(members[0][1])
+        if not handle.read(members[0][2]).startswith(b"2."):
+            raise ArtifactError(f"{deb}: unsupported .deb format version")
+        data = [m for m in members if m[0].startswith("data.tar")]
+        if not data:
+            raise ArtifactError(f"{deb}: no data.tar member")
+        name, offset, size = data[0]
+        stream = _decompressor(name, io.BufferedReader(_Slice(handle, offset, size)), deb)
+        try:
+            shutil.copyfileobj(stream, scratch)
+        except (lzma.LZMAError, OSError, EOFError) as exc:
+            raise ArtifactError(f"{deb}: cannot decompress {name}: {exc}") from None
+    scratch.seek(0)
+
+
+# --- planning: every check happens before anything is written ----------------------------
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: str  # "dir", "file", "symlink", "hardlink"
+    path: str  # physical path inside the root, no symlink components
+    member: tarfile.TarInfo
+    link: str = ""  # symlink text to write, or the hardlink's physical source
+
+
+def _member_name(name: str, deb: Path) -> str | None:
+    """The member's path relative to the root; None for the root itself."""
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        raise ArtifactError(f"{deb}: refusing absolute path {name!r}")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ArtifactError(f"{deb}: refusing path with '..': {name!r}")
+    return "/".join(parts) or None
+
+
+class _Tree:
+    """The root as it will be after the members so far: disk contents plus planned ones."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.planned: dict[str, tuple[str, str]] = {}  # path -> (kind, symlink text)
+
+    def kind(self, path: str) -> tuple[str, str] | None:
+        if path in self.planned:
+            return self.planned[path]
+        full = self.root / path
+        if full.is_symlink():
+            return "symlink", str(full.readlink())
+        if full.is_dir():
+            return "dir", ""
+        if full.exists():
+            return "file", ""
+        return None
+
+    def resolve(self, path: str, *, follow_last: bool = True) -> str | None:
+        """The physical path inside the root, following symlinks; None if it escapes."""
+        pending = [p for p in path.split("/") if p]
+        pending.reverse()
+        done: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not done:
+                    return None
+                done.pop()
+                continue
+            here = "/".join([*done, part])
+            found = self.kind(here)
+            if found is not None and found[0] == "symlink" and (pending or follow_last):
+                hops += 1
+                if hops > _MAX_HOPS:
+                    return None
+                if found[1].startswith("/"):
+                    return None  # only on-disk links can be absolute: the OS would leave root
+                pending.extend(reversed([p for p in found[1].split("/") if p]))
+                continue
+            done.append(part)
+        return "/".join(done)
+
+
+def _plan(tar: tarfile.TarFile, root: Path, deb: Path, replace: bool) -> list[_Entry]:
+    tree = _Tree(root)
+    entries: list[_Entry] = []
+    for member in tar.getmembers():
+        name = _member_name(member.name, deb)
+        if name is None:
+            continue
+        parent, _, base = name.rpartition("/")
+        where = tree.resolve(parent) if parent else ""
+        if where is None:
+            raise ArtifactError(f"{deb}: {member.name!r} would be written outside the target")
+        if not _is_folder_path(tree, where):
+            raise ArtifactError(f"{deb}: {member.name!r} is inside something not a folder")
+        path = f"{where}/{base}" if where else base
+        existing = tree.kind(path)
+        if member.isdir():
+            if existing is None:
+                tree.planned[path] = ("dir", "")
+                entries.append(_Entry("dir", path, member))
+            elif existing[0] != "dir" and not _links_to_dir(tree, path):
+                raise ArtifactError(f"{deb}: {name} is a folder in the package but not in {root}")
+            continue  # an existing folder, or a link to one as dpkg keeps it, is left as is
+        if existing is not None:
+            if path in tree.planned:
+                raise ArtifactError(f"{deb}: {name} appears twice in the package")
+            if existing[0] == "dir" or not replace:
+                raise ArtifactError(f"{deb}: {name} already exists in {root}")
+        if member.isfile():
+            tree.planned[path] = ("file", "")
+            entries.append(_Entry("file", path, member))
+        elif member.issym():
+            text = member.linkname
+            if text.startswith("/"):  # relative to the root, as inside a chroot
+                depth = path.count("/")
+                text = "/".join([".."] * depth + [text.lstrip("/")]) or "."
+                text = text.rstrip("/") or "."
+            tree.planned[path] = ("symlink", text)
+            if tree.resolve(path) is None:
+                raise ArtifactError(f"{deb}: symlink {name} -> {member.linkname} points "
+                                    "outside the target (or loops)")
+            entries.append(_Entry("symlink", path, member, text))
+        elif member.islnk():
+            source_name = _member_name(member.linkname, deb)
+            source = tree.resolve(source_name, follow_last=False) if source_name else None
+            if source is None or tree.planned.get(source, ("",))[0] != "file":
+                raise ArtifactError(
+                    f"{deb}: hard link {name} -> {member.linkname} is not to a file of the package")
+            tree.planned[path] = ("file", "")
+            entries.append(_Entry("hardlink", path, member, source))
+        else:
+            raise ArtifactError(f"{deb}: refusing {_kind_name(member)} member {name}")
+    for entry in entries:  # again on the whole tree: a later link can change an earlier one
+        if entry.kind == "symlink" and tree.resolve(entry.path) is None:
+            raise ArtifactError(f"{deb}: symlink {entry.path} -> {entry.member.linkname} "
+                                "points outside the target once the package is unpacked")
+    return entries
+
+
+def _is_folder_path(tree: _Tree, path: str) -> bool:
+    """Whether every component of a physical path is a folder or not there yet."""
+    parts = path.split("/") if path else []
+    for end in range(1, len(parts) + 1):
+        found = tree.kind("/".join(parts[:end]))
+        if found is None:
+            return True
+        if found != ("dir", ""):
+            return False
+    return True
+
+
+def _links_to_dir(tree: _Tree, path: str) -> bool:
+    target = tree.resolve(path)
+    return target is not None and tree.kind(target) == ("dir", "")
+
+
+def _kind_name(member: tarfile.TarInfo) -> str:
+    if member.ischr() or member.isblk():
+        return "device"
+    if member.isfifo():
+        return "fifo"
+    return f"type {member.type!r}"
+
+
+# --- writing -------------------------------------------------------------------------------
+
+def unpack_deb(deb: Path, root: Path, *, replace: bool = False) -> UnpackResult:
+    """Extract the .deb's files under ``root`` and list what was written.
+
+    Nothing is written if any member is unsafe. Setuid, setgid and sticky bits are dropped;
+    folders stay writable by their owner so a rollback can remove their contents. An
+    existing file is an error unless ``replace`` (then it is overwritten, and listed).
+    If writing fails midway, what this call wrote is removed before the error is raised.
+    """
+    root = root.resolve()
+    with tempfile.TemporaryFile() as scratch:
+        _data_tar(deb, scratch)
+        try:
+            with tarfile.open(fileobj=scratch, mode="r:") as tar:
+                entries = _plan(tar, root, deb, replace)
+                written: list[Path] = []
+                try:
+                    _make_dirs(root, written)
+                    for entry in entries:
+                        _write(tar, entry, root, written)
+                except BaseException:
+                    _undo(written)
+                    raise
+        except tarfile.TarError as exc:
+            raise ArtifactError(f"{deb}: corrupt data.tar: {exc}") from None
+    dangling = tuple((root / e.path, e.link) for e in entries
+                     if e.kind == "symlink" and not (root / e.path).exists())
+    return UnpackResult(tuple(written), dangling)
+
+
+def _write(tar: tarfile.TarFile, entry: _Entry, root: Path, written: list[Path]) -> None:
+    target = root / entry.path
+    _make_dirs(target.parent, written)
+    mode = stat.S_IMODE(entry.member.mode) & 0o777
+    if entry.kind == "dir":
+        if not target.is_dir():  # else a parent created it a moment ago
+            target.mkdir()
+            written.append(target)
+        target.chmod(mode | 0o700)
+        return
+    if target.is_symlink() or target.exists():  # only reached with replace=True
+        target.unlink()
+    if entry.kind == "symlink":
+        target.symlink_to(entry.link)
+        written.append(target)
+    elif entry.kind == "hardlink":
+        os.link(root / entry.link, target)
+        written.append(target)
+    else:
+        source = tar.extractfile(entry.member)
+        if source is None:
+            raise ArtifactError(f"cannot read {entry.member.name} from the package")
+        with source, open(target, "xb") as out:
+            written.append(target)  # before the copy, so a failed copy is undone too
+            shutil.copyfileobj(source, out)
+        target.chmod(mode)
+        os.utime(target, (entry.member.mtime, entry.member.mtime))
+
+
+def _make_dirs(folder: Path, written: list[Path]) -> None:
+    """Create ``folder`` and its missing parents, recording each one created."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir()
+        written.append(path)
+
+
+def _undo(written: list[Path]) -> None:
+    for path in reversed(written):
+        try:
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
+        except OSError:
+            pass  # best effort: the original error is what the caller needs to see
+
+
+# --- unversioned library names ------------------------------------------------------------
+
+def missing_dev_links(root: Path) -> list[tuple[Path, str]]:
+    """Links ``libX.so -> libX.so.N`` to create where only the versioned name exists.
+
+    Debian's runtime packages ship ``libopenblas.so.0`` but not ``libopenblas.so``, which
+    ``-lopenblas`` needs (GPU.md). Only names whose target resolves are proposed; where
+    several majors exist the highest wins. Reads the tree; the caller makes the links.
+    """
+    links: dict[Path, tuple[int, str]] = {}
+    for lib_dir in LIB_DIRS:
+        top = root / lib_dir
+        if not top.is_dir() or top.is_symlink():
+            continue
+        for folder, _dirs, files in os.walk(top):
+            for name in files:
+                match = _VERSIONED_LIB.match(name)
+                if match is None:
+                    continue
+                here = Path(folder)
+                link = here / match[1]
+                if os.path.lexists(link) or not (here / name).exists():
+                    continue
+                major = int(match[2])
+                if link not in links or links[link][0] < major:
+                    links[link] = (major, name)
+    return sorted((link, name) for link, (_, name) in links.items())

@@ -1,0 +1,122 @@
+"""Downloads into a content-addressed cache: each file checked against its sha256 as it lands.
+
+A file is looked for in a bundle folder first, then the cache, then fetched (unless offline),
+resuming a partial download with an HTTP range request. Nothing unverified is ever returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import requests
+
+from envforge.errors import ArtifactError, EnvforgeError
+
+CHUNK = 1 << 20
+Progress = Callable[[int], None]
+
+
+class OfflineError(EnvforgeError):
+    """A needed file is neither in the bundle nor in the cache, and the network is off."""
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file to have: where it comes from and what it must hash to."""
+
+    url: str
+    sha256: str
+    filename: str
+    size: int | None = None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cache_path(cache: Path, ref: FileRef) -> Path:
+    return cache / "files" / ref.sha256[:2] / ref.sha256 / ref.filename
+
+
+def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bool = False,
+           progress: Progress | None = None, session: requests.Session | None = None) -> Path:
+    """A verified local copy of ``ref``; a tampered bundle or cache file is refused, not used."""
+    if bundle is not None:
+        candidate = bundle / ref.filename
+        if candidate.is_file():
+            _check(candidate, ref, where="bundle")
+            return candidate
+    target = cache_path(cache, ref)
+    if target.is_file():
+        _check(target, ref, where="cache")
+        return target
+    if offline or bundle is not None:
+        raise OfflineError(f"{ref.filename} (sha256 {ref.sha256[:12]}…) is not in the "
+                           f"{'bundle' if bundle else 'cache'} and the network is off")
+    download(ref, target, progress=progress, session=session)
+    return target
+
+
+def _check(path: Path, ref: FileRef, *, where: str) -> None:
+    found = sha256_of(path)
+    if found != ref.sha256:
+        raise ArtifactError(f"{path}: sha256 {found} does not match the lock's {ref.sha256} "
+                            f"(the {where} copy was altered; refusing it)")
+
+
+def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
+             session: requests.Session | None = None) -> None:
+    """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place."""
+    if ref.url.startswith("file://"):
+        source = Path(unquote(urlsplit(ref.url).path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = target.with_name(target.name + ".part")
+        shutil.copyfile(source, part)
+        _finish(part, target, ref, sha256_of(part))
+        return
+    http = session or requests.Session()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    digest = hashlib.sha256()
+    have = part.stat().st_size if part.exists() else 0
+    if have:
+        with part.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(CHUNK), b""):
+                digest.update(chunk)
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    try:
+        with http.get(ref.url, stream=True, timeout=60, headers=headers) as response:
+            if have and response.status_code != 206:  # server ignored the range: start over
+                have, digest = 0, hashlib.sha256()
+            response.raise_for_status()
+            with part.open("ab" if have else "wb") as out:
+                for chunk in response.iter_content(CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    if progress is not None:
+                        progress(len(chunk))
+    except requests.RequestException as exc:
+        raise EnvforgeError(f"download of {ref.url} failed: {exc} "
+                            "(run again to resume)") from None
+    _finish(part, target, ref, digest.hexdigest())
+
+
+def _finish(part: Path, target: Path, ref: FileRef, found: str) -> None:
+    if found != ref.sha256:
+        part.unlink(missing_ok=True)
+        raise ArtifactError(f"{ref.url}: sha256 {found} does not match the lock's {ref.sha256}; "
+                            "refusing the file")
+    part.replace(target)
+
+
+def filename_of(url: str) -> str:
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])

@@ -1,0 +1,121 @@
+"""Find an interpreter of a given Python version: PATH, pyenv, uv-managed, the Windows launcher.
+
+Candidate locations are computed by a pure function over an injected environment, so the
+order and the Windows rules are tested anywhere; only ``query_version`` runs a process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.errors import EnvforgeError, StepError, ToolError
+from envforge.host import proc
+
+_VERSION_SCRIPT = ("import json, sys; print(json.dumps({'version': "
+                   "'%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable}))")
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    executable: Path
+    version: str  # e.g. 3.7.16
+    found_by: str  # PATH, pyenv, uv, py-launcher
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    found_by: str
+
+
+def candidates(minor: str, environ: Mapping[str, str], *, windows: bool,
+               home: Path) -> Iterator[Candidate]:
+    """Where a ``minor`` interpreter may live, most explicit first; existence is not checked."""
+    exe = ".exe" if windows else ""
+    names = [f"python{minor}{exe}"] if not windows else []
+    names += [f"python3{exe}", f"python{exe}"]
+    for folder in environ.get("PATH", "").split(";" if windows else os.pathsep):
+        if folder and "shims" not in Path(folder).parts[-1:]:
+            for name in names:
+                yield Candidate(Path(folder) / name, "PATH")
+    pyenv_root = Path(environ.get("PYENV_ROOT", str(home / ".pyenv")))
+    versions = pyenv_root / "versions"
+    if versions.is_dir():
+        for entry in sorted(versions.iterdir(), key=lambda p: _version_key(p.name), reverse=True):
+            if entry.name == minor or entry.name.startswith(f"{minor}."):
+                sub = "" if windows else "bin"
+                yield Candidate(entry / sub / f"python{'' if windows else minor}{exe}", "pyenv")
+    uv_root = Path(environ.get("UV_PYTHON_INSTALL_DIR", str(_uv_python_dir(environ, home,
+                                                                             windows))))
+    if uv_root.is_dir():
+        for entry in sorted(uv_root.iterdir(), key=lambda p: p.name, reverse=True):
+            if entry.name.startswith(f"cpython-{minor}."):
+                yield Candidate(entry / ("python.exe" if windows else f"bin/python{minor}"), "uv")
+
+
+def _uv_python_dir(environ: Mapping[str, str], home: Path, windows: bool) -> Path:
+    if windows:
+        return Path(environ.get("APPDATA", str(home / "AppData" / "Roaming"))) / "uv" / "python"
+    data = environ.get("XDG_DATA_HOME", str(home / ".local" / "share"))
+    return Path(data) / "uv" / "python"
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    parts = []
+    for part in name.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def query_version(executable: Path) -> Interpreter | None:
+    """Ask an interpreter what it is; None when it does not run."""
+    try:
+        done = proc.run([executable, "-c", _VERSION_SCRIPT], timeout=30)
+        info = json.loads(done.stdout)
+    except (EnvforgeError, ValueError):
+        return None
+    return Interpreter(Path(info["executable"]), info["version"], "")
+
+
+def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
+                     home: Path | None = None) -> Interpreter:
+    """The first working interpreter of that minor version, or StepError listing where we looked."""
+    env = os.environ if environ is None else environ
+    windows = sys.platform == "win32"
+    looked: list[str] = []
+    seen: set[Path] = set()
+    for candidate in candidates(minor, env, windows=windows, home=home or Path.home()):
+        if candidate.path in seen or not candidate.path.is_file():
+            continue
+        seen.add(candidate.path)
+        looked.append(str(candidate.path))
+        found = query_version(candidate.path)
+        if found is not None and found.minor == minor:
+            return Interpreter(candidate.path, found.version, candidate.found_by)
+    if windows:
+        launched = _py_launcher(minor)
+        if launched is not None:
+            return launched
+    tried = f" (tried {', '.join(looked)})" if looked else ""
+    raise StepError(f"no Python {minor} found on PATH, in pyenv or among uv's Pythons{tried}; "
+                    f"install one, e.g. `uv python install {minor}` or `pyenv install {minor}`")
+
+
+def _py_launcher(minor: str) -> Interpreter | None:  # pragma: no cover - Windows only
+    try:
+        done = proc.run(["py", f"-{minor}", "-c", _VERSION_SCRIPT], timeout=30)
+    except ToolError:
+        return None
+    info = json.loads(done.stdout)
+    return Interpreter(Path(info["executable"]), info["version"], "py-launcher")

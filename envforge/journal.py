@@ -1,0 +1,502 @@
+"""The apply journal: every change is written down, durably, before it is made.
+
+Nothing is lost: the first time a path (or registry value) is touched, its prior state
+is recorded — absent, file bytes copied to ``backups/<seq>`` with the mode, a link's
+target, a folder — and only then is it changed. Later touches record nothing more:
+the original is what rollback restores. ``rollback`` undoes the records newest first;
+each undo sets the original state whatever the current one, so an interrupted
+rollback is finished by running it again.
+
+``journal.jsonl`` holds one JSON object a line, fsynced one by one. A crash can only
+leave a torn last line; its change was never started (changes follow the fsync), so
+readers ignore it and the next append cuts it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+
+from envforge.errors import BusyError, StepError
+from envforge.host.windows import RegistrySeam, RegistryValue
+from envforge.spec import Frozen
+
+JOURNAL_FILE = "journal.jsonl"
+BACKUPS_DIR = "backups"
+LOCK_FILE = "apply.lock"
+LOCK_PID_FILE = "apply.lock.pid"
+
+Op = Literal["backup", "created", "registry", "step-begin", "step-done"]
+Kind = Literal["file", "symlink", "dir", "absent"]
+
+
+class JournalEntry(Frozen):
+    """One line of the journal.
+
+    ``backup``: ``path``'s state before its first change (``kind``; for a file ``backup``
+    names its copy in backups/ and ``mode`` its permissions; for a link ``link_target``).
+    ``created``: a folder ``mkdir`` made; rollback removes it only if empty.
+    ``registry``: a value's state before its first change (``existed`` false: delete it).
+    """
+
+    seq: int
+    step: str
+    op: Op
+    path: str | None = None
+    kind: Kind | None = None
+    backup: str | None = None
+    mode: int | None = None
+    link_target: str | None = None
+    key: str | None = None
+    name: str | None = None
+    value: RegistryValue | None = None
+    value_type: int | None = None
+    existed: bool | None = None
+
+
+def _abs(path: Path | str) -> Path:
+    """Absolute without resolving links: a link is itself the thing recorded."""
+    return Path(os.path.normpath(Path(path).absolute()))
+
+
+def _path_key(path: Path) -> str:
+    return os.path.normcase(str(path))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a created or renamed name durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """``state_dir/journal.jsonl`` and ``state_dir/backups/``; nothing is created until a write."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = Path(state_dir)
+        self.path = self.state_dir / JOURNAL_FILE
+        self.backups = self.state_dir / BACKUPS_DIR
+        self._entries: list[JournalEntry] | None = None
+        self._valid_bytes = 0
+        self._first: dict[str, JournalEntry] = {}
+        self._registry_seen: set[tuple[str, str]] = set()
+
+    def entries(self) -> list[JournalEntry]:
+        """Every complete entry, oldest first; a torn last line is left out."""
+        return list(self._read()[0])
+
+    def completed_steps(self) -> set[str]:
+        return {e.step for e in self.entries() if e.op == "step-done"}
+
+    def original(self, path: Path) -> JournalEntry | None:
+        """The first record of ``path`` in this journal: its state before envforge touched it."""
+        self._load()
+        return self._first.get(_path_key(_abs(path)))
+
+    def registry_recorded(self, key: str, name: str) -> bool:
+        self._load()
+        return (key.casefold(), name.casefold()) in self._registry_seen
+
+    def backup_path(self, entry: JournalEntry) -> Path:
+        if entry.backup is None:
+            raise StepError(f"journal entry {entry.seq} has no backup")
+        return self.backups / entry.backup
+
+    def append(self, step: str, op: Op, *, path: Path | None = None, kind: Kind | None = None,
+               backup_of: Path | None = None, mode: int | None = None,
+               link_target: str | None = None, key: str | None = None,
+               name: str | None = None, value: RegistryValue | None = None,
+               value_type: int | None = None, existed: bool | None = None) -> JournalEntry:
+        """Write one entry and fsync it; with ``backup_of``, first copy that file to backups/."""
+        entries = self._load()
+        seq = entries[-1].seq + 1 if entries else 1
+        backup = None
+        if backup_of is not None:
+            backup = str(seq)
+            self._store_backup(backup_of, self.backups / backup)
+        entry = JournalEntry(
+            seq=seq, step=step, op=op, path=None if path is None else str(_abs(path)), kind=kind,
+            backup=backup, mode=mode, link_target=link_target, key=key, name=name, value=value,
+            value_type=value_type, existed=existed)
+        self._write_line(entry.model_dump_json(exclude_none=True).encode() + b"\n")
+        entries.append(entry)
+        self._index(entry)
+        return entry
+
+    def _store_backup(self, source: Path, target: Path) -> None:
+        # A file already there is an orphan: a backup whose entry never got written,
+        # or one from a rolled-back journal. Its number is ours now.
+        created = not self.backups.exists()
+        self.backups.mkdir(parents=True, exist_ok=True)
+        if created:
+            _fsync_dir(self.state_dir)
+        with open(source, "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        shutil.copystat(source, target)
+        _fsync_dir(self.backups)
+
+    def _write_line(self, line: bytes) -> None:
+        created = not self.path.exists()
+        if created:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        elif self.path.stat().st_size != self._valid_bytes:
+            os.truncate(self.path, self._valid_bytes)  # cut a torn tail before appending
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.state_dir)
+        self._valid_bytes += len(line)
+
+    def _read(self) -> tuple[list[JournalEntry], int]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return [], 0
+        entries: list[JournalEntry] = []
+        pos = 0
+        number = 0
+        while pos < len(data):
+            number += 1
+            end = data.find(b"\n", pos)
+            if end == -1:
+                break  # torn: its fsync never returned, so its change never started
+            try:
+                entries.append(JournalEntry.model_validate_json(data[pos:end]))
+            except ValidationError:
+                if data.find(b"\n", end + 1) != -1:
+                    raise StepError(f"{self.path}: line {number} is corrupt; the journal cannot "
+                                    "be trusted (keep it and the backups folder)") from None
+                break
+            pos = end + 1
+        return entries, pos
+
+    def _load(self) -> list[JournalEntry]:
+        if self._entries is None:
+            self._entries, self._valid_bytes = self._read()
+            self._first.clear()
+            self._registry_seen.clear()
+            for entry in self._entries:
+                self._index(entry)
+        return self._entries
+
+    def _index(self, entry: JournalEntry) -> None:
+        if entry.op in ("backup", "created") and entry.path is not None:
+            self._first.setdefault(_path_key(Path(entry.path)), entry)
+        elif entry.op == "registry" and entry.key is not None and entry.name is not None:
+            self._registry_seen.add((entry.key.casefold(), entry.name.casefold()))
+
+    def _forget(self) -> None:
+        self._entries = None
+        self._valid_bytes = 0
+
+
+class Transaction:
+    """The only way a step changes the machine: each change is journaled before it is made."""
+
+    def __init__(self, journal: Journal, step: str) -> None:
+        self.journal = journal
+        self.step = step
+
+    def begin(self) -> None:
+        self.journal.append(self.step, "step-begin")
+
+    def done(self) -> None:
+        self.journal.append(self.step, "step-done")
+
+    # -- files -------------------------------------------------------------------------
+
+    def write_bytes(self, path: Path, data: bytes, mode: int | None = None) -> None:
+        """Replace or create a file; ``mode`` None keeps the old file's mode (new: 0o644)."""
+        path = self._prepare(path)
+        old_mode = _file_mode(path)
+        _unlink(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        path.chmod(mode if mode is not None else old_mode if old_mode is not None else 0o644)
+
+    def write_text(self, path: Path, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def copy_file(self, src: Path, dst: Path) -> None:
+        """Copy ``src``'s bytes and mode to ``dst``; a link at ``dst`` is replaced, not followed."""
+        dst = self._prepare(dst)
+        _unlink(dst)
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
+
+    def symlink(self, path: Path, target: str) -> None:
+        path = self._prepare(path)
+        _unlink(path)
+        path.symlink_to(target)
+
+    def mkdir(self, path: Path) -> None:
+        """Make a folder and any missing parents, recording each one made."""
+        path = _abs(path)
+        missing: list[Path] = []
+        probe = path
+        while not os.path.lexists(probe):
+            missing.append(probe)
+            probe = probe.parent
+        if not probe.is_dir():
+            raise StepError(f"cannot make folder {path}: {probe} is not a folder")
+        for folder in reversed(missing):
+            if self.journal.original(folder) is None:
+                self.journal.append(self.step, "created", path=folder, kind="dir")
+            folder.mkdir()
+
+    def remove(self, path: Path) -> None:
+        """Remove a file, link or whole folder; every file in it is backed up first."""
+        path = _abs(path)
+        if not os.path.lexists(path):
+            return
+        self._record(path)
+        if path.is_dir() and not path.is_symlink():
+            for root, dirs, files in os.walk(path):
+                for name in (*dirs, *files):
+                    self._record(Path(root) / name)
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+    def adopt_tree(self, path: Path) -> None:
+        """Announce that an external tool (venv, rattler, uv) is about to create ``path``.
+
+        Rollback then removes the whole tree. A folder that already exists is refused
+        unless this journal created it, so a user's folder is never adopted and deleted.
+        """
+        path = _abs(path)
+        first = self.journal.original(path)
+        ours = first is not None and (first.op == "created" or first.kind == "absent")
+        if os.path.lexists(path) and not ours:
+            raise StepError(f"{path} already exists and envforge did not create it; "
+                            "move it away or choose another location")
+        self.mkdir(path.parent)
+        if first is None or first.op != "backup" or first.kind != "absent":
+            self.journal.append(self.step, "backup", path=path, kind="absent")
+
+    # -- registry ----------------------------------------------------------------------
+
+    def set_registry_value(self, registry: RegistrySeam, key: str, name: str,
+                           value: RegistryValue, value_type: int) -> None:
+        if not self.journal.registry_recorded(key, name):
+            current = registry.get(key, name)
+            self.journal.append(
+                self.step, "registry", key=key, name=name,
+                value=None if current is None else current[0],
+                value_type=None if current is None else current[1], existed=current is not None)
+        registry.set(key, name, value, value_type)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _prepare(self, path: Path) -> Path:
+        """Make the parent, record the original, refuse to put a file where a folder is."""
+        path = _abs(path)
+        self.mkdir(path.parent)
+        self._record(path)
+        if path.is_dir() and not path.is_symlink():
+            raise StepError(f"{path} is a folder; remove it first")
+        return path
+
+    def _record(self, path: Path) -> None:
+        if self.journal.original(path) is not None:
+            return
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self.journal.append(self.step, "backup", path=path, kind="absent")
+            return
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISLNK(st.st_mode):
+            self.journal.append(self.step, "backup", path=path, kind="symlink",
+                                link_target=str(path.readlink()))
+        elif stat.S_ISDIR(st.st_mode):
+            self.journal.append(self.step, "backup", path=path, kind="dir", mode=mode)
+        elif stat.S_ISREG(st.st_mode):
+            self.journal.append(self.step, "backup", path=path, kind="file", mode=mode,
+                                backup_of=path)
+        else:
+            raise StepError(f"{path} is not a file, link or folder; envforge will not change it")
+
+
+def _file_mode(path: Path) -> int | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def _remove_any(path: Path) -> bool:
+    """Remove whatever is at ``path``; whether something was there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+        return True
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+# -- rollback ----------------------------------------------------------------------------
+
+def rollback(journal: Journal, *, registry: RegistrySeam | None = None) -> list[str]:
+    """Undo everything the journal records, newest first; one line per thing undone.
+
+    Afterwards the journal and its backups are renamed ``*.rolled-back-<n>``, so a second
+    rollback finds nothing to do. Interrupted, it is finished by running it again.
+    """
+    entries = journal.entries()
+    if not journal.path.exists():
+        _finish_archive(journal)
+        return []
+    if registry is None and any(e.op == "registry" for e in entries):
+        raise StepError("this apply changed the Windows registry; roll it back on Windows")
+    undone: list[str] = []
+    for entry in reversed(entries):
+        line = _undo(journal, entry, registry)
+        if line:
+            undone.append(line)
+    if registry is not None and any(e.op == "registry" for e in entries):
+        registry.broadcast_setting_change()
+    _archive(journal)
+    return undone
+
+
+def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None) -> str | None:
+    if entry.op == "registry":
+        assert registry is not None and entry.key is not None and entry.name is not None
+        where = f"{entry.key}\\{entry.name}"
+        if entry.existed:
+            assert entry.value is not None and entry.value_type is not None
+            registry.set(entry.key, entry.name, entry.value, entry.value_type)
+            return f"restored registry value {where}"
+        if registry.get(entry.key, entry.name) is not None:
+            registry.delete(entry.key, entry.name)
+            return f"deleted registry value {where}"
+        return None
+    if entry.path is None:
+        return None  # step markers
+    path = Path(entry.path)
+    if entry.op == "created":
+        if path.is_dir() and not path.is_symlink():
+            try:
+                path.rmdir()
+            except OSError:
+                return f"left folder {path}: it holds files envforge did not put there"
+            return f"removed folder {path}"
+        return f"removed {path}" if _remove_any(path) else None
+    if entry.kind == "absent":
+        return f"removed {path}" if _remove_any(path) else None
+    if entry.kind == "file":
+        source = journal.backup_path(entry)
+        if not source.is_file():
+            raise StepError(f"cannot restore {path}: its backup {source} is missing")
+        _remove_any(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, path)
+        if entry.mode is not None:
+            path.chmod(entry.mode)
+        return f"restored {path}"
+    if entry.kind == "symlink":
+        assert entry.link_target is not None
+        if path.is_symlink() and str(path.readlink()) == entry.link_target:
+            return None
+        _remove_any(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(entry.link_target)
+        return f"restored link {path} -> {entry.link_target}"
+    if entry.kind == "dir":
+        recreated = not (path.is_dir() and not path.is_symlink())
+        if recreated:
+            _remove_any(path)
+            path.mkdir(parents=True)
+        if entry.mode is not None:
+            path.chmod(entry.mode)
+        return f"recreated folder {path}" if recreated else None
+    return None
+
+
+_ARCHIVED = re.compile(r"^journal\.rolled-back-(\d+)\.jsonl$")
+
+
+def _archive(journal: Journal) -> None:
+    """Rename the journal (this marks the rollback done), then its backups beside it."""
+    numbers = [int(m[1]) for p in journal.state_dir.iterdir() if (m := _ARCHIVED.match(p.name))]
+    n = max(numbers, default=0) + 1
+    journal.path.replace(journal.state_dir / f"journal.rolled-back-{n}.jsonl")
+    _fsync_dir(journal.state_dir)
+    journal._forget()
+    _finish_archive(journal)
+
+
+def _finish_archive(journal: Journal) -> None:
+    """Move backups/ beside the newest rolled-back journal, if a crash left it behind."""
+    if not journal.backups.is_dir() or not journal.state_dir.is_dir():
+        return
+    numbers = [int(m[1]) for p in journal.state_dir.iterdir() if (m := _ARCHIVED.match(p.name))]
+    if not numbers:
+        return
+    target = journal.state_dir / f"backups.rolled-back-{max(numbers)}"
+    if not target.exists():
+        journal.backups.replace(target)
+        _fsync_dir(journal.state_dir)
+
+
+# -- the environment lock ----------------------------------------------------------------
+
+@contextlib.contextmanager
+def env_lock(state_dir: Path, *, timeout: float = 5.0) -> Iterator[None]:
+    """Hold the environment's apply lock; another holder makes this a BusyError after ``timeout``.
+
+    The holder's pid sits in a sidecar file so the message can name it.
+    """
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(state_dir / LOCK_FILE)
+    sidecar = state_dir / LOCK_PID_FILE
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        try:
+            pid = sidecar.read_text(encoding="utf-8").strip() or "unknown"
+        except OSError:
+            pid = "unknown"
+        raise BusyError(f"another envforge is applying {state_dir.name} (pid {pid}); "
+                        "try again when it finishes") from None
+    try:
+        sidecar.write_text(f"{os.getpid()}\n", encoding="utf-8")
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            sidecar.unlink()
+        lock.release()

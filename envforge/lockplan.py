@@ -1,0 +1,114 @@
+"""Pure parts of locking: the stack's versions, its artifacts and verify's expectations."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from envforge.envlayout import COMPILEDIR_IN_ENV
+from envforge.errors import InputError
+from envforge.lockfile import (
+    Expectations,
+    LockedArtifact,
+    LockedCondaPackage,
+    LockedDeb,
+    LockedPypiFile,
+)
+from envforge.spec import PlatformSpec
+
+# Package names, per source, of the parts of the stack verify checks.
+_STACK_NAMES: dict[str, str] = {
+    "python": "python", "numpy": "numpy", "scipy": "scipy", "six": "six",
+    "theano-pymc": "theano", "theano": "theano", "pygpu": "pygpu", "libgpuarray": "libgpuarray",
+    "python3-numpy": "numpy", "python3-scipy": "scipy", "python3-six": "six",
+    "python3-pygpu": "pygpu", "libgpuarray3": "libgpuarray",
+}
+_DEB_PYTHON = re.compile(r"^python(3\.\d+)-minimal$")
+
+
+def upstream_version(debian_version: str) -> str:
+    """``1:0.7.6-10+b1`` -> ``0.7.6``: drop epoch, Debian revision and repack suffixes."""
+    version = debian_version.split(":", 1)[-1]
+    if "-" in version:
+        version = version.rsplit("-", 1)[0]
+    return re.split(r"[+~]", version, maxsplit=1)[0]
+
+
+def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
+                   conda: Sequence[LockedCondaPackage],
+                   deb: Sequence[LockedDeb]) -> dict[str, str]:
+    """The versions of the stack's parts as locked; later sources win (PyPI over Debian)."""
+    versions: dict[str, str] = {"python": pspec.python.version}
+    for record in deb:
+        python = _DEB_PYTHON.match(record.name)
+        if python:
+            versions["python"] = upstream_version(record.version)
+        elif record.name in _STACK_NAMES:
+            versions[_STACK_NAMES[record.name]] = upstream_version(record.version)
+    for package in conda:
+        if package.name in _STACK_NAMES:
+            versions[_STACK_NAMES[package.name]] = package.version
+    for file in pypi:
+        if file.name in _STACK_NAMES:
+            versions[_STACK_NAMES[file.name]] = file.version
+    return dict(sorted(versions.items()))
+
+
+def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
+    """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes."""
+    from envforge.knowledge import find_artifact
+
+    found: list[LockedArtifact] = []
+    if pspec.cudnn is not None:
+        cudnn = pspec.cudnn
+        known = find_artifact("cudnn", pspec.platform, cudnn.version,
+                              cuda=pspec.cuda.number if pspec.cuda else None,
+                              filename=cudnn.archive)
+        if cudnn.sha256 is not None:
+            found.append(LockedArtifact(
+                role="cudnn", filename=cudnn.archive or (cudnn.url or "").rsplit("/", 1)[-1],
+                url=cudnn.url, sha256=cudnn.sha256, source="spec", user_supplied=True))
+        elif known is not None:
+            found.append(LockedArtifact(role="cudnn", filename=known.filename, url=known.url,
+                                        sha256=known.sha256, source=known.source,
+                                        user_supplied=True))
+        else:
+            raise InputError(f"cuDNN {cudnn.version} for {pspec.platform}: no known archive; "
+                             "give cudnn.archive and cudnn.sha256 in the spec")
+    if pspec.cuda is not None and pspec.cuda.exact:
+        known = find_artifact("cuda-installer", pspec.platform, pspec.cuda.number)
+        if known is not None:
+            found.append(LockedArtifact(role="cuda-installer", filename=known.filename,
+                                        url=known.url, sha256=known.sha256, source=known.source))
+    compiler = pspec.compiler
+    if compiler is not None and compiler.kind == "mingw-w64":
+        known = find_artifact("compiler", pspec.platform, compiler.version or "8.1.0")
+        if known is None:
+            raise InputError(f"MinGW-w64 {compiler.version}: no known archive for "
+                             f"{pspec.platform}")
+        found.append(LockedArtifact(role="compiler", filename=known.filename, url=known.url,
+                                    sha256=known.sha256, source=known.source))
+    return tuple(found)
+
+
+def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
+    """What verify must find: versions, device, Theano's flags and the kernels' references."""
+    from envforge.expectations import kernel_expectations
+    from envforge.theanoflags import theano_flags
+
+    theano = versions.get("theano")
+    flags = theano_flags(pspec.theano, theano, "{prefix}") if theano else {}
+    if theano and pspec.theano.compiledir is None:
+        # A compile cache per environment: a second verify reuses the first one's modules.
+        flags["base_compiledir"] = "{prefix}/" + COMPILEDIR_IN_ENV
+    return Expectations(
+        versions=versions,
+        device=pspec.theano.device,
+        float_x=pspec.theano.float_x,
+        theano_flags=flags,
+        kernels=kernel_expectations(pspec.verify, pspec.theano.float_x),
+        min_gpu_speedup=pspec.verify.min_gpu_speedup,
+        repeats=pspec.verify.repeats,
+        cuda=pspec.cuda.version if pspec.cuda else None,
+        cudnn=pspec.cudnn.version if pspec.cudnn else None,
+    )

@@ -1,0 +1,72 @@
+"""A plan = the steps a lock needs on this host, each with the changes it would make.
+
+Which steps apply follows from the lock and the spec alone; what each would change comes
+from observing the host (``describe``), which never changes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from envforge.spec import Frozen
+from envforge.steps.base import Change, Step, StepContext
+
+
+class StepPlan(Frozen):
+    step: str
+    changes: tuple[Change, ...]
+
+
+class Plan(Frozen):
+    spec: str
+    platform: str
+    prefix: str
+    steps: tuple[StepPlan, ...]
+
+    @property
+    def pending(self) -> bool:
+        return any(s.changes for s in self.steps)
+
+
+def build_steps(ctx: StepContext) -> list[Step]:
+    """The ordered steps this environment needs; later steps rely on earlier ones."""
+    from envforge.steps.activation import ActivationStep
+    from envforge.steps.env import EnvironmentStep
+    from envforge.steps.theanorc import TheanorcStep
+
+    lock, pspec = ctx.lock, ctx.pspec
+    steps: list[Step] = []
+    if lock.deb:
+        from envforge.steps.debs import DebUnpackStep
+
+        steps.append(DebUnpackStep())
+    steps.append(EnvironmentStep())
+    if lock.conda:
+        from envforge.steps.conda import CondaInstallStep
+
+        steps.append(CondaInstallStep())
+    if lock.pypi:
+        from envforge.steps.pypi import PypiInstallStep
+
+        steps.append(PypiInstallStep())
+    if pspec.cuda is not None:
+        from envforge.steps.cuda import CudaToolkitStep
+
+        steps.append(CudaToolkitStep())
+        cudnn = next((a for a in lock.artifacts if a.role == "cudnn"), None)
+        if cudnn is not None:
+            from envforge.steps.cudnn import CudnnInstallStep
+
+            steps.append(CudnnInstallStep(cudnn))
+        if "pygpu" in lock.expect.versions:
+            from envforge.steps.libs import LibgpuarrayLinksStep
+
+            steps.append(LibgpuarrayLinksStep())
+    steps.append(TheanorcStep())
+    steps.append(ActivationStep())
+    return steps
+
+
+def make_plan(ctx: StepContext, steps: Sequence[Step], *, spec: str) -> Plan:
+    return Plan(spec=spec, platform=ctx.platform, prefix=str(ctx.prefix),
+                steps=tuple(StepPlan(step=s.name, changes=s.describe(ctx)) for s in steps))

@@ -1,0 +1,139 @@
+"""PyPI resolution with uv, for a target platform and Python that need not be this host's.
+
+uv's ``pip compile --format pylock.toml`` resolves for the target and lists, per package,
+the files that target can install with their hashes; this module picks the one file the
+target would install (the best-ranked wheel, else the sdist) and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import parse_wheel_filename
+
+from envforge.errors import ResolveError, ToolError
+from envforge.host import proc
+from envforge.lockfile import LockedPypiFile
+from envforge.spec import Platform
+
+# uv's name for each target, and the platform tags pip would accept there, best first.
+_UV_PLATFORM: dict[Platform, str] = {
+    "linux-64": "x86_64-manylinux_2_17",
+    "win-64": "x86_64-pc-windows-msvc",
+}
+_PLATFORM_TAGS: dict[Platform, tuple[str, ...]] = {
+    "linux-64": (
+        "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_12_x86_64",
+        "manylinux2010_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64", "linux_x86_64",
+    ),
+    "win-64": ("win_amd64",),
+}
+
+
+def target_tags(platform: Platform, python: str) -> list[Tag]:
+    """The wheel tags an interpreter of ``python`` on ``platform`` accepts, most preferred first."""
+    major, minor = (int(part) for part in python.split(".")[:2])
+    abi = f"cp{major}{minor}{'m' if (major, minor) < (3, 8) else ''}"
+    platforms = list(_PLATFORM_TAGS[platform])
+    tags = list(cpython_tags((major, minor), abis=[abi, "abi3", "none"], platforms=platforms))
+    tags += list(compatible_tags((major, minor), f"cp{major}{minor}", platforms=platforms))
+    return tags
+
+
+def uv_binary() -> str:
+    """uv from this interpreter's environment (the ``uv`` wheel), else from PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise ResolveError("uv is needed to resolve PyPI packages: "
+                               "pip install 'envforge[resolve]'") from None
+        return found
+
+
+def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for uv: no user config or index settings leak into a lock."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if not k.startswith(("UV_", "PIP_"))}
+    env["UV_NO_CONFIG"] = "1"
+    return env
+
+
+def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
+                 index: str, exclude: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
+    """Resolve requirements for the target; one locked file per package, sorted by name."""
+    reqs = list(requirements)
+    if not reqs:
+        return ()
+    with tempfile.TemporaryDirectory(prefix="envforge-pypi-") as tmp:
+        req_in = Path(tmp) / "requirements.in"
+        req_in.write_text("\n".join(reqs) + "\n", encoding="utf-8")
+        out = Path(tmp) / "pylock.toml"
+        args = [
+            uv_binary(), "pip", "compile", str(req_in), "--quiet", "--no-header",
+            "--format", "pylock.toml", "--output-file", str(out),
+            "--python-version", python, "--python-platform", _UV_PLATFORM[platform],
+            "--index-url", index, "--no-config",
+        ]
+        for name in exclude:
+            args += ["--no-emit-package", name]
+        try:
+            proc.run(args, env=uv_environ())
+        except ToolError as exc:
+            raise ResolveError(f"PyPI resolution for {platform} (Python {python}) failed: {exc}") \
+                from None
+        pylock = tomllib.loads(out.read_text(encoding="utf-8"))
+    return pick_files(pylock, platform=platform, python=python)
+
+
+def pick_files(pylock: Mapping[str, Any], *, platform: Platform,
+               python: str) -> tuple[LockedPypiFile, ...]:
+    """From a PEP 751 document, the one file per package that the target installs."""
+    ranks = {tag: rank for rank, tag in enumerate(target_tags(platform, python))}
+    locked = []
+    for package in pylock.get("packages", []):
+        name, version = package["name"], package["version"]
+        best: tuple[int, Mapping[str, Any]] | None = None
+        for wheel in package.get("wheels", []):
+            filename = _filename(wheel)
+            tags = parse_wheel_filename(filename)[3]
+            rank = min((ranks[t] for t in tags if t in ranks), default=None)
+            if rank is not None and (best is None or rank < best[0]):
+                best = (rank, wheel)
+        if best is not None:
+            locked.append(_locked(name, version, "wheel", best[1]))
+        elif "sdist" in package:
+            locked.append(_locked(name, version, "sdist", package["sdist"]))
+        else:
+            raise ResolveError(f"{name} {version} has no file for {platform} "
+                               f"(Python {python}) and no sdist")
+    return tuple(sorted(locked, key=lambda f: f.name))
+
+
+def _filename(entry: Mapping[str, Any]) -> str:
+    if "name" in entry:
+        return str(entry["name"])
+    return unquote(urlsplit(str(entry["url"])).path.rsplit("/", 1)[-1])
+
+
+def _locked(name: str, version: str, kind: Literal["wheel", "sdist"],
+            entry: Mapping[str, Any]) -> LockedPypiFile:
+    sha = entry.get("hashes", {}).get("sha256")
+    if not sha:
+        raise ResolveError(f"{name} {version}: the index gave no sha256 for {_filename(entry)}")
+    return LockedPypiFile(name=name, version=version, kind=kind,
+                          filename=_filename(entry), url=str(entry["url"]), sha256=sha,
+                          size=entry.get("size"))
+
+

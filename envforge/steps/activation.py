@@ -1,0 +1,80 @@
+"""Activation: the environment's variables for shells (conda activate.d, a venv's activate)
+and as data for ``envforge run``. All files live inside the prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from envforge.envlayout import env_edits
+from envforge.envvars import EnvEdit, render_activation
+from envforge.journal import Transaction
+from envforge.steps.base import Change, StepContext
+
+EDITS_FILE = "envforge-env.json"
+_BEGIN = "# >>> envforge >>>"
+_END = "# <<< envforge <<<"
+
+
+def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
+    cuda = ctx.cuda_root
+    return env_edits(ctx.layout, ctx.lock, theanorc_in_env=ctx.pspec.theano.theanorc == "env",
+                     cuda_root=cuda)
+
+
+def activation_files(ctx: StepContext) -> dict[Path, str]:
+    """Every file activation writes, with its content."""
+    prefix = Path(ctx.layout.prefix)
+    edits = edits_for(ctx)
+    files = {prefix / EDITS_FILE: json.dumps([e.model_dump() for e in edits], indent=2) + "\n"}
+    if ctx.layout.kind == "conda":
+        activate_d = prefix / "etc" / "conda" / "activate.d"
+        files[activate_d / "envforge.sh"] = render_activation(edits, "sh")
+        files[activate_d / "envforge.bat"] = render_activation(edits, "bat")
+        return files
+    if ctx.layout.windows:
+        scripts = prefix / "Scripts"
+        files[scripts / "envforge-activate.bat"] = render_activation(edits, "bat")
+        files[scripts / "envforge-activate.ps1"] = render_activation(edits, "ps1")
+        return files
+    activate = prefix / "bin" / "activate"
+    if activate.is_file():
+        files[activate] = _with_block(activate.read_text(encoding="utf-8"),
+                                      render_activation(edits, "sh"))
+    return files
+
+
+def _with_block(script: str, block: str) -> str:
+    head = script.split(_BEGIN, 1)[0].rstrip("\n")
+    return f"{head}\n{_BEGIN}\n{block}{_END}\n"
+
+
+def load_edits(prefix: Path) -> tuple[EnvEdit, ...]:
+    path = prefix / EDITS_FILE
+    return tuple(EnvEdit.model_validate(e) for e in json.loads(path.read_text(encoding="utf-8")))
+
+
+class ActivationStep:
+    name = "activation"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        changes = []
+        for path, text in activation_files(ctx).items():
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+            if current != text:
+                changes.append(Change(action="replace" if current else "create",
+                                      target=str(path), before=_digest(current),
+                                      after=_digest(text), detail=text))
+        return tuple(changes)
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        for path, text in activation_files(ctx).items():
+            if path.is_file() and path.read_text(encoding="utf-8") == text:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tx.write_text(path, text)
+
+
+def _digest(text: str | None) -> str | None:
+    return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,138 @@
+"""What every apply step is: a name, a side-effect-free ``describe`` and an idempotent ``apply``.
+
+``describe`` is check mode as a contract: it reports what ``apply`` would change and
+changes nothing. ``apply`` makes every change through a ``Transaction``, so it is
+journaled and undoable, and applying twice changes nothing the second time.
+
+Steps that place files say what they want as ``WantFile``/``WantLink`` rows;
+``changes_for`` and ``apply_wants`` compare those rows with the disk the same way,
+so what ``describe`` promised is exactly what ``apply`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from envforge.envlayout import EnvLayout
+from envforge.host.archives import sha256_file
+from envforge.journal import Transaction
+from envforge.lockfile import PlatformLock
+from envforge.paths import EnvforgeDirs
+from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
+from envforge.ui import UI
+
+
+class Change(Frozen):
+    """One thing ``apply`` would change; ``before``/``after`` are ``sha256:<hex>``, link targets,
+    values or None (absent)."""
+
+    action: Literal["create", "replace", "remove", "link", "set"]
+    target: str
+    before: str | None
+    after: str | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepContext:
+    """What steps know about the target; keyword-only, so fields can be added in any place."""
+
+    platform: Platform
+    prefix: Path
+    environ: Mapping[str, str]
+    home: Path
+    state_dir: Path
+    artifacts: Mapping[str, Path]  # role ("cudnn", ...) -> the file the user supplied
+    lock: PlatformLock
+    pspec: PlatformSpec
+    layout: EnvLayout
+    dirs: EnvforgeDirs
+    ui: UI = field(default_factory=UI)
+    bundle: Path | None = None
+    offline: bool = False
+    pypi_index: str = PYPI_SIMPLE
+    cuda_root: Path | None = None  # the selected toolkit; None until the CUDA step found one
+    cuda_search: tuple[Path, ...] | None = None  # where to look for toolkits (tests: a tmp tree)
+
+
+class Step(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]: ...
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None: ...
+
+
+@dataclass(frozen=True)
+class WantFile:
+    """``path`` should be a regular file with ``source``'s bytes and mode."""
+
+    path: Path
+    source: Path
+
+
+@dataclass(frozen=True)
+class WantLink:
+    """``path`` should be a symbolic link whose target reads exactly ``target``."""
+
+    path: Path
+    target: str
+
+
+Want = WantFile | WantLink
+
+
+def state_of(path: Path) -> str | None:
+    """A path's state as ``Change.before`` shows it: ``sha256:<hex>``, ``link:<target>``,
+    ``folder``, or None when absent."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"link:{path.readlink()}"
+    if stat.S_ISDIR(st.st_mode):
+        return "folder"
+    return f"sha256:{sha256_file(path)}"
+
+
+def _change(want: Want) -> Change | None:
+    before = state_of(want.path)
+    if isinstance(want, WantLink):
+        if before == f"link:{want.target}":
+            return None
+        return Change(action="link", target=str(want.path), before=before, after=want.target)
+    after = f"sha256:{sha256_file(want.source)}"
+    if before is None:
+        return Change(action="create", target=str(want.path), before=None, after=after)
+    want_mode = stat.S_IMODE(want.source.stat().st_mode)
+    if before == after:
+        have_mode = stat.S_IMODE(os.lstat(want.path).st_mode)
+        if have_mode == want_mode:
+            return None
+        return Change(action="replace", target=str(want.path), before=before, after=after,
+                      detail=f"mode {have_mode:o} -> {want_mode:o}")
+    return Change(action="replace", target=str(want.path), before=before, after=after)
+
+
+def changes_for(wants: Sequence[Want]) -> tuple[Change, ...]:
+    """The changes ``apply_wants`` would make, in the order it would make them; reads only."""
+    return tuple(c for c in (_change(w) for w in wants) if c is not None)
+
+
+def apply_wants(wants: Sequence[Want], tx: Transaction) -> None:
+    """Bring each path to its wanted state; paths already there are not touched."""
+    for want in wants:
+        if _change(want) is None:
+            continue
+        tx.mkdir(want.path.parent)
+        if isinstance(want, WantLink):
+            tx.symlink(want.path, want.target)
+        else:
+            tx.copy_file(want.source, want.path)

@@ -1,0 +1,122 @@
+"""cuDNN: the user's NVIDIA archive, checked against the lock, copied into the CUDA tree.
+
+NVIDIA's download needs a developer login, so envforge never fetches cuDNN: it takes
+the file the user downloaded, refuses it unless its sha256 is the lock's, unpacks it
+safely into a temporary folder and copies its files into the toolkit's folders, where
+Theano looks (``<cuda>/include``, ``<cuda>/lib/x64`` or ``lib64``, ``<cuda>/bin``).
+Files already there are backed up by the journal, so rollback puts them back.
+The layout follows the context's platform, not the host's: a win-64 zip can be
+installed into a Windows-shaped tree on Linux, which is how it is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from envforge.errors import ArtifactError, StepError
+from envforge.host.archives import extract_archive, verify_artifact
+from envforge.host.platform import CudaLayout, cuda_layout, cudnn_library_name
+from envforge.journal import Transaction
+from envforge.lockfile import LockedArtifact
+from envforge.spec import Platform
+from envforge.steps.base import (
+    Change,
+    StepContext,
+    Want,
+    WantFile,
+    WantLink,
+    apply_wants,
+    changes_for,
+)
+
+# Archive folder -> CudaLayout attribute (KNOWLEDGE §5; envforge/knowledge/cudnn.toml).
+_ARCHIVE_LAYOUT: dict[Platform, tuple[tuple[str, str], ...]] = {
+    "win-64": (("cuda/bin", "bin"), ("cuda/include", "include"), ("cuda/lib/x64", "lib")),
+    "linux-64": (("cuda/include", "include"), ("cuda/lib64", "lib")),
+}
+_LIBRARY_FOLDER: dict[Platform, str] = {"win-64": "cuda/bin", "linux-64": "cuda/lib64"}
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+CUDNN_(MAJOR|MINOR|PATCHLEVEL)[ \t]+(\d+)",
+                     re.MULTILINE)
+
+
+def cudnn_header_version(text: str) -> tuple[int, int, int] | None:
+    """(7, 6, 5) from cudnn.h's ``#define CUDNN_MAJOR 7`` lines (cudnn_version.h since 8)."""
+    found = {name: int(value) for name, value in _DEFINE.findall(text)}
+    if {"MAJOR", "MINOR", "PATCHLEVEL"} - found.keys():
+        return None
+    return found["MAJOR"], found["MINOR"], found["PATCHLEVEL"]
+
+
+def cudnn_wants(platform: Platform, unpacked: Path, layout: CudaLayout,
+                archive: Path) -> list[Want]:
+    """Where each file of an unpacked cuDNN archive goes; links stay links, after the files."""
+    include = unpacked / "cuda" / "include"
+    version = None
+    for header in ("cudnn_version.h", "cudnn.h"):
+        if (include / header).is_file() and version is None:
+            version = cudnn_header_version((include / header).read_text(errors="replace"))
+    if version is None:
+        raise ArtifactError(f"{archive}: not a cuDNN archive for {platform}: no cuda/include/"
+                            "cudnn.h with CUDNN_MAJOR, CUDNN_MINOR and CUDNN_PATCHLEVEL")
+    library = f"{_LIBRARY_FOLDER[platform]}/{cudnn_library_name(platform, version[0])}"
+    if not (unpacked / library).exists():
+        raise ArtifactError(f"{archive}: not a cuDNN {version[0]} archive for {platform}: "
+                            f"no {library}")
+    files: list[Want] = []
+    links: list[Want] = []
+    for folder, attr in _ARCHIVE_LAYOUT[platform]:
+        source = unpacked / folder
+        target: Path = getattr(layout, attr)
+        for root, dirs, names in os.walk(source):
+            dirs.sort()
+            for name in sorted((*dirs, *names)):
+                path = Path(root) / name
+                dest = target / path.relative_to(source)
+                if path.is_symlink():
+                    links.append(WantLink(dest, str(path.readlink())))
+                elif path.is_file():
+                    files.append(WantFile(dest, path))
+    return [*files, *links]
+
+
+class CudnnInstallStep:
+    """Install the locked cuDNN archive (``ctx.artifacts["cudnn"]``) into ``ctx.cuda_root``."""
+
+    name = "cudnn"
+
+    def __init__(self, artifact: LockedArtifact) -> None:
+        if artifact.role != "cudnn":
+            raise ValueError(f"CudnnInstallStep needs the cudnn artifact, not {artifact.role}")
+        self.artifact = artifact
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        with self._staged(ctx) as wants:
+            return changes_for(wants)
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        with self._staged(ctx) as wants:
+            apply_wants(wants, tx)
+
+    @contextmanager
+    def _staged(self, ctx: StepContext) -> Iterator[list[Want]]:
+        """Check, unpack to a temporary folder and map; the CUDA tree is not touched here."""
+        archive = ctx.artifacts.get("cudnn")
+        if archive is None:
+            raise ArtifactError(
+                f"cuDNN is locked as {self.artifact.filename} (sha256 {self.artifact.sha256}); "
+                "NVIDIA requires a login to download it, so download it and pass "
+                f"--artifact cudnn=PATH/{self.artifact.filename}")
+        verify_artifact(archive, self.artifact.sha256)
+        if ctx.cuda_root is None:
+            raise StepError("cuDNN is copied into the CUDA toolkit, and no toolkit was found")
+        layout = cuda_layout(ctx.platform, ctx.cuda_root)
+        with tempfile.TemporaryDirectory(prefix="envforge-cudnn-") as tmp:
+            unpacked = Path(tmp) / "archive"
+            extract_archive(archive, unpacked)
+            yield cudnn_wants(ctx.platform, unpacked, layout, archive)

@@ -1,0 +1,47 @@
+"""Debian packages unpacked into ``<prefix>/deb`` with no root and no dpkg.
+
+Each unpacked package leaves a marker naming its version, so a re-apply sees what is
+there without reading any archive. The unversioned ``libX.so`` names that ``-lX`` needs
+(runtime packages lack them) are added as links beside the libraries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envforge.host.debunpack import missing_dev_links, unpack_deb
+from envforge.host.fetch import FileRef, obtain
+from envforge.journal import Transaction
+from envforge.lockfile import LockedDeb
+from envforge.steps.base import Change, StepContext
+
+MARKERS = ".envforge-debs"
+
+
+def _marker(root: Path, deb: LockedDeb) -> Path:
+    return root / MARKERS / f"{deb.name}_{deb.version.replace(':', '%3a')}"
+
+
+class DebUnpackStep:
+    name = "debian-packages"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        root = Path(ctx.layout.deb_root)
+        return tuple(
+            Change(action="create", target=f"{root}/{deb.name}", before=None, after=deb.version,
+                   detail=f"unpack {deb.filename}")
+            for deb in ctx.lock.deb if not _marker(root, deb).exists())
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        root = Path(ctx.layout.deb_root)
+        wanted = [deb for deb in ctx.lock.deb if not _marker(root, deb).exists()]
+        files = [obtain(FileRef(d.url, d.sha256, d.filename, d.size), cache=ctx.dirs.cache,
+                        bundle=ctx.bundle, offline=ctx.offline) for d in wanted]
+        for deb, path in zip(wanted, files, strict=True):
+            unpack_deb(path, root, replace=True)  # inside the prefix: a re-run after a crash
+            marker = _marker(root, deb)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{deb.sha256}\n", encoding="utf-8")
+        for link, target in missing_dev_links(root):
+            if not link.is_symlink():
+                link.symlink_to(target)

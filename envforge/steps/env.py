@@ -1,0 +1,70 @@
+"""The environment itself: a venv from a discovered (or Debian-unpacked) interpreter, or an
+empty conda prefix for rattler to fill. The whole prefix is adopted by the journal, so
+rollback removes it and nothing inside it needs backing up file by file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envforge.errors import StepError
+from envforge.host import proc
+from envforge.host.interpreters import find_interpreter, query_version
+from envforge.journal import Transaction
+from envforge.steps.base import Change, StepContext
+
+
+class EnvironmentStep:
+    name = "environment"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        prefix = Path(ctx.layout.prefix)
+        if ctx.layout.kind == "conda":
+            if (prefix / "conda-meta").is_dir():
+                return ()
+            return (Change(action="create", target=str(prefix), before=None, after="conda prefix",
+                           detail=f"conda environment for Python {ctx.lock.python}"),)
+        if _venv_matches(prefix, ctx.layout.python_minor):
+            return ()
+        source = ("Debian's python" + ctx.layout.python_minor if ctx.layout.kind == "debian"
+                  else f"a discovered Python {ctx.layout.python_minor}")
+        return (Change(action="create", target=str(prefix), before=None, after=f"venv (Python "
+                       f"{ctx.layout.python_minor})", detail=f"from {source}"),)
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        prefix = Path(ctx.layout.prefix)
+        if not prefix.exists():
+            tx.adopt_tree(prefix)
+        prefix.mkdir(parents=True, exist_ok=True)
+        if ctx.layout.kind == "conda":
+            (prefix / "conda-meta").mkdir(exist_ok=True)
+            return
+        if _venv_matches(prefix, ctx.layout.python_minor):
+            return
+        if ctx.layout.kind == "debian":
+            base = Path(ctx.layout.debian_python)
+            if not base.is_file():
+                raise StepError(f"Debian's Python is not unpacked at {base}; "
+                                "the Debian packages step must run first")
+            # Debian's own packages (pygpu, scipy) live in its dist-packages: keep them visible.
+            proc.run([base, "-m", "venv", "--without-pip", "--system-site-packages", prefix])
+        else:
+            interpreter = find_interpreter(ctx.layout.python_minor, environ=dict(ctx.environ),
+                                           home=ctx.home)
+            ctx.ui.info(f"Python {interpreter.version} from {interpreter.found_by}: "
+                        f"{interpreter.executable}")
+            proc.run([interpreter.executable, "-m", "venv", "--without-pip", prefix])
+        found = query_version(Path(ctx.layout.python))
+        if found is None or found.minor != ctx.layout.python_minor:
+            raise StepError(f"the new environment's Python at {ctx.layout.python} does not run "
+                            f"as Python {ctx.layout.python_minor}")
+
+
+def _venv_matches(prefix: Path, minor: str) -> bool:
+    cfg = prefix / "pyvenv.cfg"
+    if not cfg.is_file():
+        return False
+    for line in cfg.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info") and value.strip().startswith(minor + "."):
+            return True
+    return False

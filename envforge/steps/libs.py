@@ -1,0 +1,176 @@
+"""The library names libgpuarray 0.7.6 loads, made to exist.
+
+Linux: it dlopens the unversioned ``libcuda.so``, ``libnvrtc.so`` and ``libcublas.so``,
+names only -dev packages provide. envforge makes them as links in
+``<prefix>/envforge-libs`` (activation puts that first on LD_LIBRARY_PATH): libcuda.so to
+the driver's libcuda.so.1, the others to the toolkit's versioned libraries.
+
+Windows: it asks for ``nvrtc64_<driver major><minor>.dll`` and ``cublas64_<...>.dll``, where
+the digits are the DRIVER's CUDA version; no CUDA 10+ toolkit ships such names
+(``nvrtc64_102_0.dll``, ``cublas64_10.dll``). envforge copies them under the asked-for names
+into the toolkit's bin folder (Theano/Theano#6681, libgpuarray#587).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from envforge.envlayout import LINKS_DIR
+from envforge.errors import StepError, ToolError
+from envforge.host import proc
+from envforge.host.cuda import read_driver, toolkit_version
+from envforge.host.platform import cuda_layout, cuda_library_names, gpuarray_loader_names
+from envforge.journal import Transaction
+from envforge.steps.base import (
+    Change,
+    StepContext,
+    Want,
+    WantFile,
+    WantLink,
+    apply_wants,
+    changes_for,
+)
+
+# Where distributions and NVIDIA's installers put libcuda.so.1 when ldconfig does not say.
+DRIVER_DIRS: tuple[Path, ...] = (
+    Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"), Path("/usr/lib"),
+    Path("/usr/local/nvidia/lib64"), Path("/usr/lib/wsl/lib"),
+)
+
+
+def links_dir(prefix: Path) -> Path:
+    return prefix / LINKS_DIR
+
+
+def parse_ldconfig(text: str, name: str) -> list[Path]:
+    """The x86-64 paths ``ldconfig -p`` lists for ``name``."""
+    found = []
+    for line in text.splitlines():
+        library, sep, path = line.strip().partition(" => ")
+        soname, _, flags = library.partition(" (")
+        if sep and soname == name and "x86-64" in flags:
+            found.append(Path(path.strip()))
+    return found
+
+
+def _ldconfig_cache() -> str:
+    for exe in (shutil.which("ldconfig"), "/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        if exe and Path(exe).is_file():
+            try:
+                return proc.run([exe, "-p"], check=False, timeout=30).stdout
+            except ToolError:
+                continue
+    return ""
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    suffix = name.split(".so.", 1)[1]
+    return tuple(int(p) for p in suffix.split("."))
+
+
+def find_soname(library: str, dirs: Sequence[Path], expected: str | None,
+                major: int | None) -> Path:
+    """``lib<library>.so.N`` (or ``.so.N.M``) in the first folder holding it.
+
+    The name the toolkit's version table expects wins; otherwise one of the toolkit's
+    major version; otherwise, with the version unknown, the highest major. Among those,
+    a shorter name (the SONAME, ``.so.12``) beats a longer one, then the higher version.
+    """
+    pattern = re.compile(rf"^lib{re.escape(library)}\.so\.\d+(\.\d+)?$")
+    for folder in dirs:
+        if expected and (folder / expected).exists():
+            return folder / expected
+    candidates = [p for folder in dirs if folder.is_dir() for p in sorted(folder.iterdir())
+                  if pattern.match(p.name) and p.exists()]
+    if major is not None:
+        candidates = [p for p in candidates if _version_key(p.name)[0] == major]
+    if candidates:
+        return max(candidates, key=lambda p: (_version_key(p.name)[0],
+                                              -len(_version_key(p.name)), _version_key(p.name)))
+    wanted = expected or f"lib{library}.so.<version>"
+    raise StepError(f"{wanted} is missing: looked in {', '.join(str(d) for d in dirs)}")
+
+
+class LibgpuarrayLinksStep:
+    """Make the names libgpuarray's loader asks for; nothing else is touched.
+
+    ``driver_cuda`` (Windows: the driver's CUDA version, e.g. "10.2") defaults to what
+    nvidia-smi reports; ``toolkit_cuda`` to the toolkit's version.json/version.txt;
+    ``driver_dirs`` replaces ldconfig and the usual folders when looking for libcuda.so.1.
+    """
+
+    name = "libgpuarray-links"
+
+    def __init__(self, *, driver_cuda: str | None = None, toolkit_cuda: str | None = None,
+                 driver_dirs: Sequence[Path] | None = None) -> None:
+        self.driver_cuda = driver_cuda
+        self.toolkit_cuda = toolkit_cuda
+        self.driver_dirs = None if driver_dirs is None else tuple(driver_dirs)
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return changes_for(self.wants(ctx))
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        apply_wants(self.wants(ctx), tx)
+
+    def wants(self, ctx: StepContext) -> list[Want]:
+        if ctx.cuda_root is None:
+            raise StepError("libgpuarray needs a CUDA toolkit's NVRTC and cuBLAS; none was found")
+        if ctx.platform == "win-64":
+            return self._windows(ctx, ctx.cuda_root)
+        return self._linux(ctx, ctx.cuda_root)
+
+    def _toolkit(self, root: Path) -> str | None:
+        return self.toolkit_cuda or toolkit_version(root)
+
+    def _linux(self, ctx: StepContext, root: Path) -> list[Want]:
+        folder = links_dir(ctx.prefix)
+        wants: list[Want] = [WantLink(folder / "libcuda.so", str(self._driver_library()))]
+        version = self._toolkit(root)
+        names = cuda_library_names("linux-64", version) if version else None
+        major = int(version.split(".")[0]) if version else None
+        dirs = (root / "lib64", root / "targets" / "x86_64-linux" / "lib")
+        for library, expected in (("nvrtc", names.nvrtc if names else None),
+                                  ("cublas", names.cublas if names else None)):
+            found = find_soname(library, dirs, expected, major)
+            wants.append(WantLink(folder / f"lib{library}.so", str(found)))
+        return wants
+
+    def _driver_library(self) -> Path:
+        if self.driver_dirs is not None:
+            listed: list[Path] = []
+            dirs = self.driver_dirs
+        else:
+            listed = parse_ldconfig(_ldconfig_cache(), "libcuda.so.1")
+            dirs = DRIVER_DIRS
+        for candidate in (*listed, *(d / "libcuda.so.1" for d in dirs)):
+            if candidate.exists():
+                return candidate
+        raise StepError("libcuda.so.1 (the NVIDIA driver's library) is missing: looked in "
+                        f"{'ldconfig -p, ' if self.driver_dirs is None else ''}"
+                        f"{', '.join(str(d) for d in dirs)}; is the NVIDIA driver installed?")
+
+    def _windows(self, ctx: StepContext, root: Path) -> list[Want]:
+        driver = self.driver_cuda or read_driver(ctx.environ).cuda
+        if driver is None:
+            raise StepError("the driver's CUDA version is unknown (nvidia-smi did not report "
+                            "it), and libgpuarray's DLL names depend on it")
+        version = self._toolkit(root)
+        if version is None:
+            raise StepError(f"{root} has no version.json or version.txt saying its CUDA version")
+        names = cuda_library_names("win-64", version)
+        if names is None:
+            raise StepError(f"no DLL names known for CUDA {version}")
+        loader = gpuarray_loader_names("win-64", driver)
+        bin_dir = cuda_layout("win-64", root).bin
+        wants: list[Want] = []
+        for asked, shipped in ((loader.nvrtc[0], names.nvrtc), (loader.cublas[0], names.cublas)):
+            source = bin_dir / shipped
+            if not source.is_file():
+                raise StepError(f"{shipped} is missing: looked in {bin_dir}")
+            if asked.casefold() != shipped.casefold():
+                wants.append(WantFile(bin_dir / asked, source))
+        return wants

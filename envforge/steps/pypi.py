@@ -1,0 +1,71 @@
+"""The locked PyPI files installed into the environment, each checked by its sha256.
+
+uv installs with ``--require-hashes --no-deps``: exactly the locked files, nothing resolved.
+An sdist (Theano-PyMC has no wheel) is built by uv with the environment's own interpreter.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from envforge.host import proc
+from envforge.journal import Transaction
+from envforge.lockfile import LockedPypiFile
+from envforge.resolve.pypi import uv_binary, uv_environ
+from envforge.steps.base import Change, StepContext
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_distributions(site_packages: Path) -> dict[str, str]:
+    """name -> version of what is installed, read from ``*.dist-info`` folder names only."""
+    found: dict[str, str] = {}
+    if not site_packages.is_dir():
+        return found
+    for entry in site_packages.glob("*.dist-info"):
+        stem = entry.name[: -len(".dist-info")]
+        name, _, version = stem.partition("-")
+        found[_normalize(name)] = version
+    return found
+
+
+def missing_files(ctx: StepContext) -> list[LockedPypiFile]:
+    installed = installed_distributions(Path(ctx.layout.site_packages))
+    return [f for f in ctx.lock.pypi if installed.get(_normalize(f.name)) != f.version]
+
+
+class PypiInstallStep:
+    name = "pypi-packages"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        installed = installed_distributions(Path(ctx.layout.site_packages))
+        return tuple(
+            Change(action="replace" if _normalize(f.name) in installed else "create",
+                   target=f"{ctx.layout.site_packages}/{f.name}",
+                   before=installed.get(_normalize(f.name)), after=f.version,
+                   detail=f"{f.filename} (sha256 {f.sha256[:12]}…)")
+            for f in missing_files(ctx))
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        todo = missing_files(ctx)
+        if not todo:
+            return
+        with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
+            req = Path(tmp) / "requirements.txt"
+            req.write_text("".join(f"{f.name}=={f.version} --hash=sha256:{f.sha256}\n"
+                                   for f in todo), encoding="utf-8")
+            args = [uv_binary(), "pip", "install", "--python", str(ctx.layout.python),
+                    "--no-deps", "--require-hashes", "--no-config", "-r", str(req)]
+            env = uv_environ(ctx.environ)
+            env["UV_CACHE_DIR"] = str(ctx.dirs.cache / "uv")
+            if ctx.offline or ctx.bundle is not None:
+                args += ["--offline"]
+            if ctx.bundle is not None:
+                args += ["--no-index", "--find-links", str(ctx.bundle)]
+            else:
+                args += ["--index-url", ctx.pypi_index]
+            proc.run(args, env=env)

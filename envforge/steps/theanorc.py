@@ -1,0 +1,66 @@
+"""``.theanorc`` rendered in the spelling of the locked Theano, where the spec says it goes.
+
+In the environment (THEANORC set by activation) or in the user's home, following Theano's
+own rules for ``~`` and ``.theanorc.txt`` on Windows. A file already there is backed up by
+the journal before it is replaced, so rollback gives it back byte for byte.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from pathlib import Path
+
+from envforge.journal import Transaction
+from envforge.steps.base import Change, StepContext
+from envforge.theanoflags import render_theanorc
+
+
+def expanded_flags(ctx: StepContext) -> dict[str, str]:
+    """The lock's flags with ``{prefix}`` made this environment's folder."""
+    prefix = str(ctx.layout.prefix)
+    return {k: v.replace("{prefix}", prefix) for k, v in ctx.lock.expect.theano_flags.items()}
+
+
+def theanorc_target(ctx: StepContext) -> Path:
+    if ctx.pspec.theano.theanorc == "env":
+        return Path(ctx.layout.theanorc)
+    if ctx.platform == "win-64":
+        from envforge.host.windows import theanorc_paths
+
+        return Path(theanorc_paths(ctx.platform, dict(ctx.environ)).write_to)
+    return ctx.home / ".theanorc"
+
+
+def rendered(ctx: StepContext) -> str:
+    version = ctx.lock.expect.versions.get("theano", "1.0.5")
+    return render_theanorc(expanded_flags(ctx), version)
+
+
+class TheanorcStep:
+    name = "theanorc"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        target = theanorc_target(ctx)
+        text = rendered(ctx)
+        before = target.read_text(encoding="utf-8") if target.is_file() else None
+        if before == text:
+            return ()
+        diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
+                                            text.splitlines(keepends=True),
+                                            str(target) + " (now)", str(target) + " (after)"))
+        return (Change(action="replace" if before is not None else "create", target=str(target),
+                       before=_digest(before), after=_digest(text), detail=diff),)
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        target = theanorc_target(ctx)
+        text = rendered(ctx)
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            return
+        if not target.parent.exists():
+            tx.mkdir(target.parent)
+        tx.write_text(target, text)
+
+
+def _digest(text: str | None) -> str | None:
+    return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

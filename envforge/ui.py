@@ -1,0 +1,89 @@
+"""The only place that prints: tables, progress, messages, and JSON for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envforge import __version__
+
+JSON_SCHEMA_VERSION = 1
+
+
+@dataclass
+class UI:
+    """How a command talks to the user; ``json`` sends one document to stdout instead."""
+
+    json: bool = False
+    quiet: bool = False
+    out: Console = field(default_factory=lambda: Console(highlight=False, soft_wrap=True))
+    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False,
+                                                         soft_wrap=True))
+
+    def info(self, message: str) -> None:
+        if not (self.quiet or self.json):
+            self.err.print(message)
+
+    def success(self, message: str) -> None:
+        if not (self.quiet or self.json):
+            self.err.print(f"[green]{message}[/green]")
+
+    def warn(self, message: str) -> None:
+        if not self.json:
+            self.err.print(f"[yellow]warning:[/yellow] {message}")
+
+    def error(self, message: str) -> None:
+        self.err.print(f"[red]error:[/red] {message}", markup=True)
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if self.json or self.quiet:
+            return
+        table = Table(title=title, title_justify="left", header_style="bold")
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(str(cell) for cell in row))
+        self.out.print(table)
+
+    def document(self, kind: str, payload: dict[str, Any]) -> None:
+        """One versioned JSON envelope on stdout (for --json)."""
+        envelope = {"envforge": __version__, "schema": JSON_SCHEMA_VERSION, "kind": kind,
+                    **payload}
+        sys.stdout.write(json.dumps(envelope, indent=2, sort_keys=True, default=str) + "\n")
+
+    @contextmanager
+    def progress(self, description: str, total: float | None = None) -> Iterator[ProgressHook]:
+        """A progress bar on stderr for long work; silent when quiet, json or not a terminal."""
+        if self.quiet or self.json or not self.err.is_terminal:
+            yield ProgressHook(None, None)
+            return
+        bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                       TextColumn("{task.completed:.0f}/{task.total:.0f}"), TimeElapsedColumn(),
+                       console=self.err, transient=True)
+        with bar:
+            task = bar.add_task(description, total=total)
+            yield ProgressHook(bar, task)
+
+
+@dataclass
+class ProgressHook:
+    """What long-running code calls to report progress, without knowing how it is shown."""
+
+    bar: Progress | None
+    task: Any
+
+    def advance(self, amount: float = 1, description: str | None = None) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=amount, description=description)
+
+    def describe(self, description: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=description)

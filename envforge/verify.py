@@ -1,0 +1,561 @@
+"""Verify's pure core: a probe report against the lock's expectations, as check rows.
+
+The probe (``envforge/probe/probe.py``) runs inside the target environment and only
+describes; this module judges. It reads the report defensively, since the report
+comes from another interpreter and possibly a half-broken environment: a missing or
+malformed field is a failing row, never an exception. Rows carry stable dotted names
+(``version.numpy``, ``kernel.gemm.checksum``) so JSON and JUnit consumers can track
+them across runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envforge.errors import ExitCode
+from envforge.lockfile import Expectations, KernelExpectation
+
+Status = Literal["pass", "fail", "skip"]
+PROBE_SCRIPT = Path(__file__).parent / "probe" / "probe.py"
+REQUEST_FORMAT = 1
+REPORT_FORMAT = 1
+# Names in Expectations.versions that the probe imports (and reports under these names).
+_MODULES = ("numpy", "scipy", "six", "pygpu", "theano")
+# The heaviest kernel decides the speedup row: tiny elementwise work is all transfer.
+_SPEEDUP_ORDER = ("conv", "gemm", "elementwise")
+
+# Failures with a known cause, and what fixes them (KNOWLEDGE.md sections 1 and 2).
+_HINTS: tuple[tuple[str, str], ...] = (
+    ("cudnnGetConvolutionForwardAlgorithm", "Theano 1.0.x's cuDNN ops do not compile against "
+                                            "cuDNN >= 8: set dnn.enabled = False"),
+    ("libnvrtc.so", "libgpuarray loads the unversioned libnvrtc.so: link it to the CUDA "
+                    "toolkit's libnvrtc.so.N in a folder on LD_LIBRARY_PATH"),
+    ("libcublas.so", "libgpuarray loads the unversioned libcublas.so: link it to the CUDA "
+                     "toolkit's libcublas.so.N in a folder on LD_LIBRARY_PATH"),
+    ("libcuda.so", "libgpuarray loads the unversioned libcuda.so: link it to the driver's "
+                   "libcuda.so.1 in a folder on LD_LIBRARY_PATH"),
+    ("blas_opt_info", "NumPy >= 1.22 has no blas_opt_info: set the blas.ldflags flag"),
+    ("has no attribute 'bool'", "NumPy >= 1.24 removed np.bool: Theano 1.0.x needs NumPy < 1.24"),
+    ("has no attribute 'complex'",
+     "NumPy >= 1.24 removed np.complex: Theano 1.0.x needs NumPy < 1.24"),
+    ("pkg_resources", "theano.gpuarray imports pkg_resources: install setuptools in the "
+                      "environment"),
+    ("No module named 'distutils'", "Python >= 3.12 has no distutils, which Theano needs: "
+                                    "use Python <= 3.11"),
+    ("the old GPU back-end", "device=gpu is gone since Theano 1.0: use device=cuda"),
+)
+
+
+# dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
+_DNN_SPELLING = {"false": "False", "disabled": "False", "true": "True", "enabled": "True"}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One thing verify checked; ``why`` says what went wrong or why it was skipped."""
+
+    name: str
+    expected: str
+    found: str
+    status: Status
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTiming:
+    """A kernel's best run time on the configured device, and on the CPU when compared."""
+
+    name: str
+    device: str
+    device_s: float | None
+    cpu_s: float | None
+    speedup: float | None
+    uses_gpu: bool
+
+
+def build_request(expect: Expectations, *, cpu_compare: bool | None = None) -> dict[str, Any]:
+    """The probe's request for a lock's expectations.
+
+    By default a CPU comparison runs only when the device is a GPU and the lock holds
+    a minimum speedup to check: it compiles and runs every kernel a second time.
+    """
+    if cpu_compare is None:
+        cpu_compare = expect.min_gpu_speedup is not None and not expect.device.startswith("cpu")
+    kernels = []
+    for kernel in expect.kernels:
+        entry: dict[str, Any] = {"name": kernel.name, "seed": kernel.seed,
+                                 "shape": list(kernel.shape),
+                                 "sample_indices": list(kernel.sample_indices)}
+        if kernel.conv is not None:
+            entry.update(channels=list(kernel.conv.channels),
+                         filter_size=kernel.conv.filter_size,
+                         border_mode=kernel.conv.border_mode,
+                         filter_flip=kernel.conv.filter_flip)
+        kernels.append(entry)
+    return {
+        "format": REQUEST_FORMAT,
+        "kernels": kernels,
+        "repeats": expect.repeats,
+        "cpu_compare": cpu_compare,
+        "flags": sorted({flag_name(k) for k in expect.theano_flags}),
+        "distributions": sorted(k for k in expect.versions if k not in (*_MODULES, "python")),
+    }
+
+
+def flag_name(name: str) -> str:
+    """Theano 1.1 spells ``blas.ldflags`` as ``blas__ldflags``; rows use the dotted form."""
+    return name.replace("__", ".")
+
+
+def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expected: bool,
+                 prefix: str | None = None) -> tuple[CheckRow, ...]:
+    """Every check of a probe report against the expectations, in a stable order.
+
+    ``gpu_expected`` is false where the lock targets a GPU but this machine has none
+    (GPU rows are then skipped, not failed). ``prefix`` fills the ``{prefix}`` that
+    locked flags hold for the environment's folder.
+    """
+    if report.get("error") or report.get("format") != REPORT_FORMAT:
+        why = str(report.get("error") or f"report format {report.get('format')!r} "
+                                          f"is not {REPORT_FORMAT}")
+        return (CheckRow("probe", "a report", "no report", "fail", why),)
+    rows: list[CheckRow] = []
+    rows += _version_rows(report, expect)
+    rows += _config_rows(report, expect, prefix)
+    rows += _gpu_rows(report, expect, gpu_expected)
+    for kernel in expect.kernels:
+        rows += _kernel_rows(_find_kernel(report, kernel.name), kernel)
+    rows.append(_speedup_row(report, expect, gpu_expected))
+    if not expect.device.startswith("cpu") or expect.cudnn is not None:
+        rows.append(_cudnn_row(report, expect, gpu_expected))
+    if expect.cuda is not None:
+        rows.append(_cuda_row(report, expect, gpu_expected))
+    return tuple(rows)
+
+
+def verdict(rows: Iterable[CheckRow]) -> ExitCode:
+    """FAILED when any row failed; skips do not fail a verification."""
+    return ExitCode.FAILED if any(r.status == "fail" for r in rows) else ExitCode.OK
+
+
+def kernel_timings(report: Mapping[str, Any]) -> tuple[KernelTiming, ...]:
+    """Per-kernel timings from a report, for charts."""
+    device = str(_dig(report, "theano", "config", "device") or "?")
+    out = []
+    for kernel in _list(report.get("kernels")):
+        if not isinstance(kernel, Mapping):
+            continue
+        cpu = _map(kernel.get("cpu"))
+        out.append(KernelTiming(
+            name=str(kernel.get("name")), device=device, device_s=_number(kernel.get("run_s")),
+            cpu_s=_number(cpu.get("run_s")), speedup=_number(kernel.get("speedup")),
+            uses_gpu=kernel.get("uses_gpu") is True))
+    return tuple(out)
+
+
+# --- versions and config ---------------------------------------------------------
+
+
+def _version_rows(report: Mapping[str, Any], expect: Expectations) -> list[CheckRow]:
+    rows = []
+    versions = _map(report.get("versions"))
+    errors = _map(report.get("import_errors"))
+    distributions = _map(report.get("distributions"))
+    for name, wanted in sorted(expect.versions.items()):
+        key = name.lower()
+        if key == "python":
+            found = _dig(report, "python", "version")
+        elif key in _MODULES:
+            found = versions.get(key)
+        elif distributions.get(name) is not None:
+            found = distributions[name]
+        else:
+            rows.append(CheckRow(f"version.{name}", wanted, "not reported", "skip",
+                                 f"{name} is not a Python package the probe can see"))
+            continue
+        if found is None:
+            error = str(errors.get(key) or "not installed")
+            rows.append(CheckRow(f"version.{name}", wanted, "missing", "fail",
+                                 _with_hint(f"import {key} failed: {error}")))
+        elif _version_matches(wanted, str(found)):
+            rows.append(CheckRow(f"version.{name}", wanted, str(found), "pass"))
+        else:
+            rows.append(CheckRow(f"version.{name}", wanted, str(found), "fail",
+                                 f"{name} {found} is installed, the lock says {wanted}"))
+    return rows
+
+
+def _version_matches(wanted: str, found: str) -> bool:
+    """``3.7`` matches ``3.7.16``; ``>=11.8`` is a specifier; otherwise equal releases."""
+    if wanted[:1] in "<>=!~":
+        try:
+            return SpecifierSet(wanted).contains(found, prereleases=True)
+        except (InvalidSpecifier, InvalidVersion):
+            return False
+    try:
+        want, have = Version(wanted), Version(found)
+    except InvalidVersion:
+        return wanted == found
+    return have.release[:len(want.release)] == want.release and (
+        want.pre is None or want.pre == have.pre)
+
+
+def _config_rows(report: Mapping[str, Any], expect: Expectations,
+                 prefix: str | None) -> list[CheckRow]:
+    theano = report.get("theano")
+    if not isinstance(theano, Mapping):
+        error = _with_hint(str(_map(report.get("import_errors")).get("theano") or
+                               "no theano section in the report"))
+        names = ["device", "floatX", *(flag_name(k) for k in expect.theano_flags
+                                       if flag_name(k) not in ("device", "floatX"))]
+        return [CheckRow(_flag_row(n), _expected_flag(expect, n, prefix), "theano not imported",
+                         "fail", error) for n in names]
+    config = _map(theano.get("config"))
+    config_errors = _map(theano.get("config_errors"))
+    rows = [
+        _compare_flag("device", expect.device, config, config_errors),
+        _compare_flag("floatX", expect.float_x, config, config_errors),
+    ]
+    for raw_name in sorted(expect.theano_flags, key=flag_name):
+        name = flag_name(raw_name)
+        if name in ("device", "floatX"):
+            continue
+        wanted = expect.theano_flags[raw_name]
+        if "{prefix}" in wanted:
+            if prefix is None:
+                rows.append(CheckRow(_flag_row(name), wanted, str(config.get(name)), "skip",
+                                     "the flag names the environment's folder; none was given"))
+                continue
+            wanted = wanted.replace("{prefix}", prefix)
+        rows.append(_compare_flag(name, wanted, config, config_errors))
+    ldflags = _expected_flag(expect, "blas.ldflags", prefix)
+    if ldflags:
+        rows.append(_blas_row(report))
+    return rows
+
+
+def _flag_row(name: str) -> str:
+    return name if name in ("device", "floatX") else f"flag.{name}"
+
+
+def _expected_flag(expect: Expectations, name: str, prefix: str | None) -> str:
+    if name == "device":
+        return expect.device
+    if name == "floatX":
+        return expect.float_x
+    for raw, value in expect.theano_flags.items():
+        if flag_name(raw) == name:
+            return value if prefix is None else value.replace("{prefix}", prefix)
+    return ""
+
+
+def _compare_flag(name: str, wanted: str, config: Mapping[str, Any],
+                  errors: Mapping[str, Any]) -> CheckRow:
+    row = _flag_row(name)
+    if name not in config:
+        why = str(errors.get(name) or "Theano does not report this flag")
+        return CheckRow(row, wanted, "missing", "fail", why)
+    found = config[name]
+    if _same_flag_value(wanted, found):
+        return CheckRow(row, wanted, _show(found), "pass")
+    return CheckRow(row, wanted, _show(found), "fail",
+                    f"Theano sees {name}={_show(found)!s}; check THEANO_FLAGS and the "
+                    "config files in the report")
+
+
+def _same_flag_value(wanted: str, found: Any) -> bool:
+    """Compare as Theano would parse: booleans and numbers by value, text without spacing."""
+    if isinstance(found, bool):
+        return wanted.strip().lower() in (("true", "1") if found else ("false", "0"))
+    if isinstance(found, int | float):
+        try:
+            return math.isclose(float(wanted), float(found), rel_tol=1e-9)
+        except ValueError:
+            return False
+    return " ".join(wanted.split()) == " ".join(str(found).split())
+
+
+def _blas_row(report: Mapping[str, Any]) -> CheckRow:
+    blas = _map(report.get("blas"))
+    implementation = blas.get("implementation")
+    found = f"{implementation} {blas.get('libraries') or ''}".strip()
+    if implementation == "c-blas" and blas.get("libraries"):
+        return CheckRow("blas", "C BLAS through blas.ldflags", found, "pass")
+    why = str(blas.get("error") or "Theano's GEMMs do not link a BLAS library")
+    return CheckRow("blas", "C BLAS through blas.ldflags", found or "unknown", "fail", why)
+
+
+# --- GPU -------------------------------------------------------------------------
+
+
+def _gpu_rows(report: Mapping[str, Any], expect: Expectations,
+              gpu_expected: bool) -> list[CheckRow]:
+    if not gpu_expected:
+        why = ("device is cpu" if expect.device.startswith("cpu")
+               else "no GPU is expected on this machine")
+        rows = [CheckRow("gpu.backend", "not checked", "-", "skip", why)]
+        rows += [CheckRow(f"gpu.ops.{k.name}", "not checked", "-", "skip", why)
+                 for k in expect.kernels]
+        return rows
+    gpu = _map(report.get("gpu"))
+    active = gpu.get("pygpu_activated") is True
+    if active:
+        described = ", ".join(str(p) for p in (
+            gpu.get("devname"), gpu.get("compute_capability") and
+            f"compute {gpu.get('compute_capability')}",
+            isinstance(gpu.get("total_gmem"), int) and
+            f"{gpu['total_gmem'] / 2**30:.0f} GiB") if p)
+        rows = [CheckRow("gpu.backend", "pygpu_activated", described or "active", "pass")]
+    else:
+        reason = gpu.get("init_error") or gpu.get("error") or _map(
+            report.get("import_errors")).get("pygpu")
+        why = ("Theano fell back to the CPU silently: "
+               + _with_hint(str(reason or "no error was logged")))
+        rows = [CheckRow("gpu.backend", "pygpu_activated", "not active", "fail", why)]
+    for kernel in expect.kernels:
+        rows.append(_gpu_ops_row(_find_kernel(report, kernel.name), kernel.name))
+    return rows
+
+
+def _gpu_ops_row(entry: Mapping[str, Any] | None, name: str) -> CheckRow:
+    row = f"gpu.ops.{name}"
+    if entry is None:
+        return CheckRow(row, "GPU ops", "no such kernel in the report", "fail",
+                        f"kernel {name}: the probe did not run it")
+    gpu_ops = [str(op) for op in _list(entry.get("gpu_ops"))]
+    if gpu_ops:
+        return CheckRow(row, "GPU ops", ", ".join(sorted(set(gpu_ops))), "pass")
+    if entry.get("error"):
+        return CheckRow(row, "GPU ops", "error", "fail",
+                        f"kernel {name}: {_with_hint(_clip(str(entry['error'])))}")
+    ops = ", ".join(str(op) for op in _list(entry.get("ops"))) or "none"
+    return CheckRow(row, "GPU ops", "CPU ops only", "fail",
+                    f"kernel {name}: the compiled graph has no GPU op ({ops})")
+
+
+def _speedup_row(report: Mapping[str, Any], expect: Expectations,
+                 gpu_expected: bool) -> CheckRow:
+    wanted = expect.min_gpu_speedup
+    shown = f">= {wanted:g}x" if wanted is not None else "no minimum"
+    if not gpu_expected:
+        return CheckRow("gpu.speedup", shown, "-", "skip", "no GPU on this run")
+    if _dig(report, "gpu", "pygpu_activated") is not True:
+        return CheckRow("gpu.speedup", shown, "-", "skip",
+                        "no GPU: the back-end is not active (see gpu.backend)")
+    timings = {t.name: t for t in kernel_timings(report) if t.speedup is not None}
+    measured = ", ".join(f"{n} {t.speedup:.1f}x" for n, t in sorted(timings.items()))
+    chosen = next((timings[n] for n in _SPEEDUP_ORDER if n in timings), None)
+    if chosen is None or chosen.speedup is None:
+        return CheckRow("gpu.speedup", shown, "not measured", "skip",
+                        "the probe ran no CPU comparison")
+    if wanted is None:
+        return CheckRow("gpu.speedup", shown, measured, "skip", "the lock sets no minimum")
+    if chosen.speedup >= wanted:
+        return CheckRow("gpu.speedup", shown, measured, "pass")
+    return CheckRow("gpu.speedup", shown, measured, "fail",
+                    f"kernel {chosen.name}: the GPU is {chosen.speedup:.1f}x the CPU, "
+                    f"below the minimum {wanted:g}x")
+
+
+def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
+               gpu_expected: bool) -> CheckRow:
+    """cuDNN as the flags mean it; Theano 1.0.x's dnn ops do not build with cuDNN >= 8."""
+    raw_flag = next((v for k, v in expect.theano_flags.items()
+                     if flag_name(k) == "dnn.enabled"), "auto")
+    dnn_flag = _DNN_SPELLING.get(raw_flag.strip().lower(), raw_flag)
+    gpu = _map(report.get("gpu"))
+    present, version = gpu.get("dnn_present"), gpu.get("dnn_version")
+    found_text = (f"cuDNN {version}" if isinstance(version, int) else
+                  f"not present ({gpu.get('dnn_msg') or 'not checked'})")
+    theano = str(expect.versions.get("theano") or _map(report.get("versions")).get("theano"))
+    major = _cudnn_major(version, expect.cudnn)
+    if dnn_flag != "False" and theano.startswith("1.0.") and major is not None and major >= 8:
+        return CheckRow("cudnn", f"cuDNN <= 7 for Theano {theano}", f"cuDNN major {major}",
+                        "fail", "Theano 1.0.x needs cuDNN <= 7: its conv ops do not compile "
+                        "against cuDNN >= 8; set dnn.enabled = False or use cuDNN 7.6.5")
+    if not gpu_expected:
+        return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", "-", "skip",
+                        "no GPU on this run")
+    if dnn_flag == "False":
+        dnn_ops = sorted({str(op) for k in _list(report.get("kernels")) if isinstance(k, Mapping)
+                          for op in _list(k.get("ops")) if str(op).startswith("GpuDnn")})
+        if present is True or dnn_ops:
+            return CheckRow("cudnn", "disabled", ", ".join(dnn_ops) or found_text, "fail",
+                            "dnn.enabled=False, yet Theano uses cuDNN")
+        return CheckRow("cudnn", "disabled", "not used", "pass")
+    wanted = _cudnn_number(expect.cudnn) if expect.cudnn else None
+    if present is not True:
+        if dnn_flag == "True" or wanted is not None:
+            return CheckRow("cudnn", expect.cudnn or "present", found_text, "fail",
+                            f"cuDNN is not usable: {gpu.get('dnn_msg') or 'unknown reason'}")
+        return CheckRow("cudnn", f"dnn.enabled={dnn_flag}", found_text, "pass")
+    if wanted is not None and isinstance(version, int) and version // 100 != wanted // 100:
+        return CheckRow("cudnn", f"{expect.cudnn} ({wanted})", found_text, "fail",
+                        f"Theano loads cuDNN {version}, the lock says {expect.cudnn}")
+    return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", found_text, "pass")
+
+
+def _cudnn_number(version: str) -> int:
+    """``7.6.5.32`` -> 7605, ``9.14.0`` -> 91400: the form ``dnn.version()`` returns.
+
+    cuDNN 9 changed CUDNN_VERSION from major*1000 to major*10000 (seen: 9.14 -> 91400).
+    """
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
+    scale = 10000 if parts[0] >= 9 else 1000
+    return parts[0] * scale + parts[1] * 100 + parts[2]
+
+
+def _cudnn_major(found: Any, locked: str | None) -> int | None:
+    if isinstance(found, int) and found > 0:
+        return found // 10000 if found >= 90000 else found // 1000
+    if locked:
+        return int(re.findall(r"\d+", locked)[0])
+    return None
+
+
+def _cuda_row(report: Mapping[str, Any], expect: Expectations, gpu_expected: bool) -> CheckRow:
+    """The driver must support the locked toolkit; nvidia-smi's CUDA version is the driver's."""
+    assert expect.cuda is not None
+    needed = expect.cuda.removeprefix(">=").removeprefix("==")
+    shown = f"driver for CUDA >= {needed}"
+    nvidia = _map(report.get("nvidia"))
+    found = nvidia.get("cuda_version")
+    if not gpu_expected:
+        return CheckRow("cuda.driver", shown, "-", "skip", "no GPU on this run")
+    if not found:
+        return CheckRow("cuda.driver", shown, "unknown", "skip",
+                        str(nvidia.get("error") or "nvidia-smi reported no CUDA version"))
+    driver = nvidia.get("driver_version")
+    text = f"CUDA {found} (driver {driver})"
+    try:
+        ok = Version(str(found)) >= Version(needed)
+    except InvalidVersion:
+        return CheckRow("cuda.driver", shown, text, "fail", "unreadable CUDA version")
+    if ok:
+        return CheckRow("cuda.driver", shown, text, "pass")
+    return CheckRow("cuda.driver", shown, text, "fail",
+                    f"the driver supports CUDA {found} only: install a driver for CUDA {needed}")
+
+
+# --- kernels ---------------------------------------------------------------------
+
+
+def _find_kernel(report: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    for entry in _list(report.get("kernels")):
+        if isinstance(entry, Mapping) and entry.get("name") == name:
+            return entry
+    return None
+
+
+def _kernel_rows(entry: Mapping[str, Any] | None, kernel: KernelExpectation) -> list[CheckRow]:
+    base = f"kernel.{kernel.name}"
+    checksum_text = _show(kernel.checksum)
+    samples_text = f"{len(kernel.samples)} values within rtol {kernel.rtol:g}, " \
+                   f"atol {kernel.atol:g}"
+    failure = None
+    if entry is None:
+        failure = "the probe did not run it"
+    elif entry.get("error"):
+        failure = _with_hint(_clip(str(entry["error"])))
+    elif kernel.output_shape is not None and \
+            [int(n) for n in _list(entry.get("output_shape"))] != list(kernel.output_shape):
+        failure = (f"output shape {entry.get('output_shape')}, "
+                   f"expected {list(kernel.output_shape)}")
+    if failure is not None:
+        why = f"kernel {kernel.name}: {failure}"
+        return [CheckRow(f"{base}.checksum", checksum_text, "error", "fail", why),
+                CheckRow(f"{base}.samples", samples_text, "error", "fail", why)]
+    assert entry is not None
+    return [_checksum_row(entry, kernel, checksum_text),
+            _samples_row(entry, kernel, samples_text)]
+
+
+def _close(found: float, wanted: float, kernel: KernelExpectation) -> bool:
+    return abs(found - wanted) <= kernel.atol + kernel.rtol * abs(wanted)
+
+
+def _checksum_row(entry: Mapping[str, Any], kernel: KernelExpectation,
+                  shown: str) -> CheckRow:
+    row = f"kernel.{kernel.name}.checksum"
+    found = _number(entry.get("checksum"))
+    if found is None:
+        bad = entry.get("nonfinite")
+        return CheckRow(row, shown, "none", "fail",
+                        f"kernel {kernel.name}: {bad} non-finite output values" if bad else
+                        f"kernel {kernel.name}: the report has no checksum")
+    if _close(found, kernel.checksum, kernel):
+        return CheckRow(row, shown, _show(found), "pass")
+    relative = abs(found - kernel.checksum) / max(abs(kernel.checksum), 1e-300)
+    return CheckRow(row, shown, _show(found), "fail",
+                    f"kernel {kernel.name}: checksum off by {relative:.2e} relative "
+                    f"(rtol {kernel.rtol:g}, atol {kernel.atol:g})")
+
+
+def _samples_row(entry: Mapping[str, Any], kernel: KernelExpectation, shown: str) -> CheckRow:
+    row = f"kernel.{kernel.name}.samples"
+    found = [_number(v) for v in _list(entry.get("samples"))]
+    if len(found) != len(kernel.samples):
+        return CheckRow(row, shown, f"{len(found)} values", "fail",
+                        f"kernel {kernel.name}: expected {len(kernel.samples)} samples")
+    bad = [(i, f, w) for i, f, w in zip(kernel.sample_indices, found, kernel.samples,
+                                         strict=True)
+           if f is None or not _close(f, w, kernel)]
+    if not bad:
+        return CheckRow(row, shown, f"{len(found)} values match", "pass")
+    listed = "; ".join(f"[{i}] {_show(f)} != {_show(w)}" for i, f, w in bad[:3])
+    return CheckRow(row, shown, f"{len(bad)} of {len(found)} off", "fail",
+                    f"kernel {kernel.name}: {listed}")
+
+
+# --- reading an untrusted report ------------------------------------------------------
+
+
+def _dig(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, list | tuple) else ()
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    return str(value)
+
+
+def _clip(text: str, limit: int = 800) -> str:
+    """A compiler error quotes whole graphs; a row keeps the start and the end."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]} ... {text[-limit // 2:]}"
+
+
+def _with_hint(error: str) -> str:
+    for needle, hint in _HINTS:
+        if needle in error:
+            return f"{error} (hint: {hint})"
+    return error

@@ -1,0 +1,239 @@
+"""Safe unpacking and hashing on real archives built here, good and malicious."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from envforge.errors import ArtifactError
+from envforge.host.archives import extract_archive, list_members, sha256_file, verify_artifact
+
+Member = tuple[str, str, bytes | str, int]  # (kind, name, data or link target, mode)
+
+
+_WRITE_MODES: dict[str, Literal["w:gz", "w:xz", "w:bz2"]] = {
+    "gz": "w:gz", "xz": "w:xz", "bz2": "w:bz2"}
+
+
+def make_tar(path: Path, members: list[Member], compression: str = "gz") -> Path:
+    with tarfile.open(path, _WRITE_MODES[compression]) as tar:
+        for kind, name, data, mode in members:
+            info = tarfile.TarInfo(name)
+            info.mode = mode
+            if kind == "file":
+                assert isinstance(data, bytes)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                continue
+            info.type = {"dir": tarfile.DIRTYPE, "symlink": tarfile.SYMTYPE,
+                         "hardlink": tarfile.LNKTYPE, "chardev": tarfile.CHRTYPE,
+                         "fifo": tarfile.FIFOTYPE}[kind]
+            if kind in ("symlink", "hardlink"):
+                assert isinstance(data, str)
+                info.linkname = data
+            tar.addfile(info)
+    return path
+
+
+def make_zip(path: Path, members: list[Member]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for kind, name, data, mode in members:
+            info = zipfile.ZipInfo(name, date_time=(2019, 11, 1, 0, 0, 0))
+            info.create_system = 3
+            file_type = {"file": stat.S_IFREG, "dir": stat.S_IFDIR, "symlink": stat.S_IFLNK,
+                         "chardev": stat.S_IFCHR}[kind]
+            info.external_attr = (file_type | mode) << 16
+            if kind == "dir":
+                info.filename = name.rstrip("/") + "/"
+                zf.writestr(info, b"")
+            else:
+                zf.writestr(info, data.encode() if isinstance(data, str) else data)
+    return path
+
+
+GOOD: list[Member] = [
+    ("dir", "cuda", b"", 0o755),
+    ("dir", "cuda/lib64", b"", 0o755),
+    ("file", "cuda/lib64/libx.so.1.2", b"\x7fELF library", 0o755),
+    ("symlink", "cuda/lib64/libx.so.1", "libx.so.1.2", 0o777),
+    ("symlink", "cuda/lib64/libx.so", "libx.so.1", 0o777),
+    ("file", "./cuda/include/x.h", b"#define X 1\n", 0o644),
+    ("symlink", "cuda/include/lib", "../lib64", 0o777),
+]
+
+
+@pytest.mark.parametrize("compression", ["gz", "xz", "bz2"])
+def test_tar_members_land_with_modes_and_links(tmp_path: Path, compression: str) -> None:
+    archive = make_tar(tmp_path / f"a.tar.{compression}", GOOD, compression)
+    names = extract_archive(archive, tmp_path / "out")
+    out = tmp_path / "out"
+    assert "cuda/include/x.h" in names
+    assert (out / "cuda/lib64/libx.so.1.2").read_bytes() == b"\x7fELF library"
+    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
+    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
+    assert (out / "cuda/lib64/libx.so").read_bytes() == b"\x7fELF library"
+    assert (out / "cuda/include/lib").readlink() == Path("../lib64")
+
+
+def test_zip_members_land_with_modes_and_links(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "a.zip", GOOD)
+    extract_archive(archive, tmp_path / "out")
+    out = tmp_path / "out"
+    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
+    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
+    assert (out / "cuda/include/x.h").read_bytes() == b"#define X 1\n"
+
+
+def test_zip_made_on_windows_gets_ordinary_modes(tmp_path: Path) -> None:
+    archive = tmp_path / "win.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("cuda/bin/cudnn64_7.dll", b"MZ dll")  # create_system 0 on Windows
+        zf.infolist()[0].create_system = 0
+    extract_archive(archive, tmp_path / "out")
+    dll = tmp_path / "out/cuda/bin/cudnn64_7.dll"
+    assert dll.read_bytes() == b"MZ dll"
+    assert stat.S_IMODE(dll.stat().st_mode) == 0o644
+
+
+def test_hardlink_to_an_earlier_member_is_copied(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "h.tgz", [("file", "a/real", b"data", 0o644),
+                                             ("hardlink", "a/alias", "a/real", 0o644)])
+    extract_archive(archive, tmp_path / "out")
+    assert (tmp_path / "out/a/alias").read_bytes() == b"data"
+
+
+BAD_TAR: list[tuple[str, Member, str]] = [
+    ("dotdot", ("file", "../evil", b"x", 0o644), "'..' leads outside"),
+    ("dotdot-deep", ("file", "cuda/../../evil", b"x", 0o644), "'..' leads outside"),
+    ("absolute", ("file", "/etc/evil", b"x", 0o644), "absolute path"),
+    ("drive", ("file", "C:/Windows/evil.dll", b"x", 0o644), "absolute path"),
+    ("backslash", ("file", "cuda\\..\\..\\evil", b"x", 0o644), "'..' leads outside"),
+    ("link-absolute", ("symlink", "cuda/passwd", "/etc/passwd", 0o777), "leads outside"),
+    ("link-up", ("symlink", "cuda/up", "../../outside", 0o777), "leads outside"),
+    ("link-loop", ("symlink", "cuda/loop", "loop", 0o777), "leads outside"),
+    ("hardlink-out", ("hardlink", "cuda/h", "../outside", 0o644), "hard link to '../outside'"),
+    ("hardlink-unknown", ("hardlink", "cuda/h", "cuda/nothing", 0o644), "not a file before it"),
+    ("chardev", ("chardev", "cuda/null", b"", 0o666), "device file"),
+    ("fifo", ("fifo", "cuda/pipe", b"", 0o644), "device file"),
+    ("setuid", ("file", "cuda/bin/su", b"x", 0o4755), "set-uid"),
+]
+
+
+@pytest.mark.parametrize(("label", "bad", "why"), BAD_TAR, ids=[b[0] for b in BAD_TAR])
+def test_bad_tar_member_refuses_the_whole_archive_before_writing(
+        tmp_path: Path, label: str, bad: Member, why: str) -> None:
+    archive = make_tar(tmp_path / f"{label}.tgz", [*GOOD, bad])  # good members come first
+    with pytest.raises(ArtifactError) as caught:
+        extract_archive(archive, tmp_path / "out")
+    message = str(caught.value)
+    assert why in message
+    assert message.startswith(f"{archive}: refusing to unpack member {bad[1]!r}")
+    assert "\n" not in message
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "evil").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+def test_link_through_another_link_is_resolved_like_the_kernel_would(tmp_path: Path) -> None:
+    # "here/../x" looks inside as text, but "here" points at the top, so it leads above it.
+    archive = make_tar(tmp_path / "chain.tgz", [
+        ("symlink", "here", ".", 0o777),
+        ("symlink", "sneaky", "here/../outside", 0o777),
+    ])
+    with pytest.raises(ArtifactError, match=r"'sneaky'.*leads outside"):
+        extract_archive(archive, tmp_path / "out")
+
+
+def test_member_written_through_a_link_is_refused(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "through.tgz", [
+        ("symlink", "cuda/lib", "/tmp", 0o777),
+        ("file", "cuda/lib/payload", b"x", 0o644),
+    ])
+    with pytest.raises(ArtifactError, match=r"leads outside|through a link"):
+        extract_archive(archive, tmp_path / "out")
+    inside = make_tar(tmp_path / "inside.tgz", [
+        ("dir", "real", b"", 0o755),
+        ("symlink", "alias", "real", 0o777),
+        ("file", "alias/payload", b"x", 0o644),
+    ])
+    with pytest.raises(ArtifactError, match="'alias/payload': it would be written through a link"):
+        extract_archive(inside, tmp_path / "out2")
+
+
+def test_name_both_file_and_link_is_refused(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "dup.tgz", [("file", "a", b"x", 0o644),
+                                               ("symlink", "a", "b", 0o777)])
+    with pytest.raises(ArtifactError, match="appears both as file and symlink"):
+        extract_archive(archive, tmp_path / "out")
+
+
+def test_setuid_can_be_allowed(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "suid.tgz", [("file", "bin/tool", b"x", 0o4755)])
+    extract_archive(archive, tmp_path / "out", allow_setuid=True)
+    assert stat.S_IMODE((tmp_path / "out/bin/tool").stat().st_mode) == 0o4755
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    (("file", "../evil.dll", b"x", 0o644), "'..' leads outside"),
+    (("file", "..\\..\\evil.dll", b"x", 0o644), "'..' leads outside"),
+    (("file", "/abs.dll", b"x", 0o644), "absolute path"),
+    (("symlink", "cuda/out", "../../../etc", 0o777), "leads outside"),
+    (("chardev", "cuda/dev", b"", 0o644), "device file"),
+])
+def test_bad_zip_member_refuses_the_whole_archive(tmp_path: Path, bad: Member, why: str) -> None:
+    archive = make_zip(tmp_path / "bad.zip", [*GOOD, bad])
+    with pytest.raises(ArtifactError, match=why):
+        extract_archive(archive, tmp_path / "out")
+    with pytest.raises(ArtifactError, match=why):
+        list_members(archive)
+    assert not (tmp_path / "out").exists()
+
+
+def test_destination_must_be_new_or_empty(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "a.tgz", GOOD)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "already").symlink_to("/etc")
+    with pytest.raises(ArtifactError, match="not an empty folder"):
+        extract_archive(archive, tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    extract_archive(archive, tmp_path / "empty")
+    assert (tmp_path / "empty/cuda/include/x.h").is_file()
+
+
+def test_not_an_archive(tmp_path: Path) -> None:
+    junk = tmp_path / "cudnn.tgz"
+    junk.write_bytes(b"<html>login required</html>")
+    with pytest.raises(ArtifactError, match="not a zip or tar archive"):
+        extract_archive(junk, tmp_path / "out")
+    with pytest.raises(ArtifactError, match="no such file"):
+        extract_archive(tmp_path / "missing.zip", tmp_path / "out")
+
+
+def test_sha256_is_streamed_over_chunks(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 9000  # ~2.3 MB: several 1 MiB chunks and a partial one
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    assert sha256_file(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_verify_artifact_names_both_hashes_when_tampered(tmp_path: Path) -> None:
+    path = tmp_path / "cudnn-10.2-linux-x64-v7.6.5.32.tgz"
+    path.write_bytes(b"the real thing")
+    good = hashlib.sha256(b"the real thing").hexdigest()
+    verify_artifact(path, good)
+    verify_artifact(path, good.upper())
+    path.write_bytes(b"the real thing, modified")
+    found = hashlib.sha256(b"the real thing, modified").hexdigest()
+    with pytest.raises(ArtifactError) as caught:
+        verify_artifact(path, good)
+    assert "tampered" in str(caught.value)
+    assert f"expected {good}, found {found}" in str(caught.value)
+    with pytest.raises(ArtifactError, match="no such file"):
+        verify_artifact(tmp_path / "absent.tgz", good)

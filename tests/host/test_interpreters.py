@@ -1,0 +1,52 @@
+"""Interpreter discovery: the candidate order as data, and the real pyenv Python 3.7."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from envforge.errors import StepError
+from envforge.host.interpreters import candidates, find_interpreter
+
+
+def _exe(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_candidate_order_path_then_pyenv_then_uv(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _exe(home / ".pyenv/versions/3.7.16/bin/python3.7")
+    _exe(home / ".pyenv/versions/3.7.9/bin/python3.7")
+    _exe(home / ".pyenv/versions/3.8.18/bin/python3.8")
+    _exe(home / ".local/share/uv/python/cpython-3.7.9-linux-x86_64-gnu/bin/python3.7")
+    env = {"PATH": f"{tmp_path}/bin:{home}/.pyenv/shims"}
+    found = [(c.found_by, c.path) for c in candidates("3.7", env, windows=False, home=home)]
+    assert found[0] == ("PATH", tmp_path / "bin/python3.7")
+    pyenv = [p for how, p in found if how == "pyenv"]
+    assert pyenv == [home / ".pyenv/versions/3.7.16/bin/python3.7",
+                     home / ".pyenv/versions/3.7.9/bin/python3.7"]  # newest patch first
+    assert found[-1][0] == "uv"
+    assert not any("shims" in str(p) for _, p in found)
+
+
+def test_windows_candidates_use_semicolons_and_exe(tmp_path: Path) -> None:
+    env = {"PATH": r"C:\Python37;C:\Windows", "APPDATA": str(tmp_path)}
+    found = [str(c.path) for c in candidates("3.7", env, windows=True, home=tmp_path)]
+    assert found[:2] == [str(Path(r"C:\Python37") / "python3.exe"),
+                         str(Path(r"C:\Python37") / "python.exe")]
+
+
+def test_real_python37_is_discovered() -> None:
+    interpreter = find_interpreter("3.7", environ=dict(os.environ))
+    assert interpreter.minor == "3.7"
+    assert interpreter.executable.is_file()
+
+
+def test_missing_version_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(StepError, match=r"no Python 3\.5 found"):
+        find_interpreter("3.5", environ={"PATH": str(tmp_path)}, home=tmp_path)

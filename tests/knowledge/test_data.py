@@ -1,0 +1,111 @@
+"""The TOML files themselves: every row names a source, and the files agree with each other."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from envforge.knowledge import (
+    KNOWLEDGE_FILES,
+    cuda_library_name,
+    cudnn_archive_layout,
+    cudnn_library_name,
+    cudnn_version_code,
+    knowledge,
+    theano_rules,
+)
+
+
+def _raw(name: str) -> dict[str, Any]:
+    return tomllib.loads(resources.files("envforge.knowledge").joinpath(f"{name}.toml")
+                        .read_text(encoding="utf-8"))
+
+
+def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for table, body in _raw(name).items():
+        if isinstance(body, list):
+            rows += [(f"{name}.{table}[{i}]", row) for i, row in enumerate(body)]
+        else:
+            rows.append((f"{name}.{table}", body))
+    return rows
+
+
+@pytest.mark.parametrize("name", KNOWLEDGE_FILES)
+def test_every_row_names_a_source(name: str) -> None:
+    rows = _rows(name)
+    assert rows
+    missing = [where for where, row in rows if not str(row.get("source", "")).strip()]
+    assert missing == []
+
+
+def test_every_file_loads_into_the_typed_models() -> None:
+    loaded = knowledge()
+    assert {name for name in type(loaded).model_fields} == set(KNOWLEDGE_FILES)
+    assert len(loaded.cuda.drivers) == 26
+
+
+def test_inferred_and_observed_rows_say_so() -> None:
+    k = knowledge()
+    carried = next(r for r in k.cuda.compute_capability if r.cuda == "11.2")
+    assert "*inferred*" in carried.source
+    seen = [r for r in k.theano.numpy if r.numpy == ">=1.22"]
+    assert seen and all("seen here" in r.source for r in seen)
+    assert all("*inferred*" in r.source for r in k.theano.numpy if r.theano == "==1.1.2")
+
+
+def test_source_keys_are_the_ones_knowledge_md_defines() -> None:
+    theano_sources = [r.source for r in knowledge().theano.flags]
+    assert all(s.startswith(("[TP]", "[TP112]")) for s in theano_sources)
+    assert all("[GA]" in r.source for r in knowledge().libgpuarray.loader)
+
+
+@pytest.mark.parametrize("version", ["1.0.5", "1.1.2"])
+def test_typed_flags_are_flags_the_release_defines(version: str) -> None:
+    rules = theano_rules(version)
+    assert set(rules.flags) <= rules.known_flags
+    assert not any(row.matches(name) for row in rules.removed for name in rules.known_flags)
+
+
+def test_theanorc_places_in_the_table_follow_theanos_own_split() -> None:
+    rules = theano_rules("1.0.5")
+    for flag in rules.flags.values():
+        assert rules.theanorc_location(flag.name) == (flag.section, flag.key), flag.name
+
+
+def test_cudnn_version_code_matches_the_reported_example() -> None:
+    for row in knowledge().cudnn.version_codes:
+        assert cudnn_version_code(row.cudnn) == row.code
+    assert cudnn_version_code("7.6.5.32") == 7605
+    assert cudnn_version_code("8.0") == 8000
+
+
+def test_cudnn_archive_layout_holds_the_library_name() -> None:
+    layout = cudnn_archive_layout("7.6.5.32", "win-64")
+    library = cudnn_library_name("7.6.5.32", "win-64")
+    assert layout is not None and library is not None
+    assert f"cuda/bin/{library.value}" in layout.members
+    linux = cudnn_archive_layout("7.6.5", "linux-64")
+    assert linux is not None and linux.format == "tgz"
+    assert "cuda/include/cudnn.h" in linux.members
+    assert cudnn_archive_layout("8.0.5", "linux-64") is None
+
+
+def test_name_mismatch_rows_are_the_names_cuda_ships() -> None:
+    (row,) = [r for r in knowledge().libgpuarray.name_mismatch if r.cuda == "10"]
+    shipped = {cuda_library_name("10.2", lib, "win-64") for lib in ("nvrtc", "cublas")}
+    assert {fact.value for fact in shipped if fact is not None} == set(row.shipped)
+
+
+def test_artifact_rows_are_consistent() -> None:
+    artifacts = knowledge().artifacts.artifacts
+    assert len({a.sha256 for a in artifacts}) == len(artifacts)
+    for a in artifacts:
+        assert a.version in a.filename
+        assert a.url is None or a.url.startswith("https://")
+        if a.url is not None and not a.login_required:
+            assert a.url.endswith(a.filename)
+    assert all(a.login_required for a in artifacts if a.role == "cudnn")

@@ -1,0 +1,61 @@
+"""Picking the one file a target installs, and real resolution against PyPI with uv."""
+
+from __future__ import annotations
+
+import pytest
+
+from envforge.errors import ResolveError
+from envforge.resolve.pypi import pick_files, resolve_pypi, target_tags
+
+THEANO_SDIST_SHA = "bb566fa62f7923351299dfcb8947e42523057df65e81be444eb8ef0c6e602bf4"
+
+
+def _wheel(name: str) -> dict[str, object]:
+    return {"url": f"https://files.example/{name}", "hashes": {"sha256": "a" * 64}}
+
+
+def test_target_tags_rank_like_pip() -> None:
+    tags = [str(t) for t in target_tags("linux-64", "3.7")]
+    assert tags.index("cp37-cp37m-manylinux2010_x86_64") < tags.index(
+        "cp37-cp37m-manylinux1_x86_64")
+    assert "cp37-cp37m-win_amd64" not in tags
+    assert "cp311-cp311-win_amd64" in [str(t) for t in target_tags("win-64", "3.11")]
+
+
+def test_pick_best_wheel_else_sdist() -> None:
+    doc = {"packages": [
+        {"name": "numpy", "version": "1.19.5", "wheels": [
+            _wheel("numpy-1.19.5-cp37-cp37m-manylinux1_x86_64.whl"),
+            _wheel("numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl"),
+            _wheel("numpy-1.19.5-cp37-cp37m-win_amd64.whl")],
+         "sdist": _wheel("numpy-1.19.5.zip")},
+        {"name": "theano-pymc", "version": "1.0.5", "sdist": _wheel("Theano-PyMC-1.0.5.tar.gz")},
+    ]}
+    linux = pick_files(doc, platform="linux-64", python="3.7")
+    assert [f.filename for f in linux] == ["numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl",
+                                           "Theano-PyMC-1.0.5.tar.gz"]
+    assert [f.kind for f in linux] == ["wheel", "sdist"]
+    win = pick_files(doc, platform="win-64", python="3.7")
+    assert win[0].filename == "numpy-1.19.5-cp37-cp37m-win_amd64.whl"
+
+
+def test_no_file_for_target_is_an_error() -> None:
+    wheel = _wheel("x-1-cp39-cp39-win_amd64.whl")
+    doc = {"packages": [{"name": "x", "version": "1", "wheels": [wheel]}]}
+    with pytest.raises(ResolveError, match="no file for linux-64"):
+        pick_files(doc, platform="linux-64", python="3.7")
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("platform,suffix", [("linux-64", "manylinux2010_x86_64.whl"),
+                                             ("win-64", "win_amd64.whl")])
+def test_real_pypi_resolution_for_each_platform(platform: str, suffix: str) -> None:
+    files = {f.name: f for f in resolve_pypi(
+        ["numpy==1.19.5", "Theano-PyMC==1.0.5"], platform=platform,  # type: ignore[arg-type]
+        python="3.7", index="https://pypi.org/simple")}
+    numpy = files["numpy"]
+    assert numpy.version == "1.19.5" and numpy.filename.endswith("cp37-cp37m-" + suffix)
+    assert numpy.url.startswith("https://files.pythonhosted.org/")
+    theano = files["theano-pymc"]
+    assert (theano.kind, theano.sha256) == ("sdist", THEANO_SDIST_SHA)
+    assert "six" in files and "scipy" in files  # Theano's own requirements came along

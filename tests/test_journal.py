@@ -1,0 +1,411 @@
+"""The journal on real files: what is recorded, what rollback restores, crashes and the lock."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import envforge.journal as journal_module
+from envforge.errors import BusyError, StepError
+from envforge.host.windows import REG_DWORD, REG_EXPAND_SZ, REG_SZ, RecordingRegistry
+from envforge.journal import Journal, JournalEntry, Transaction, env_lock, rollback
+
+Snapshot = dict[str, tuple[object, ...]]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every entry under ``root``: files by sha256 and mode, links by target, folders by mode."""
+    found: Snapshot = {}
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                found[rel] = ("link", str(path.readlink()))
+            elif stat.S_ISDIR(st.st_mode):
+                found[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            else:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                found[rel] = ("file", digest, stat.S_IMODE(st.st_mode))
+    return found
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A folder with a file of unusual mode, a link and a nested folder."""
+    root = tmp_path / "tree"
+    (root / "etc").mkdir(parents=True)
+    config = root / "etc" / "app.conf"
+    config.write_bytes(b"original\x00bytes\n")
+    config.chmod(0o640)
+    (root / "bin").mkdir()
+    (root / "bin" / "tool").write_bytes(b"#!/bin/sh\necho old\n")
+    (root / "bin" / "tool").chmod(0o755)
+    (root / "current").symlink_to("etc/app.conf")
+    return root
+
+
+def test_changes_are_undone_byte_for_byte(tmp_path: Path, tree: Path) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.begin()
+    tx.write_bytes(tree / "etc" / "app.conf", b"new contents")
+    tx.write_text(tree / "new" / "deep" / "file.txt", "hello")
+    tx.copy_file(tree / "bin" / "tool", tree / "bin" / "tool-copy")
+    tx.symlink(tree / "current", "bin/tool")
+    tx.remove(tree / "bin" / "tool")
+    tx.done()
+
+    assert (tree / "etc" / "app.conf").read_bytes() == b"new contents"
+    assert stat.S_IMODE((tree / "etc" / "app.conf").stat().st_mode) == 0o640  # mode kept
+    assert stat.S_IMODE((tree / "bin" / "tool-copy").stat().st_mode) == 0o755
+    assert (tree / "current").readlink() == Path("bin/tool")
+    assert snapshot(tree) != before
+
+    undone = rollback(journal)
+
+    assert snapshot(tree) == before
+    assert f"restored {tree / 'etc' / 'app.conf'}" in undone
+    assert f"removed folder {tree / 'new'}" in undone
+
+
+def test_mode_comes_from_the_journal_even_if_the_backup_lost_it(tmp_path: Path,
+                                                                 tree: Path) -> None:
+    target = tree / "etc" / "app.conf"
+    journal = Journal(tmp_path / "state")
+    Transaction(journal, "demo").write_bytes(target, b"changed", mode=0o600)
+    (journal.backups / "1").chmod(0o644)  # e.g. the state folder was copied to another disk
+    rollback(journal)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert target.read_bytes() == b"original\x00bytes\n"
+
+
+def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
+    target = tree / "etc" / "app.conf"
+    original = target.read_bytes()
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.write_bytes(target, b"first change")
+    tx.write_bytes(target, b"second change")
+    Transaction(journal, "another-step").write_bytes(target, b"third change")
+
+    backups = [e for e in journal.entries() if e.path == str(target)]
+    assert [(e.op, e.kind) for e in backups] == [("backup", "file")]
+    assert journal.backup_path(backups[0]).read_bytes() == original
+    assert backups[0].mode == 0o640
+
+    rollback(journal)
+    assert target.read_bytes() == original
+
+
+def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.begin()
+    tx.write_bytes(tree / "etc" / "app.conf", b"x")
+    tx.symlink(tree / "current", "elsewhere")
+    tx.done()
+
+    lines = journal.path.read_text(encoding="utf-8").splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert [p["seq"] for p in parsed] == [1, 2, 3, 4]
+    assert [p["op"] for p in parsed] == ["step-begin", "backup", "backup", "step-done"]
+    assert parsed[1]["backup"] == "2" and parsed[1]["kind"] == "file"
+    assert parsed[2] == {"seq": 3, "step": "demo", "op": "backup", "path": str(tree / "current"),
+                         "kind": "symlink", "link_target": "etc/app.conf"}
+    assert (journal.backups / "2").read_bytes() == b"original\x00bytes\n"
+    assert journal.completed_steps() == {"demo"}
+
+
+def test_completed_steps_needs_the_done_marker(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    first = Transaction(journal, "first")
+    first.begin()
+    first.done()
+    Transaction(journal, "second").begin()
+    assert Journal(tmp_path / "state").completed_steps() == {"first"}
+
+
+def test_nothing_is_created_until_something_is_written(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    assert journal.entries() == []
+    assert rollback(journal) == []
+    assert not (tmp_path / "state").exists()
+
+
+def test_torn_last_line_is_ignored_and_cut_before_the_next_append(tmp_path: Path,
+                                                                  tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.write_bytes(tree / "etc" / "app.conf", b"changed")
+    with open(journal.path, "ab") as handle:  # a crash in the middle of a write
+        handle.write(b'{"seq": 2, "step": "demo", "op": "backup", "pa')
+
+    reopened = Journal(tmp_path / "state")
+    assert [e.seq for e in reopened.entries()] == [1]
+
+    Transaction(reopened, "demo").write_text(tree / "added.txt", "new")
+    lines = reopened.path.read_bytes().splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [1, 2]
+
+    rollback(reopened)
+    assert (tree / "etc" / "app.conf").read_bytes() == b"original\x00bytes\n"
+    assert not (tree / "added.txt").exists()
+
+
+def test_unparseable_last_line_is_torn_but_a_bad_middle_line_is_corruption(
+        tmp_path: Path, tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.begin()
+    tx.done()
+    good = journal.path.read_bytes()
+
+    journal.path.write_bytes(good + b"\x00\x00\x00\n")  # zeros a crashed filesystem left
+    assert len(Journal(tmp_path / "state").entries()) == 2
+
+    first, second = good.splitlines(keepends=True)
+    journal.path.write_bytes(first + b"garbage\n" + second)
+    with pytest.raises(StepError, match="line 2 is corrupt"):
+        Journal(tmp_path / "state").entries()
+
+
+def test_rollback_twice_is_a_no_op_and_archives_the_journal(tmp_path: Path, tree: Path) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    Transaction(journal, "demo").write_bytes(tree / "etc" / "app.conf", b"changed")
+    assert rollback(journal)
+    assert rollback(journal) == []
+    assert rollback(Journal(tmp_path / "state")) == []
+    assert snapshot(tree) == before
+    state = sorted(p.name for p in (tmp_path / "state").iterdir())
+    assert state == ["backups.rolled-back-1", "journal.rolled-back-1.jsonl"]
+
+    # A new journal starts afresh, and its rollback is archived under the next number.
+    Transaction(Journal(tmp_path / "state"), "again").write_text(tree / "x", "x")
+    rollback(Journal(tmp_path / "state"))
+    assert (tmp_path / "state" / "journal.rolled-back-2.jsonl").is_file()
+    assert not (tree / "x").exists()
+
+
+@pytest.mark.parametrize("interrupt_at", [1, 2, 3, 5])
+def test_interrupted_rollback_is_finished_by_running_it_again(
+        tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch, interrupt_at: int) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.write_bytes(tree / "etc" / "app.conf", b"changed")
+    tx.write_text(tree / "a" / "b" / "new.txt", "new")
+    tx.symlink(tree / "current", "a/b/new.txt")
+    tx.remove(tree / "bin")
+
+    real_undo = journal_module._undo
+    calls = 0
+
+    def undo_then_die(*args: object) -> str | None:
+        nonlocal calls
+        calls += 1
+        if calls == interrupt_at:
+            raise KeyboardInterrupt  # the process dies part way through
+        return real_undo(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module, "_undo", undo_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        rollback(journal)
+    monkeypatch.setattr(journal_module, "_undo", real_undo)
+
+    assert journal.path.is_file()  # not marked rolled back
+    rollback(Journal(tmp_path / "state"))
+    assert snapshot(tree) == before
+
+
+def test_rollback_finishes_archiving_when_a_crash_left_the_backups(tmp_path: Path,
+                                                                   tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    Transaction(journal, "demo").write_bytes(tree / "etc" / "app.conf", b"changed")
+    # The crash came after the journal's rename and before the backups' one.
+    journal.path.replace(tmp_path / "state" / "journal.rolled-back-1.jsonl")
+    assert rollback(Journal(tmp_path / "state")) == []
+    assert (tmp_path / "state" / "backups.rolled-back-1" / "1").is_file()
+    assert not (tmp_path / "state" / "backups").exists()
+
+
+def test_mkdir_records_each_folder_it_made_and_rollback_keeps_foreign_files(
+        tmp_path: Path, tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    Transaction(journal, "demo").mkdir(tree / "a" / "b" / "c")
+    created = [e.path for e in journal.entries() if e.op == "created"]
+    assert created == [str(tree / "a"), str(tree / "a" / "b"), str(tree / "a" / "b" / "c")]
+
+    (tree / "a" / "b" / "user-notes.txt").write_text("not envforge's")  # a user's file
+    undone = rollback(journal)
+
+    assert not (tree / "a" / "b" / "c").exists()
+    assert (tree / "a" / "b" / "user-notes.txt").read_text() == "not envforge's"
+    assert any(line.startswith(f"left folder {tree / 'a' / 'b'}") for line in undone)
+
+
+def test_mkdir_over_a_file_is_refused(tmp_path: Path, tree: Path) -> None:
+    with pytest.raises(StepError, match="is not a folder"):
+        Transaction(Journal(tmp_path / "state"), "demo").mkdir(tree / "etc" / "app.conf" / "x")
+
+
+def test_writing_over_a_link_replaces_the_link_not_its_target(tmp_path: Path,
+                                                              tree: Path) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    Transaction(journal, "demo").write_bytes(tree / "current", b"a file now")
+    assert not (tree / "current").is_symlink()
+    assert (tree / "etc" / "app.conf").read_bytes() == b"original\x00bytes\n"
+    rollback(journal)
+    assert snapshot(tree) == before
+
+
+def test_a_file_is_not_written_where_a_folder_is(tmp_path: Path, tree: Path) -> None:
+    with pytest.raises(StepError, match="is a folder"):
+        Transaction(Journal(tmp_path / "state"), "demo").write_text(tree / "etc", "x")
+    assert (tree / "etc" / "app.conf").is_file()
+
+
+def test_removed_tree_comes_back_whole(tmp_path: Path, tree: Path) -> None:
+    (tree / "bin").chmod(0o750)
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.remove(tree / "bin")
+    tx.remove(tree / "current")
+    tx.remove(tree / "etc")
+    tx.remove(tree / "never-existed")
+    assert list(tree.iterdir()) == []
+    rollback(journal)
+    assert snapshot(tree) == before
+
+
+def test_special_files_are_not_touched(tmp_path: Path, tree: Path) -> None:
+    os.mkfifo(tree / "pipe")
+    with pytest.raises(StepError, match="not a file, link or folder"):
+        Transaction(Journal(tmp_path / "state"), "demo").remove(tree / "pipe")
+    assert stat.S_ISFIFO((tree / "pipe").lstat().st_mode)
+
+
+def test_adopted_tree_is_removed_whole(tmp_path: Path, tree: Path) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "env")
+    venv = tree / "envs" / "py37"
+    tx.adopt_tree(venv)
+    # What an external tool (python -m venv, rattler, uv) then does, unjournaled:
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    tx.adopt_tree(venv)  # a resumed step may announce it again
+
+    assert [(e.op, e.kind, e.path) for e in journal.entries()] == [
+        ("created", "dir", str(tree / "envs")), ("backup", "absent", str(venv))]
+    rollback(journal)
+    assert snapshot(tree) == before
+
+
+def test_adopting_a_folder_envforge_did_not_make_is_refused(tmp_path: Path, tree: Path) -> None:
+    journal = Journal(tmp_path / "state")
+    with pytest.raises(StepError, match="already exists and envforge did not create it"):
+        Transaction(journal, "env").adopt_tree(tree / "etc")
+    assert journal.entries() == []
+
+
+def test_adopting_a_folder_this_journal_made_removes_it_whole(tmp_path: Path,
+                                                              tree: Path) -> None:
+    before = snapshot(tree)
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "env")
+    tx.mkdir(tree / "prefix")
+    tx.adopt_tree(tree / "prefix")
+    (tree / "prefix" / "conda-meta").mkdir()
+    (tree / "prefix" / "conda-meta" / "history").write_text("x")
+    rollback(journal)
+    assert snapshot(tree) == before
+
+
+def test_registry_values_are_restored_with_their_type(tmp_path: Path) -> None:
+    key = r"HKCU\Environment"
+    registry = RecordingRegistry({
+        (r"HKEY_CURRENT_USER\Environment", "Path"): (r"%USERPROFILE%\bin;C:\Tools", REG_EXPAND_SZ),
+        (r"HKEY_CURRENT_USER\Environment", "Flag"): (1, REG_DWORD),
+    })
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "path")
+    tx.set_registry_value(registry, key, "Path", r"C:\mingw\bin;%USERPROFILE%\bin", REG_SZ)
+    tx.set_registry_value(registry, key, "PATH", "second write, not recorded again", REG_SZ)
+    tx.set_registry_value(registry, key, "CUDA_PATH", r"C:\CUDA\v10.2", REG_SZ)
+    tx.set_registry_value(registry, key, "Flag", 0, REG_DWORD)
+    recorded = [e for e in Journal(tmp_path / "state").entries() if e.op == "registry"]
+    assert [(e.name, e.value, e.value_type, e.existed) for e in recorded] == [
+        ("Path", r"%USERPROFILE%\bin;C:\Tools", REG_EXPAND_SZ, True),
+        ("CUDA_PATH", None, None, False),
+        ("Flag", 1, REG_DWORD, True),
+    ]
+
+    undone = rollback(Journal(tmp_path / "state"), registry=registry)
+
+    assert registry.get(key, "Path") == (r"%USERPROFILE%\bin;C:\Tools", REG_EXPAND_SZ)
+    assert registry.get(key, "CUDA_PATH") is None
+    assert registry.get(key, "Flag") == (1, REG_DWORD)
+    assert registry.broadcasts == 1
+    assert f"deleted registry value {key}\\CUDA_PATH" in undone
+
+
+def test_rollback_of_registry_changes_without_a_registry_changes_nothing(
+        tmp_path: Path, tree: Path) -> None:
+    registry = RecordingRegistry()
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "path")
+    tx.write_bytes(tree / "etc" / "app.conf", b"changed")
+    tx.set_registry_value(registry, r"HKCU\Environment", "Path", "x", REG_SZ)
+    with pytest.raises(StepError, match="registry"):
+        rollback(journal)
+    assert (tree / "etc" / "app.conf").read_bytes() == b"changed"
+    assert journal.path.is_file()
+
+
+def test_journal_entry_rejects_unknown_ops() -> None:
+    with pytest.raises(ValueError):
+        JournalEntry.model_validate({"seq": 1, "step": "x", "op": "delete-everything"})
+
+
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from envforge.journal import env_lock
+    with env_lock(Path(sys.argv[1])):
+        print("locked", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_env_lock_refuses_a_second_process(tmp_path: Path) -> None:
+    state = tmp_path / "myenv-0123456789"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(state)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(BusyError) as caught, env_lock(state, timeout=0.3):
+            pass
+        assert str(caught.value) == (f"another envforge is applying myenv-0123456789 "
+                                     f"(pid {holder.pid}); try again when it finishes")
+    finally:
+        holder.kill()
+        holder.wait()
+    with env_lock(state, timeout=5):  # the kernel dropped the dead holder's lock
+        assert (state / journal_module.LOCK_PID_FILE).read_text().strip() == str(os.getpid())
+    assert not (state / journal_module.LOCK_PID_FILE).exists()

@@ -1,0 +1,103 @@
+"""Spec errors name file, line and key; platform tables merge; the hash follows the content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envforge.errors import ExitCode, SpecError
+from envforge.spec import load_spec, parse_spec
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+MINIMAL = """\
+[project]
+name = "demo"
+platforms = ["linux-64", "win-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[pypi]
+packages = ["numpy==1.19.5"]
+
+[pypi.platform.win-64]
+packages = ["pywin32==228"]
+
+[theano]
+device = "cpu"
+floatX = "float32"
+
+[theano.platform.win-64]
+device = "cuda"
+"""
+
+
+def error_of(text: str) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, source="specs/demo.toml")
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+    return info.value
+
+
+def test_reference_specs_load() -> None:
+    for path in sorted(SPECS.glob("*.toml")):
+        spec = load_spec(path)
+        assert spec.name == path.stem
+        assert spec.content_hash.startswith("sha256:")
+
+
+def test_platform_tables_override_and_packages_add() -> None:
+    spec = parse_spec(MINIMAL, source="demo.toml")
+    linux, win = spec.for_platform("linux-64"), spec.for_platform("win-64")
+    assert linux.pypi.packages == ("numpy==1.19.5",)
+    assert win.pypi.packages == ("numpy==1.19.5", "pywin32==228")
+    assert (linux.theano.device, win.theano.device) == ("cpu", "cuda")
+    assert win.theano.float_x == "float32"
+
+
+def test_unknown_key_names_line_and_key() -> None:
+    error = error_of(MINIMAL.replace('device = "cpu"', 'device = "cpu"\ncnmem = 0.8'))
+    assert (error.line, error.key) == (19, "theano.cnmem")
+    assert str(error) == "specs/demo.toml:19: theano.cnmem: unknown key"
+    assert "\n" not in str(error)
+
+
+def test_bad_value_in_platform_table_points_at_that_table() -> None:
+    error = error_of(MINIMAL.replace('device = "cuda"', 'device = "gpu"'))
+    assert error.key == "theano.platform.win-64.device"
+    assert error.line == 22
+    assert "'gpu'" in str(error)
+
+
+def test_toml_syntax_error_has_a_line() -> None:
+    error = error_of(MINIMAL.replace('kind = "venv"', 'kind = venv'))
+    assert error.line == 9
+    assert "TOML syntax error" in str(error)
+
+
+def test_missing_required_key() -> None:
+    error = error_of(MINIMAL.replace('version = "3.7"\n', ""))
+    assert error.key == "python.version"
+    assert "required" in str(error)
+
+
+def test_unknown_platform_and_section() -> None:
+    assert error_of(MINIMAL.replace("[theano.platform.win-64]", "[theano.platform.osx-64]")).key \
+        == "theano.platform.osx-64"
+    assert error_of(MINIMAL + "\n[cudnnn]\nversion = '7'\n").key == "cudnnn"
+
+
+def test_hash_ignores_comments_but_follows_values() -> None:
+    base = parse_spec(MINIMAL, source="a").content_hash
+    assert parse_spec("# a comment\n" + MINIMAL, source="b").content_hash == base
+    assert parse_spec(MINIMAL.replace("1.19.5", "1.19.4"), source="c").content_hash != base
+
+
+def test_missing_file() -> None:
+    with pytest.raises(SpecError, match="no such spec file"):
+        load_spec("does/not/exist.toml")
