@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-fast lint demo bench clean
+.PHONY: setup test test-gpu test-fast lint demo bench clean
 
 setup: $(VENV)/.installed
 
@@ -18,14 +18,20 @@ lint: setup
 	$(BIN)/ruff check envforge tests bench
 	$(BIN)/mypy envforge
 
+# GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not gpu"
+
+test-gpu:
+	$(BIN)/pytest -m gpu
 
 test-fast: lint
-	$(BIN)/pytest -m "not slow and not network"
+	$(BIN)/pytest -m "not slow and not network and not gpu"
 
 demo: setup
-	$(BIN)/envforge lock specs/theano-cpu.toml
+	$(BIN)/envforge lock --check specs/theano-cpu.toml || $(BIN)/envforge lock specs/theano-cpu.toml
+	$(BIN)/envforge apply specs/theano-cpu.toml --yes
+	$(BIN)/envforge verify specs/theano-cpu.toml --report verify-report.md
 
 bench: setup
 	$(BIN)/python bench/run.py

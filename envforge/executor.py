@@ -8,7 +8,6 @@ journal still holds the original state of everything touched for rollback.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,6 @@ from envforge.journal import Journal, Transaction, env_lock, rollback
 from envforge.steps.base import Step, StepContext
 
 APPLIED = "applied.json"
-CRASH_AFTER_ENV = "ENVFORGE_TEST_CRASH_AFTER_STEP"  # test hook: SIGKILL self after a step
 
 
 def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any]) -> list[str]:
@@ -37,8 +35,6 @@ def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any]) 
             step.apply(ctx, tx)
             tx.done()
             ran.append(step.name)
-            if os.environ.get(CRASH_AFTER_ENV) == step.name:
-                os.kill(os.getpid(), 9)
         _write_record(ctx.state_dir, {**record, "complete": True, "applied_at": time.time()})
     return ran
 

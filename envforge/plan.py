@@ -31,11 +31,11 @@ class Plan(Frozen):
 def build_steps(ctx: StepContext) -> list[Step]:
     """The ordered steps this environment needs; later steps rely on earlier ones."""
     from envforge.steps.activation import ActivationStep
-    from envforge.steps.env import EnvironmentStep
+    from envforge.steps.env import EnvironmentStep, PrefixStep
     from envforge.steps.theanorc import TheanorcStep
 
     lock, pspec = ctx.lock, ctx.pspec
-    steps: list[Step] = []
+    steps: list[Step] = [PrefixStep()]
     if lock.deb:
         from envforge.steps.debs import DebUnpackStep
 

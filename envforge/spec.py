@@ -216,10 +216,9 @@ def parse_spec(text: str, *, source: str) -> Spec:
     for platform in project.platforms:
         view, origin = _merge_platform(raw, platform, fail)
         merged[platform] = _validate(PlatformSpec, {"platform": platform, **view}, (), origin, fail)
-    canonical = json.dumps(
-        {"project": project.model_dump(mode="json"),
-         "platforms": {p: s.model_dump(mode="json", by_alias=True) for p, s in merged.items()}},
-        sort_keys=True, separators=(",", ":"))
+    # The hash covers what the user wrote (comments and layout aside), not envforge's defaults,
+    # so a new optional key in a later envforge does not make every lock stale.
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}")
 

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from envforge import __version__
 
@@ -29,19 +30,20 @@ class UI:
                                                          soft_wrap=True))
 
     def info(self, message: str) -> None:
+        """Plain text: never read as markup, so ``[global]`` in a diff stays."""
         if not (self.quiet or self.json):
-            self.err.print(message)
+            self.err.print(Text(message))
 
     def success(self, message: str) -> None:
         if not (self.quiet or self.json):
-            self.err.print(f"[green]{message}[/green]")
+            self.err.print(Text(message, style="green"))
 
     def warn(self, message: str) -> None:
         if not self.json:
-            self.err.print(f"[yellow]warning:[/yellow] {message}")
+            self.err.print(Text.assemble(("warning: ", "yellow"), message))
 
     def error(self, message: str) -> None:
-        self.err.print(f"[red]error:[/red] {message}", markup=True)
+        self.err.print(Text.assemble(("error: ", "red"), message))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json or self.quiet:
@@ -50,7 +52,7 @@ class UI:
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
-            table.add_row(*(str(cell) for cell in row))
+            table.add_row(*(cell if isinstance(cell, Text) else Text(str(cell)) for cell in row))
         self.out.print(table)
 
     def document(self, kind: str, payload: dict[str, Any]) -> None:

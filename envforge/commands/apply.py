@@ -109,13 +109,19 @@ def show_plan(plan: Plan, ui: UI) -> None:
         for change in step.changes:
             before_after = f"{change.before or '∅'} → {change.after or '…'}" \
                 if (change.before or change.after) else ""
-            rows.append([step.step, change.action, change.target, before_after])
+            rows.append([step.step, change.action, _short(change.target, plan.prefix),
+                         before_after])
     ui.table(f"plan for {plan.spec} in {plan.prefix}", ["step", "action", "target", "change"],
              rows)
     for step in plan.steps:
         for change in step.changes:
             if change.detail.startswith("---"):
                 ui.info(change.detail)
+
+
+def _short(target: str, prefix: str) -> str:
+    """Targets inside the environment are shown relative to it; the title names the prefix."""
+    return "<env>" + target[len(prefix):] if target.startswith(prefix) else target
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:

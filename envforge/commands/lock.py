@@ -69,7 +69,7 @@ def _spelling(theano: str | None) -> str | None:
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
-              previous: Lockfile | None = None) -> Lockfile:
+              previous: Lockfile | None = None, lock_path: Path | None = None) -> Lockfile:
     """The lock for a spec; platforms already locked for this exact spec are reused."""
     wanted = _wanted_platforms(spec, platforms)
     ensure_compatible(spec)
@@ -84,7 +84,8 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(
-            envforge=__version__, spec=_display_path(spec.source), spec_name=spec.name,
+            envforge=__version__, spec=spec_label(Path(spec.source), lock_path),
+            spec_name=spec.name,
             spec_hash=spec.content_hash,
             pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
             else None,
@@ -105,12 +106,15 @@ def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple
     return tuple(platforms)
 
 
-def _display_path(source: str) -> str:
-    path = Path(source)
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return path.name if not path.is_absolute() else str(path)
+def spec_label(spec_path: Path, lock_path: Path | None) -> str:
+    """The spec as the lock names it: relative to the project the lock lives in, so the
+    same project gives the same bytes wherever it is checked out."""
+    if lock_path is not None:
+        try:
+            return spec_path.resolve().relative_to(lock_path.resolve().parent.parent).as_posix()
+        except ValueError:
+            pass
+    return spec_path.name
 
 
 def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
@@ -119,9 +123,9 @@ def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
     if lock.meta.spec_hash != spec.content_hash:
         reasons.append(f"the spec changed since it was locked ({lock.meta.spec_hash[:19]}… -> "
                        f"{spec.content_hash[:19]}…)")
-    missing = [p for p in spec.project.platforms if p not in lock.platforms]
-    if missing:
-        reasons.append(f"platforms not locked: {', '.join(missing)}")
+    extra = [p for p in lock.platforms if p not in spec.project.platforms]
+    if extra:
+        reasons.append(f"the lock has platforms the spec no longer targets: {', '.join(extra)}")
     if lock.meta.spec_name != spec.name:
         reasons.append(f"the lock is for {lock.meta.spec_name!r}, not {spec.name!r}")
     return reasons
@@ -158,7 +162,7 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
                 ui.success(f"{lock_path}: up to date")
             continue
         with ui.progress(f"locking {spec.name}"):
-            lock = lock_spec(spec, platforms=platforms, previous=previous)
+            lock = lock_spec(spec, platforms=platforms, previous=previous, lock_path=lock_path)
         changed = write_lock(lock, lock_path)
         results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
                         "platforms": {p: _counts(pl) for p, pl in lock.platforms.items()}})

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from envforge.commands import Common
 from envforge.commands.apply import prepare
 from envforge.envvars import apply_edits
@@ -97,9 +99,10 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     return int(code)
 
 
-def _status(status: str) -> str:
-    return {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]",
-            "skip": "[yellow]skip[/yellow]"}.get(status, status)
+def _status(status: str) -> Text:
+    label, style = {"pass": ("pass", "green"), "fail": ("FAIL", "bold red"),
+                    "skip": ("skip", "yellow")}.get(status, (status, ""))
+    return Text(label, style=style)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:

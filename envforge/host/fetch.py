@@ -2,6 +2,7 @@
 
 A file is looked for in a bundle folder first, then the cache, then fetched (unless offline),
 resuming a partial download with an HTTP range request. Nothing unverified is ever returned.
+A bundle's files are found by sha256 through its manifest, so its folder layout is its own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import requests
 
+from envforge.bundle.manifest import bundle_index
 from envforge.errors import ArtifactError, EnvforgeError
 
 CHUNK = 1 << 20
@@ -51,8 +53,8 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bo
            progress: Progress | None = None, session: requests.Session | None = None) -> Path:
     """A verified local copy of ``ref``; a tampered bundle or cache file is refused, not used."""
     if bundle is not None:
-        candidate = bundle / ref.filename
-        if candidate.is_file():
+        candidate = in_bundle(bundle, ref)
+        if candidate is not None:
             _check(candidate, ref, where="bundle")
             return candidate
     target = cache_path(cache, ref)
@@ -64,6 +66,15 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bo
                            f"{'bundle' if bundle else 'cache'} and the network is off")
     download(ref, target, progress=progress, session=session)
     return target
+
+
+def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
+    """The bundle's copy of ``ref`` (unchecked): by sha256 through its manifest, else by name."""
+    listed = bundle_index(bundle).get(ref.sha256)
+    for candidate in (listed, bundle / ref.filename, bundle / Path(ref.filename).name):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
 
 
 def _check(path: Path, ref: FileRef, *, where: str) -> None:
@@ -92,6 +103,9 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         with part.open("rb") as fh:
             for chunk in iter(lambda: fh.read(CHUNK), b""):
                 digest.update(chunk)
+        if ref.size is not None and have >= ref.size:  # cut off after the last byte: no request
+            _finish(part, target, ref, digest.hexdigest())
+            return
     headers = {"Range": f"bytes={have}-"} if have else {}
     try:
         with http.get(ref.url, stream=True, timeout=60, headers=headers) as response:

@@ -13,6 +13,28 @@ from envforge.journal import Transaction
 from envforge.steps.base import Change, StepContext
 
 
+class PrefixStep:
+    """The environment's folder, adopted by the journal before anything is put in it."""
+
+    name = "prefix"
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        prefix = Path(ctx.layout.prefix)
+        if prefix.is_dir():
+            return ()
+        return (Change(action="create", target=str(prefix), before=None, after="folder",
+                       detail="removed whole by rollback"),)
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        prefix = Path(ctx.layout.prefix)
+        if prefix.is_dir():
+            return
+        if not prefix.parent.exists():
+            tx.mkdir(prefix.parent)
+        tx.adopt_tree(prefix)
+        prefix.mkdir()
+
+
 class EnvironmentStep:
     name = "environment"
 
@@ -32,9 +54,6 @@ class EnvironmentStep:
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         prefix = Path(ctx.layout.prefix)
-        if not prefix.exists():
-            tx.adopt_tree(prefix)
-        prefix.mkdir(parents=True, exist_ok=True)
         if ctx.layout.kind == "conda":
             (prefix / "conda-meta").mkdir(exist_ok=True)
             return

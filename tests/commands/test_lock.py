@@ -1,0 +1,158 @@
+"""envforge lock: refusals before any resolution, --check, determinism, reuse, the conda path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from envforge.cli import main
+from envforge.commands import lock as lock_command
+from envforge.lockfile import load_lock
+
+REPO = Path(__file__).resolve().parents[2]
+THEANO_SDIST_SHA = "bb566fa62f7923351299dfcb8947e42523057df65e81be444eb8ef0c6e602bf4"
+
+CUDNN8 = """\
+[project]
+name = "bad"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[pypi]
+packages = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]
+
+[cuda]
+version = "11.0"
+
+[cudnn]
+version = "8.0.5"
+archive = "cudnn-11.0-linux-x64-v8.0.5.39.tgz"
+sha256 = "{sha}"
+
+[theano]
+device = "cuda"
+dnn = "{dnn}"
+"""
+
+
+def project_with(tmp_path: Path, name: str, text: str) -> Path:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    spec = tmp_path / "specs" / f"{name}.toml"
+    spec.write_text(text)
+    return spec
+
+
+@pytest.fixture
+def no_resolvers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to resolve fails the test: what these tests check must happen before."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a resolver was called")
+
+    monkeypatch.setattr(lock_command, "lock_platform", refuse)
+
+
+@pytest.mark.parametrize("dnn", ["auto", "enabled"])
+def test_cudnn8_with_theano_105_is_refused_before_resolving(
+        dnn: str, tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = project_with(tmp_path, "bad", CUDNN8.format(sha="0" * 64, dnn=dnn))
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "cuDNN" in err and "source:" in err and "fix:" in err
+    assert not (tmp_path / "locks").exists()
+
+
+def test_check_is_fresh_then_stale_without_network(tmp_path: Path, no_resolvers: None,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "locks").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(REPO / "specs" / "theano-cpu.toml", spec)
+    shutil.copy(REPO / "locks" / "theano-cpu.lock", tmp_path / "locks" / "theano-cpu.lock")
+    assert main(["lock", "--check", str(spec)]) == 0
+    spec.write_text(spec.read_text().replace("scipy==1.7.3", "scipy==1.7.2"))
+    assert main(["lock", "--check", str(spec), "--json"]) == 3
+    document = json.loads(capsys.readouterr().out)
+    assert document["results"][0]["fresh"] is False
+    assert "spec changed" in document["results"][0]["reasons"][0]
+
+
+def test_unchanged_spec_relocks_without_resolving(tmp_path: Path, no_resolvers: None) -> None:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "locks").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(REPO / "specs" / "theano-cpu.toml", spec)
+    committed = (REPO / "locks" / "theano-cpu.lock").read_text()
+    (tmp_path / "locks" / "theano-cpu.lock").write_text(committed)
+    spec.write_text("# a new comment changes nothing locked\n" + spec.read_text())
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert (tmp_path / "locks" / "theano-cpu.lock").read_text() == committed
+
+
+def test_committed_locks_match_their_specs() -> None:
+    assert main(["lock", "--check", str(REPO / "specs" / "theano-cpu.toml"),
+                 str(REPO / "specs" / "theano-gpu-linux.toml")]) == 0
+
+
+@pytest.mark.network
+def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: Path) -> None:
+    spec = project_with(tmp_path, "theano-cpu", (REPO / "specs" / "theano-cpu.toml").read_text())
+    assert main(["lock", str(spec), "-q"]) == 0
+    lock_file = tmp_path / "locks" / "theano-cpu.lock"
+    first = lock_file.read_bytes()
+    lock = load_lock(lock_file)
+    for platform, suffix in (("linux-64", "-cp37-cp37m-manylinux2010_x86_64.whl"),
+                             ("win-64", "-cp37-cp37m-win_amd64.whl")):
+        files = {f.name: f for f in lock.platforms[platform].pypi}  # type: ignore[index]
+        assert files["numpy"].filename == "numpy-1.19.5" + suffix
+        assert (files["theano-pymc"].kind, files["theano-pymc"].sha256) == ("sdist",
+                                                                            THEANO_SDIST_SHA)
+    assert [d.name for d in lock.platforms["linux-64"].deb] == [
+        "libgfortran5", "libopenblas0-pthread", "libquadmath0"]
+    assert lock.platforms["win-64"].deb == ()
+    lock_file.unlink()
+    assert main(["lock", str(spec), "-q"]) == 0  # resolved again from scratch
+    assert lock_file.read_bytes() == first
+    assert "pypi.org/simple" in first.decode() and "file://" not in first.decode()
+
+
+def test_conda_spec_locks_against_a_local_channel(tmp_path: Path, conda_channel: Path) -> None:
+    text = f"""\
+[project]
+name = "condaenv"
+platforms = ["linux-64", "win-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "conda"
+channels = ["{conda_channel.as_uri()}"]
+
+[conda]
+packages = ["python=3.7", "theano-pymc=1.0.5"]
+
+[conda.platform.win-64]
+packages = ["m2w64-toolchain"]
+"""
+    spec = project_with(tmp_path, "condaenv", text)
+    assert main(["lock", str(spec), "-q"]) == 0
+    lock = load_lock(tmp_path / "locks" / "condaenv.lock")
+    linux = {p.name: p for p in lock.platforms["linux-64"].conda}
+    win = {p.name: p for p in lock.platforms["win-64"].conda}
+    assert linux["pygpu"].version == "0.7.6" and linux["libgpuarray"].version == "0.7.6"
+    assert linux["pygpu"].subdir == "linux-64" and win["pygpu"].subdir == "win-64"
+    assert "m2w64-toolchain" in win and "m2w64-toolchain" not in linux
+    assert lock.platforms["linux-64"].expect.versions["pygpu"] == "0.7.6"
+    raw = tomllib.loads((tmp_path / "locks" / "condaenv.lock").read_text())
+    record = raw["platforms"]["linux-64"]["conda"][0]
+    assert len(record["sha256"]) == 64 and len(record["md5"]) == 32

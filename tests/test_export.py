@@ -1,0 +1,101 @@
+"""Exports are read back by the tools they are for: conda-lock's parser, packaging's pylock, uv."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from conda_lock.lockfile import parse_conda_lock_file
+from packaging.pylock import Pylock
+
+from envforge.cli import main
+from envforge.commands.lock import lock_spec
+from envforge.errors import InputError
+from envforge.export import export_lock
+from envforge.host.interpreters import find_interpreter
+from envforge.lockfile import Lockfile, load_lock
+from envforge.resolve.pypi import uv_binary
+from envforge.spec import parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cpu_lock() -> Lockfile:
+    return load_lock(REPO / "locks" / "theano-cpu.lock")
+
+
+@pytest.fixture(scope="module")
+def conda_lock(conda_channel: Path) -> Lockfile:
+    spec = parse_spec(f"""\
+[project]
+name = "condaenv"
+platforms = ["linux-64", "win-64"]
+[python]
+version = "3.7"
+[environment]
+kind = "conda"
+channels = ["{conda_channel.as_uri()}"]
+[conda]
+packages = ["python=3.7", "theano-pymc=1.0.5"]
+""", source="condaenv.toml")
+    return lock_spec(spec)
+
+
+def test_conda_lock_v1_is_read_by_conda_lock(conda_lock: Lockfile, tmp_path: Path) -> None:
+    path = tmp_path / "conda-lock.yml"
+    path.write_text(export_lock(conda_lock, "conda-lock"))
+    parsed = parse_conda_lock_file(path)
+    assert sorted(parsed.metadata.platforms) == ["linux-64", "win-64"]
+    by_key = {(p.name, p.platform): p for p in parsed.package}
+    pygpu = by_key[("pygpu", "linux-64")]
+    locked = next(p for p in conda_lock.platforms["linux-64"].conda if p.name == "pygpu")
+    assert (pygpu.version, pygpu.url, pygpu.hash.sha256, pygpu.hash.md5) == (
+        locked.version, locked.url, locked.sha256, locked.md5)
+    assert pygpu.dependencies["libgpuarray"] == ">=0.7.6,<0.8"
+
+
+def test_explicit_lists_every_record_with_md5(conda_lock: Lockfile) -> None:
+    text = export_lock(conda_lock, "explicit", "win-64")
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert lines[0] == "@EXPLICIT"
+    records = conda_lock.platforms["win-64"].conda
+    assert lines[1:] == [f"{r.url}#{r.md5}" for r in records]
+
+
+def test_pylock_is_valid_pep751(cpu_lock: Lockfile) -> None:
+    for platform in ("linux-64", "win-64"):
+        pylock = Pylock.from_dict(tomllib.loads(export_lock(cpu_lock, "pylock", platform)))
+        names = {p.name: p for p in pylock.packages}
+        assert names["numpy"].version is not None and str(names["numpy"].version) == "1.19.5"
+        assert names["theano-pymc"].sdist is not None
+        wheel = names["numpy"].wheels[0]  # type: ignore[index]
+        assert wheel.name.endswith("win_amd64.whl" if platform == "win-64" else "x86_64.whl")
+
+
+def test_per_platform_formats_need_a_platform(cpu_lock: Lockfile) -> None:
+    with pytest.raises(InputError, match="--platform"):
+        export_lock(cpu_lock, "requirements")
+    with pytest.raises(InputError, match="no conda packages"):
+        export_lock(cpu_lock, "explicit", "linux-64")
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_requirements_and_pylock_install_with_uv(cpu_lock: Lockfile, tmp_path: Path) -> None:
+    python = find_interpreter("3.7").executable
+    venv = tmp_path / "venv"
+    subprocess.run([uv_binary(), "venv", "-q", "--python", str(python), str(venv)], check=True)
+    req = tmp_path / "requirements.txt"
+    assert main(["export", str(REPO / "locks" / "theano-cpu.lock"), "--format", "requirements",
+                 "--platform", "linux-64", "-o", str(req)]) == 0
+    pylock = tmp_path / "pylock.toml"
+    pylock.write_text(export_lock(cpu_lock, "pylock", "linux-64"))
+    for source in (["--require-hashes", "--no-deps", "-r", str(req)], ["-r", str(pylock)]):
+        done = subprocess.run([uv_binary(), "pip", "install", "--dry-run", "--no-config",
+                               "--python", str(venv / "bin" / "python"), *source],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "numpy==1.19.5" in done.stderr and "theano-pymc==1.0.5" in done.stderr
