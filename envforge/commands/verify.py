@@ -88,9 +88,11 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         document["elapsed_s"] = round(elapsed, 3)
         ui.document("verify", document)
     else:
-        ui.table(f"verify {args.spec} ({ctx.prefix})", ["check", "expected", "found", "result",
-                                                        "why"],
-                 [[r.name, r.expected, r.found, _status(r.status), r.why] for r in rows])
+        env = str(ctx.prefix)
+        ui.table(f"verify {args.spec} (<env> = {env})",
+                 ["check", "expected", "found", "result", "why"],
+                 [[r.name, r.expected.replace(env, "<env>"), r.found.replace(env, "<env>"),
+                   _status(r.status), r.why] for r in rows])
         passed = sum(r.status == "pass" for r in rows)
         failed = sum(r.status == "fail" for r in rows)
         skipped = sum(r.status == "skip" for r in rows)

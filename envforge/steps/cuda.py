@@ -9,8 +9,9 @@ from __future__ import annotations
 from packaging.version import Version
 
 from envforge.errors import StepError
-from envforge.host.cuda import CudaToolkit, find_toolkits
+from envforge.host.cuda import CudaToolkit, DriverInfo, find_toolkits, read_driver
 from envforge.journal import Transaction
+from envforge.knowledge import min_driver
 from envforge.steps.base import Change, StepContext
 
 
@@ -37,12 +38,29 @@ def select_toolkit(ctx: StepContext) -> CudaToolkit:
     raise StepError(f"CUDA {wanted} not found (found: {seen}); {remedy}")
 
 
+def check_driver(toolkit: CudaToolkit, driver: DriverInfo, ctx: StepContext) -> None:
+    """A driver older than the toolkit needs cannot run its kernels; no driver is only a
+    warning, since an environment may be provisioned before the GPU host is reached."""
+    needed = min_driver(toolkit.version, ctx.platform)
+    if needed is None:
+        return
+    if driver.version is None:
+        ctx.ui.warn(f"no NVIDIA driver found ({driver.source}); CUDA {toolkit.minor} needs "
+                    f">= {needed.value} ({needed.source})")
+        return
+    if Version(driver.version) < Version(needed.value):
+        raise StepError(f"NVIDIA driver {driver.version} is too old for CUDA {toolkit.minor}: "
+                        f"it needs >= {needed.value} (source: {needed.source}); update the driver")
+
+
 class CudaToolkitStep:
+    """A check, not a change: describe and apply both fail on a missing or wrong toolkit."""
+
     name = "cuda-toolkit"
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        select_toolkit(ctx)
+        check_driver(select_toolkit(ctx), read_driver(ctx.environ), ctx)
         return ()
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        select_toolkit(ctx)
+        check_driver(select_toolkit(ctx), read_driver(ctx.environ), ctx)

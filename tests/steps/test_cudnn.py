@@ -14,21 +14,17 @@ import tarfile
 import textwrap
 import time
 import zipfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from envforge.envlayout import layout_for
 from envforge.errors import ArtifactError, StepError
 from envforge.journal import Journal, Transaction, rollback
-from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
-from envforge.paths import EnvforgeDirs
-from envforge.spec import EnvironmentSection, Platform, PlatformSpec, PythonSection
+from envforge.lockfile import LockedArtifact
 from envforge.steps.base import StepContext
 from envforge.steps.cudnn import CudnnInstallStep, cudnn_header_version
-from envforge.ui import UI
 from tests.test_journal import snapshot
+from tests.testing.contexts import make_ctx
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,22 +114,6 @@ def windows_cuda_tree(base: Path) -> Path:
     (root / "include" / "cuda.h").write_text("#define CUDA_VERSION 10020\n")
     (root / "lib" / "x64" / "cudart.lib").write_bytes(b"!<arch> cudart")
     return root
-
-
-def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
-             artifacts: Mapping[str, Path] | None = None) -> StepContext:
-    """A real context with only what these steps read filled in with care."""
-    prefix = tmp / "prefix"
-    return StepContext(
-        platform=platform, prefix=prefix, environ={}, home=tmp / "home",
-        state_dir=tmp / "state", artifacts=dict(artifacts or {}),
-        lock=PlatformLock(python="3.7.16", environment="conda", expect=Expectations(
-            versions={}, device="cuda", float_x="float32", theano_flags={})),
-        pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
-                           environment=EnvironmentSection(kind="conda")),
-        layout=layout_for(platform, "conda", prefix, "3.7"),
-        dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        ui=UI(quiet=True), cuda_root=cuda_root)
 
 
 def locked(archive: Path, sha256: str | None = None) -> LockedArtifact:
@@ -334,7 +314,7 @@ _CHILD = textwrap.dedent("""
     from envforge.journal import Journal, Transaction
     from envforge.lockfile import LockedArtifact
     from envforge.steps.cudnn import CudnnInstallStep
-    from tests.steps.test_cudnn import make_ctx
+    from tests.testing.contexts import make_ctx
 
     tmp, root, archive, sha, pause_after = sys.argv[1:]
     # Test-only: stop for good right after entry N is durable, before the change it

@@ -1,0 +1,80 @@
+"""envforge verify on a really applied environment: every row, a tampered reference, reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from envforge.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """theano-cpu applied once, in a project copy whose lock the tests may alter."""
+    root = tmp_path_factory.mktemp("verify")
+    project = root / "project"
+    shutil.copytree(REPO / "specs", project / "specs")
+    shutil.copytree(REPO / "locks", project / "locks")
+    prefix = root / "env"
+    saved = {k: os.environ.get(k) for k in ("ENVFORGE_HOME", "PYENV_ROOT")}
+    os.environ["PYENV_ROOT"] = saved["PYENV_ROOT"] or str(Path.home() / ".pyenv")
+    os.environ["ENVFORGE_HOME"] = str(root / "envforge-home")
+    spec = project / "specs" / "theano-cpu.toml"
+    assert main(["apply", str(spec), "--yes", "--prefix", str(prefix), "-q"]) == 0
+    yield spec, prefix
+    main(["rollback", str(spec), "--prefix", str(prefix), "-q"])
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def test_verify_passes_with_every_row_and_valid_reports(
+        applied: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, prefix = applied
+    junit, report = tmp_path / "verify.xml", tmp_path / "verify.md"
+    capsys.readouterr()
+    code = main(["verify", str(spec), "--prefix", str(prefix), "--json", "--junit", str(junit),
+                 "--report", str(report)])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0, [r for r in document["rows"] if r["status"] == "fail"]
+    names = {row["name"] for row in document["rows"]}
+    for kernel in ("elementwise", "gemm", "conv"):
+        assert {f"kernel.{kernel}.checksum", f"kernel.{kernel}.samples"} <= names
+    assert {"version.theano", "version.numpy", "device", "blas", "flag.blas.ldflags"} <= names
+    skipped = [row for row in document["rows"] if row["status"] == "skip"]
+    assert skipped and all(row["why"] for row in skipped)
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("tests", "0")) == len(document["rows"])
+    assert int(suite.get("failures", "0")) == 0
+    assert "kernel.conv.checksum" in report.read_text()
+
+
+def test_a_changed_reference_fails_naming_its_kernel(
+        applied: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    spec, prefix = applied
+    lock = spec.parent.parent / "locks" / "theano-cpu.lock"
+    original = lock.read_text()
+    checksum = original.split('name = "gemm"', 1)[0].rsplit("checksum = ", 1)[1].split("\n")[0]
+    assert float(checksum) > 0
+    try:
+        lock.write_text(original.replace(f"checksum = {checksum}\n",
+                                         f"checksum = {float(checksum) * 1.001!r}\n", 1))
+        capsys.readouterr()
+        assert main(["verify", str(spec), "--prefix", str(prefix), "--json"]) == 1
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        failed = [row["name"] for row in rows if row["status"] == "fail"]
+        assert failed == ["kernel.gemm.checksum"]
+    finally:
+        lock.write_text(original)

@@ -1,0 +1,31 @@
+"""A real StepContext for testing one step: only what steps read is filled in with care."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from envforge.envlayout import layout_for
+from envforge.lockfile import Expectations, PlatformLock
+from envforge.paths import EnvforgeDirs
+from envforge.spec import CudaSection, EnvironmentSection, Platform, PlatformSpec, PythonSection
+from envforge.steps.base import StepContext
+from envforge.ui import UI
+
+
+def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
+             artifacts: Mapping[str, Path] | None = None, *,
+             environ: Mapping[str, str] | None = None, cuda: str | None = None,
+             cuda_search: tuple[Path, ...] | None = None) -> StepContext:
+    prefix = tmp / "prefix"
+    return StepContext(
+        platform=platform, prefix=prefix, environ=dict(environ or {}), home=tmp / "home",
+        state_dir=tmp / "state", artifacts=dict(artifacts or {}),
+        lock=PlatformLock(python="3.7.16", environment="conda", expect=Expectations(
+            versions={}, device="cuda", float_x="float32", theano_flags={})),
+        pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
+                           environment=EnvironmentSection(kind="conda"),
+                           cuda=CudaSection(version=cuda) if cuda else None),
+        layout=layout_for(platform, "conda", prefix, "3.7"),
+        dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
+        ui=UI(quiet=True), cuda_root=cuda_root, cuda_search=cuda_search)
