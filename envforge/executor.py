@@ -8,6 +8,7 @@ journal still holds the original state of everything touched for rollback.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,8 +42,13 @@ def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any]) 
 
 def undo(state_dir: Path) -> list[str]:
     """Roll back everything the journal recorded, and forget the environment."""
+    registry = None
+    if sys.platform == "win32":  # pragma: no cover - the user PATH lives in the registry
+        from envforge.host.windows import WinRegistry
+
+        registry = WinRegistry()
     with env_lock(state_dir):
-        undone = rollback(Journal(state_dir))
+        undone = rollback(Journal(state_dir), registry=registry)
         (state_dir / APPLIED).unlink(missing_ok=True)
     return undone
 

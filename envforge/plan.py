@@ -6,10 +6,15 @@ from observing the host (``describe``), which never changes anything.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from envforge.spec import Frozen
 from envforge.steps.base import Change, Step, StepContext
+
+if TYPE_CHECKING:
+    from envforge.host.windows import RegistrySeam
 
 
 class StepPlan(Frozen):
@@ -28,8 +33,12 @@ class Plan(Frozen):
         return any(s.changes for s in self.steps)
 
 
-def build_steps(ctx: StepContext) -> list[Step]:
-    """The ordered steps this environment needs; later steps rely on earlier ones."""
+def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> list[Step]:
+    """The ordered steps this environment needs; later steps rely on earlier ones.
+
+    ``registry`` is where a win-64 user PATH is written: the real one on Windows when not
+    given; elsewhere that step is planned only with a registry passed in (tests).
+    """
     from envforge.steps.activation import ActivationStep
     from envforge.steps.env import EnvironmentStep, PrefixStep
     from envforge.steps.theanorc import TheanorcStep
@@ -49,6 +58,10 @@ def build_steps(ctx: StepContext) -> list[Step]:
         from envforge.steps.pypi import PypiInstallStep
 
         steps.append(PypiInstallStep())
+    if pspec.compiler is not None:
+        from envforge.steps.compiler import CompilerStep
+
+        steps.append(CompilerStep())
     if pspec.cuda is not None:
         from envforge.steps.cuda import CudaToolkitStep
 
@@ -64,6 +77,15 @@ def build_steps(ctx: StepContext) -> list[Step]:
             steps.append(LibgpuarrayLinksStep())
     steps.append(TheanorcStep())
     steps.append(ActivationStep())
+    if ctx.platform == "win-64" and pspec.path.scope == "user":
+        if registry is None and sys.platform == "win32":
+            from envforge.host.windows import WinRegistry
+
+            registry = WinRegistry()
+        if registry is not None:
+            from envforge.steps.userpath import UserPathStep
+
+            steps.append(UserPathStep(registry))
     return steps
 
 

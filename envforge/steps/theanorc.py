@@ -17,9 +17,19 @@ from envforge.theanoflags import render_theanorc
 
 
 def expanded_flags(ctx: StepContext) -> dict[str, str]:
-    """The lock's flags with ``{prefix}`` made this environment's folder."""
+    """The lock's flags with ``{prefix}`` made this environment's folder.
+
+    On Windows with envforge's MinGW, ``cxx`` names its g++: Theano would otherwise fall
+    back to ``<python dir>\\Library\\mingw-w64\\bin\\g++`` or whatever g++ is first on PATH.
+    """
     prefix = str(ctx.layout.prefix)
-    return {k: v.replace("{prefix}", prefix) for k, v in ctx.lock.expect.theano_flags.items()}
+    flags = {k: v.replace("{prefix}", prefix) for k, v in ctx.lock.expect.theano_flags.items()}
+    compiler = ctx.pspec.compiler
+    if ctx.platform == "win-64" and compiler is not None and compiler.kind == "mingw-w64":
+        from envforge.steps.compiler import mingw_gxx
+
+        flags.setdefault("cxx", str(mingw_gxx(ctx)))
+    return flags
 
 
 def theanorc_target(ctx: StepContext) -> Path:

@@ -13,8 +13,8 @@ from envforge.journal import Journal, Transaction, rollback
 from envforge.steps.base import StepContext
 from envforge.steps.libs import LibgpuarrayLinksStep, find_soname, links_dir, parse_ldconfig
 from tests.steps.test_cudnn import windows_cuda_tree
-from tests.testing.contexts import make_ctx
 from tests.test_journal import snapshot
+from tests.testing.contexts import make_ctx
 
 
 def cuda13_tree(base: Path) -> Path:
