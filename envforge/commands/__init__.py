@@ -11,6 +11,6 @@ Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]", Comm
 
 def registry() -> list[Register]:
     """The ``register`` functions of the commands beyond lock and export."""
-    from envforge.commands import apply, verify
+    from envforge.commands import apply, bundle, doctor, verify
 
-    return [apply.register, verify.register]
+    return [apply.register, verify.register, bundle.register, doctor.register]

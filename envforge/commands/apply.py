@@ -59,8 +59,11 @@ def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
 def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Path],
             bundle: Path | None, offline: bool, ui: UI,
             environ: Mapping[str, str] | None = None, home: Path | None = None,
-            locks_dir: Path | None = None) -> StepContext:
-    """Spec + fresh lock + host facts -> the context every step reads."""
+            locks_dir: Path | None = None, check_sources: bool = False) -> StepContext:
+    """Spec + fresh lock + host facts -> the context every step reads.
+
+    With ``check_sources`` and a bundle or ``offline``, every locked file is checked to be at
+    hand and unaltered first (ArtifactError, exit 2, before anything changes)."""
     spec = load_spec(spec_path)
     platform = host_platform()
     if platform not in spec.project.platforms:
@@ -83,6 +86,10 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
         dirs=dirs, ui=ui, bundle=bundle.resolve() if bundle else None, offline=offline,
         pypi_index=lock.meta.pypi_index or "https://pypi.org/simple",
     )
+    if check_sources and (ctx.bundle is not None or offline):
+        from envforge.bundle.sources import preflight
+
+        ctx = _replace(ctx, artifacts=preflight(ctx, lock))
     if pspec.cuda is not None:
         from envforge.errors import StepError
         from envforge.steps.cuda import select_toolkit
@@ -126,7 +133,7 @@ def _short(target: str, prefix: str) -> str:
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
-                  bundle=args.bundle, offline=args.offline, ui=ui)
+                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True)
     steps = build_steps(ctx)
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
@@ -214,8 +221,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
         parser.add_argument("--prefix", type=Path, help="where the environment goes")
         parser.add_argument("--artifact", action="append", default=[], metavar="ROLE=PATH",
                             help="a file you downloaded, e.g. cudnn=cudnn-10.2-...zip")
-        parser.add_argument("--bundle", type=Path, help="provision from an offline bundle")
-        parser.add_argument("--offline", action="store_true", help="use only envforge's cache")
+        parser.add_argument("--bundle", type=Path, metavar="DIR",
+                            help="provision from a bundle (`envforge bundle`), no network")
+        parser.add_argument("--offline", action="store_true",
+                            help="no network: use only envforge's cache")
         if name == "apply":
             parser.add_argument("--dry-run", action="store_true", help="same as plan")
         parser.add_argument("-y", "--yes", action="store_true", help="do not ask")

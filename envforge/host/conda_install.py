@@ -28,12 +28,16 @@ from envforge.lockfile import LockedCondaPackage
 _CHUNK = 1 << 20
 
 
-def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path) -> None:
-    """Make ``prefix`` hold exactly ``records``; a tampered archive is refused before any change."""
+def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path,
+                  local: Mapping[str, Path] | None = None) -> None:
+    """Make ``prefix`` hold exactly ``records``; a tampered archive is refused before any change.
+
+    ``local`` (sha256 -> file, e.g. a bundle's copy) is read instead of the record's URL."""
     subdirs = {r.subdir for r in records} - {"noarch"}
     if len(subdirs) > 1:
         raise ArtifactError(f"locked conda packages mix platforms ({', '.join(sorted(subdirs))})")
-    archives = [_verified_archive(r, cache_dir / "conda-archives") for r in records]
+    archives = [_verified_archive(r, cache_dir / "conda-archives", (local or {}).get(r.sha256))
+                for r in records]
     try:
         asyncio.run(_install(records, archives, prefix, cache_dir / "conda-pkgs",
                              subdirs.pop() if subdirs else None))
@@ -60,7 +64,7 @@ async def _install(records: Sequence[LockedCondaPackage], archives: Sequence[Pat
                           execute_link_scripts=False, show_progress=False)
 
 
-def _verified_archive(record: LockedCondaPackage, folder: Path) -> Path:
+def _verified_archive(record: LockedCondaPackage, folder: Path, local: Path | None) -> Path:
     """The archive in envforge's cache, fetched if needed, whose sha256 matches the lock."""
     target = folder / record.sha256 / record.filename
     if target.is_file() and _sha256_file(target) == record.sha256:
@@ -68,7 +72,7 @@ def _verified_archive(record: LockedCondaPackage, folder: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.part")
     try:
-        actual = _fetch(record.url, partial)
+        actual = _fetch(local.as_uri() if local is not None else record.url, partial)
         if actual != record.sha256:
             raise ArtifactError(
                 f"{record.filename} ({record.url}) has sha256 {actual}, but the lock says "

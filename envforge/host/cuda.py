@@ -17,7 +17,10 @@ from envforge.errors import EnvforgeError
 from envforge.host import proc
 
 _TXT_VERSION = re.compile(r"CUDA Version (\d+\.\d+(?:\.\d+)?)")
-_DRIVER_PROC = re.compile(r"Kernel Module\s+(\d+\.\d+(?:\.\d+)?)")
+# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  440.33.01 ..." and, for the open kernel
+# modules, "... NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..." (seen on the H200).
+_DRIVER_PROC = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_DIST_INFO = re.compile(r"^nvidia_cuda_(?:nvcc|runtime)-(\d+\.\d+(?:\.\d+)?)\.dist-info$")
 _SMI_DRIVER = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
 _SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
 
@@ -41,7 +44,9 @@ class DriverInfo:
 
 
 def toolkit_version(root: Path) -> str | None:
-    """The version a toolkit folder declares (version.json since 11.1, version.txt before)."""
+    """The version a toolkit folder declares: version.json since 11.1, version.txt before,
+    and for toolkits assembled from NVIDIA's wheels (as here and on the H200 host), the
+    nvcc or runtime wheel's dist-info folder name."""
     as_json = root / "version.json"
     if as_json.is_file():
         try:
@@ -52,6 +57,12 @@ def toolkit_version(root: Path) -> str | None:
     if as_text.is_file():
         match = _TXT_VERSION.search(as_text.read_text(encoding="utf-8", errors="replace"))
         return match.group(1) if match else None
+    dist_info = root / "dist-info"
+    if dist_info.is_dir():
+        for entry in sorted(dist_info.iterdir()):
+            found = _DIST_INFO.match(entry.name)
+            if found:
+                return found.group(1)
     return None
 
 

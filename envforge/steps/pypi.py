@@ -1,7 +1,10 @@
 """The locked PyPI files installed into the environment, each checked by its sha256.
 
-uv installs with ``--require-hashes --no-deps``: exactly the locked files, nothing resolved.
-An sdist (Theano-PyMC has no wheel) is built by uv with the environment's own interpreter.
+Online with uv: ``uv pip install --require-hashes --no-deps``, exactly the locked files,
+nothing resolved; an sdist (Theano-PyMC has no wheel) is built by uv with the environment's
+own interpreter. From a bundle or ``--offline`` (or without uv), no resolver and no build
+backend may be needed: the verified wheels, and the wheels a bundle built from the sdists,
+are unpacked by pypa's ``installer`` (``host/wheelinstall.py``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from envforge.errors import EnvforgeError
 from envforge.host import proc
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
@@ -38,6 +42,13 @@ def missing_files(ctx: StepContext) -> list[LockedPypiFile]:
     return [f for f in ctx.lock.pypi if installed.get(_normalize(f.name)) != f.version]
 
 
+def _uv() -> str | None:
+    try:
+        return uv_binary()
+    except EnvforgeError:
+        return None
+
+
 class PypiInstallStep:
     name = "pypi-packages"
 
@@ -54,18 +65,20 @@ class PypiInstallStep:
         todo = missing_files(ctx)
         if not todo:
             return
+        uv = None if ctx.bundle is not None or ctx.offline else _uv()
+        if uv is None:
+            from envforge.bundle.sources import pypi_wheels
+            from envforge.host.wheelinstall import install_wheels
+
+            install_wheels(pypi_wheels(ctx, todo), Path(ctx.layout.python))
+            return
         with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
             req = Path(tmp) / "requirements.txt"
             req.write_text("".join(f"{f.name}=={f.version} --hash=sha256:{f.sha256}\n"
                                    for f in todo), encoding="utf-8")
-            args = [uv_binary(), "pip", "install", "--python", str(ctx.layout.python),
-                    "--no-deps", "--require-hashes", "--no-config", "-r", str(req)]
+            args = [uv, "pip", "install", "--python", str(ctx.layout.python),
+                    "--no-deps", "--require-hashes", "--no-config", "-r", str(req),
+                    "--index-url", ctx.pypi_index]
             env = uv_environ(ctx.environ)
             env["UV_CACHE_DIR"] = str(ctx.dirs.cache / "uv")
-            if ctx.offline or ctx.bundle is not None:
-                args += ["--offline"]
-            if ctx.bundle is not None:
-                args += ["--no-index", "--find-links", str(ctx.bundle)]
-            else:
-                args += ["--index-url", ctx.pypi_index]
             proc.run(args, env=env)

@@ -1,0 +1,194 @@
+"""Wheels a bundle carries that no index serves: ones built from locked sdists, and envforge's own.
+
+A closed host cannot build an sdist (no build backend to download), so the bundle builds it
+with the target's Python and carries the wheel. Built wheels are kept in envforge's cache
+under the sdist's sha256 with a record of their own sha256, which is what ``--offline`` and
+a rebuilt bundle reuse. When no Python of the target's minor version is found, another one
+may build the wheel only if the result is pure (``py3-none-any``): then nothing in it
+depends on the Python that built it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import parse_wheel_filename
+
+import envforge
+from envforge.errors import EnvforgeError, InputError, StepError
+from envforge.host import proc
+from envforge.host.archives import sha256_file
+from envforge.host.interpreters import Interpreter, find_interpreter, query_version
+from envforge.host.wheelinstall import check_fits
+from envforge.lockfile import LockedPypiFile
+from envforge.spec import Platform
+
+BUILT = "built"  # <cache>/built/<sdist sha256>/{<wheel>, built.json}
+RECORD = "built.json"
+REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip file can hold
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    path: Path
+    sha256: str
+    python: str  # the version that built it
+    pure: bool
+
+
+def is_pure(filename: str) -> bool:
+    return all(t.abi == "none" and t.platform == "any"
+               for t in parse_wheel_filename(filename)[3])
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _version_tuple(minor: str) -> tuple[int, int]:
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest.split(".")[0])
+
+
+def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str) -> BuiltWheel | None:
+    """The cache's wheel for that sdist when it still hashes as recorded and fits the target."""
+    folder = cache / BUILT / sdist_sha256
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        built = BuiltWheel(folder / record["filename"], str(record["sha256"]),
+                           str(record["python"]), bool(record["pure"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not built.path.is_file() or sha256_file(built.path) != built.sha256:
+        return None
+    if not built.pure and _minor(built.python) != _minor(target_python):
+        return None
+    return built
+
+
+def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[Interpreter, bool]:
+    """The target's minor version when found (exact=True), else this interpreter."""
+    try:
+        return find_interpreter(_minor(target_python), environ=environ), True
+    except StepError:
+        here = query_version(Path(sys.executable))
+        if here is None:  # pragma: no cover - this very interpreter runs
+            raise
+        return Interpreter(Path(sys.executable), here.version, "this interpreter"), False
+
+
+def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
+                      cache: Path, environ: Mapping[str, str]) -> BuiltWheel:
+    """A wheel for the target built from the (verified) sdist, kept in the cache."""
+    cached = cached_built_wheel(cache, sdist.sha256, target_python)
+    if cached is not None:
+        return cached
+    interpreter, exact = build_interpreter(target_python, environ)
+    with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
+        wheel = build_wheel(archive, interpreter.executable, Path(tmp), environ=environ,
+                            cache=cache)
+        pure = is_pure(wheel.name)
+        if not exact and not pure:
+            raise StepError(f"{sdist.filename} builds a wheel for one Python only "
+                            f"({wheel.name}), and no Python {_minor(target_python)} was found "
+                            f"to build it: install one (`uv python install "
+                            f"{_minor(target_python)}`)")
+        check_fits(wheel, _version_tuple(target_python))
+        folder = cache / BUILT / sdist.sha256
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        target = folder / wheel.name
+        shutil.move(wheel, target)
+    built = BuiltWheel(target, sha256_file(target), interpreter.version, pure)
+    (folder / RECORD).write_text(json.dumps(
+        {"filename": target.name, "sha256": built.sha256, "python": built.python,
+         "pure": built.pure, "sdist": sdist.filename}, indent=2) + "\n", encoding="utf-8")
+    return built
+
+
+def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],
+                cache: Path) -> Path:
+    """Build one wheel from an sdist or a source folder: uv when installed, else pip."""
+    from envforge.resolve.pypi import uv_binary, uv_environ
+
+    try:
+        uv = uv_binary()
+    except EnvforgeError:
+        uv = None
+    env = uv_environ(environ) if uv is not None else dict(environ)
+    # Fixed timestamps inside the wheel: the same sources give the same bytes and sha256.
+    env.setdefault("SOURCE_DATE_EPOCH", REPRODUCIBLE_EPOCH)
+    if uv is not None:
+        env["UV_CACHE_DIR"] = str(cache / "uv")
+        proc.run([uv, "build", "--wheel", "--no-config", "--python", str(python),
+                  "--out-dir", str(out), str(source)], env=env)
+    else:
+        proc.run([python, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(out),
+                  str(source)], env=env)
+    wheels = sorted(out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise StepError(f"building {source.name} gave {len(wheels)} wheels, not one")
+    return wheels[0]
+
+
+# -- envforge itself ---------------------------------------------------------------------------
+
+def envforge_source_root() -> Path:
+    """The source tree this envforge runs from (an editable or in-place install)."""
+    root = Path(envforge.__file__).resolve().parent.parent
+    pyproject = root / "pyproject.toml"
+    try:
+        name = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["name"]
+    except (OSError, ValueError, KeyError):
+        name = None
+    if name != "envforge":
+        raise InputError(f"--with-envforge builds envforge from its source tree, and {root} is "
+                         "not one: run envforge from a checkout (pip install -e .)")
+    return root
+
+
+def envforge_requirements(root: Path) -> list[str]:
+    """envforge's runtime dependencies: the core ones only, not the ``resolve`` extra."""
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    return [str(r) for r in data["project"].get("dependencies", [])]
+
+
+def build_envforge_wheel(out: Path, *, environ: Mapping[str, str], cache: Path) -> Path:
+    """envforge's wheel, built from a copy of its sources so the checkout gets no build/."""
+    root = envforge_source_root()
+    with tempfile.TemporaryDirectory(prefix="envforge-self-") as tmp:
+        copy = Path(tmp) / "src"
+        copy.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, copy / name)
+        shutil.copytree(root / "envforge", copy / "envforge",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        wheel = build_wheel(copy, Path(sys.executable), Path(tmp) / "out", environ=environ,
+                            cache=cache)
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / wheel.name
+        shutil.move(wheel, target)
+    return target
+
+
+def resolve_envforge_deps(root: Path, *, python: str, platform: Platform,
+                          index: str) -> tuple[LockedPypiFile, ...]:
+    """Wheels of envforge's dependencies for the Python and platform envforge will run on."""
+    from envforge.resolve.pypi import resolve_pypi
+
+    files = resolve_pypi(envforge_requirements(root), platform=platform, python=python,
+                         index=index)
+    sdists = [f.filename for f in files if f.kind != "wheel"]
+    if sdists:
+        raise StepError(f"envforge's dependencies for Python {python} on {platform} need "
+                        f"building from source ({', '.join(sdists)}): pick another "
+                        "--envforge-python")
+    return files

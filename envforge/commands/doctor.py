@@ -1,0 +1,205 @@
+"""``envforge doctor [SPEC] [--fix [--dry-run] [--yes]] [--undo] [--json] [--report FILE]``.
+
+Observe the host once, judge it (against the spec's lock when one is given), show the
+findings, exit 1 when any is an error. ``--fix`` shows the safe fixes as a plan, then
+makes them through doctor's journal; ``--undo`` rolls them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.markup import escape
+
+from envforge.commands import Common
+from envforge.commands.apply import default_prefix, host_platform, show_plan
+from envforge.doctor import (
+    Expected,
+    Finding,
+    HostFacts,
+    apply_fixes,
+    diagnose,
+    doctor_report_markdown,
+    expected_from_lock,
+    fix_steps,
+    has_errors,
+    observe,
+    plan_fixes,
+    state_dir,
+    undo_fixes,
+)
+from envforge.doctor.model import Evidence, Fix, sort_findings
+from envforge.doctor.report import host_rows
+from envforge.errors import ExitCode, InputError
+from envforge.host.windows import RegistrySeam
+from envforge.lockfile import load_lock, lock_path_for
+from envforge.paths import envforge_dirs
+from envforge.spec import Platform, load_spec
+from envforge.ui import UI
+
+
+def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str],
+                  platform: Platform) -> tuple[Expected | None, Path, list[Finding]]:
+    """The lock's expectations, the environment's prefix, and findings about the lock itself."""
+    from envforge.commands.lock import stale_reasons
+
+    spec_path = Path(spec_arg)
+    spec = load_spec(spec_path)
+    if platform not in spec.project.platforms:
+        raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
+    prefix = (prefix_arg or default_prefix(spec, envforge_dirs(environ), platform)).absolute()
+    lock_path = lock_path_for(spec_path)
+    if not lock_path.exists():
+        return None, prefix, [Finding(
+            id="lock.missing", severity="warning",
+            title=f"{spec_path} has no lock at {lock_path}: nothing to compare the host with",
+            fix=Fix(text=f"envforge lock {spec_path}"), source=str(spec_path))]
+    lock = load_lock(lock_path)
+    findings = [Finding(
+        id="lock.stale", severity="warning",
+        title=f"{lock_path} is stale ({reason}); the host is judged against it anyway",
+        evidence=(Evidence(kind="file", where=str(lock_path), text=lock.meta.spec_hash),),
+        fix=Fix(text=f"envforge lock {spec_path}"), source=str(lock_path))
+        for reason in stale_reasons(spec, lock)]
+    expected = expected_from_lock(spec, lock, platform, prefix)
+    if expected is None:
+        findings.append(Finding(
+            id="lock.platform", severity="warning",
+            title=f"{lock_path} has no {platform} section", source=str(lock_path),
+            fix=Fix(text=f"envforge lock {spec_path}")))
+    return expected, prefix, findings
+
+
+def _registry() -> RegistrySeam | None:
+    if sys.platform == "win32":
+        from envforge.host.windows import WinRegistry
+
+        return WinRegistry()
+    return None
+
+
+def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str],
+            cwd: Path) -> tuple[HostFacts, tuple[Finding, ...], Expected | None]:
+    """Observe this host and judge it; what ``envforge doctor`` shows."""
+    platform = host_platform()
+    lock_findings: list[Finding] = []
+    if spec is None:
+        expected, env_prefix = None, prefix
+    else:
+        expected, env_prefix, lock_findings = _expectations(spec, prefix, environ, platform)
+    python = expected.versions.get("python", "3.7") if expected else "3.7"
+    facts = observe(environ=environ, platform=platform, cwd=cwd,
+                    prefix=env_prefix.absolute() if env_prefix else None,
+                    prefix_from="spec" if spec else "--prefix",
+                    python=python, expected_flags=expected.theano_flags if expected else None,
+                    registry=_registry())
+    findings = sort_findings([*lock_findings, *diagnose(facts, expected)])
+    return facts, findings, expected
+
+
+def _show(facts: HostFacts, findings: tuple[Finding, ...], ui: UI) -> None:
+    ui.table("this host", ["", ""], host_rows(facts))
+    if not findings:
+        ui.success("doctor found nothing to report")
+        return
+    for f in findings:
+        rows = [["evidence", f"{e.where}\n{e.text}" if e.kind == "command" else
+                 f"{e.where}: {e.text}"] for e in f.evidence]
+        if f.fix is not None:
+            rows.append(["fix" + (" (--fix)" if f.fix.safe else ""), f.fix.text])
+        rows.append(["source", f.source])
+        ui.table(escape(f"{f.severity.upper()} {f.id}: {f.title}"), ["", ""], rows)
+    errors = sum(f.severity == "error" for f in findings)
+    ui.info(f"envforge doctor: {errors} error(s), {len(findings) - errors} other finding(s)")
+
+
+def _exit(findings: tuple[Finding, ...]) -> int:
+    return int(ExitCode.FAILED if has_errors(findings) else ExitCode.OK)
+
+
+def _document(ui: UI, facts: HostFacts, findings: tuple[Finding, ...], **extra: object) -> None:
+    ui.document("doctor", {"findings": [f.model_dump(mode="json") for f in findings],
+                           "errors": sum(f.severity == "error" for f in findings),
+                           "facts": facts.model_dump(mode="json"), **extra})
+
+
+def _confirm(ui: UI) -> bool:
+    if not sys.stdin.isatty():
+        ui.error("fixes pending and no terminal to confirm them: pass --yes")
+        return False
+    return input("apply these fixes? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def run_doctor(args: argparse.Namespace, ui: UI) -> int:
+    environ = dict(os.environ)
+    state = state_dir(envforge_dirs(environ))
+    if args.undo:
+        undone = undo_fixes(state)
+        if ui.json:
+            ui.document("doctor-undo", {"undone": undone})
+        for line in undone:
+            ui.info(line)
+        ui.success(f"rolled back {len(undone)} change(s) made by `envforge doctor --fix`")
+        return 0
+    cwd = Path.cwd()
+    facts, findings, _ = examine(args.spec, args.prefix, environ=environ, cwd=cwd)
+    if args.report:
+        args.report.write_text(doctor_report_markdown(findings, facts), encoding="utf-8")
+    if not args.fix:
+        if ui.json:
+            _document(ui, facts, findings)
+        else:
+            _show(facts, findings, ui)
+        return _exit(findings)
+    steps = fix_steps(findings)
+    plan = plan_fixes(steps, platform=facts.platform, where="this host")
+    if not ui.json:
+        _show(facts, findings, ui)
+        if steps:
+            show_plan(plan, ui)
+    if args.dry_run:
+        if ui.json:
+            _document(ui, facts, findings, plan=plan.model_dump(mode="json"),
+                      pending=plan.pending)
+        return int(ExitCode.PENDING) if plan.pending else _exit(findings)
+    if not plan.pending:
+        ui.info("no safe fixes to apply")
+        if ui.json:
+            _document(ui, facts, findings, fixed=[])
+        return _exit(findings)
+    if not args.yes and not _confirm(ui):
+        ui.info("nothing changed")
+        return int(ExitCode.PENDING)
+    ran = apply_fixes(steps, state)
+    ui.success(f"applied {len(ran)} fix step(s); `envforge doctor --undo` puts them back")
+    facts, findings, _ = examine(args.spec, args.prefix, environ=environ, cwd=cwd)
+    if args.report:
+        args.report.write_text(doctor_report_markdown(findings, facts), encoding="utf-8")
+    if ui.json:
+        _document(ui, facts, findings, fixed=ran)
+    else:
+        _show(facts, findings, ui)
+    return _exit(findings)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
+    parser = sub.add_parser(
+        "doctor", help="diagnose this host: driver, CUDA, cuDNN, compilers, Theano's config")
+    parser.add_argument("spec", nargs="?", help="judge the host against this spec's lock")
+    parser.add_argument("--prefix", type=Path,
+                        help="the environment to judge (default: the spec's, else the "
+                             "active VIRTUAL_ENV or CONDA_PREFIX)")
+    parser.add_argument("--fix", action="store_true",
+                        help="apply the safe fixes (the plan is shown first)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --fix: show the plan, change nothing (exit 3 if any)")
+    parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    parser.add_argument("--undo", action="store_true",
+                        help="roll back everything `doctor --fix` changed")
+    parser.add_argument("--report", type=Path, metavar="FILE.md",
+                        help="also write the findings as Markdown")
+    common(parser)
+    parser.set_defaults(handler=run_doctor)

@@ -1,0 +1,39 @@
+"""``envforge doctor``: diagnose a host the way an expert would.
+
+The host is observed once into ``HostFacts`` (``observe``: the only impure part); rules
+are pure functions of those facts and, with a spec, its lock's expectations
+(``diagnose``); each ``Finding`` carries its evidence, an exact fix and the knowledge
+row it rests on. Safe fixes become journaled apply steps (``fix_steps``), undone by
+``undo_fixes``; ``doctor_report_markdown`` writes a report to commit.
+"""
+
+from __future__ import annotations
+
+from envforge.doctor.expect import expected_from_lock
+from envforge.doctor.facts import Expected, HostFacts
+from envforge.doctor.fixes import apply_fixes, fix_steps, plan_fixes, state_dir, undo_fixes
+from envforge.doctor.model import Evidence, FileCopy, Finding, Fix, TheanorcEdit, has_errors
+from envforge.doctor.observe import observe
+from envforge.doctor.report import doctor_report_markdown
+from envforge.doctor.rules import RULES, diagnose
+
+__all__ = [
+    "RULES",
+    "Evidence",
+    "Expected",
+    "FileCopy",
+    "Finding",
+    "Fix",
+    "HostFacts",
+    "TheanorcEdit",
+    "apply_fixes",
+    "diagnose",
+    "doctor_report_markdown",
+    "expected_from_lock",
+    "fix_steps",
+    "has_errors",
+    "observe",
+    "plan_fixes",
+    "state_dir",
+    "undo_fixes",
+]

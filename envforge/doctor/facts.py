@@ -1,0 +1,182 @@
+"""The host as doctor saw it, once, as frozen data; and what a spec's lock expects of it.
+
+``observe`` (the only impure part of doctor) fills ``HostFacts``; rules read nothing
+else, so a rule is tested by building a real layout, observing it, and judging the
+facts. Paths are kept as strings: a Windows-shaped world is observed on Linux (PATH
+split on ``;``, DLL files in folders) and the facts round-trip through JSON.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from envforge.spec import Frozen, Platform
+
+# Environment variables doctor keeps: the ones that steer CUDA, compilers and Theano.
+# Everything else (tokens, passwords) never enters the facts, the JSON or a report.
+RELEVANT_VARIABLES = (
+    "PATH", "LD_LIBRARY_PATH", "CUDA_ROOT", "CUDA_PATH", "CUDA_HOME", "THEANORC",
+    "THEANO_FLAGS", "HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "CONDA_PREFIX",
+    "VIRTUAL_ENV", "CPATH", "LIBRARY_PATH", "ProgramFiles",
+)
+
+
+class CommandOutput(Frozen):
+    """A command doctor ran, how it ended and what it printed (stdout then stderr)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    output: str
+
+
+class SearchEntry(Frozen):
+    """One entry of PATH or LD_LIBRARY_PATH: as written, and the folder it names."""
+
+    variable: str
+    index: int
+    entry: str
+    path: str
+
+
+class DirListing(Frozen):
+    """A folder doctor looked into: whether it exists and the files of interest in it."""
+
+    path: str
+    exists: bool
+    names: tuple[str, ...] = ()
+
+
+class CudnnHeader(Frozen):
+    """cuDNN's version as its header says (``cudnn_version.h`` since 8, else ``cudnn.h``)."""
+
+    include: str
+    file: str
+    version: str  # "7.6.5"
+
+
+class Toolkit(Frozen):
+    root: str
+    version: str | None
+    version_from: str
+    found_by: str
+    cudnn: CudnnHeader | None = None
+
+
+class CudaVariable(Frozen):
+    """CUDA_ROOT / CUDA_PATH / CUDA_HOME: the folder it names and that folder's toolkit version."""
+
+    name: str
+    value: str
+    exists: bool
+    version: str | None
+
+
+class Driver(Frozen):
+    version: str | None
+    cuda: str | None  # the newest CUDA the driver runs, as nvidia-smi says
+    source: str
+    output: CommandOutput | None = None
+
+
+class Gpu(Frozen):
+    index: int
+    name: str
+    compute_capability: str | None
+    memory_total_mib: int | None
+    memory_free_mib: int | None
+
+
+class Compiler(Frozen):
+    path: str
+    path_index: int  # position of its folder on PATH; -1: found outside PATH (Theano's fallback)
+    found_by: str
+    version: str | None
+    thread_model: str | None
+    output: CommandOutput | None = None
+
+
+class TheanorcFile(Frozen):
+    """A config file Theano reads (or, for the current folder's, does not)."""
+
+    path: str
+    exists: bool
+    read_by_theano: bool
+    text: str | None = None
+    # dotted names as parse_theanorc gives them, and the 1-based line of each one's key
+    flags: dict[str, str] = Field(default_factory=dict)
+    lines: dict[str, int] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class Environment(Frozen):
+    """The Python environment Theano runs in, and what is installed there (read from metadata)."""
+
+    prefix: str
+    exists: bool
+    found_by: str  # "spec", "VIRTUAL_ENV", "CONDA_PREFIX"
+    activated: bool = False  # its envforge activation (envforge-env.json) was applied
+    # theano, numpy, pygpu, scipy, python, ... and the metadata file each version came from
+    versions: dict[str, str] = Field(default_factory=dict)
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class RegistryPath(Frozen):
+    """PATH as a new shell on Windows will get it: the system then the user value, expanded."""
+
+    system: str | None
+    user: str | None
+    entries: tuple[str, ...]
+
+
+class HostFacts(Frozen):
+    platform: Platform
+    cwd: str
+    environ: dict[str, str]
+    path: tuple[SearchEntry, ...]
+    library_path: tuple[SearchEntry, ...]
+    system_lib_dirs: tuple[str, ...]
+    system_include_dirs: tuple[str, ...]  # the compiler's default header folders
+    dirs: dict[str, DirListing]
+    toolkits: tuple[Toolkit, ...]
+    cuda_variables: tuple[CudaVariable, ...]
+    theano_cuda_root: str | None  # CUDA_ROOT, CUDA_PATH, or the parent of the first `nvcc`
+    theano_cuda_root_from: str
+    cudnn_headers: dict[str, CudnnHeader]  # include folder -> the header found there
+    driver: Driver
+    gpus: tuple[Gpu, ...] = ()
+    gpu_query: CommandOutput | None = None
+    gxx: Compiler | None = None
+    msvc: SearchEntry | None = None
+    theanorc: tuple[TheanorcFile, ...] = ()
+    theanorc_write_to: str
+    cwd_theanorc: TheanorcFile | None = None
+    theano_flags: str | None = None
+    env: Environment | None = None
+    registry_path: RegistryPath | None = None
+
+    def listing(self, path: str) -> DirListing | None:
+        return self.dirs.get(path)
+
+    def holds(self, folder: str, name: str) -> bool:
+        """Whether ``folder`` holds a file ``name`` (case-insensitive on Windows, as its loader)."""
+        listing = self.dirs.get(folder)
+        if listing is None:
+            return False
+        if self.platform == "win-64":
+            return name.casefold() in {n.casefold() for n in listing.names}
+        return name in listing.names
+
+
+class Expected(Frozen):
+    """What a spec's lock says this host should have, for the platform doctor runs on."""
+
+    spec: str
+    platform: Platform
+    prefix: str
+    env_kind: str
+    cuda: str | None  # "10.2", or ">=11.8" for a minimum
+    cudnn: str | None
+    versions: dict[str, str]
+    device: str
+    theano_flags: dict[str, str]  # {prefix} filled in
+    compiler_threads: str | None = None

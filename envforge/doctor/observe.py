@@ -1,0 +1,546 @@
+"""Observing the host once: the only part of doctor that reads files and runs commands.
+
+Everything it looks at is a parameter (environment, platform, current folder, where
+toolkits and system libraries live, the registry, how commands run), so tests build
+real layouts, Linux- or Windows-shaped, and observe them on any machine. What it
+finds goes into ``HostFacts``; the rules never look at the host themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from envforge.doctor.facts import (
+    RELEVANT_VARIABLES,
+    CommandOutput,
+    Compiler,
+    CudaVariable,
+    CudnnHeader,
+    DirListing,
+    Driver,
+    Environment,
+    Gpu,
+    HostFacts,
+    RegistryPath,
+    SearchEntry,
+    TheanorcFile,
+    Toolkit,
+)
+from envforge.doctor.flags import ldflags_parts, parse_theano_flags
+from envforge.doctor.rcfile import key_lines
+from envforge.envvars import apply_edits
+from envforge.errors import EnvforgeError
+from envforge.host import proc
+from envforge.host.cuda import (
+    candidate_roots,
+    parse_nvidia_smi,
+    parse_proc_driver,
+    toolkit_version,
+)
+from envforge.host.platform import theanorc_paths
+from envforge.host.windows import (
+    SYSTEM_ENVIRONMENT,
+    USER_ENVIRONMENT,
+    RegistrySeam,
+    expand_vars,
+    normalize_entry,
+)
+from envforge.spec import Platform
+from envforge.steps.cudnn import cudnn_header_version
+from envforge.theanoflags import parse_theanorc
+
+Runner = Callable[[Sequence[str]], CommandOutput | None]
+
+# Where the dynamic loader and the linker look when no variable says otherwise (Debian,
+# Ubuntu, RHEL layouts), and where the compiler finds headers by default.
+LINUX_LIB_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+                  "/lib", "/usr/lib", "/usr/local/lib")
+LINUX_INCLUDE_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu")
+PROC_DRIVER = Path("/proc/driver/nvidia/version")
+
+GPU_QUERY = ("--query-gpu=name,compute_cap,memory.total,memory.free", "--format=csv,noheader")
+# Drivers older than compute_cap (before r510) refuse the field; they still answer this.
+GPU_QUERY_OLD = ("--query-gpu=name,memory.total,memory.free", "--format=csv,noheader")
+
+# Flags that name folders doctor must look into, in either spelling.
+FOLDER_FLAGS = ("cuda.root", "dnn.base_path", "dnn.include_path", "dnn.library_path",
+                "dnn.bin_path")
+BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
+
+_INTERESTING = (
+    r"cudart64_\w+\.dll", r"nvrtc64_\w+\.dll", r"cublas64_\w+\.dll", r"cudnn64_\w+\.dll",
+    r"nvcuda\.dll", r"lib(?:cudart|nvrtc|cublas|cuda|cudnn)\.so(?:\.\d+)*",
+    r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?",
+)
+_NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+(?:\.\d+)?)")
+_METADATA = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
+_THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
+_GCC_VERSION = re.compile(r"gcc version (\S+)")
+_PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
+
+
+def run_command(argv: Sequence[str]) -> CommandOutput | None:
+    """Run a probe command; None when it cannot be started at all."""
+    try:
+        done = proc.run(list(argv), check=False, timeout=60)
+    except (EnvforgeError, OSError):
+        return None
+    text = (done.stdout + done.stderr).strip()
+    return CommandOutput(argv=tuple(argv), returncode=done.returncode, output=text[-8000:])
+
+
+def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
+            prefix: Path | None = None, prefix_from: str = "spec",
+            cuda_search: tuple[Path, ...] | None = None,
+            system_lib_dirs: Sequence[Path] | None = None,
+            system_include_dirs: Sequence[Path] | None = None,
+            proc_driver: Path = PROC_DRIVER, python: str = "3.7",
+            expected_flags: Mapping[str, str] | None = None,
+            registry: RegistrySeam | None = None, runner: Runner = run_command) -> HostFacts:
+    """Everything the rules need, read once. ``prefix`` is the environment to judge (the
+    spec's, or ``--prefix``; else VIRTUAL_ENV or CONDA_PREFIX): its envforge activation,
+    if any, is applied first, so the host is judged as ``envforge run`` would see it."""
+    windows = platform == "win-64"
+    sep = ";" if windows else ":"
+    env = dict(environ)
+    activated = False
+    if prefix is not None:
+        env, activated = _activated(prefix, env, sep)
+    lib_dirs = [str(p) for p in (system_lib_dirs if system_lib_dirs is not None
+                                 else () if windows else map(Path, LINUX_LIB_DIRS))]
+    include_dirs = [str(p) for p in (system_include_dirs if system_include_dirs is not None
+                                     else () if windows else map(Path, LINUX_INCLUDE_DIRS))]
+
+    path = _entries("PATH", _get(env, "PATH", windows) or "", sep, windows, env)
+    library_path = () if windows else _entries("LD_LIBRARY_PATH",
+                                                env.get("LD_LIBRARY_PATH", ""), sep, False, env)
+    rc_files, write_to, cwd_rc = _theanorc(platform, env, cwd, python)
+    theano_flags = _get(env, "THEANO_FLAGS", windows)
+    flag_values = _flag_values(rc_files, theano_flags, expected_flags or {})
+
+    toolkits = _toolkits(env, windows, cuda_search, runner)
+    cuda_variables = tuple(_cuda_variable(name, value, runner)
+                           for name in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME")
+                           if (value := _get(env, name, windows)))
+    theano_root, theano_root_from = _theano_cuda_root(env, path, windows)
+
+    folders = _folders(path, library_path, lib_dirs, toolkits, theano_root, flag_values)
+    ldflags = flag_values.get("blas.ldflags", [])
+    folders += _ldflag_dirs(ldflags)
+    wanted = _interesting(_ldflag_libs(ldflags), windows)
+    dirs = {folder: _listing(folder, wanted) for folder in dict.fromkeys(folders)}
+
+    includes = _include_dirs(toolkits, theano_root, flag_values, include_dirs)
+    cudnn = {folder: header for folder in includes if (header := _cudnn_header(Path(folder)))}
+    toolkits = tuple(t.model_copy(update={"cudnn": cudnn.get(str(Path(t.root) / "include"))})
+                     for t in toolkits)
+
+    driver, gpus, gpu_query = _driver(path, dirs, windows, proc_driver, runner)
+    gxx = _gxx(path, dirs, windows, prefix, runner)
+    msvc = next((e for e in path if windows and _holds(dirs, e.path, "cl.exe", True)), None)
+    return HostFacts(
+        platform=platform, cwd=str(cwd),
+        environ={k: v for k, v in env.items()
+                 if k.upper() in {n.upper() for n in RELEVANT_VARIABLES}
+                 or k.upper().startswith("CUDA_PATH_V")},
+        path=path, library_path=library_path, system_lib_dirs=tuple(lib_dirs),
+        system_include_dirs=tuple(include_dirs), dirs=dirs,
+        toolkits=toolkits, cuda_variables=cuda_variables, theano_cuda_root=theano_root,
+        theano_cuda_root_from=theano_root_from, cudnn_headers=cudnn, driver=driver, gpus=gpus,
+        gpu_query=gpu_query, gxx=gxx, msvc=msvc, theanorc=rc_files,
+        theanorc_write_to=write_to, cwd_theanorc=cwd_rc, theano_flags=theano_flags,
+        env=_environment(prefix, prefix_from, env, windows, activated),
+        registry_path=_registry_path(registry, env) if windows and registry else None,
+    )
+
+
+# -- environment and search paths ------------------------------------------------------
+
+def _get(env: Mapping[str, str], name: str, windows: bool) -> str | None:
+    """A variable's value; Windows names are case-insensitive."""
+    if not windows:
+        return env.get(name)
+    return next((v for k, v in env.items() if k.upper() == name.upper()), None)
+
+
+def _activated(prefix: Path, env: dict[str, str], sep: str) -> tuple[dict[str, str], bool]:
+    from envforge.steps.activation import EDITS_FILE, load_edits
+
+    if not (prefix / EDITS_FILE).is_file():
+        return env, False
+    try:
+        edits = load_edits(prefix)
+    except (ValueError, OSError):
+        return env, False
+    return apply_edits(edits, env, pathsep=sep), True
+
+
+def _entries(variable: str, value: str, sep: str, windows: bool,
+             env: Mapping[str, str]) -> tuple[SearchEntry, ...]:
+    found: list[SearchEntry] = []
+    for raw in value.split(sep):
+        if not raw.strip():
+            continue
+        folder = expand_vars(raw.strip().strip('"'), env) if windows else raw
+        found.append(SearchEntry(variable=variable, index=len(found), entry=raw, path=folder))
+    return tuple(found)
+
+
+# -- .theanorc and THEANO_FLAGS ---------------------------------------------------------
+
+def _theanorc(platform: Platform, env: Mapping[str, str], cwd: Path,
+              python: str) -> tuple[tuple[TheanorcFile, ...], str, TheanorcFile | None]:
+    places = theanorc_paths(platform, env, python=python)
+    files = tuple(_read_rc(Path(p.as_posix()), read=True) for p in places.files)
+    here = cwd / ".theanorc"
+    cwd_rc = None
+    if here.is_file() and not any(_same_file(here, Path(f.path)) for f in files):
+        cwd_rc = _read_rc(here, read=False)
+    return files, Path(places.write_to.as_posix()).as_posix(), cwd_rc
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _read_rc(path: Path, *, read: bool) -> TheanorcFile:
+    if not path.is_file():
+        return TheanorcFile(path=str(path), exists=False, read_by_theano=read)
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        flags = parse_theanorc(text)
+    except EnvforgeError as exc:
+        return TheanorcFile(path=str(path), exists=True, read_by_theano=read, text=text,
+                            error=str(exc))
+    by_lower = key_lines(text)
+    lines = {name: by_lower[name.lower()] for name in flags if name.lower() in by_lower}
+    return TheanorcFile(path=str(path), exists=True, read_by_theano=read, text=text,
+                        flags=flags, lines=lines)
+
+
+def _flag_values(files: Iterable[TheanorcFile], theano_flags: str | None,
+                 expected: Mapping[str, str]) -> dict[str, list[str]]:
+    """Every value any source gives a folder flag or blas.ldflags, in either spelling."""
+    values: dict[str, list[str]] = {}
+    pairs: list[tuple[str, str]] = [(k, v) for f in files for k, v in f.flags.items()]
+    pairs += parse_theano_flags(theano_flags or "")
+    pairs += list(expected.items())
+    for key, value in pairs:
+        name = key.replace("__", ".")
+        if name in (*FOLDER_FLAGS, "blas.ldflags") and value:
+            values.setdefault(name, []).append(value)
+    return values
+
+
+# -- CUDA -------------------------------------------------------------------------------
+
+def toolkit_version_of(root: Path, runner: Runner) -> tuple[str | None, str]:
+    """A toolkit's version and where it was read: version.json/.txt, then the wheels'
+    dist-info (pip-installed toolkits have neither), then ``nvcc --version``."""
+    version = toolkit_version(root)
+    if version is not None:
+        for name in ("version.json", "version.txt", "dist-info"):
+            if (root / name).exists():
+                return version, name
+    for name in ("nvcc", "nvcc.exe"):
+        nvcc = root / "bin" / name
+        if nvcc.is_file() and _looks_like_toolkit(root):
+            out = runner([str(nvcc), "--version"])
+            match = _NVCC_RELEASE.search(out.output) if out else None
+            if match:
+                return match[2], f"{nvcc} --version"
+    return None, "unknown"
+
+
+def _looks_like_toolkit(root: Path) -> bool:
+    include = root / "include"
+    return (include / "cuda_runtime.h").is_file() or (include / "cuda.h").is_file()
+
+
+def _toolkits(env: Mapping[str, str], windows: bool, search: tuple[Path, ...] | None,
+              runner: Runner) -> tuple[Toolkit, ...]:
+    seen: set[str] = set()
+    found = []
+    for root, how in candidate_roots(env, windows=windows, search=search):
+        real = str(root.resolve()) if root.exists() else str(root)
+        if real in seen or not root.is_dir():
+            continue
+        seen.add(real)
+        version, source = toolkit_version_of(root, runner)
+        if version is None and not _looks_like_toolkit(root):
+            continue
+        found.append(Toolkit(root=str(root), version=version, version_from=source, found_by=how))
+    return tuple(found)
+
+
+def _cuda_variable(name: str, value: str, runner: Runner) -> CudaVariable:
+    root = Path(value)
+    exists = root.is_dir()
+    version = toolkit_version_of(root, runner)[0] if exists else None
+    return CudaVariable(name=name, value=value, exists=exists, version=version)
+
+
+def _theano_cuda_root(env: Mapping[str, str], path: Sequence[SearchEntry],
+                      windows: bool) -> tuple[str | None, str]:
+    """Theano's default ``cuda.root``: CUDA_ROOT, CUDA_PATH, else the parent of the first
+    PATH folder holding a file named exactly ``nvcc`` (so never ``nvcc.exe``)."""
+    for name in ("CUDA_ROOT", "CUDA_PATH"):
+        value = _get(env, name, windows)
+        if value:
+            return value, name
+    for entry in path:
+        if (Path(entry.path) / "nvcc").exists():
+            return (str(Path(os.path.normpath(Path(entry.path).absolute())).parent),
+                    f"the parent of {entry.path}, the first PATH folder holding `nvcc`")
+    return None, "no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH"
+
+
+def _cudnn_header(include: Path) -> CudnnHeader | None:
+    for name in ("cudnn_version.h", "cudnn.h"):
+        header = include / name
+        if header.is_file():
+            version = cudnn_header_version(header.read_text(encoding="utf-8", errors="replace"))
+            if version is not None:
+                return CudnnHeader(include=str(include), file=str(header),
+                                   version=".".join(map(str, version)))
+    return None
+
+
+def _include_dirs(toolkits: Iterable[Toolkit], theano_root: str | None,
+                  flags: Mapping[str, list[str]], system: Sequence[str]) -> list[str]:
+    folders = [str(Path(t.root) / "include") for t in toolkits]
+    roots = [theano_root] if theano_root else []
+    roots += flags.get("cuda.root", []) + flags.get("dnn.base_path", [])
+    folders += [str(Path(r) / "include") for r in roots]
+    folders += flags.get("dnn.include_path", []) + list(system)
+    return list(dict.fromkeys(folders))
+
+
+# -- folders and the files in them ------------------------------------------------------
+
+def _folders(path: Sequence[SearchEntry], library_path: Sequence[SearchEntry],
+             lib_dirs: Sequence[str], toolkits: Iterable[Toolkit], theano_root: str | None,
+             flags: Mapping[str, list[str]]) -> list[str]:
+    roots = [t.root for t in toolkits] + ([theano_root] if theano_root else [])
+    roots += flags.get("cuda.root", []) + flags.get("dnn.base_path", [])
+    folders = [e.path for e in (*path, *library_path)] + list(lib_dirs)
+    for root in roots:
+        base = Path(root)
+        folders += [str(base / "bin"), str(base / "lib64"), str(base / "lib" / "x64"),
+                    str(base / "lib"), str(base / "targets" / "x86_64-linux" / "lib")]
+    folders += flags.get("dnn.bin_path", []) + flags.get("dnn.library_path", [])
+    return folders
+
+
+def _ldflag_dirs(values: Iterable[str]) -> list[str]:
+    return [d for value in values for d in ldflags_parts(value)[0]]
+
+
+def _ldflag_libs(values: Iterable[str]) -> list[str]:
+    return [lib for value in values for lib in ldflags_parts(value)[1]]
+
+
+def _interesting(libs: Iterable[str], windows: bool) -> re.Pattern[str]:
+    names = sorted({*libs, *BLAS_LIBRARIES})
+    link = rf"(?:lib)?(?:{'|'.join(map(re.escape, names))})\.(?:so(?:\.\d+)*|a|dll\.a|lib|dll)"
+    return re.compile(rf"^(?:{'|'.join((*_INTERESTING, link))})$",
+                      re.IGNORECASE if windows else 0)
+
+
+def _listing(folder: str, wanted: re.Pattern[str]) -> DirListing:
+    path = Path(folder)
+    if not path.is_dir():
+        return DirListing(path=folder, exists=False)
+    names = []
+    with contextlib.suppress(OSError), os.scandir(path) as entries:
+        for entry in entries:
+            if wanted.match(entry.name):
+                with contextlib.suppress(OSError):
+                    if entry.is_file():  # follows links: a dangling one loads nothing
+                        names.append(entry.name)
+    return DirListing(path=folder, exists=True, names=tuple(sorted(names)))
+
+
+def _holds(dirs: Mapping[str, DirListing], folder: str, name: str, windows: bool) -> bool:
+    listing = dirs.get(folder)
+    if listing is None:
+        return False
+    if windows:
+        return name.casefold() in {n.casefold() for n in listing.names}
+    return name in listing.names
+
+
+def _first_on_path(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing],
+                   names: Sequence[str], windows: bool) -> tuple[SearchEntry, Path] | None:
+    for entry in path:
+        for name in names:
+            if _holds(dirs, entry.path, name, windows):
+                return entry, Path(entry.path) / name
+    return None
+
+
+# -- driver and GPUs --------------------------------------------------------------------
+
+def _driver(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows: bool,
+            proc_driver: Path, runner: Runner) -> tuple[Driver, tuple[Gpu, ...],
+                                                        CommandOutput | None]:
+    names = ("nvidia-smi.exe", "nvidia-smi") if windows else ("nvidia-smi",)
+    found = _first_on_path(path, dirs, names, windows)
+    if found is not None:
+        smi = str(found[1])
+        out = runner([smi])
+        if out is not None and out.returncode == 0:
+            info = parse_nvidia_smi(out.output)
+            query = runner([smi, *GPU_QUERY])
+            if query is None or query.returncode != 0:
+                query = runner([smi, *GPU_QUERY_OLD])
+            gpus = parse_gpu_query(query.output) if query and query.returncode == 0 else ()
+            return Driver(version=info.version, cuda=info.cuda, source=smi, output=out), \
+                gpus, query
+        if out is not None:
+            return Driver(version=None, cuda=None, source=smi, output=out), (), None
+    if not windows and proc_driver.is_file():
+        text = proc_driver.read_text(encoding="utf-8", errors="replace")
+        return Driver(version=parse_proc_driver(text), cuda=None, source=str(proc_driver),
+                      output=CommandOutput(argv=("cat", str(proc_driver)), returncode=0,
+                                           output=text.strip())), (), None
+    return Driver(version=None, cuda=None, source="no nvidia-smi on PATH"
+                  + ("" if windows else f" and no {proc_driver}")), (), None
+
+
+def parse_gpu_query(text: str) -> tuple[Gpu, ...]:
+    """``nvidia-smi --query-gpu=name[,compute_cap],memory.total,memory.free`` CSV lines."""
+    gpus = []
+    for index, line in enumerate(line for line in text.splitlines() if line.strip()):
+        fields = [f.strip() for f in line.rsplit(",", 3)]
+        if len(fields) == 4:
+            name, cap, total, free = fields
+        else:
+            fields = [f.strip() for f in line.rsplit(",", 2)]
+            if len(fields) != 3:
+                continue
+            (name, total, free), cap = fields, None
+        gpus.append(Gpu(index=index, name=name,
+                        compute_capability=cap if cap and re.fullmatch(r"\d+\.\d+", cap) else None,
+                        memory_total_mib=_mib(total), memory_free_mib=_mib(free)))
+    return tuple(gpus)
+
+
+def _mib(text: str) -> int | None:
+    match = re.match(r"(\d+)", text)
+    return int(match[1]) if match else None
+
+
+# -- compilers --------------------------------------------------------------------------
+
+def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows: bool,
+         prefix: Path | None, runner: Runner) -> Compiler | None:
+    names = ("g++.exe", "g++") if windows else ("g++",)
+    found = _first_on_path(path, dirs, names, windows)
+    if found is not None:
+        entry, exe = found
+        index, how = entry.index, f"PATH entry {entry.index}"
+    elif windows and prefix is not None and \
+            (prefix / "Library" / "mingw-w64" / "bin" / "g++.exe").is_file():
+        exe, index = prefix / "Library" / "mingw-w64" / "bin" / "g++.exe", -1
+        how = "Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin"
+    else:
+        return None
+    out = runner([str(exe), "-v"])
+    text = out.output if out else ""
+    model = _THREAD_MODEL.search(text)
+    version = _GCC_VERSION.search(text)
+    return Compiler(path=str(exe), path_index=index, found_by=how,
+                    version=version[1] if version else None,
+                    thread_model=model[1] if model else None, output=out)
+
+
+# -- the Python environment -------------------------------------------------------------
+
+def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str], windows: bool,
+                 activated: bool) -> Environment | None:
+    if prefix is None:
+        for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+            value = _get(env, name, windows)
+            if value:
+                prefix, found_by = Path(value), name
+                break
+    if prefix is None:
+        return None
+    if not prefix.is_dir():
+        return Environment(prefix=str(prefix), exists=False, found_by=found_by)
+    versions, sources = installed_versions(prefix)
+    return Environment(prefix=str(prefix), exists=True, found_by=found_by, activated=activated,
+                       versions=versions, sources=sources)
+
+
+def canonical_package(name: str) -> str:
+    """PEP 503 normalised, with Theano-PyMC counted as Theano (the rules are per release)."""
+    norm = re.sub(r"[-_.]+", "-", name).lower()
+    return "theano" if norm in ("theano-pymc", "theano") else norm
+
+
+def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Package -> version from conda-meta and dist-/egg-info names; Python from pyvenv.cfg,
+    conda-meta or the lib/pythonX.Y folder. Read, not imported: nothing is run."""
+    versions: dict[str, str] = {}
+    sources: dict[str, str] = {}
+
+    def add(name: str, version: str, source: Path) -> None:
+        key = canonical_package(name)
+        if key not in versions:
+            versions[key] = version
+            sources[key] = str(source)
+
+    meta = prefix / "conda-meta"
+    if meta.is_dir():
+        for record in sorted(meta.glob("*.json")):
+            try:
+                data = json.loads(record.read_text(encoding="utf-8"))
+            except (ValueError, OSError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("name"), str):
+                add(data["name"], str(data.get("version", "")), record)
+    pyvenv = prefix / "pyvenv.cfg"
+    if pyvenv.is_file():
+        match = _PYVENV_VERSION.search(pyvenv.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            add("python", match[1], pyvenv)
+    folders = [*prefix.glob("lib/python3*/site-packages"), prefix / "Lib" / "site-packages",
+               *prefix.glob("deb/usr/lib/python3*/dist-packages")]
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir()):
+            match = _METADATA.match(entry.name)
+            if match:
+                add(match["name"], match["version"], entry)
+    for folder in (*prefix.glob("lib/python3.*"), *prefix.glob("deb/usr/bin/python3.*")):
+        match = re.fullmatch(r"python(3\.\d+)", folder.name)
+        if match:
+            add("python", match[1], folder)
+    return versions, sources
+
+
+# -- Windows registry -------------------------------------------------------------------
+
+def _registry_path(registry: RegistrySeam, env: Mapping[str, str]) -> RegistryPath:
+    system = registry.get(SYSTEM_ENVIRONMENT, "Path")
+    user = registry.get(USER_ENVIRONMENT, "Path")
+    values = [str(v[0]) for v in (system, user) if v is not None]
+    entries = [expand_vars(e.strip().strip('"'), env) for value in values
+               for e in value.split(";") if e.strip()]
+    unique: dict[str, str] = {}
+    for entry in entries:
+        unique.setdefault(normalize_entry(entry), entry)
+    return RegistryPath(system=None if system is None else str(system[0]),
+                        user=None if user is None else str(user[0]), entries=tuple(unique.values()))

@@ -1,0 +1,40 @@
+"""Doctor's rules: pure functions from the observed host (and a lock's expectations, when a
+spec is given) to findings. Each reads only ``HostFacts``/``Expected`` and the knowledge
+base, and names the knowledge row it rests on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from envforge.doctor.facts import Expected, HostFacts
+from envforge.doctor.model import Finding, sort_findings
+from envforge.doctor.rules import compilers, config, cuda, cudnn, gpu, libgpuarray, packages
+
+Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
+
+RULES: tuple[Rule, ...] = (
+    gpu.driver_rules,
+    gpu.architecture_rules,
+    cuda.toolkit_rules,
+    cuda.search_path_rules,
+    cuda.variable_rules,
+    cuda.theano_root_rules,
+    cuda.registry_rules,
+    cudnn.placement_rules,
+    cudnn.theano_rules_for_cudnn,
+    cudnn.windows_dll_rules,
+    compilers.compiler_rules,
+    compilers.windows_rules,
+    packages.environment_rules,
+    packages.release_rules,
+    packages.blas_rules,
+    config.config_rules,
+    libgpuarray.windows_rules,
+    libgpuarray.linux_rules,
+)
+
+
+def diagnose(facts: HostFacts, expected: Expected | None = None,
+             rules: Iterable[Rule] = RULES) -> tuple[Finding, ...]:
+    """Every finding of every rule, errors first."""
+    return sort_findings([finding for rule in rules for finding in rule(facts, expected)])

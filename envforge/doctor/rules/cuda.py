@@ -1,0 +1,230 @@
+"""Which CUDA a process gets: toolkits found, runtimes on the search path, CUDA_* variables,
+Theano's own ``cuda.root``, and (Windows) a PATH older than the registry's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from envforge.doctor.facts import Expected, HostFacts, SearchEntry
+from envforge.doctor.model import Evidence, Finding, Fix
+from envforge.doctor.rules.common import (
+    cuda_matches,
+    effective,
+    entry_evidence,
+    env_evidence,
+    flag_value,
+    gpu_intended,
+    library_entries,
+    pathsep,
+    set_variable,
+    theano_release,
+)
+from envforge.host.windows import normalize_entry
+from envforge.knowledge import cuda_library_name, knowledge
+
+_WIN_CUDART = re.compile(r"^cudart64_(\d+)\.dll$", re.IGNORECASE)
+_LINUX_CUDART = re.compile(r"^libcudart\.so\.(\d+)(?:\.(\d+))?")
+
+
+def runtime_version(name: str, windows: bool) -> str | None:
+    """The CUDA release a runtime library belongs to: ``10.2``, or ``11``/``12`` where one
+    runtime serves a whole major release (``cudart64_110.dll``, ``libcudart.so.12``)."""
+    if windows:
+        match = _WIN_CUDART.match(name)
+        if match is None:
+            return None
+        digits = match[1]  # 90 (9.0), 102 (10.2), 110 (11.x), 12 (12.x)
+        if len(digits) == 3:
+            major, rest = digits[:2], digits[2]
+        elif digits.startswith("1"):
+            major, rest = digits, ""
+        else:
+            major, rest = digits[:1], digits[1:]
+    else:
+        linux = _LINUX_CUDART.match(name)
+        if linux is None:
+            return None
+        major, rest = linux[1], linux[2] or ""
+    if int(major) >= 11 or not rest:
+        return major
+    return f"{major}.{rest}"
+
+
+def runtime_matches(runtime: str, wanted: str) -> bool:
+    if "." not in runtime:
+        number = wanted.removeprefix(">=").removeprefix("==")
+        return number.split(".")[0] == runtime or (wanted.startswith(">=") and
+                                                   int(runtime) >= int(number.split(".")[0]))
+    return cuda_matches(wanted, runtime)
+
+
+def _source() -> str:
+    fact = cuda_library_name("10.2", "cudart", "win-64")
+    base = fact.source if fact is not None else "NVIDIA CUDA toolkit file names"
+    return f"{base}; the loader takes the first folder on the search path holding the name"
+
+
+def toolkit_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """The locked CUDA release is not installed."""
+    if expected is None or not expected.cuda:
+        return
+    if any(t.version and cuda_matches(expected.cuda, t.version) for t in facts.toolkits):
+        return
+    seen = ", ".join(f"{t.version or '?'} at {t.root}" for t in facts.toolkits) or "none"
+    yield Finding(
+        id="cuda.not-found", severity="error",
+        title=f"the lock wants CUDA {expected.cuda}; this host has {seen}",
+        evidence=tuple(Evidence(kind="value", where=t.root,
+                                text=f"CUDA {t.version or '?'} ({t.version_from}; {t.found_by})")
+                       for t in facts.toolkits),
+        fix=Fix(text=f"install CUDA {expected.cuda} (`envforge plan {expected.spec}` names the "
+                     "installer), or point CUDA_PATH at it"),
+        source=f"{expected.spec} ([cuda] version, locked)")
+
+
+def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """Several CUDA runtimes on the loader's search path: the first folder wins."""
+    windows = facts.platform == "win-64"
+    order: list[tuple[SearchEntry, str, str]] = []
+    for entry in library_entries(facts):
+        listing = facts.listing(entry.path)
+        for name in listing.names if listing else ():
+            version = runtime_version(name, windows)
+            if version is not None and all(version != v for _, _, v in order):
+                order.append((entry, name, version))
+    if len(order) < 2:
+        return
+    variable = order[0][0].variable
+    evidence = tuple(entry_evidence(e, f"{name}: CUDA {v}") for e, name, v in order)
+    wanted = expected.cuda if expected is not None else None
+    if wanted is None:
+        yield Finding(
+            id="cuda.several-on-path", severity="warning",
+            title=f"{variable} holds {len(order)} CUDA runtimes "
+                  f"({', '.join(v for _, _, v in order)}); the first, CUDA {order[0][2]}, wins",
+            evidence=evidence,
+            fix=Fix(text=f"keep only the toolkit you use in {variable}, or put its folder first"),
+            source=_source())
+        return
+    if runtime_matches(order[0][2], wanted):
+        return
+    right = next((e for e, _, v in order if runtime_matches(v, wanted)), None)
+    entries = library_entries(facts)
+    if right is not None:
+        value = pathsep(facts.platform).join(
+            [right.entry, *(e.entry for e in entries if e.index != right.index)])
+        fix = Fix(text=set_variable(facts.platform, variable, value))
+    else:
+        fix = Fix(text=f"add CUDA {wanted}'s library folder to the front of {variable}")
+    yield Finding(
+        id="cuda.several-on-path", severity="error",
+        title=f"{variable} finds CUDA {order[0][2]}'s runtime first; the lock wants CUDA {wanted}",
+        evidence=evidence, fix=fix, source=_source())
+
+
+def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """CUDA_ROOT / CUDA_PATH / CUDA_HOME naming nothing, or different toolkits."""
+    source = knowledge().theano.flags
+    root_source = next(r.source for r in source if r.name == "cuda.root")
+    existing = [v for v in facts.cuda_variables if v.exists]
+    for var in facts.cuda_variables:
+        if not var.exists:
+            yield Finding(
+                id="cuda.variables", severity="warning",
+                title=f"{var.name} names {var.value}, which does not exist",
+                evidence=(env_evidence(facts, var.name),),
+                fix=Fix(text=f"point {var.name} at an installed toolkit, or unset it"),
+                source=root_source)
+    windows = facts.platform == "win-64"
+
+    def key(value: str, version: str | None) -> str:
+        return version or (normalize_entry(value) if windows else value.rstrip("/"))
+
+    distinct = {key(v.value, v.version) for v in existing}
+    theano_pick = next((v for v in existing if v.name in ("CUDA_ROOT", "CUDA_PATH")), None)
+    wanted = expected.cuda if expected is not None else None
+    wrong = (theano_pick is not None and wanted is not None and theano_pick.version is not None
+             and not cuda_matches(wanted, theano_pick.version))
+    if len(distinct) < 2 and not wrong:
+        return
+    evidence = tuple(Evidence(kind="env", where=v.name,
+                              text=f"{v.value}  (CUDA {v.version or '?'})") for v in existing)
+    right = next((t for t in facts.toolkits
+                  if wanted and t.version and cuda_matches(wanted, t.version)), None)
+    if right is not None:
+        fix_text = "; ".join(set_variable(facts.platform, v.name, right.root)
+                             for v in existing if key(v.value, v.version) != key(right.root,
+                                                                                  right.version))
+    else:
+        fix_text = "make CUDA_ROOT, CUDA_PATH and CUDA_HOME name the same toolkit, or unset " \
+                   "the stale ones"
+    if wrong and theano_pick is not None:
+        title = (f"{theano_pick.name} (which Theano reads for cuda.root) names CUDA "
+                 f"{theano_pick.version}; the lock wants {wanted}")
+    else:
+        title = "CUDA_ROOT, CUDA_PATH and CUDA_HOME name different toolkits: Theano reads " \
+                "CUDA_ROOT then CUDA_PATH, nvcc-based tools CUDA_PATH or CUDA_HOME"
+    yield Finding(id="cuda.variables", severity="error" if wrong else "warning", title=title,
+                  evidence=evidence, fix=Fix(text=fix_text or "unset the stale variable"),
+                  source=root_source)
+
+
+def theano_root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """Theano's cuda.root is not where cuDNN is: it looks for cuDNN only in ``<root>/include``."""
+    release = theano_release(facts, expected)
+    if release.rules is None or not gpu_intended(facts, expected):
+        return
+    eff = effective(facts, release.rules)
+    if flag_value(eff, release.rules, "dnn.enabled") == "False" or \
+            {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
+        return
+    root = facts.theano_cuda_root
+    windows = facts.platform == "win-64"
+    include = None if root is None else _join(root, "include", windows)
+    if include is not None and include in facts.cudnn_headers:
+        return
+    with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
+    if not with_cudnn and not (expected is not None and expected.cudnn):
+        return
+    row = next(r for r in knowledge().theano.flags if r.name == "cuda.root")
+    target = with_cudnn[0].root if with_cudnn else None
+    yield Finding(
+        id="cuda.theano-root", severity="warning",
+        title=(f"Theano's cuda.root is {root} ({facts.theano_cuda_root_from}), where no cuDNN "
+               "header is: Theano will not find cuDNN" if root else
+               "Theano finds no cuda.root (no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH), so it "
+               "finds no cuDNN"),
+        evidence=(Evidence(kind="value", where="cuda.root", text=str(root)),
+                  *(Evidence(kind="file", where=t.cudnn.file, text=f"cuDNN {t.cudnn.version}")
+                    for t in with_cudnn if t.cudnn is not None)),
+        fix=Fix(text=f"set [cuda] root = {target} in {facts.theanorc_write_to}, or "
+                     + set_variable(facts.platform, "CUDA_ROOT", target) if target else
+                     "set CUDA_ROOT to the toolkit that holds cuDNN"),
+        source=row.source)
+
+
+def _join(root: str, name: str, windows: bool) -> str:
+    sep = "\\" if windows and "\\" in root else "/"
+    return root.rstrip("/\\") + sep + name
+
+
+def registry_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """(Windows) PATH in the registry has folders this shell's PATH lacks: it started before
+    an installer (or ``envforge apply``) changed them."""
+    registry = facts.registry_path
+    if registry is None:
+        return
+    have = {normalize_entry(e.path) for e in facts.path}
+    missing = [e for e in registry.entries if normalize_entry(e) not in have]
+    if not missing:
+        return
+    yield Finding(
+        id="path.stale-shell", severity="warning",
+        title=f"this shell's PATH lacks {len(missing)} folder(s) the registry's PATH has: "
+              "programs started from it do not see them",
+        evidence=tuple(Evidence(kind="value", where="registry PATH (system + user)", text=e)
+                       for e in missing),
+        fix=Fix(text="open a new terminal (or sign out and in) so it reads PATH again"),
+        source="Windows: a process copies PATH from HKLM/HKCU\\Environment when it starts "
+               "(envforge.host.windows)")

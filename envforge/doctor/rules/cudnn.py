@@ -1,0 +1,191 @@
+"""cuDNN: in which toolkit tree, of which release, and whether Theano can use it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envforge.doctor.facts import CudnnHeader, Expected, HostFacts
+from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
+from envforge.doctor.rules.common import (
+    THEANO_FLAGS,
+    Setting,
+    cuda_matches,
+    effective,
+    flag_value,
+    gpu_intended,
+    set_variable,
+    theano_flags_pairs,
+    theano_release,
+)
+from envforge.knowledge import cudnn_support, cudnn_version_code
+
+
+def _header_evidence(header: CudnnHeader) -> Evidence:
+    return Evidence(kind="file", where=header.file, text=f"CUDNN_MAJOR.MINOR.PATCHLEVEL = "
+                                                        f"{header.version}")
+
+
+def _same_release(found: str, locked: str) -> bool:
+    return found.split(".")[:3] == locked.split(".")[:3]
+
+
+def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """cuDNN in a toolkit it was not built for; in another tree than the locked CUDA's; or
+    another release than the lock's."""
+    for toolkit in facts.toolkits:
+        if toolkit.cudnn is None or toolkit.version is None:
+            continue
+        row = cudnn_support(toolkit.cudnn.version)
+        if row is not None and not row.supports(toolkit.version):
+            yield Finding(
+                id="cudnn.toolkit-mismatch", severity="error",
+                title=f"cuDNN {toolkit.cudnn.version} in {toolkit.root} was not built for CUDA "
+                      f"{toolkit.version} (it exists for CUDA {', '.join(row.cuda)})",
+                evidence=(_header_evidence(toolkit.cudnn),
+                          Evidence(kind="value", where=toolkit.root,
+                                   text=f"CUDA {toolkit.version} ({toolkit.version_from})")),
+                fix=Fix(text=f"install the cuDNN {toolkit.cudnn.version} build for CUDA "
+                             f"{toolkit.version}, or cuDNN for CUDA "
+                             f"{'.'.join(toolkit.version.split('.')[:2])}"),
+                source=row.source)
+    if expected is None or not expected.cudnn or not expected.cuda:
+        return
+    locked = [t for t in facts.toolkits if t.version and cuda_matches(expected.cuda, t.version)]
+    others = [t for t in facts.toolkits if t not in locked and t.cudnn is not None]
+    spec = expected.spec
+    install = Fix(text=f"envforge apply {spec} --artifact cudnn=<the cuDNN {expected.cudnn} "
+                       f"archive> (it copies cuDNN into CUDA {expected.cuda}'s tree)")
+    for toolkit in locked:
+        if toolkit.cudnn is None and others:
+            yield Finding(
+                id="cudnn.wrong-tree", severity="error",
+                title=f"cuDNN is in {others[0].root} (CUDA {others[0].version}), not in the "
+                      f"locked CUDA {expected.cuda}'s tree {toolkit.root}",
+                evidence=tuple(_header_evidence(t.cudnn) for t in others if t.cudnn),
+                fix=install, source=f"{spec} ([cudnn] version, locked)")
+        elif toolkit.cudnn is not None and not _same_release(toolkit.cudnn.version,
+                                                             expected.cudnn):
+            yield Finding(
+                id="cudnn.not-locked", severity="error",
+                title=f"{toolkit.root} holds cuDNN {toolkit.cudnn.version}; the lock wants "
+                      f"{expected.cudnn}",
+                evidence=(_header_evidence(toolkit.cudnn),),
+                fix=install, source=f"{spec} ([cudnn] version, locked)")
+
+
+def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | None:
+    """The cuDNN header Theano compiles against: dnn.include_path, else ``<base>/include``
+    (base: dnn.base_path or cuda.root), then the compiler's default include folders."""
+    windows = facts.platform == "win-64"
+    folders = []
+    if "dnn.include_path" in eff:
+        folders.append(eff["dnn.include_path"].value)
+    else:
+        base = (eff["dnn.base_path"].value if "dnn.base_path" in eff else
+                eff["cuda.root"].value if "cuda.root" in eff else facts.theano_cuda_root)
+        if base:
+            sep = "\\" if windows and "\\" in base else "/"
+            folders.append(base.rstrip("/\\") + sep + "include")
+    folders += facts.system_include_dirs
+    for folder in folders:
+        if folder in facts.cudnn_headers:
+            return facts.cudnn_headers[folder]
+    return None
+
+
+def dnn_disable_fix(facts: HostFacts, eff: dict[str, Setting], version: str) -> Fix:
+    """``[dnn] enabled = False`` where it takes effect: the file that sets it, else the last
+    file Theano reads; THEANO_FLAGS can only be changed by the user's shell."""
+    current = eff.get("dnn.enabled")
+    if current is not None and current.from_env:
+        pairs = [f"{k}={'False' if k == current.raw_key else v}"
+                 for k, v in theano_flags_pairs(facts.theano_flags)]
+        return Fix(text=set_variable(facts.platform, THEANO_FLAGS, ",".join(pairs)))
+    if current is not None:
+        path = current.origin
+    else:
+        existing = [f.path for f in facts.theanorc if f.exists and f.error is None]
+        path = existing[-1] if existing else facts.theanorc_write_to
+    return Fix(text=f"in {path}: [dnn] enabled = False",
+               actions=(TheanorcEdit(path=path, op="set", section="dnn", key="enabled",
+                                     value="False", note=f"cuDNN {version} is too new"),))
+
+
+def theano_rules_for_cudnn(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """The cuDNN Theano compiles against, judged by the release's rules: too old, warned
+    about, or (>= 8) without the API Theano 1.0.x's conv ops call."""
+    release = theano_release(facts, expected)
+    if release.rules is None or not gpu_intended(facts, expected):
+        return
+    eff = effective(facts, release.rules)
+    enabled = flag_value(eff, release.rules, "dnn.enabled")
+    header = theano_cudnn(facts, eff)
+    if header is None or enabled == "False":
+        return
+    code = cudnn_version_code(header.version)
+    evidence = [_header_evidence(header)]
+    if "dnn.enabled" in eff:
+        evidence.append(eff["dnn.enabled"].evidence())
+    for row in release.rules.cudnn:
+        if row.kind == "conv-fails-from" and code >= row.version_code:
+            yield Finding(
+                id="cudnn.too-new-for-theano", severity="error",
+                title=f"cuDNN {header.version} with Theano {release.version} and dnn.enabled = "
+                      f"{enabled}: {row.effect}",
+                evidence=tuple(evidence), fix=dnn_disable_fix(facts, eff, header.version),
+                source=row.source)
+        elif row.kind == "rejected-below" and code < row.version_code:
+            yield Finding(
+                id="cudnn.too-old-for-theano", severity="error",
+                title=f"cuDNN {header.version} is {row.effect} by Theano {release.version} "
+                      f"(below {row.version_code})",
+                evidence=tuple(evidence),
+                fix=Fix(text="install cuDNN 7.6.5 for your CUDA, or set [dnn] enabled = False"),
+                source=row.source)
+        elif row.kind == "warns-from" and code >= row.version_code and \
+                not any(r.kind == "conv-fails-from" and code >= r.version_code
+                        for r in release.rules.cudnn):
+            yield Finding(
+                id="cudnn.newer-than-theano", severity="info",
+                title=f"cuDNN {header.version}: Theano {release.version} {row.effect}",
+                evidence=tuple(evidence), source=row.source)
+
+
+def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """(Windows) the cuDNN DLL Theano loads by name is in neither dnn.bin_path nor PATH."""
+    release = theano_release(facts, expected)
+    if facts.platform != "win-64" or release.rules is None or \
+            not gpu_intended(facts, expected):
+        return
+    eff = effective(facts, release.rules)
+    if flag_value(eff, release.rules, "dnn.enabled") == "False":
+        return
+    header = theano_cudnn(facts, eff)
+    wanted = header.version if header else expected.cudnn if expected else None
+    if wanted is None or cudnn_version_code(wanted) >= 8000:
+        return  # no cuDNN meant; >= 8 is judged by cudnn.too-new-for-theano
+    names = next((r.names for r in release.rules.cudnn_names if r.platform == "win-64"), ())
+    row_source = next((r.source for r in release.rules.cudnn_names if r.platform == "win-64"), "")
+    folders = []
+    if "dnn.bin_path" in eff:
+        folders.append(eff["dnn.bin_path"].value)
+    elif header is not None:
+        folders.append(header.include.rstrip("/\\")[:-len("include")] + "bin")
+    folders += [e.path for e in facts.path]
+    for folder in folders:
+        if any(facts.holds(folder, name) for name in names):
+            return
+    known = [(folder, name) for folder, listing in facts.dirs.items() for name in listing.names
+             if name.casefold() in {n.casefold() for n in names}]
+    target = folders[0] if folders and folders[0] not in (e.path for e in facts.path) \
+        else "a folder on PATH"
+    fix = (f'copy "{known[0][0]}\\{known[0][1]}" "{target}"' if known else
+           f"put {names[0] if names else 'cudnn64_7.dll'} in {target} (envforge apply does, "
+           "from the cuDNN archive)")
+    yield Finding(
+        id="cudnn.dll-unreachable", severity="error",
+        title=f"Theano looks for {', '.join(names)} to load cuDNN {wanted}; none is in "
+              f"dnn.bin_path or on PATH",
+        evidence=(*((_header_evidence(header),) if header else ()),
+                  *(Evidence(kind="value", where="searched", text=f) for f in folders[:6])),
+        fix=Fix(text=fix), source=row_source)

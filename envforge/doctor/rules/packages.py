@@ -1,0 +1,175 @@
+"""What is installed in the environment against what Theano takes, and the BLAS it links."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envforge.doctor.facts import Expected, HostFacts
+from envforge.doctor.flags import ldflags_parts
+from envforge.doctor.model import Evidence, Finding, Fix
+from envforge.doctor.rules.common import (
+    Setting,
+    effective,
+    installed,
+    theano_release,
+)
+from envforge.knowledge import in_range, knowledge
+
+
+def _evidence(name: str, found: tuple[str, str]) -> Evidence:
+    return Evidence(kind="file", where=found[1], text=f"{name} {found[0]}")
+
+
+def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """The spec's environment is not there, or holds other versions than the lock."""
+    env = facts.env
+    if env is None:
+        return
+    if expected is None:
+        if env.exists and "theano" not in env.versions:
+            yield Finding(
+                id="env.no-theano", severity="info",
+                title=f"{env.prefix} ({env.found_by}) has no Theano: the package checks "
+                      "were skipped",
+                evidence=(Evidence(kind="value", where=env.found_by, text=env.prefix),),
+                source="dist-info, egg-info and conda-meta records of the environment")
+        return
+    if not env.exists:
+        yield Finding(
+            id="env.not-applied", severity="warning",
+            title=f"no environment at {env.prefix}: the checks below judge the lock's versions",
+            evidence=(Evidence(kind="value", where="prefix", text=env.prefix),),
+            fix=Fix(text=f"envforge apply {expected.spec}"),
+            source=f"{expected.spec} (its lock)")
+        return
+    for name in ("python", "theano", "numpy", "scipy", "pygpu"):
+        locked = expected.versions.get(name)
+        have = env.versions.get(name)
+        if locked is None:
+            continue
+        if have is None or not (have == locked or have.startswith(locked + ".")):
+            yield Finding(
+                id="env.not-locked", severity="warning",
+                title=f"{name} {have or 'is missing'}"
+                      + (f" in {env.prefix}; the lock has {locked}" if have else
+                         f" from {env.prefix}; the lock has {locked}"),
+                evidence=(Evidence(kind="file", where=env.sources.get(name, env.prefix),
+                                   text=f"{name} {have or '(none)'}"),),
+                fix=Fix(text=f"envforge apply {expected.spec}"),
+                source=f"{expected.spec} (its lock)")
+
+
+def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """pygpu outside 0.7; NumPy or Python too new for the installed Theano."""
+    release = theano_release(facts, expected)
+    if release.rules is None or not release.present:
+        return
+    rules = release.rules
+    pygpu = installed(facts, expected, "pygpu")
+    for pygpu_row in rules.pygpu:
+        if pygpu is not None and not in_range(pygpu[0], pygpu_row.pygpu):
+            yield Finding(
+                id="packages.pygpu", severity="error",
+                title=f"pygpu {pygpu[0]} is outside {pygpu_row.pygpu}, the only pygpu Theano "
+                      f"{release.version} accepts: its GPU back-end stays off",
+                evidence=(_evidence("pygpu", pygpu),),
+                fix=Fix(text="install pygpu 0.7.6 with libgpuarray 0.7.6 (conda-forge)"),
+                source=pygpu_row.source)
+    numpy = installed(facts, expected, "numpy")
+    if numpy is not None:
+        rows = [r for r in rules.numpy if in_range(numpy[0], r.numpy) and r.status != "works"]
+        breaks = next((r for r in rows if r.status == "breaks"), None)
+        if breaks is not None:
+            yield Finding(
+                id="packages.numpy", severity="error",
+                title=f"NumPy {numpy[0]} is too new for Theano {release.version}: "
+                      f"{breaks.effect}",
+                evidence=(_evidence("numpy", numpy),),
+                fix=Fix(text="install numpy<1.24 (1.19.5 for Python 3.7, 1.23.5 for 3.11) "
+                             "and set [blas] ldflags for NumPy >= 1.22"),
+                source=breaks.source)
+        else:
+            for row in rows:
+                if row.status == "needs-flag" and row.flag is not None and \
+                        row.flag not in effective(facts, rules):
+                    yield Finding(
+                        id="blas.flags-missing", severity="error",
+                        title=f"NumPy {numpy[0]} with Theano {release.version} and no "
+                              f"{row.flag}: {row.effect}",
+                        evidence=(_evidence("numpy", numpy),
+                                  Evidence(kind="value", where=row.flag, text="(not set)")),
+                        fix=Fix(text=_blas_suggestion(facts)), source=row.source)
+    python = installed(facts, expected, "python")
+    for python_row in rules.python:
+        if python is not None and python_row.status == "breaks" and \
+                in_range(python[0], python_row.python):
+            yield Finding(
+                id="packages.python", severity="error",
+                title=f"Python {python[0]} with Theano {release.version}: {python_row.effect}",
+                evidence=(_evidence("python", python),),
+                fix=Fix(text="use Python 3.7 (or 3.11 for the GPU back-end on Linux)"),
+                source=python_row.source)
+
+
+def _blas_suggestion(facts: HostFacts) -> str:
+    for folder in facts.system_lib_dirs:
+        listing = facts.listing(folder)
+        for lib in ("openblas", "blas"):
+            if listing and f"lib{lib}.so" in listing.names:
+                return f"set [blas] ldflags = -L{folder} -l{lib}"
+    return "set [blas] ldflags = -L<folder of libopenblas.so> -lopenblas"
+
+
+def _names(facts: HostFacts, folder: str) -> tuple[str, ...]:
+    listing = facts.listing(folder)
+    return listing.names if listing is not None else ()
+
+
+def _library_files(lib: str, windows: bool) -> tuple[str, ...]:
+    if windows:
+        return (f"lib{lib}.dll.a", f"lib{lib}.a", f"{lib}.lib", f"lib{lib}.dll", f"{lib}.dll")
+    return (f"lib{lib}.so", f"lib{lib}.a")
+
+
+def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """blas.ldflags names folders that are not there, or libraries the linker cannot find
+    (``-lX`` needs ``libX.so``: a runtime-only ``libX.so.0`` does not do)."""
+    release = theano_release(facts, expected)
+    if release.rules is None:
+        return
+    setting: Setting | None = effective(facts, release.rules).get("blas.ldflags")
+    if setting is None or not setting.value.strip():
+        return
+    row = next(r for r in knowledge().theano.flags if r.name == "blas.ldflags")
+    windows = facts.platform == "win-64"
+    dirs, libs = ldflags_parts(setting.value)
+    for folder in dirs:
+        listing = facts.listing(folder)
+        if listing is not None and not listing.exists:
+            yield Finding(
+                id="blas.flags-broken", severity="error",
+                title=f"blas.ldflags names -L{folder}, which does not exist: Theano cannot "
+                      "link its BLAS ops",
+                evidence=(setting.evidence(),),
+                fix=Fix(text=f"fix blas.ldflags in {setting.origin} to name the folder that "
+                             "holds the BLAS library"),
+                source=row.source)
+    if windows and not dirs:
+        return  # MinGW's own library folders are not known here
+    search = [*dirs, *([] if windows else facts.system_lib_dirs)]
+    for lib in libs:
+        names = _library_files(lib, windows)
+        if any(facts.holds(folder, name) for folder in search for name in names):
+            continue
+        versioned = [(folder, name) for folder in search
+                     for name in _names(facts, folder) if name.startswith(f"lib{lib}.so.")]
+        hint = (f"; only {versioned[0][1]} is in {versioned[0][0]}: "
+                f"ln -s {versioned[0][1]} {versioned[0][0]}/lib{lib}.so" if versioned else "")
+        yield Finding(
+            id="blas.flags-broken", severity="error",
+            title=f"blas.ldflags links -l{lib}, but no {' or '.join(names[:2])} is in "
+                  f"{', '.join(search[:4]) or 'the -L folders'}{hint}",
+            evidence=(setting.evidence(),),
+            fix=Fix(text=(f"ln -s {versioned[0][1]} {versioned[0][0]}/lib{lib}.so" if versioned
+                          else f"install the library, or fix blas.ldflags in {setting.origin}")),
+            source=row.source)

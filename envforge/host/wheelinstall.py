@@ -1,0 +1,202 @@
+"""Install wheels into another interpreter's environment with pypa's ``installer``: no pip, no uv.
+
+A closed host has neither uv nor, inside a ``--without-pip`` venv, pip; ``installer`` is pure
+Python and only unpacks. Where files go is the target's business, so its own
+``sysconfig.get_paths()`` is asked over a subprocess (the target may be Python 3.7 while
+envforge runs on 3.12). Every wheel's sha256 is checked before the first one is installed,
+and a wheel whose tags the target cannot use is refused rather than half-installed.
+No bytecode is compiled: this interpreter's would not fit the target's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from installer import install
+from installer.destinations import SchemeDictionaryDestination
+from installer.records import RecordEntry
+from installer.sources import WheelFile
+from installer.utils import Scheme
+from packaging.tags import compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from envforge.errors import ArtifactError, StepError
+from envforge.host import proc
+from envforge.host.archives import sha256_file
+
+INSTALLER_NAME = b"envforge"
+
+# Runs in the target: stdlib only, Python 3.6+ syntax.
+_SCHEME_SCRIPT = r"""
+import json, os, sys, sysconfig
+paths = sysconfig.get_paths()
+print(json.dumps({
+    "version": list(sys.version_info[:2]),
+    "implementation": sys.implementation.name,
+    "prefix": sys.prefix,
+    "paths": paths,
+    "headers": os.path.join(sys.prefix, "include", "site", "python%d.%d" % sys.version_info[:2]),
+}))
+"""
+
+
+@dataclass(frozen=True)
+class TargetScheme:
+    """Where the target interpreter installs each kind of wheel file."""
+
+    python: Path
+    version: tuple[int, int]
+    implementation: str
+    prefix: Path
+    purelib: Path
+    platlib: Path
+    scripts: Path
+    data: Path
+    headers: Path  # a folder per distribution goes below it, as pip does in a venv
+
+    def scheme_dict(self, distribution: str) -> dict[str, str]:
+        return {"purelib": str(self.purelib), "platlib": str(self.platlib),
+                "scripts": str(self.scripts), "data": str(self.data),
+                "headers": str(self.headers / distribution)}
+
+
+@dataclass(frozen=True)
+class WheelToInstall:
+    path: Path
+    sha256: str  # what the lock or the bundle's manifest says it must hash to
+
+
+def target_scheme(python: Path) -> TargetScheme:
+    """Ask ``python`` where it installs things (JSON over a subprocess)."""
+    done = proc.run([python, "-c", _SCHEME_SCRIPT], timeout=60)
+    try:
+        info = json.loads(done.stdout)
+        paths = info["paths"]
+        return TargetScheme(
+            python=python, version=(int(info["version"][0]), int(info["version"][1])),
+            implementation=str(info["implementation"]), prefix=Path(info["prefix"]),
+            purelib=Path(paths["purelib"]), platlib=Path(paths["platlib"]),
+            scripts=Path(paths["scripts"]), data=Path(paths["data"]),
+            headers=Path(info["headers"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StepError(f"{python} did not say where it installs packages ({exc}): "
+                        f"{done.stdout.strip()[:500]}") from None
+
+
+def accepted_tags(version: tuple[int, int]) -> set[tuple[str, str]]:
+    """(interpreter, abi) pairs a CPython of ``version`` installs; platforms are the lock's job."""
+    major, minor = version
+    abi = f"cp{major}{minor}{'m' if version < (3, 8) else ''}"
+    tags = chain(cpython_tags(version, abis=[abi, "abi3", "none"], platforms=["any"]),
+                 compatible_tags(version, f"cp{major}{minor}", platforms=["any"]))
+    return {(t.interpreter, t.abi) for t in tags}
+
+
+def check_fits(wheel: Path, version: tuple[int, int]) -> tuple[str, str]:
+    """The wheel's (distribution, version); refuse one the target's Python cannot import."""
+    try:
+        name, dist_version, _, tags = parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as exc:
+        raise ArtifactError(f"{wheel}: not a wheel file name ({exc})") from None
+    accepted = accepted_tags(version)
+    if not any((t.interpreter, t.abi) in accepted for t in tags):
+        shown = ".".join(sorted({f"{t.interpreter}-{t.abi}" for t in tags}))
+        raise ArtifactError(f"{wheel.name} is built for {shown}, which Python "
+                            f"{version[0]}.{version[1]} cannot use")
+    return str(name), str(dist_version)
+
+
+def verify_wheels(wheels: Sequence[WheelToInstall]) -> None:
+    """Every wheel present and matching its sha256, before anything is installed."""
+    for wheel in wheels:
+        if not wheel.path.is_file():
+            raise ArtifactError(f"{wheel.path}: no such wheel")
+        found = sha256_file(wheel.path)
+        if found != wheel.sha256:
+            raise ArtifactError(f"{wheel.path}: sha256 {found} does not match the expected "
+                                f"{wheel.sha256}; refusing to install it")
+
+
+def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
+    """Install each wheel into ``python``'s environment, replacing any other installed version
+    of the same distribution; returns ``name==version`` per wheel, in order."""
+    verify_wheels(wheels)
+    scheme = target_scheme(python)
+    named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
+    kind: Literal["posix", "win-amd64"] = "win-amd64" if os.name == "nt" else "posix"
+    installed = []
+    for wheel, name, version in named:
+        remove_distribution(scheme, name)
+        destination = _Destination(
+            scheme.scheme_dict(name), interpreter=str(python), script_kind=kind,
+            overwrite_existing=True)  # a re-run after a crash mid-install converges
+        with WheelFile.open(wheel.path) as source:
+            install(source, destination, {"INSTALLER": INSTALLER_NAME})
+        installed.append(f"{name}=={version}")
+    return installed
+
+
+class _Destination(SchemeDictionaryDestination):
+    """Scripts are made executable whatever mode the archive stored, as pip does."""
+
+    def write_file(self, scheme: Scheme, path: str | os.PathLike[str], stream: BinaryIO,
+                   is_executable: bool) -> RecordEntry:
+        return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_dist_infos(scheme: TargetScheme, name: str) -> list[Path]:
+    wanted = _normalize(name)
+    found = []
+    for site in dict.fromkeys((scheme.purelib, scheme.platlib)):
+        if site.is_dir():
+            found += [d for d in site.glob("*.dist-info")
+                      if _normalize(d.name[: -len(".dist-info")].partition("-")[0]) == wanted]
+    return sorted(found)
+
+
+def remove_distribution(scheme: TargetScheme, name: str) -> list[Path]:
+    """Uninstall ``name`` by its RECORD, touching nothing outside the environment's prefix."""
+    removed: list[Path] = []
+    prefix = scheme.prefix.resolve()
+    for dist_info in installed_dist_infos(scheme, name):
+        site = dist_info.parent.resolve()
+        record = dist_info / "RECORD"
+        rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines())) \
+            if record.is_file() else []
+        for row in rows:
+            if not row:
+                continue
+            path = (site / row[0]).resolve()
+            if not (path.is_relative_to(prefix) and path.is_file()):
+                continue
+            path.unlink()
+            removed.append(path)
+            if path.suffix == ".py":  # the target's own bytecode is not in RECORD
+                for cached in path.parent.glob(f"__pycache__/{path.stem}.*.pyc"):
+                    cached.unlink()
+                _prune(path.parent / "__pycache__", site)
+            _prune(path.parent, site)
+        shutil.rmtree(dist_info, ignore_errors=True)
+        removed.append(dist_info)
+    return removed
+
+
+def _prune(folder: Path, site: Path) -> None:
+    """Remove folders left empty by an uninstall, up to the site folder."""
+    while folder != site and folder.is_relative_to(site) and folder.is_dir() \
+            and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

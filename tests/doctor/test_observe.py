@@ -1,0 +1,227 @@
+"""Observing real layouts, Linux- and Windows-shaped, into HostFacts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envforge.doctor import HostFacts, observe
+from envforge.doctor.flags import parse_theano_flags
+from envforge.doctor.observe import parse_gpu_query
+from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
+from tests.doctor.layouts import (
+    QUERY_441,
+    SMI_441,
+    SMI_NO_DRIVER,
+    conda_env,
+    cudnn_header,
+    gxx,
+    gxx_mingw,
+    home,
+    linux_cuda,
+    look,
+    nvidia_smi,
+    venv,
+    windows_cuda,
+)
+
+
+def test_linux_host(tmp_path: Path) -> None:
+    tools = tmp_path / "usr" / "bin"
+    nvidia_smi(tools)
+    gxx(tools)
+    cuda = linux_cuda(tmp_path / "usr" / "local", "11.8.89")
+    cudnn_header(cuda / "include", "8.9.7")
+    rc = home(tmp_path, "[global]\nfloatx = float32\ndevice = cuda\n\n[dnn]\nenabled = False\n")
+    env = {"PATH": f"{tools}:{cuda / 'bin'}", "HOME": str(rc), "CUDA_PATH": str(cuda),
+           "LD_LIBRARY_PATH": f"{cuda / 'lib64'}", "THEANO_FLAGS": "floatX=float32",
+           "AWS_SECRET_ACCESS_KEY": "not-for-reports"}
+
+    facts = look(tmp_path, env)
+
+    assert facts.driver.version == "580.159.04" and facts.driver.cuda == "13.0"
+    assert [(g.name, g.compute_capability, g.memory_total_mib, g.memory_free_mib)
+            for g in facts.gpus] == [("NVIDIA H200", "9.0", 143771, 143156)]
+    assert [(t.root, t.version, t.found_by) for t in facts.toolkits] == [
+        (str(cuda), "11.8.89", "CUDA_PATH")]
+    assert facts.toolkits[0].cudnn is not None
+    assert facts.toolkits[0].cudnn.version == "8.9.7"
+    assert facts.toolkits[0].cudnn.file.endswith("cudnn_version.h")
+    assert facts.gxx is not None and facts.gxx.thread_model == "posix"
+    assert facts.gxx.version == "12.2.0" and facts.gxx.path == str(tools / "g++")
+    assert facts.theanorc[0].flags == {"floatX": "float32", "device": "cuda",
+                                       "dnn.enabled": "False"}
+    assert facts.theanorc[0].lines == {"floatX": 2, "device": 3, "dnn.enabled": 6}
+    assert facts.theano_cuda_root == str(cuda)
+    assert "libcudart.so.11" in facts.dirs[str(cuda / "lib64")].names
+    assert "AWS_SECRET_ACCESS_KEY" not in facts.environ  # never in --json or a report
+    assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
+
+
+def test_windows_host_on_any_machine(tmp_path: Path) -> None:
+    """PATH split on ';', DLLs in folders, nvcc.exe never Theano's `nvcc`, .theanorc.txt wins."""
+    program_files = tmp_path / "Program Files"
+    cuda = windows_cuda(program_files, "10.2")
+    mingw = tmp_path / "mingw64" / "bin"
+    gxx(mingw, gxx_mingw("posix"), name="g++.exe")
+    system32 = tmp_path / "Windows" / "System32"
+    nvidia_smi(system32, table=SMI_441, query=QUERY_441, compute_cap=False,
+               name="nvidia-smi.exe")
+    profile = home(tmp_path, "[global]\ndevice = cpu\n")
+    (profile / ".theanorc.txt").write_text("[global]\r\ndevice = cuda\r\n")
+    env = {"Path": f"{mingw};%CUDA_PATH%\\bin;{system32}", "CUDA_PATH": str(cuda),
+           "USERPROFILE": str(profile)}
+
+    facts = look(tmp_path, env, platform="win-64")
+
+    assert [e.path for e in facts.path] == [str(mingw), f"{cuda}\\bin", str(system32)]
+    assert facts.driver.version == "441.22" and facts.driver.cuda == "10.2"
+    # 441.22 predates the compute_cap field: the older query still gives memory
+    assert [(g.name, g.compute_capability, g.memory_free_mib) for g in facts.gpus] == [
+        ("GeForce GTX 1660 SUPER", None, 5631)]
+    assert facts.gxx is not None and facts.gxx.path_index == 0
+    assert [Path(f.path).name for f in facts.theanorc] == [".theanorc", ".theanorc.txt"]
+    assert facts.theanorc[1].flags == {"device": "cuda"}
+    assert facts.theano_cuda_root == str(cuda)  # from CUDA_PATH, not a PATH `nvcc`
+    assert facts.toolkits[0].version == "10.2.89"
+    assert facts.holds(str(cuda / "bin"), "CUDART64_102.DLL")  # Windows names fold case
+
+
+def test_windows_nvcc_exe_is_not_theanos_nvcc(tmp_path: Path) -> None:
+    cuda = windows_cuda(tmp_path, "10.2")
+    facts = look(tmp_path, {"PATH": str(cuda / "bin"), "USERPROFILE": str(home(tmp_path))},
+                 platform="win-64")
+    assert facts.theano_cuda_root is None
+    assert [t.found_by for t in facts.toolkits] == ["PATH (nvcc)"]
+
+
+def test_nvcc_wrapper_makes_theanos_root_its_parent(tmp_path: Path) -> None:
+    """As on this project's build host: /usr/local/bin/nvcc is a wrapper script."""
+    cuda = linux_cuda(tmp_path / "usr" / "local", "13.0.88")
+    wrapper = tmp_path / "usr" / "local" / "bin"
+    (wrapper).mkdir()
+    (wrapper / "nvcc").write_text(f"#!/bin/sh\nexec {cuda}/bin/nvcc \"$@\"\n")
+    facts = look(tmp_path, {"PATH": str(wrapper), "HOME": str(home(tmp_path))})
+    assert facts.theano_cuda_root == str(tmp_path / "usr" / "local")
+
+
+def test_pip_installed_toolkit_reads_its_version_from_dist_info(tmp_path: Path) -> None:
+    root = tmp_path / "cuda-13.0"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "cuda_runtime.h").write_text("")
+    for name in ("nvidia_cuda_cccl-13.0.85", "nvidia_cuda_nvcc-13.0.88",
+                 "nvidia_cuda_runtime-13.0.96"):
+        (root / "dist-info" / f"{name}.dist-info").mkdir(parents=True)
+    facts = look(tmp_path, {"CUDA_HOME": str(root), "HOME": str(home(tmp_path))})
+    assert [(t.version, t.version_from) for t in facts.toolkits] == [
+        ("13.0.88", "dist-info")]
+
+
+def test_toolkit_without_version_files_asks_nvcc(tmp_path: Path) -> None:
+    root = tmp_path / "cuda"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "cuda.h").write_text("")
+    from tests.doctor.layouts import script
+
+    script(root / "bin", "nvcc", "echo 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+                                 "echo 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    facts = look(tmp_path, {"CUDA_ROOT": str(root), "HOME": str(home(tmp_path))})
+    assert [(t.version, t.version_from) for t in facts.toolkits] == [
+        ("12.4.131", f"{root / 'bin' / 'nvcc'} --version")]
+
+
+def test_driver_that_does_not_answer(tmp_path: Path) -> None:
+    nvidia_smi(tmp_path / "bin", fails=SMI_NO_DRIVER)
+    facts = look(tmp_path, {"PATH": str(tmp_path / "bin"), "HOME": str(home(tmp_path))})
+    assert facts.driver.version is None
+    assert facts.driver.output is not None and facts.driver.output.returncode == 9
+    assert "couldn't communicate" in facts.driver.output.output
+
+
+@pytest.mark.parametrize(("text", "version"), [
+    # the open kernel modules, as on the H200 host
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+     "(nixbld@)\nGCC version:  gcc version 15.3.0 (GCC)\n", "580.159.04"),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  440.33.01  Wed Nov 13 00:00:22 UTC 2019\n"
+     "GCC version:  gcc version 7.4.0 (Ubuntu 7.4.0-1ubuntu1~18.04.1)\n", "440.33.01")])
+def test_driver_from_proc_when_no_nvidia_smi(tmp_path: Path, text: str, version: str) -> None:
+    proc = tmp_path / "version"
+    proc.write_text(text)
+    facts = observe(environ={"PATH": "", "HOME": str(home(tmp_path))}, platform="linux-64",
+                    cwd=tmp_path, cuda_search=(), system_lib_dirs=(), system_include_dirs=(),
+                    proc_driver=proc)
+    assert (facts.driver.version, facts.driver.source) == (version, str(proc))
+
+
+def test_gpu_query_lines() -> None:
+    assert [(g.index, g.name, g.compute_capability) for g in parse_gpu_query(
+        "NVIDIA H200, 9.0, 143771 MiB, 143156 MiB\nTesla K80, 3.7, 11441 MiB, 11378 MiB\n")] \
+        == [(0, "NVIDIA H200", "9.0"), (1, "Tesla K80", "3.7")]
+
+
+def test_theano_flags_split_like_theano() -> None:
+    assert parse_theano_flags('device=cuda,floatX=float32,blas.ldflags="-L/a b -lblas",junk') \
+        == [("device", "cuda"), ("floatX", "float32"), ("blas.ldflags", "-L/a b -lblas")]
+    assert parse_theano_flags('device="cuda') == []  # shlex refuses, as Theano does
+
+
+def test_environment_read_from_metadata(tmp_path: Path) -> None:
+    prefix = venv(tmp_path / "env", {"Theano_PyMC": "1.0.5", "numpy": "1.19.5"})
+    (prefix / "lib" / "python3.7" / "site-packages" / "pygpu-0.7.6-py3.7.egg-info").write_text("")
+    facts = look(tmp_path, {"HOME": str(home(tmp_path)), "VIRTUAL_ENV": str(prefix)})
+    assert facts.env is not None and facts.env.found_by == "VIRTUAL_ENV"
+    assert facts.env.versions == {"python": "3.7.16", "theano": "1.0.5", "numpy": "1.19.5",
+                                  "pygpu": "0.7.6"}
+    conda = conda_env(tmp_path / "conda", {"theano-pymc": "1.0.5", "pygpu": "0.7.6"})
+    facts = look(tmp_path, {"HOME": str(home(tmp_path)), "CONDA_PREFIX": str(conda)})
+    assert facts.env is not None and facts.env.versions == {"theano": "1.0.5", "pygpu": "0.7.6"}
+
+
+def test_spec_environment_is_seen_activated(tmp_path: Path) -> None:
+    """With a spec, the environment's own activation (THEANORC, PATH) is applied first."""
+    prefix = venv(tmp_path / "env", {"numpy": "1.19.5"})
+    (prefix / "etc").mkdir()
+    (prefix / "etc" / "theanorc").write_text("[global]\ndevice = cpu\n")
+    (prefix / "envforge-env.json").write_text(json.dumps([
+        {"name": "PATH", "op": "prepend", "value": str(prefix / "bin")},
+        {"name": "THEANORC", "op": "set", "value": str(prefix / "etc" / "theanorc")}]))
+    facts = look(tmp_path, {"HOME": str(home(tmp_path)), "PATH": "/nowhere"}, prefix=prefix)
+    assert facts.env is not None and facts.env.activated and facts.env.found_by == "spec"
+    assert [f.path for f in facts.theanorc] == [str(prefix / "etc" / "theanorc")]
+    assert [e.path for e in facts.path] == [str(prefix / "bin"), "/nowhere"]
+
+
+def test_cwd_theanorc_is_seen_but_not_read(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".theanorc").write_text("[global]\ndevice = cuda\n")
+    facts = look(tmp_path, {"HOME": str(home(tmp_path))}, cwd=project)
+    assert facts.cwd_theanorc is not None and not facts.cwd_theanorc.read_by_theano
+    facts = look(tmp_path, {"HOME": str(home(tmp_path)),
+                            "THEANORC": f"{tmp_path}/home/.theanorc:{project}/.theanorc"},
+                 cwd=project)
+    assert facts.cwd_theanorc is None and facts.theanorc[1].flags == {"device": "cuda"}
+
+
+def test_registry_path_for_new_shells(tmp_path: Path) -> None:
+    registry = RecordingRegistry({(USER_ENVIRONMENT, "Path"): (r"%USERPROFILE%\mingw64\bin", 2)})
+    facts = look(tmp_path, {"USERPROFILE": r"C:\Users\me", "PATH": r"C:\Windows"},
+                 platform="win-64", registry=registry)
+    assert facts.registry_path is not None
+    assert facts.registry_path.entries == (r"C:\Users\me\mingw64\bin",)
+
+
+@pytest.mark.skipif(not Path("/usr/local/cuda").is_dir(), reason="needs a CUDA toolkit")
+def test_this_host() -> None:
+    """The real host, observed with the defaults the command uses."""
+    import os
+
+    facts = observe(environ=dict(os.environ), platform="linux-64", cwd=Path.cwd())
+    assert any(Path(t.root).resolve() == Path("/usr/local/cuda").resolve()
+               for t in facts.toolkits)
+    assert all(t.version for t in facts.toolkits)
+    which = shutil.which("g++")
+    assert (facts.gxx.path if facts.gxx else None) == which

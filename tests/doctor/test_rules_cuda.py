@@ -1,0 +1,135 @@
+"""Which CUDA a process gets: runtimes on the search path, CUDA_* variables, cuda.root."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from envforge.doctor.rules.cuda import runtime_version
+from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
+from tests.doctor.layouts import (
+    cudnn_header,
+    expected,
+    gxx,
+    gxx_mingw,
+    home,
+    ids,
+    judge,
+    linux_cuda,
+    look,
+    only,
+    windows_cuda,
+)
+
+
+def _set_value(fix: str) -> str:
+    """The value a ``set "NAME=value"`` / ``export NAME=value`` fix gives."""
+    match = re.fullmatch(r'set "\w+=(.*)"', fix) or re.fullmatch(r"export \w+='?(.*?)'?", fix)
+    assert match, fix
+    return match[1]
+
+
+def test_windows_wrong_cuda_first_on_path(tmp_path: Path) -> None:
+    program_files = tmp_path / "Program Files"
+    old, new = windows_cuda(program_files, "9.0"), windows_cuda(program_files, "10.2")
+    env = {"PATH": f"{old / 'bin'};{new / 'bin'};C:\\Windows", "CUDA_PATH": str(new),
+           "USERPROFILE": str(home(tmp_path))}
+
+    finding = only(judge(look(tmp_path, env, platform="win-64"),
+                         expected(platform="win-64")), "cuda.several-on-path")
+
+    assert finding.severity == "error"
+    assert "CUDA 9.0's runtime first" in finding.title
+    assert [e.text.split("  ")[1] for e in finding.evidence] == [
+        "(cudart64_90.dll: CUDA 9.0)", "(cudart64_102.dll: CUDA 10.2)"]
+    assert finding.fix is not None and not finding.fix.safe
+    env["PATH"] = _set_value(finding.fix.text)
+    assert env["PATH"].startswith(str(new / "bin") + ";")
+    assert "cuda.several-on-path" not in ids(judge(look(tmp_path, env, platform="win-64"),
+                                                   expected(platform="win-64")))
+
+
+def test_linux_several_runtimes_without_a_lock(tmp_path: Path) -> None:
+    a, b = linux_cuda(tmp_path, "10.2.89"), linux_cuda(tmp_path, "12.4.99")
+    env = {"LD_LIBRARY_PATH": f"{b / 'lib64'}:{a / 'lib64'}", "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env)), "cuda.several-on-path")
+    assert finding.severity == "warning"
+    assert finding.title == ("LD_LIBRARY_PATH holds 2 CUDA runtimes (12, 10.2); the first, "
+                             "CUDA 12, wins")
+    env["LD_LIBRARY_PATH"] = str(b / "lib64")
+    assert "cuda.several-on-path" not in ids(judge(look(tmp_path, env)))
+
+
+def test_cuda_variables_disagree(tmp_path: Path) -> None:
+    a, b = linux_cuda(tmp_path, "10.2.89"), linux_cuda(tmp_path, "11.8.89")
+    env = {"CUDA_PATH": str(a), "CUDA_HOME": str(b), "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env)), "cuda.variables")
+    assert finding.severity == "warning"
+    assert [e.where for e in finding.evidence] == ["CUDA_PATH", "CUDA_HOME"]
+    # with the lock, the variable Theano reads naming the wrong toolkit is an error
+    env = {"CUDA_ROOT": str(b), "CUDA_PATH": str(a), "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env), expected()), "cuda.variables")
+    assert finding.severity == "error"
+    assert finding.fix is not None
+    assert finding.fix.text == f"export CUDA_ROOT={a}"
+    env["CUDA_ROOT"] = str(a)
+    assert "cuda.variables" not in ids(judge(look(tmp_path, env), expected()))
+
+
+def test_cuda_variable_naming_nothing(tmp_path: Path) -> None:
+    env = {"CUDA_PATH": str(tmp_path / "gone"), "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env)), "cuda.variables")
+    assert finding.title.endswith("which does not exist")
+
+
+def test_locked_cuda_not_installed(tmp_path: Path) -> None:
+    linux_cuda(tmp_path / "local", "13.0.88")
+    facts = look(tmp_path, {"HOME": str(home(tmp_path))}, cuda_search=(tmp_path / "local",))
+    finding = only(judge(facts, expected()), "cuda.not-found")
+    assert "13.0.88" in finding.title
+    linux_cuda(tmp_path / "local", "10.2.89")
+    facts = look(tmp_path, {"HOME": str(home(tmp_path))}, cuda_search=(tmp_path / "local",))
+    assert "cuda.not-found" not in ids(judge(facts, expected()))
+
+
+def test_theano_root_is_the_nvcc_wrappers_parent(tmp_path: Path) -> None:
+    """nvcc wrapped in /usr/local/bin: Theano's cuda.root is /usr/local, away from cuDNN."""
+    local = tmp_path / "usr" / "local"
+    cuda = linux_cuda(local, "11.8.89")
+    cudnn_header(cuda / "include", "7.6.5")
+    (local / "bin").mkdir()
+    (local / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec {cuda}/bin/nvcc "$@"\n')
+    rc = home(tmp_path, "[global]\ndevice = cuda\n")
+    env = {"PATH": str(local / "bin"), "HOME": str(rc)}
+    finding = only(judge(look(tmp_path, env, cuda_search=(local,))), "cuda.theano-root")
+    assert finding.title.startswith(f"Theano's cuda.root is {local} (the parent of")
+    assert finding.fix is not None and f"[cuda] root = {cuda}" in finding.fix.text
+    (rc / ".theanorc").write_text(f"[global]\ndevice = cuda\n\n[cuda]\nroot = {cuda}\n")
+    assert "cuda.theano-root" not in ids(judge(look(tmp_path, env, cuda_search=(local,))))
+
+
+def test_shell_older_than_the_registry_path(tmp_path: Path) -> None:
+    mingw = tmp_path / "mingw64" / "bin"
+    gxx(mingw, gxx_mingw("posix"), name="g++.exe")
+    registry = RecordingRegistry({(USER_ENVIRONMENT, "Path"): (str(mingw), 2)})
+    env = {"PATH": r"C:\Windows", "USERPROFILE": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env, platform="win-64", registry=registry)),
+                   "path.stale-shell")
+    assert finding.evidence[0].text == str(mingw)
+    env["PATH"] = f"C:\\Windows;{mingw}"  # what a new terminal gets
+    assert "path.stale-shell" not in ids(judge(look(tmp_path, env, platform="win-64",
+                                                    registry=registry)))
+
+
+@pytest.mark.parametrize(("name", "windows", "version"), [
+    ("cudart64_80.dll", True, "8.0"), ("cudart64_90.dll", True, "9.0"),
+    ("cudart64_102.dll", True, "10.2"), ("CUDART64_110.DLL", True, "11"),
+    ("cudart64_12.dll", True, "12"), ("libcudart.so.10.2", False, "10.2"),
+    ("libcudart.so.10.2.89", False, "10.2"), ("libcudart.so.11.0", False, "11"),
+    ("libcudart.so.13", False, "13"), ("libcudart.so", False, None),
+    ("cudart64_102.dll", False, None)])
+def test_runtime_versions(name: str, windows: bool, version: str | None) -> None:
+    """cudart64_110.dll and libcudart.so.11.0 serve every CUDA 11 release."""
+    assert runtime_version(name, windows) == version
