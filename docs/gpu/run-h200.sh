@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Provision and verify specs/theano-gpu-linux.toml on a closed GPU host from an offline
+# bundle, then the two negative controls. Run from the repo root with the bundle at
+# .bundle/gpu (envforge bundle locks/theano-gpu-linux.lock -o .bundle/gpu --with-envforge
+# --envforge-python 3.12). Everything it reports goes to $OUT.
+set -u
+OUT=${OUT:-/tmp/envforge-gpu}
+mkdir -p "$OUT"
+BUNDLE=.bundle/gpu
+SPEC=specs/theano-gpu-linux.toml
+export ENVFORGE_HOME=/tmp/envforge-home PYTHONUNBUFFERED=1
+PREFIX=$ENVFORGE_HOME/data/envs/theano-gpu-linux
+step() { echo; echo "== $* ($(date +%T))"; }
+timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "-> exit $rc in $((SECONDS - t0)) s"; return $rc; }
+
+step host
+nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv | tee "$OUT/host.txt"
+python3 --version | tee -a "$OUT/host.txt"
+
+step "install envforge from the bundle (no network, no uv)"
+python3 -m venv /tmp/ev && /tmp/ev/bin/python -m pip install -q --no-index \
+  --find-links "$BUNDLE/envforge-wheels" envforge || exit 1
+EF=/tmp/ev/bin/envforge
+
+step "doctor before apply"
+$EF doctor "$SPEC" --report "$OUT/doctor-before.md" > "$OUT/doctor-before.txt" 2>&1
+echo "-> exit $?"
+
+step "bundle check, plan, apply, no-op apply"
+timed $EF bundle --check "$BUNDLE"
+$EF plan "$SPEC" --bundle "$BUNDLE" > "$OUT/plan.txt" 2>&1; echo "-> plan exit $?"
+timed $EF apply "$SPEC" --bundle "$BUNDLE" --yes 2>&1 | tee "$OUT/apply.txt"
+timed $EF apply "$SPEC" --bundle "$BUNDLE" --yes 2>&1 | tee "$OUT/apply-noop.txt"
+
+step "verify (first: compiles every kernel)"
+timed $EF verify "$SPEC" --junit "$OUT/verify.xml" --report "$OUT/verify.md" \
+  --save-probe "$OUT/probe.json" 2>&1 | tee "$OUT/verify.txt"
+step "verify again (per-environment compile cache)"
+timed $EF verify "$SPEC" --json > "$OUT/verify-second.json"
+
+step "doctor after apply"
+$EF doctor "$SPEC" --report "$OUT/doctor-after.md" > "$OUT/doctor-after.txt" 2>&1
+echo "-> exit $?"
+
+step "negative control 1: libgpuarray's library links removed"
+mv "$PREFIX/envforge-libs" "$PREFIX/envforge-libs.off"
+timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-links.txt"
+mv "$PREFIX/envforge-libs.off" "$PREFIX/envforge-libs"
+
+step "negative control 2: the host's cuDNN 9 with dnn enabled"
+inc=$(dirname "$(find / -xdev -name cudnn_version.h -path '*include*' 2>/dev/null | head -1)")
+lib=$(dirname "$(find / -xdev -name 'libcudnn.so*' 2>/dev/null | head -1)")
+echo "cuDNN headers in $inc, libraries in $lib"
+THEANO_FLAGS="dnn.enabled=True,dnn.include_path=$inc,dnn.library_path=$lib" \
+  timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-cudnn.txt"
+
+step "rollback"
+timed $EF rollback "$SPEC"
+test ! -e "$PREFIX" && echo "prefix removed"
