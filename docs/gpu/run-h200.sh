@@ -48,8 +48,8 @@ timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-links.txt"
 mv "$PREFIX/envforge-libs.off" "$PREFIX/envforge-libs"
 
 step "negative control 2: the host's cuDNN 9 with dnn enabled"
-inc=$(dirname "$(find / -xdev -name cudnn_version.h -path '*include*' 2>/dev/null | head -1)")
-lib=$(dirname "$(find / -xdev -name 'libcudnn.so*' 2>/dev/null | head -1)")
+inc=$(dirname "$(find /usr /opt -name cudnn_version.h -path '*include*' 2>/dev/null | head -1)")
+lib=$(dirname "$(find /usr /opt -name 'libcudnn.so' 2>/dev/null | head -1)")
 echo "cuDNN headers in $inc, libraries in $lib"
 THEANO_FLAGS="dnn.enabled=True,dnn.include_path=$inc,dnn.library_path=$lib" \
   timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-cudnn.txt"
