@@ -37,6 +37,7 @@ from envforge.envvars import apply_edits
 from envforge.errors import EnvforgeError
 from envforge.host import proc
 from envforge.host.cuda import (
+    NVCC_RELEASE,
     candidate_roots,
     parse_nvidia_smi,
     parse_proc_driver,
@@ -77,7 +78,6 @@ _INTERESTING = (
     r"nvcuda\.dll", r"lib(?:cudart|nvrtc|cublas|cuda|cudnn)\.so(?:\.\d+)*",
     r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?",
 )
-_NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+(?:\.\d+)?)")
 _METADATA = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
@@ -255,7 +255,7 @@ def toolkit_version_of(root: Path, runner: Runner) -> tuple[str | None, str]:
         nvcc = root / "bin" / name
         if nvcc.is_file() and _looks_like_toolkit(root):
             out = runner([str(nvcc), "--version"])
-            match = _NVCC_RELEASE.search(out.output) if out else None
+            match = NVCC_RELEASE.search(out.output) if out else None
             if match:
                 return match[2], f"{nvcc} --version"
     return None, "unknown"

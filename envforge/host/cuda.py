@@ -66,6 +66,24 @@ def toolkit_version(root: Path) -> str | None:
     return None
 
 
+NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+(?:\.\d+)?)")
+
+
+def nvcc_version(root: Path) -> str | None:
+    """What ``<root>/bin/nvcc --version`` reports: the last resort for a toolkit that carries
+    no version file (the H200 host's /usr/local/cuda has none)."""
+    for name in ("nvcc", "nvcc.exe"):
+        nvcc = root / "bin" / name
+        if nvcc.is_file():
+            try:
+                out = proc.run([nvcc, "--version"], timeout=30).stdout
+            except EnvforgeError:
+                return None
+            match = NVCC_RELEASE.search(out)
+            return match.group(2) if match else None
+    return None
+
+
 def candidate_roots(environ: Mapping[str, str], *, windows: bool,
                     search: tuple[Path, ...] | None = None) -> Iterator[tuple[Path, str]]:
     """Toolkit folders in the order Theano and NVIDIA's tools consult them."""
@@ -100,7 +118,7 @@ def find_toolkits(environ: Mapping[str, str], *, windows: bool = False,
         if real in seen:
             continue
         seen.add(real)
-        version = toolkit_version(root)
+        version = toolkit_version(root) or nvcc_version(root)
         if version is not None:
             found.append(CudaToolkit(root, version, how))
     return found

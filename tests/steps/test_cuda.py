@@ -72,3 +72,15 @@ def test_driver_too_old_for_the_toolkit_is_refused_with_its_source(tmp_path: Pat
     ok = make_ctx(tmp_path, "linux-64", None, environ={"PATH": str(new)}, cuda="10.2",
                   cuda_search=(trees,))
     assert CudaToolkitStep().describe(ok) == ()
+
+
+def test_toolkit_without_version_files_is_read_from_nvcc(tmp_path: Path) -> None:
+    """As on the H200 host: /usr/local/cuda with bin/nvcc and no version.json or dist-info."""
+    root = tmp_path / "usr-local" / "cuda"
+    (root / "bin").mkdir(parents=True)
+    nvcc = root / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+                    "echo 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    nvcc.chmod(0o755)
+    ctx = make_ctx(tmp_path, "linux-64", None, cuda=">=11.8", cuda_search=(root.parent,))
+    assert select_toolkit(ctx).version == "13.0.88"
