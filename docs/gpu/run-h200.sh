@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/envforge-gpu}
 mkdir -p "$OUT"
 BUNDLE=.bundle/gpu
 SPEC=specs/theano-gpu-linux.toml
-export ENVFORGE_HOME=/tmp/envforge-home PYTHONUNBUFFERED=1
+export ENVFORGE_HOME=/tmp/envforge-home PYTHONUNBUFFERED=1 COLUMNS=160
 PREFIX=$ENVFORGE_HOME/data/envs/theano-gpu-linux
 step() { echo; echo "== $* ($(date +%T))"; }
 timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "-> exit $rc in $((SECONDS - t0)) s"; return $rc; }
@@ -57,3 +57,7 @@ THEANO_FLAGS="dnn.enabled=True,dnn.include_path=$inc,dnn.library_path=$lib" \
 step "rollback"
 timed $EF rollback "$SPEC"
 test ! -e "$PREFIX" && echo "prefix removed"
+
+# The device tool returns at most 8 files: everything goes back as one archive.
+tar czf /tmp/envforge-gpu-results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* \
+  && mv /tmp/envforge-gpu-results.tgz "$OUT/"
