@@ -377,7 +377,10 @@ def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
                   f"not present ({gpu.get('dnn_msg') or 'not checked'})")
     theano = str(expect.versions.get("theano") or _map(report.get("versions")).get("theano"))
     major = _cudnn_major(version, expect.cudnn)
-    if dnn_flag != "False" and theano.startswith("1.0.") and major is not None and major >= 8:
+    # What Theano really runs with: THEANO_FLAGS or another .theanorc can override the lock.
+    seen = _map(_map(report.get("theano")).get("config")).get("dnn.enabled")
+    effective = _DNN_SPELLING.get(str(seen).strip().lower(), str(seen)) if seen else dnn_flag
+    if effective != "False" and theano.startswith("1.0.") and major is not None and major >= 8:
         return CheckRow("cudnn", f"cuDNN <= 7 for Theano {theano}", f"cuDNN major {major}",
                         "fail", "Theano 1.0.x needs cuDNN <= 7: its conv ops do not compile "
                         "against cuDNN >= 8; set dnn.enabled = False or use cuDNN 7.6.5")

@@ -72,7 +72,9 @@ def _kernel_entry(kernel: KernelExpectation, *, gpu: bool, output: np.ndarray | 
 
 def _report(expect: Expectations, *, gpu: bool = True, prefix: str = "/env",
             **sections: Any) -> dict[str, Any]:
-    config = {k: v.replace("{prefix}", prefix) for k, v in GPU_FLAGS.items()}
+    # The probe reports what Theano sees: here, the lock's flags.
+    config = {k: v.replace("{prefix}", prefix)
+              for k, v in {**GPU_FLAGS, **expect.theano_flags}.items()}
     config.update({"gpuarray.preallocate": 0.8, "allow_gc": True, "mode": "Mode",
                    "cxx": "/usr/bin/g++"})
     report: dict[str, Any] = {
@@ -318,6 +320,17 @@ def test_cudnn_9_as_seen_on_an_h200_fails_with_the_fix() -> None:
     why = rows["kernel.conv.checksum"].why
     assert "set dnn.enabled = False" in why
     assert len(why) < 1200  # the quoted graph is clipped, the cause kept
+
+
+def test_theano_flags_enabling_dnn_over_a_lock_that_disables_it() -> None:
+    """The H200 negative control: the lock says dnn.enabled=False, THEANO_FLAGS says True."""
+    expect = _expect(theano_flags={**GPU_FLAGS, "dnn.enabled": "False"})
+    report = _report(expect)
+    report["theano"]["config"]["dnn.enabled"] = "True"
+    report["gpu"].update(dnn_present=True, dnn_version=91400, dnn_msg=None)
+    row = _rows(report, expect)["cudnn"]
+    assert row.status == "fail"
+    assert "Theano 1.0.x needs cuDNN <= 7" in row.why
 
 
 def test_missing_driver_library_gets_the_link_hint() -> None:

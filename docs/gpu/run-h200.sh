@@ -43,8 +43,17 @@ $EF doctor "$SPEC" --report "$OUT/doctor-after.md" > "$OUT/doctor-after.txt" 2>&
 echo "-> exit $?"
 
 step "negative control 1: libgpuarray's library links removed"
+# On this image ld.so.cache lists the toolkit's own unversioned libnvrtc.so/libcublas.so, so
+# removing envforge's links alone changes nothing. The cache is masked in a mount namespace,
+# as on a host without those -dev names (the host of GPU.md): verify must then fail and
+# name the library libgpuarray could not load.
+{ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; ldconfig -p | grep -E 'lib(nvrtc|cublas|cuda)\.so( |$)'; } \
+  > "$OUT/loader.txt" 2>&1
+: > /tmp/empty-ld-cache
 mv "$PREFIX/envforge-libs" "$PREFIX/envforge-libs.off"
-timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-links.txt"
+unshare -m sh -c "mount --bind /tmp/empty-ld-cache /etc/ld.so.cache && \
+  $EF verify $SPEC --save-probe $OUT/negative-links-probe.json" > "$OUT/negative-links.txt" 2>&1
+echo "-> exit $?"
 mv "$PREFIX/envforge-libs.off" "$PREFIX/envforge-libs"
 
 step "negative control 2: the host's cuDNN 9 with dnn enabled"
@@ -52,7 +61,7 @@ inc=$(dirname "$(find /usr /opt -name cudnn_version.h -path '*include*' 2>/dev/n
 lib=$(dirname "$(find /usr /opt -name 'libcudnn.so' 2>/dev/null | head -1)")
 echo "cuDNN headers in $inc, libraries in $lib"
 THEANO_FLAGS="dnn.enabled=True,dnn.include_path=$inc,dnn.library_path=$lib" \
-  timed $EF verify "$SPEC" 2>&1 | tee "$OUT/negative-cudnn.txt"
+  timed $EF verify "$SPEC" --save-probe "$OUT/negative-cudnn-probe.json" > "$OUT/negative-cudnn.txt" 2>&1
 
 step "rollback"
 timed $EF rollback "$SPEC"

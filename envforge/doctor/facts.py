@@ -153,6 +153,9 @@ class HostFacts(Frozen):
     theano_flags: str | None = None
     env: Environment | None = None
     registry_path: RegistryPath | None = None
+    # Unversioned names the dynamic loader's cache (``ldconfig -p``) resolves: dlopen finds
+    # these even when no folder on LD_LIBRARY_PATH holds them.
+    ld_cache: dict[str, str] = Field(default_factory=dict)
 
     def listing(self, path: str) -> DirListing | None:
         return self.dirs.get(path)

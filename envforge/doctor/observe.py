@@ -102,7 +102,8 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
             system_include_dirs: Sequence[Path] | None = None,
             proc_driver: Path = PROC_DRIVER, python: str = "3.7",
             expected_flags: Mapping[str, str] | None = None,
-            registry: RegistrySeam | None = None, runner: Runner = run_command) -> HostFacts:
+            registry: RegistrySeam | None = None, runner: Runner = run_command,
+            ldconfig: Sequence[str] = ("ldconfig", "-p")) -> HostFacts:
     """Everything the rules need, read once. ``prefix`` is the environment to judge (the
     spec's, or ``--prefix``; else VIRTUAL_ENV or CONDA_PREFIX): its envforge activation,
     if any, is applied first, so the host is judged as ``envforge run`` would see it."""
@@ -157,7 +158,25 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         theanorc_write_to=write_to, cwd_theanorc=cwd_rc, theano_flags=theano_flags,
         env=_environment(prefix, prefix_from, env, windows, activated),
         registry_path=_registry_path(registry, env) if windows and registry else None,
+        ld_cache={} if windows else _ld_cache(runner, ldconfig),
     )
+
+
+_LOADER_NAMES = ("libcuda.so", "libnvrtc.so", "libcublas.so")
+
+
+def _ld_cache(runner: Runner, ldconfig: Sequence[str]) -> dict[str, str]:
+    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries)."""
+    out = runner(list(ldconfig))
+    if out is None or out.returncode != 0:
+        return {}
+    found: dict[str, str] = {}
+    for line in out.output.splitlines():
+        library, sep, target = line.strip().partition(" => ")
+        name, _, flags = library.partition(" (")
+        if sep and name in _LOADER_NAMES and "x86-64" in flags:
+            found.setdefault(name, target.strip())
+    return found
 
 
 # -- environment and search paths ------------------------------------------------------

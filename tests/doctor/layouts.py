@@ -227,12 +227,15 @@ def look(tmp: Path, environ: Mapping[str, str], *, platform: Platform = "linux-6
          lib_dirs: Sequence[Path] = (), include_dirs: Sequence[Path] = (),
          cuda_search: tuple[Path, ...] = (), python: str = "3.7",
          expected_flags: Mapping[str, str] | None = None,
-         registry: RegistrySeam | None = None) -> HostFacts:
-    """Observe a world built under ``tmp``; nothing of the real host leaks in."""
+         registry: RegistrySeam | None = None,
+         ldconfig: Sequence[str] = ("true",)) -> HostFacts:
+    """Observe a world built under ``tmp``; nothing of the real host leaks in (the loader
+    cache is what ``ldconfig`` — by default a command that lists nothing — prints)."""
     return observe(environ=environ, platform=platform, cwd=cwd or tmp, prefix=prefix,
                    cuda_search=cuda_search, system_lib_dirs=lib_dirs,
                    system_include_dirs=include_dirs, proc_driver=tmp / "no-proc-driver",
-                   python=python, expected_flags=expected_flags, registry=registry)
+                   python=python, expected_flags=expected_flags, registry=registry,
+                   ldconfig=ldconfig)
 
 
 def ids(findings: Sequence[Finding]) -> list[str]:

@@ -67,6 +67,23 @@ def test_fallback_to_an_older_nvrtc(tmp_path: Path) -> None:
     assert "so it loads nvrtc64_90.dll of an older CUDA" in findings[0].title
 
 
+def test_names_in_the_loader_cache_count_as_found(tmp_path: Path) -> None:
+    """As on the H200 image: the toolkit's unversioned names reach dlopen through ld.so.cache."""
+    cuda = linux_cuda(tmp_path, "13.0.88")
+    prefix = conda_env(tmp_path / "conda", {"theano-pymc": "1.0.5", "pygpu": "0.7.6"})
+    env = {"CUDA_PATH": str(cuda), "CONDA_PREFIX": str(prefix), "HOME": str(home(tmp_path))}
+    lib = "/usr/local/cuda/targets/x86_64-linux/lib"
+    ldconfig = tmp_path / "ldconfig"
+    ldconfig.write_text("#!/bin/sh\ncat <<'OUT'\n3 libs found in cache `/etc/ld.so.cache'\n"
+                        f"\tlibnvrtc.so (libc6,x86-64) => {lib}/libnvrtc.so\n"
+                        "\tlibcuda.so (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so\n"
+                        f"\tlibcublas.so (libc6,x86-64) => {lib}/libcublas.so\nOUT\n")
+    ldconfig.chmod(0o755)
+    assert "libgpuarray.unversioned-libs" in ids(judge(look(tmp_path, env)))
+    assert "libgpuarray.unversioned-libs" not in ids(judge(look(tmp_path, env,
+                                                                ldconfig=(str(ldconfig), "-p"))))
+
+
 def test_linux_unversioned_names(tmp_path: Path) -> None:
     cuda = linux_cuda(tmp_path, "13.0.88")
     driver = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"

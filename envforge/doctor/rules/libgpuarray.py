@@ -125,7 +125,7 @@ def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding
     fact = next(r for r in knowledge().libgpuarray.facts if r.id == "linux-unversioned")
     folders = [e.path for e in library_entries(facts)] + list(facts.system_lib_dirs)
     missing = [n for n in ("libcuda.so", "libnvrtc.so", "libcublas.so")
-               if not any(facts.holds(f, n) for f in folders)]
+               if not any(facts.holds(f, n) for f in folders) and n not in facts.ld_cache]
     if not missing:
         return
     commands = []
@@ -144,6 +144,6 @@ def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding
     yield Finding(
         id="libgpuarray.unversioned-libs", severity="error",
         title=f"libgpuarray dlopens {', '.join(missing)} by these exact names; none is on "
-              "LD_LIBRARY_PATH or in the system library folders",
+              "LD_LIBRARY_PATH, in the system library folders or in ldconfig's cache",
         evidence=tuple(Evidence(kind="value", where="searched", text=f) for f in folders[:8]),
         fix=Fix(text=fix), source=fact.source)
