@@ -40,7 +40,8 @@ def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only that command's module is imported."""
     parser = argparse.ArgumentParser(
         prog="envforge", description="Declarative, locked, verifiable legacy GPU stacks.")
     parser.add_argument("--version", action="version", version=f"envforge {__version__}")
@@ -65,21 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     _common(export)
     export.set_defaults(handler=_cmd_export)
 
-    _add_later_commands(sub)
+    from envforge.commands import registry
+
+    for register in registry(command):
+        register(sub, _common)
     return parser
 
 
-def _add_later_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Commands whose modules register their own arguments."""
-    from envforge.commands import registry
-
-    for register in registry():
-        register(sub, _common)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    args = build_parser(command).parse_args(words)
     ui = UI(json=getattr(args, "json", False), quiet=getattr(args, "quiet", False))
     handler: Handler = args.handler
     try:

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from envforge.errors import BusyError, StepError
@@ -480,6 +479,8 @@ def env_lock(state_dir: Path, *, timeout: float = 5.0) -> Iterator[None]:
 
     The holder's pid sits in a sidecar file so the message can name it.
     """
+    from filelock import FileLock, Timeout  # only apply and rollback take the lock
+
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(state_dir / LOCK_FILE)

@@ -15,7 +15,6 @@ from envforge.commands.lock import ensure_fresh
 from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.executor import execute, read_record, undo
 from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
@@ -153,6 +152,8 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         return int(ExitCode.PENDING)
     record = {"spec": str(Path(args.spec).resolve()), "prefix": str(ctx.prefix),
               "platform": ctx.platform, "spec_name": Path(args.spec).stem}
+    from envforge.executor import execute
+
     ran = execute(ctx, steps, record=record)
     if ui.json:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
@@ -175,6 +176,8 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     if not (state / "journal.jsonl").exists():
         ui.success(f"{args.spec}: nothing applied at {prefix}")
         return 0
+    from envforge.executor import undo
+
     undone = undo(state)
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
@@ -183,6 +186,8 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
 
 
 def run_status(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.executor import read_record
+
     dirs = envforge_dirs()
     rows = []
     if dirs.state.is_dir():

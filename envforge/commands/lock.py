@@ -7,10 +7,10 @@ fast. An unchanged spec reuses its lock without touching the network.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from envforge import __version__
-from envforge.compat import ensure_compatible
 from envforge.errors import InputError, StaleLockError
 from envforge.lockfile import (
     LockedCondaPackage,
@@ -23,13 +23,14 @@ from envforge.lockfile import (
     lock_path_for,
     write_lock,
 )
-from envforge.lockplan import expectations_for, locked_artifacts, stack_versions
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
 
 def lock_platform(pspec: PlatformSpec) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+    from envforge.lockplan import expectations_for, locked_artifacts, stack_versions
+
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
@@ -71,16 +72,24 @@ def _spelling(theano: str | None) -> str | None:
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
               previous: Lockfile | None = None, lock_path: Path | None = None) -> Lockfile:
     """The lock for a spec; platforms already locked for this exact spec are reused."""
+    from envforge.compat import ensure_compatible
+
     wanted = _wanted_platforms(spec, platforms)
     ensure_compatible(spec)
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
+    todo = [p for p in spec.project.platforms if p in wanted and not (
+        reusable and previous is not None and p in previous.platforms)]
+    # Platforms resolve independently; their uv runs and downloads overlap in threads.
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p)), todo),
+                         strict=True))
     locked: dict[Platform, PlatformLock] = {}
     for platform in spec.project.platforms:
-        if reusable and previous is not None and platform in previous.platforms:
+        if platform in fresh:
+            locked[platform] = fresh[platform]
+        elif reusable and previous is not None and platform in previous.platforms:
             locked[platform] = previous.platforms[platform]
-        elif platform in wanted:
-            locked[platform] = lock_platform(spec.for_platform(platform))
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(

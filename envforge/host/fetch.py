@@ -12,12 +12,14 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
-
-import requests
 
 from envforge.bundle.manifest import bundle_index
 from envforge.errors import ArtifactError, EnvforgeError
+
+if TYPE_CHECKING:
+    import requests
 
 CHUNK = 1 << 20
 Progress = Callable[[int], None]
@@ -94,6 +96,8 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         shutil.copyfile(source, part)
         _finish(part, target, ref, sha256_of(part))
         return
+    import requests  # only a real download needs it
+
     http = session or requests.Session()
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")

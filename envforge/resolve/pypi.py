@@ -22,6 +22,7 @@ from packaging.utils import parse_wheel_filename
 from envforge.errors import ResolveError, ToolError
 from envforge.host import proc
 from envforge.lockfile import LockedPypiFile
+from envforge.paths import envforge_dirs
 from envforge.spec import Platform
 
 # uv's name for each target, and the platform tags pip would accept there, best first.
@@ -63,10 +64,12 @@ def uv_binary() -> str:
 
 
 def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for uv: no user config or index settings leak into a lock."""
-    env = {k: v for k, v in (os.environ if base is None else base).items()
-           if not k.startswith(("UV_", "PIP_"))}
+    """The environment for uv: no user config or index settings leak into a lock, and lock,
+    apply and bundle share one uv cache inside envforge's (so --offline can rely on it)."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith(("UV_", "PIP_"))}
     env["UV_NO_CONFIG"] = "1"
+    env["UV_CACHE_DIR"] = str(envforge_dirs(dict(source)).cache / "uv")
     return env
 
 

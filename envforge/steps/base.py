@@ -16,15 +16,17 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from envforge.envlayout import EnvLayout
 from envforge.host.archives import sha256_file
-from envforge.journal import Transaction
 from envforge.lockfile import PlatformLock
 from envforge.paths import EnvforgeDirs
 from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
 from envforge.ui import UI
+
+if TYPE_CHECKING:
+    from envforge.journal import Transaction
 
 
 class Change(Frozen):

@@ -78,7 +78,8 @@ class PypiInstallStep:
                                    for f in todo), encoding="utf-8")
             args = [uv, "pip", "install", "--python", str(ctx.layout.python),
                     "--no-deps", "--require-hashes", "--no-config", "-r", str(req),
-                    "--index-url", ctx.pypi_index]
+                    "--index-url", ctx.pypi_index,
+                    # byte-compile now, so the first verify or import does not pay for it
+                    "--compile-bytecode"]
             env = uv_environ(ctx.environ)
-            env["UV_CACHE_DIR"] = str(ctx.dirs.cache / "uv")
             proc.run(args, env=env)
