@@ -158,20 +158,26 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         theanorc_write_to=write_to, cwd_theanorc=cwd_rc, theano_flags=theano_flags,
         env=_environment(prefix, prefix_from, env, windows, activated),
         registry_path=_registry_path(registry, env) if windows and registry else None,
-        ld_cache={} if windows else _ld_cache(runner, ldconfig),
+        ld_cache={} if windows else _ld_cache(ldconfig),
     )
 
 
 _LOADER_NAMES = ("libcuda.so", "libnvrtc.so", "libcublas.so")
 
 
-def _ld_cache(runner: Runner, ldconfig: Sequence[str]) -> dict[str, str]:
-    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries)."""
-    out = runner(list(ldconfig))
-    if out is None or out.returncode != 0:
+def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
+    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries).
+
+    Read whole, not through the runner, whose output is clipped for the report: the cache
+    lists thousands of libraries (on the H200 host libnvrtc.so was past the clip)."""
+    try:
+        out = proc.run(list(ldconfig), check=False, timeout=30)
+    except EnvforgeError:
+        return {}
+    if out.returncode != 0:
         return {}
     found: dict[str, str] = {}
-    for line in out.output.splitlines():
+    for line in out.stdout.splitlines():
         library, sep, target = line.strip().partition(" => ")
         name, _, flags = library.partition(" (")
         if sep and name in _LOADER_NAMES and "x86-64" in flags:

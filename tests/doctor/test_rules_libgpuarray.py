@@ -74,7 +74,11 @@ def test_names_in_the_loader_cache_count_as_found(tmp_path: Path) -> None:
     env = {"CUDA_PATH": str(cuda), "CONDA_PREFIX": str(prefix), "HOME": str(home(tmp_path))}
     lib = "/usr/local/cuda/targets/x86_64-linux/lib"
     ldconfig = tmp_path / "ldconfig"
-    ldconfig.write_text("#!/bin/sh\ncat <<'OUT'\n3 libs found in cache `/etc/ld.so.cache'\n"
+    # a cache as long as a real one: libgpuarray's names must be found past any clipping
+    filler = "".join(f"\tlibx{i}.so.1 (libc6,x86-64) => /usr/lib/libx{i}.so.1\n"
+                     for i in range(3000))
+    ldconfig.write_text("#!/bin/sh\ncat <<'OUT'\n3003 libs found in cache `/etc/ld.so.cache'\n"
+                        + filler +
                         f"\tlibnvrtc.so (libc6,x86-64) => {lib}/libnvrtc.so\n"
                         "\tlibcuda.so (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so\n"
                         f"\tlibcublas.so (libc6,x86-64) => {lib}/libcublas.so\nOUT\n")
