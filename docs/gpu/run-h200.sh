@@ -36,7 +36,7 @@ step "verify (first: compiles every kernel)"
 timed $EF verify "$SPEC" --junit "$OUT/verify.xml" --report "$OUT/verify.md" \
   --save-probe "$OUT/probe.json" 2>&1 | tee "$OUT/verify.txt"
 step "verify again (per-environment compile cache)"
-timed $EF verify "$SPEC" --json > "$OUT/verify-second.json"
+t0=$SECONDS; $EF verify "$SPEC" --json > "$OUT/verify-second.json"; echo "-> exit $? in $((SECONDS - t0)) s"
 
 step "doctor after apply"
 $EF doctor "$SPEC" --report "$OUT/doctor-after.md" > "$OUT/doctor-after.txt" 2>&1
