@@ -61,32 +61,33 @@ class _Member:
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def _normalise(archive: Path, raw: str) -> str:
+def safe_member_name(archive: Path, raw: str) -> str:
+    """A member's name made relative, or ArtifactError: absolute, drive-lettered, escaping."""
     text = raw.replace("\\", "/")
     if text.startswith("/") or _DRIVE.match(text):
-        raise _refuse(archive, raw, "absolute path")
+        raise refuse_member(archive, raw, "absolute path")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise _refuse(archive, raw, "'..' leads outside the folder")
+        raise refuse_member(archive, raw, "'..' leads outside the folder")
     if not parts:
-        raise _refuse(archive, raw, "empty name")
+        raise refuse_member(archive, raw, "empty name")
     return "/".join(parts)
 
 
-def _refuse(archive: Path, member: str, why: str) -> ArtifactError:
+def refuse_member(archive: Path, member: str, why: str) -> ArtifactError:
     return ArtifactError(f"{archive}: refusing to unpack member {member!r}: {why}")
 
 
 def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
     for info in tar.getmembers():
-        name = _normalise(archive, info.name)
+        name = safe_member_name(archive, info.name)
         if info.issym():
             yield _Member(name, "symlink", info.mode, info.linkname, info)
         elif info.islnk():
             try:
-                target = _normalise(archive, info.linkname)
+                target = safe_member_name(archive, info.linkname)
             except ArtifactError:
-                raise _refuse(archive, info.name,
+                raise refuse_member(archive, info.name,
                               f"hard link to {info.linkname!r} leads outside") from None
             yield _Member(name, "hardlink", info.mode, target, info)
         elif info.isdir():
@@ -94,12 +95,12 @@ def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
         elif info.isfile():
             yield _Member(name, "file", info.mode, None, info)
         else:
-            raise _refuse(archive, info.name, "device file, FIFO or other special file")
+            raise refuse_member(archive, info.name, "device file, FIFO or other special file")
 
 
 def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[_Member]:
     for info in zf.infolist():
-        name = _normalise(archive, info.filename)
+        name = safe_member_name(archive, info.filename)
         unix = info.external_attr >> 16 if info.create_system == 3 else 0
         kind = stat.S_IFMT(unix)
         mode = stat.S_IMODE(unix)
@@ -111,7 +112,7 @@ def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[_Member]:
         elif kind in (0, stat.S_IFREG):
             yield _Member(name, "file", mode or 0o644, None, info)
         else:
-            raise _refuse(archive, info.filename, "device file, FIFO or other special file")
+            raise refuse_member(archive, info.filename, "device file, FIFO or other special file")
 
 
 def _resolve(links: dict[str, str], start: list[str], target: str,
@@ -145,7 +146,8 @@ def _scan(archive: Path, members: list[_Member], allow_setuid: bool) -> None:
     for member in members:
         previous = kinds.get(member.name)
         if previous is not None and previous != member.kind:
-            raise _refuse(archive, member.name, f"appears both as {previous} and {member.kind}")
+            raise refuse_member(archive, member.name,
+                                f"appears both as {previous} and {member.kind}")
         kinds[member.name] = member.kind
         if member.kind == "symlink":
             assert member.link is not None
@@ -155,16 +157,16 @@ def _scan(archive: Path, members: list[_Member], allow_setuid: bool) -> None:
         parts = member.name.split("/")
         for depth in range(1, len(parts)):
             if "/".join(parts[:depth]) in links:
-                raise _refuse(archive, member.name, "it would be written through a link")
+                raise refuse_member(archive, member.name, "it would be written through a link")
         if member.mode & (stat.S_ISUID | stat.S_ISGID) and not allow_setuid:
-            raise _refuse(archive, member.name, "set-uid or set-gid bit")
+            raise refuse_member(archive, member.name, "set-uid or set-gid bit")
         if member.kind == "symlink":
             assert member.link is not None
             if _resolve(links, parts[:-1], member.link) is None:
-                raise _refuse(archive, member.name, f"link to {member.link!r} leads outside")
+                raise refuse_member(archive, member.name, f"link to {member.link!r} leads outside")
         elif member.kind == "hardlink":
             if member.link not in seen_files:
-                raise _refuse(archive, member.name,
+                raise refuse_member(archive, member.name,
                               f"hard link to {member.link!r}, which is not a file before it")
         elif member.kind == "file":
             seen_files.add(member.name)

@@ -25,7 +25,7 @@ from typing import Any
 
 from envforge.errors import ArtifactError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.archives import verify_artifact
+from envforge.host.archives import refuse_member, safe_member_name, verify_artifact
 from envforge.host.fetch import FileRef, OfflineError, obtain
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
@@ -142,29 +142,17 @@ def check_mingw_tree(home: Path, variant: MingwVariant) -> list[str]:
 
 # -- .7z, unpacked safely -----------------------------------------------------------------
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
 _DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt")
                                              for n in range(1, 10))}
 
 
-def _refuse(archive: Path, member: str, why: str) -> ArtifactError:
-    return ArtifactError(f"{archive}: refusing to unpack member {member!r}: {why}")
-
-
 def _safe_name(archive: Path, raw: str) -> str:
     """The rules of host/archives.py, plus Windows' own: no ``:`` streams, no device names."""
-    text = raw.replace("\\", "/")
-    if text.startswith("/") or _DRIVE.match(text):
-        raise _refuse(archive, raw, "absolute path")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise _refuse(archive, raw, "'..' leads outside the folder")
-    if not parts:
-        raise _refuse(archive, raw, "empty name")
-    for part in parts:
+    name = safe_member_name(archive, raw)
+    for part in name.split("/"):
         if ":" in part or part.split(".")[0].rstrip(" ").casefold() in _DEVICE_NAMES:
-            raise _refuse(archive, raw, "not a plain Windows file name")
-    return "/".join(parts)
+            raise refuse_member(archive, raw, "not a plain Windows file name")
+    return name
 
 
 def scan_7z(archive: Path, files: Iterable[Any]) -> list[str]:
@@ -178,21 +166,21 @@ def scan_7z(archive: Path, files: Iterable[Any]) -> list[str]:
         raw = str(member.filename)
         name = _safe_name(archive, raw)
         if member.is_symlink or member.is_junction:
-            raise _refuse(archive, raw, "a link (symbolic link or junction)")
+            raise refuse_member(archive, raw, "a link (symbolic link or junction)")
         fmt = member.st_fmt
         if member.is_socket or (fmt is not None and fmt not in (stat.S_IFREG, stat.S_IFDIR)):
-            raise _refuse(archive, raw, "device file, FIFO or other special file")
+            raise refuse_member(archive, raw, "device file, FIFO or other special file")
         mode = member.posix_mode
         if mode is not None and mode & (stat.S_ISUID | stat.S_ISGID):
-            raise _refuse(archive, raw, "set-uid or set-gid bit")
+            raise refuse_member(archive, raw, "set-uid or set-gid bit")
         if name in names:
-            raise _refuse(archive, raw, "appears twice")
+            raise refuse_member(archive, raw, "appears twice")
         names[name] = bool(member.is_directory)
     for name in names:
         parts = name.split("/")
         for depth in range(1, len(parts)):
             if names.get("/".join(parts[:depth])) is False:
-                raise _refuse(archive, name, f"{'/'.join(parts[:depth])} is a file")
+                raise refuse_member(archive, name, f"{'/'.join(parts[:depth])} is a file")
     return list(names)
 
 

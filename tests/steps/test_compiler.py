@@ -45,6 +45,7 @@ from envforge.steps.compiler import (
 )
 from envforge.ui import UI
 from tests.test_journal import snapshot
+from tests.testing.contexts import apply_step
 
 MINGW_NAME = "x86_64-8.1.0-release-posix-seh-rt_v6-rev0.7z"
 GCC_LIB = "mingw64/lib/gcc/x86_64-w64-mingw32/8.1.0"
@@ -127,12 +128,7 @@ def mingw_ctx(tmp: Path, archive: Path, *, artifact: LockedArtifact | None = Non
 
 
 def apply(step: CompilerStep, ctx: StepContext) -> Journal:
-    journal = Journal(ctx.state_dir)
-    tx = Transaction(journal, step.name)
-    tx.begin()
-    step.apply(ctx, tx)
-    tx.done()
-    return journal
+    return apply_step(step, ctx)
 
 
 def captured_ui() -> tuple[UI, io.StringIO]:

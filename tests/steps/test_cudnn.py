@@ -24,7 +24,7 @@ from envforge.lockfile import LockedArtifact
 from envforge.steps.base import StepContext
 from envforge.steps.cudnn import CudnnInstallStep, cudnn_header_version
 from tests.test_journal import snapshot
-from tests.testing.contexts import make_ctx
+from tests.testing.contexts import apply_step, make_ctx
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,12 +123,7 @@ def locked(archive: Path, sha256: str | None = None) -> LockedArtifact:
 
 
 def apply(step: CudnnInstallStep, ctx: StepContext) -> Journal:
-    journal = Journal(ctx.state_dir)
-    tx = Transaction(journal, step.name)
-    tx.begin()
-    step.apply(ctx, tx)
-    tx.done()
-    return journal
+    return apply_step(step, ctx)
 
 
 def test_header_version() -> None:

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import StepError
-from envforge.journal import Journal, Transaction, rollback
+from envforge.journal import Journal, rollback
 from envforge.steps.base import StepContext
 from envforge.steps.libs import LibgpuarrayLinksStep, find_soname, links_dir, parse_ldconfig
 from envforge.ui import UI
 from tests.steps.test_cudnn import windows_cuda_tree
 from tests.test_journal import snapshot
-from tests.testing.contexts import make_ctx
+from tests.testing.contexts import apply_step, make_ctx
 
 
 def cuda13_tree(base: Path) -> Path:
@@ -60,12 +60,7 @@ def driver_dir(base: Path) -> Path:
 
 
 def run(step: LibgpuarrayLinksStep, ctx: StepContext) -> Journal:
-    journal = Journal(ctx.state_dir)
-    tx = Transaction(journal, step.name)
-    tx.begin()
-    step.apply(ctx, tx)
-    tx.done()
-    return journal
+    return apply_step(step, ctx)
 
 
 def test_linux_links_point_at_the_driver_and_the_toolkit(tmp_path: Path) -> None:

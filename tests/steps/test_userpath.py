@@ -25,6 +25,7 @@ from envforge.steps.userpath import UserPathStep
 from envforge.ui import UI
 from tests.steps.test_compiler import MINGW, MINGW_NAME, captured_ui, make_ctx
 from tests.steps.test_cudnn import windows_cuda_tree
+from tests.testing.contexts import apply_step
 
 DATA = Path(r"C:\Users\alice\AppData\Local\envforge")
 CUDA = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA"
@@ -65,12 +66,7 @@ def registry_with(value: str | None, value_type: int = REG_EXPAND_SZ) -> Recordi
 
 
 def apply(step: UserPathStep, ctx: StepContext) -> Journal:
-    journal = Journal(ctx.state_dir)
-    tx = Transaction(journal, step.name)
-    tx.begin()
-    step.apply(ctx, tx)
-    tx.done()
-    return journal
+    return apply_step(step, ctx)
 
 
 def test_mingw_first_one_cuda_bin_other_cuda_reported_and_rolled_back(tmp_path: Path) -> None:

@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envforge.envlayout import layout_for
+from envforge.journal import Journal, Transaction
 from envforge.lockfile import Expectations, PlatformLock
 from envforge.paths import EnvforgeDirs
 from envforge.spec import CudaSection, EnvironmentSection, Platform, PlatformSpec, PythonSection
-from envforge.steps.base import StepContext
+from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
 
 
@@ -29,3 +30,13 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
         ui=UI(quiet=True), cuda_root=cuda_root, cuda_search=cuda_search)
+
+
+def apply_step(step: Step, ctx: StepContext) -> Journal:
+    """Run one step's apply inside a journaled transaction, as the executor does."""
+    journal = Journal(ctx.state_dir)
+    tx = Transaction(journal, step.name)
+    tx.begin()
+    step.apply(ctx, tx)
+    tx.done()
+    return journal
