@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from envforge import __version__
-from envforge.errors import InputError, StaleLockError
+from envforge.errors import InputError, ResolveError, StaleLockError
 from envforge.lockfile import (
     LockedCondaPackage,
     LockedDeb,
@@ -170,8 +170,18 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             else:
                 ui.success(f"{lock_path}: up to date")
             continue
-        with ui.progress(f"locking {spec.name}"):
-            lock = lock_spec(spec, platforms=platforms, previous=previous, lock_path=lock_path)
+        try:
+            with ui.progress(f"locking {spec.name}"):
+                lock = lock_spec(spec, platforms=platforms, previous=previous,
+                                 lock_path=lock_path)
+        except ResolveError as exc:
+            if len(specs) == 1:
+                raise
+            # One spec's unreachable channel must not stop the others from locking.
+            ui.error(f"{path}: {exc}")
+            results.append({"spec": str(path), "lock": str(lock_path), "error": str(exc)})
+            exit_code = max(exit_code, 1)
+            continue
         changed = write_lock(lock, lock_path)
         results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
                         "platforms": {p: _counts(pl) for p, pl in lock.platforms.items()}})

@@ -3,14 +3,13 @@ and as data for ``envforge run``. All files live inside the prefix."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from envforge.envlayout import env_edits
 from envforge.envvars import EnvEdit, render_activation
 from envforge.journal import Transaction
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, StepContext, text_digest
 
 EDITS_FILE = "envforge-env.json"
 _BEGIN = "# >>> envforge >>>"
@@ -64,8 +63,8 @@ class ActivationStep:
             current = path.read_text(encoding="utf-8") if path.is_file() else None
             if current != text:
                 changes.append(Change(action="replace" if current else "create",
-                                      target=str(path), before=_digest(current),
-                                      after=_digest(text), detail=text))
+                                      target=str(path), before=text_digest(current),
+                                      after=text_digest(text), detail=text))
         return tuple(changes)
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
@@ -75,6 +74,3 @@ class ActivationStep:
             path.parent.mkdir(parents=True, exist_ok=True)
             tx.write_text(path, text)
 
-
-def _digest(text: str | None) -> str | None:
-    return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

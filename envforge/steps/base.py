@@ -11,6 +11,7 @@ so what ``describe`` promised is exactly what ``apply`` does.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -138,3 +139,8 @@ def apply_wants(wants: Sequence[Want], tx: Transaction) -> None:
             tx.symlink(want.path, want.target)
         else:
             tx.copy_file(want.source, want.path)
+
+
+def text_digest(text: str | None) -> str | None:
+    """A short content hash for a plan's before/after column; None for an absent file."""
+    return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -8,11 +8,10 @@ the journal before it is replaced, so rollback gives it back byte for byte.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from pathlib import Path
 
 from envforge.journal import Transaction
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, StepContext, text_digest
 from envforge.theanoflags import render_theanorc
 
 
@@ -60,7 +59,7 @@ class TheanorcStep:
                                             text.splitlines(keepends=True),
                                             str(target) + " (now)", str(target) + " (after)"))
         return (Change(action="replace" if before is not None else "create", target=str(target),
-                       before=_digest(before), after=_digest(text), detail=diff),)
+                       before=text_digest(before), after=text_digest(text), detail=diff),)
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         target = theanorc_target(ctx)
@@ -71,6 +70,3 @@ class TheanorcStep:
             tx.mkdir(target.parent)
         tx.write_text(target, text)
 
-
-def _digest(text: str | None) -> str | None:
-    return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

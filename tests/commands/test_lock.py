@@ -156,3 +156,26 @@ packages = ["m2w64-toolchain"]
     raw = tomllib.loads((tmp_path / "locks" / "condaenv.lock").read_text())
     record = raw["platforms"]["linux-64"]["conda"][0]
     assert len(record["sha256"]) == 64 and len(record["md5"]) == 32
+
+
+def test_an_unreachable_channel_fails_that_spec_only(tmp_path: Path, conda_channel: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    good = project_with(tmp_path, "good", f"""\
+[project]
+name = "good"
+platforms = ["linux-64"]
+[python]
+version = "3.7"
+[environment]
+kind = "conda"
+channels = ["{conda_channel.as_uri()}"]
+[conda]
+packages = ["python=3.7"]
+""")
+    bad = project_with(tmp_path, "bad", good.read_text().replace(
+        conda_channel.as_uri(), (tmp_path / "no-such-channel").as_uri()).replace(
+        'name = "good"', 'name = "bad"'))
+    assert main(["lock", str(bad), str(good)]) == 1
+    assert "no-such-channel" in capsys.readouterr().err
+    assert (tmp_path / "locks" / "good.lock").is_file()
+    assert not (tmp_path / "locks" / "bad.lock").exists()
