@@ -823,10 +823,13 @@ def render_markdown(bench: Bench, info: dict[str, Any], command: str, started: s
 def render_pyc(first: Series | None) -> list[str]:
     if first is None or "theano_pyc_files_after" not in first.extra:
         return []
-    return [f"Theano's .pyc files in the environment: {first.extra['theano_pyc_files_before']} "
-            f"before the first verify, {first.extra['theano_pyc_files_after']} after it; so the "
-            "first verify also pays Python's byte-compilation of Theano, and the "
-            "emptied-cache rows isolate Theano's own C compile cache.", ""]
+    before, after = first.extra["theano_pyc_files_before"], first.extra["theano_pyc_files_after"]
+    cause = ("apply already byte-compiled Theano, so the difference is Theano's own C compile "
+             "cache" if before == after else
+             "so the first verify also pays Python's byte-compilation of Theano, and the "
+             "emptied-cache rows isolate Theano's own C compile cache")
+    return [f"Theano's .pyc files in the environment: {before} before the first verify, "
+            f"{after} after it: {cause}.", ""]
 
 
 def render_resolved(resolved: dict[str, Any]) -> list[str]:

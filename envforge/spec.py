@@ -73,7 +73,10 @@ class DebianSection(Frozen):
 
 class CudaSection(Frozen):
     version: str = Field(pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
-    source: Literal["system", "installer"] = "system"
+    # "system": found and checked, never installed; a missing or wrong toolkit fails with the
+    # locked installer (file, URL, sha256) as the remedy. Running NVIDIA's installer is the
+    # user's call: it needs root and replaces drivers.
+    source: Literal["system"] = "system"
 
     @property
     def exact(self) -> bool:

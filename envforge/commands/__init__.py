@@ -22,8 +22,14 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+BUILT_IN = ("lock", "export")  # defined by cli.py itself
+
+
 def registry(command: str | None = None) -> list[Register]:
-    """The ``register`` functions to call: the one for ``command``, or all of them."""
+    """The ``register`` functions to call: the one for ``command``, none for the built-in
+    ones, all of them for anything else (help, a typo)."""
+    if command in BUILT_IN:
+        return []
     wanted = ([COMMAND_MODULES[command]] if command in COMMAND_MODULES
               else list(dict.fromkeys(COMMAND_MODULES.values())))
     return [importlib.import_module(name).register for name in wanted]

@@ -208,14 +208,21 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
     from envforge.steps.activation import load_edits
 
-    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
-                  ui=ui)
-    edits = load_edits(ctx.prefix)
-    env = apply_edits(edits, os.environ, pathsep=os.pathsep)
-    command = [c for c in args.cmd if c != "--"] if args.cmd[:1] == ["--"] else args.cmd
-    if not command:
-        raise InputError("envforge run SPEC -- COMMAND [ARGS...]: no command given")
-    return subprocess.call(command, env=env)
+    words = list(args.cmd)
+    prefix = args.prefix
+    if "--" in words:  # envforge's own options may sit between SPEC and "--"
+        options, words = words[: words.index("--")], words[words.index("--") + 1:]
+        parsed = argparse.ArgumentParser(prog="envforge run", add_help=False)
+        parsed.add_argument("--prefix", type=Path)
+        known, unknown = parsed.parse_known_args(options)
+        if unknown:
+            raise InputError(f"envforge run: unknown option {unknown[0]!r} before '--'")
+        prefix = known.prefix or prefix
+    if not words:
+        raise InputError("envforge run SPEC [--prefix P] -- COMMAND [ARGS...]: no command given")
+    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui)
+    env = apply_edits(load_edits(ctx.prefix), os.environ, pathsep=os.pathsep)
+    return subprocess.call(words, env=env)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:

@@ -169,3 +169,22 @@ def test_killed_apply_converges_and_rolls_back(step: str, host: Path, envforge_h
     assert not prefix.parent.exists()
     assert snapshot(host) == before_home
     shutil.rmtree(state, ignore_errors=True)
+
+
+def test_run_and_status(host: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prefix = tmp_path / "env"
+    assert main(["apply", str(SPEC), "--yes", "--prefix", str(prefix), "-q"]) == 0
+    code = ("import os, sys, theano; "
+            "sys.exit(0 if theano.config.base_compiledir.startswith(sys.prefix) "
+            "and os.environ['THEANORC'].endswith('etc/theanorc') else 3)")
+    assert main(["run", str(SPEC), "--prefix", str(prefix), "--", "python", "-c", code]) == 0
+    assert main(["run", str(SPEC), "--prefix", str(prefix), "--", "python", "-c",
+                 "raise SystemExit(7)"]) == 7
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    applied = json.loads(capsys.readouterr().out)["environments"]
+    assert [(e["prefix"], e["complete"]) for e in applied] == [(str(prefix), True)]
+    assert main(["rollback", str(SPEC), "--prefix", str(prefix), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["environments"] == []
