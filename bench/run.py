@@ -92,7 +92,7 @@ class Series:
 
 # Settings of this machine that a user's would not have: a local pip mirror (PIP_*, pip.conf)
 # and PYTHONDONTWRITEBYTECODE, which would make every run compile again the sources whose .pyc
-# is missing or stale (Theano's in the environment: uv installs no .pyc).
+# is missing or stale.
 STRIPPED = ("UV_", "PIP_", "PYTHONDONTWRITEBYTECODE")
 
 
@@ -499,7 +499,7 @@ class Bench:
         cmd = self.envforge("verify", spec_rel, "--json")
         first = self.add(Series("verify.first", "envforge verify, first after apply",
                                 f"envforge verify {spec_rel}", "cold compile cache, and "
-                                "Theano's sources not yet byte-compiled (uv installs no .pyc)"))
+                                "the first import of Theano in this environment"))
         cold = self.add(Series("verify.cold", "envforge verify, compile cache emptied",
                                f"envforge verify {spec_rel}",
                                "<prefix>/theano-compiledir emptied before each run"))
