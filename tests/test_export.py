@@ -18,6 +18,7 @@ from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import Lockfile, load_lock
 from envforge.resolve.pypi import uv_binary
 from envforge.spec import parse_spec
+from tests.testing.conda_channel import conda_spec_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,18 +30,7 @@ def cpu_lock() -> Lockfile:
 
 @pytest.fixture(scope="module")
 def conda_lock(conda_channel: Path) -> Lockfile:
-    spec = parse_spec(f"""\
-[project]
-name = "condaenv"
-platforms = ["linux-64", "win-64"]
-[python]
-version = "3.7"
-[environment]
-kind = "conda"
-channels = ["{conda_channel.as_uri()}"]
-[conda]
-packages = ["python=3.7", "theano-pymc=1.0.5"]
-""", source="condaenv.toml")
+    spec = parse_spec(conda_spec_text(conda_channel), source="condaenv.toml")
     return lock_spec(spec)
 
 

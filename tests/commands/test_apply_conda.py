@@ -8,22 +8,9 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
+from tests.testing.conda_channel import conda_spec_text
 
-SPEC = """\
-[project]
-name = "condaenv"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7"
-
-[environment]
-kind = "conda"
-channels = ["{channel}"]
-
-[conda]
-packages = ["python=3.7", "theano-pymc=1.0.5"]
-
+THEANO = """
 [theano]
 device = "cuda"
 floatX = "float32"
@@ -37,7 +24,7 @@ def test_conda_env_from_local_channel(conda_channel: Path, tmp_path: Path,
     monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge-home"))
     (tmp_path / "specs").mkdir()
     spec = tmp_path / "specs" / "condaenv.toml"
-    spec.write_text(SPEC.format(channel=conda_channel.as_uri()))
+    spec.write_text(conda_spec_text(conda_channel, platforms=("linux-64",), extra=THEANO))
     prefix = tmp_path / "envs" / "condaenv"
     assert main(["lock", str(spec), "-q"]) == 0
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0

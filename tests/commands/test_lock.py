@@ -12,6 +12,7 @@ import pytest
 from envforge.cli import main
 from envforge.commands import lock as lock_command
 from envforge.lockfile import load_lock
+from tests.testing.conda_channel import conda_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
 THEANO_SDIST_SHA = "bb566fa62f7923351299dfcb8947e42523057df65e81be444eb8ef0c6e602bf4"
@@ -126,24 +127,10 @@ def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: P
 
 
 def test_conda_spec_locks_against_a_local_channel(tmp_path: Path, conda_channel: Path) -> None:
-    text = f"""\
-[project]
-name = "condaenv"
-platforms = ["linux-64", "win-64"]
-
-[python]
-version = "3.7"
-
-[environment]
-kind = "conda"
-channels = ["{conda_channel.as_uri()}"]
-
-[conda]
-packages = ["python=3.7", "theano-pymc=1.0.5"]
-
+    text = conda_spec_text(conda_channel, extra='''
 [conda.platform.win-64]
 packages = ["m2w64-toolchain"]
-"""
+''')
     spec = project_with(tmp_path, "condaenv", text)
     assert main(["lock", str(spec), "-q"]) == 0
     lock = load_lock(tmp_path / "locks" / "condaenv.lock")

@@ -152,3 +152,24 @@ def serve(folder: Path) -> Iterator[str]:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def conda_spec_text(channel: Path, *, name: str = "condaenv",
+                    platforms: tuple[str, ...] = ("linux-64", "win-64"), extra: str = "") -> str:
+    """A conda spec of Theano-PyMC 1.0.5 on the built channel; ``extra`` adds TOML tables."""
+    listed = ", ".join(f'"{p}"' for p in platforms)
+    return f"""\
+[project]
+name = "{name}"
+platforms = [{listed}]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "conda"
+channels = ["{channel.as_uri()}"]
+
+[conda]
+packages = ["python=3.7", "theano-pymc=1.0.5"]
+{extra}"""
