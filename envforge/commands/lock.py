@@ -27,7 +27,7 @@ from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
 
-def lock_platform(pspec: PlatformSpec) -> PlatformLock:
+def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.lockplan import expectations_for, locked_artifacts, stack_versions
 
@@ -49,7 +49,10 @@ def lock_platform(pspec: PlatformSpec) -> PlatformLock:
     if pspec.debian is not None and pspec.platform == "linux-64":
         from envforge.resolve.deb import resolve_debs
 
-        deb = resolve_debs(pspec.debian, pspec.platform).records
+        resolution = resolve_debs(pspec.debian, pspec.platform)
+        deb = resolution.records
+        if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
+            notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
@@ -70,8 +73,10 @@ def _spelling(theano: str | None) -> str | None:
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
-              previous: Lockfile | None = None, lock_path: Path | None = None) -> Lockfile:
-    """The lock for a spec; platforms already locked for this exact spec are reused."""
+              previous: Lockfile | None = None, lock_path: Path | None = None,
+              notes: list[str] | None = None) -> Lockfile:
+    """The lock for a spec; platforms already locked for this exact spec are reused.
+    Resolvers' remarks that do not stop the lock are appended to ``notes``."""
     from envforge.compat import ensure_compatible
 
     wanted = _wanted_platforms(spec, platforms)
@@ -82,7 +87,7 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         reusable and previous is not None and p in previous.platforms)]
     # Platforms resolve independently; their uv runs and downloads overlap in threads.
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p)), todo),
+        fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes), todo),
                          strict=True))
     locked: dict[Platform, PlatformLock] = {}
     for platform in spec.project.platforms:
@@ -170,10 +175,11 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             else:
                 ui.success(f"{lock_path}: up to date")
             continue
+        notes: list[str] = []
         try:
             with ui.progress(f"locking {spec.name}"):
                 lock = lock_spec(spec, platforms=platforms, previous=previous,
-                                 lock_path=lock_path)
+                                 lock_path=lock_path, notes=notes)
         except ResolveError as exc:
             if len(specs) == 1:
                 raise
@@ -183,7 +189,11 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             exit_code = max(exit_code, 1)
             continue
         changed = write_lock(lock, lock_path)
+        if notes:
+            ui.warn(f"{spec.name}: {len(notes)} note(s) from the resolvers, e.g. {notes[0]} "
+                    "(all of them: --json)")
         results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
+                        "notes": notes,
                         "platforms": {p: _counts(pl) for p, pl in lock.platforms.items()}})
         ui.table(f"{lock_path} ({'written' if changed else 'unchanged'})",
                  ["platform", "python", "pypi", "conda", "deb", "artifacts"],
