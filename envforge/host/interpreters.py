@@ -119,3 +119,22 @@ def _py_launcher(minor: str) -> Interpreter | None:  # pragma: no cover - Window
         return None
     info = json.loads(done.stdout)
     return Interpreter(Path(info["executable"]), info["version"], "py-launcher")
+
+
+def install_with_uv(minor: str, environ: Mapping[str, str]) -> Interpreter:
+    """A uv-managed Python, downloaded where downloads are allowed; StepError naming uv's
+    reason otherwise (python-build-standalone lives on GitHub, unreachable on closed hosts)."""
+    from envforge.resolve.pypi import uv_binary
+
+    uv = uv_binary()
+    env = {k: v for k, v in environ.items() if not k.startswith("UV_NO_")}
+    try:
+        proc.run([uv, "python", "install", minor], env=env, timeout=600)
+        found = proc.run([uv, "python", "find", minor], env=env, timeout=60).stdout.strip()
+    except ToolError as exc:
+        reason = str(exc).strip().splitlines()[-1].strip()
+        raise StepError(f"`uv python install {minor}` failed: {reason}") from None
+    interpreter = query_version(Path(found))
+    if interpreter is None or interpreter.minor != minor:
+        raise StepError(f"uv installed a Python at {found} that does not run as {minor}")
+    return Interpreter(Path(found), interpreter.version, "uv python install")

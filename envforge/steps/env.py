@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envforge.errors import StepError
+from envforge.errors import ResolveError, StepError
 from envforge.host import proc
-from envforge.host.interpreters import find_interpreter, query_version
+from envforge.host.interpreters import (
+    Interpreter,
+    find_interpreter,
+    install_with_uv,
+    query_version,
+)
 from envforge.journal import Transaction
 from envforge.steps.base import Change, StepContext
 
@@ -67,8 +72,7 @@ class EnvironmentStep:
             # Debian's own packages (pygpu, scipy) live in its dist-packages: keep them visible.
             proc.run([base, "-m", "venv", "--without-pip", "--system-site-packages", prefix])
         else:
-            interpreter = find_interpreter(ctx.layout.python_minor, environ=dict(ctx.environ),
-                                           home=ctx.home)
+            interpreter = _interpreter(ctx)
             ctx.ui.info(f"Python {interpreter.version} from {interpreter.found_by}: "
                         f"{interpreter.executable}")
             proc.run([interpreter.executable, "-m", "venv", "--without-pip", prefix])
@@ -78,9 +82,23 @@ class EnvironmentStep:
                             f"as Python {ctx.layout.python_minor}")
 
 
+def _interpreter(ctx: StepContext) -> Interpreter:
+    """A discovered interpreter; failing that, and only online, one uv installs."""
+    minor = ctx.layout.python_minor
+    try:
+        return find_interpreter(minor, environ=dict(ctx.environ), home=ctx.home)
+    except StepError as missing:
+        if ctx.offline or ctx.bundle is not None:
+            raise
+        try:
+            return install_with_uv(minor, ctx.environ)
+        except (StepError, ResolveError) as failed:
+            raise StepError(f"{missing}; {failed}") from None
+
+
 def _venv_matches(prefix: Path, minor: str) -> bool:
     cfg = prefix / "pyvenv.cfg"
-    if not cfg.is_file():
+    if not cfg.is_file() or not any((prefix / d).is_dir() for d in ("bin", "Scripts")):
         return False
     for line in cfg.read_text(encoding="utf-8").splitlines():
         key, _, value = line.partition("=")
