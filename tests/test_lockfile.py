@@ -1,0 +1,62 @@
+"""The lock on disk: stable bytes, and a damaged lock named by file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envforge.cli import main
+from envforge.errors import ExitCode, SpecError
+from envforge.lockfile import dumps_lock, load_lock
+
+REPO = Path(__file__).resolve().parents[1]
+COMMITTED = REPO / "locks" / "theano-cpu.lock"
+
+
+def test_committed_lock_round_trips_to_the_same_bytes() -> None:
+    assert dumps_lock(load_lock(COMMITTED)) == COMMITTED.read_text()
+
+
+def damaged(tmp_path: Path, old: str, new: str) -> Path:
+    text = COMMITTED.read_text()
+    assert old in text
+    path = tmp_path / "theano-cpu.lock"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
+    lock = load_lock(COMMITTED)
+    sha = lock.platforms["linux-64"].deb[0].sha256
+    path = damaged(tmp_path, f'sha256 = "{sha}"', 'sha256 = "not-a-hash"')
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if "not-a-hash" in text)
+    assert error.value.line == line
+    assert error.value.key == "platforms.linux-64.deb.0.sha256"
+    assert error.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_an_unknown_format_version_is_refused(tmp_path: Path) -> None:
+    path = damaged(tmp_path, "version = 1\n", "version = 7\n")
+    with pytest.raises(SpecError, match="lock format version 7 is not 1; re-lock"):
+        load_lock(path)
+
+
+def test_apply_with_a_damaged_lock_exits_2_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    spec.write_text((REPO / "specs" / "theano-cpu.toml").read_text())
+    (tmp_path / "locks").mkdir()
+    damaged(tmp_path, "[platforms.linux-64]", "[platforms.linux-64\n").replace(
+        tmp_path / "locks" / "theano-cpu.lock")
+    assert main(["apply", str(spec), "--yes", "--prefix", str(tmp_path / "env")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "theano-cpu.lock:" in err and "TOML syntax error" in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "env").exists() and not (tmp_path / "home").exists()
