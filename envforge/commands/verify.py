@@ -91,8 +91,9 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         env = str(ctx.prefix)
         ui.table(f"verify {args.spec} (<env> = {env})",
                  ["check", "expected", "found", "result", "why"],
-                 [[r.name, r.expected.replace(env, "<env>"), r.found.replace(env, "<env>"),
-                   _status(r.status), r.why] for r in rows])
+                 [[r.name, r.expected.replace(env, "<env>"),
+                   "= expected" if r.status == "pass" and r.found == r.expected
+                   else r.found.replace(env, "<env>"), _status(r.status), r.why] for r in rows])
         passed = sum(r.status == "pass" for r in rows)
         failed = sum(r.status == "fail" for r in rows)
         skipped = sum(r.status == "skip" for r in rows)
