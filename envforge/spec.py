@@ -69,6 +69,8 @@ class DebianSection(Frozen):
     mirror: str = DEBIAN_MIRROR
     components: tuple[str, ...] = ("main",)
     packages: tuple[str, ...] = ()
+    # The OpenPGP keyring InRelease is checked against; default: Debian's archive keyring.
+    keyring: str | None = None
 
 
 class CudaSection(Frozen):

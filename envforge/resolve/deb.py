@@ -17,6 +17,7 @@ import hashlib
 import lzma
 import os
 import re
+import shutil
 import tempfile
 import urllib.parse
 import urllib.request
@@ -30,6 +31,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from envforge.errors import ResolveError
+from envforge.host import proc
 from envforge.lockfile import LockedDeb
 from envforge.paths import envforge_dirs
 from envforge.spec import DebianSection, Frozen, Platform
@@ -449,7 +451,35 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def _fetch_release(fetch: Fetch, base: str, suite: str) -> ReleaseFile:
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
+def verify_inrelease(data: bytes, keyring: Path, *, source: str) -> str:
+    """The Release text that ``gpgv`` vouches for: every later hash hangs on this one check.
+
+    The text returned is gpgv's own output, not our reading of the armour, so nothing
+    outside the signed part can slip in.
+    """
+    gpgv = shutil.which("gpgv")
+    if gpgv is None:
+        raise ResolveError("gpgv is needed to check Debian's InRelease signature "
+                           "(apt-get install gpgv)")
+    with tempfile.TemporaryDirectory(prefix="envforge-gpgv-") as tmp:
+        signed, body = Path(tmp) / "InRelease", Path(tmp) / "Release"
+        signed.write_bytes(data)
+        done = proc.run([gpgv, "--keyring", keyring, "--output", body, signed], check=False,
+                        timeout=60)
+        if done.returncode != 0:
+            lines = [line.removeprefix("gpgv: ").strip() for line in done.stderr.splitlines()]
+            reason = "; ".join(line for line in lines if line) or "no reason given"
+            raise ResolveError(f"{source}: the InRelease signature does not verify against "
+                               f"{keyring}: {reason}")
+        return body.read_text(encoding="utf-8")
+
+
+def _fetch_release(fetch: Fetch, base: str, suite: str,
+                   keyring: Path | None) -> tuple[ReleaseFile, str | None]:
+    """The suite's Release, and a warning when it could not be authenticated."""
     url = f"{base}/dists/{suite}/InRelease"
     data = fetch(url)
     signed = data is not None
@@ -460,7 +490,12 @@ def _fetch_release(fetch: Fetch, base: str, suite: str) -> ReleaseFile:
         raise ResolveError(f"Debian suite {suite!r} not found at {base} (no InRelease or Release)")
     try:
         text = data.decode("utf-8")
-        return parse_release(inrelease_body(text) if signed else text)
+        if not signed:
+            return parse_release(text), f"{url} is unsigned: its hashes were not authenticated"
+        if keyring is None:
+            return parse_release(inrelease_body(text)), (
+                f"{url}: no keyring to check its signature (set [debian] keyring)")
+        return parse_release(verify_inrelease(data, keyring, source=url)), None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ResolveError(f"cannot read {url}: {exc}") from None
 
@@ -501,7 +536,9 @@ def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | N
     fetch = fetch if fetch is not None else HttpFetch()
     base = (base_url or section.mirror).rstrip("/")
     cache = cache_dir if cache_dir is not None else envforge_dirs().cache / "deb"
-    release = _fetch_release(fetch, base, section.suite)
+    keyring = Path(section.keyring) if section.keyring else (
+        DEBIAN_KEYRING if DEBIAN_KEYRING.is_file() else None)
+    release, unauthenticated = _fetch_release(fetch, base, section.suite, keyring)
     if release.architectures and arch not in release.architectures:
         raise ResolveError(f"Debian {section.suite} has no {arch} packages")
     for component in section.components:
@@ -511,4 +548,8 @@ def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | N
     index = merge_indexes(
         _fetch_index(fetch, base, section.suite, release, component, arch, cache)
         for component in section.components)
-    return select_packages(index, section.packages, mirror=section.mirror, suite=section.suite)
+    resolution = select_packages(index, section.packages, mirror=section.mirror,
+                                 suite=section.suite)
+    if unauthenticated is None:
+        return resolution
+    return resolution.model_copy(update={"warnings": (unauthenticated, *resolution.warnings)})

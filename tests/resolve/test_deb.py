@@ -6,6 +6,7 @@ import hashlib
 import lzma
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -372,7 +373,26 @@ class Mirror:
     url: str
 
 
-def _write_release(root: Path, *, inrelease: bool = False) -> None:
+def signing_key(home: Path) -> Path:
+    """A throwaway OpenPGP key made with gpg; returns the public keyring gpgv reads."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    gpg = ["gpg", "--homedir", str(home), "--batch", "--pinentry-mode", "loopback",
+           "--passphrase", ""]
+    subprocess.run([*gpg, "--quick-gen-key", "envforge tests <tests@envforge.invalid>",
+                    "ed25519", "sign", "never"], check=True, capture_output=True)
+    keyring = home / "public.gpg"
+    keyring.write_bytes(subprocess.run([*gpg, "--export"], check=True,
+                                       capture_output=True).stdout)
+    return keyring
+
+
+def clearsign(text: str, home: Path) -> str:
+    return subprocess.run(["gpg", "--homedir", str(home), "--batch", "--pinentry-mode",
+                           "loopback", "--passphrase", "", "--clearsign"], input=text,
+                          text=True, check=True, capture_output=True).stdout
+
+
+def _write_release(root: Path, *, inrelease: bool = False, gnupg: Path | None = None) -> None:
     dists = root / "dists" / SUITE
     sums = []
     for path in sorted((dists / "main").rglob("Packages*")):
@@ -381,10 +401,9 @@ def _write_release(root: Path, *, inrelease: bool = False) -> None:
                     f"{path.relative_to(dists).as_posix()}")
     text = (f"Origin: envforge tests\nSuite: {SUITE}\nCodename: {SUITE}\n"
             "Architectures: amd64\nComponents: main\nSHA256:\n" + "\n".join(sums) + "\n")
-    if inrelease:  # clear-signed form; the signature itself is not checked
-        (dists / "InRelease").write_text(
-            "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n" + text
-            + "-----BEGIN PGP SIGNATURE-----\n\nnot checked\n-----END PGP SIGNATURE-----\n")
+    if inrelease:  # clear-signed with a real key, as Debian's archive does
+        assert gnupg is not None
+        (dists / "InRelease").write_text(clearsign(text, gnupg))
     else:
         (dists / "Release").write_text(text)
 
@@ -470,7 +489,8 @@ def test_resolve_download_verify_unpack(mirror: Mirror, tmp_path: Path) -> None:
     assert "libdemo1 (>> 5) (needed by demo-tools)" in warnings
     assert "python3 (needed by demo-tools)" in warnings
     assert "libc6" not in warnings and "libdemo1 (>= 1.0)" not in warnings
-    assert len(result.warnings) == 3
+    assert "Release is unsigned: its hashes were not authenticated" in result.warnings[0]
+    assert len(result.warnings) == 4
 
     libdemo = result.records[2]
     data = HttpFetch()(f"{mirror.url}/{libdemo.filename}")
@@ -551,13 +571,34 @@ def test_unreadable_index_is_a_resolve_error(mirror: Mirror, tmp_path: Path) -> 
 
 
 def test_inrelease_is_preferred_to_release(mirror: Mirror, tmp_path: Path) -> None:
-    _write_release(mirror.root, inrelease=True)
+    keyring = signing_key(tmp_path / "gnupg")
+    _write_release(mirror.root, inrelease=True, gnupg=tmp_path / "gnupg")
     (mirror.root / f"dists/{SUITE}/Release").write_text("not a Release file at all")
     fetch = Counting()
-    result = resolve_debs(_section("demo-data"), "linux-64", fetch=fetch, base_url=mirror.url,
-                          cache_dir=tmp_path / "cache")
+    result = resolve_debs(_section("demo-data", keyring=str(keyring)), "linux-64", fetch=fetch,
+                          base_url=mirror.url, cache_dir=tmp_path / "cache")
     assert result.records[0].version == "1:0.5-1"
     assert f"{mirror.url}/dists/{SUITE}/Release" not in fetch.urls
+    assert not any("unsigned" in w or "signature" in w for w in result.warnings)
+
+
+def test_a_forged_inrelease_is_refused(mirror: Mirror, tmp_path: Path) -> None:
+    """The signed text altered after signing (a hash swapped), or signed by another key."""
+    keyring = signing_key(tmp_path / "gnupg")
+    _write_release(mirror.root, inrelease=True, gnupg=tmp_path / "gnupg")
+    inrelease = mirror.root / f"dists/{SUITE}/InRelease"
+    signed = inrelease.read_text()
+    digest = re.search(r" ([0-9a-f]{64}) ", signed)
+    assert digest is not None
+    inrelease.write_text(signed.replace(digest.group(1), "0" * 64))
+    with pytest.raises(ResolveError, match="InRelease signature does not verify"):
+        resolve_debs(_section("demo-data", keyring=str(keyring)), "linux-64",
+                     base_url=mirror.url, cache_dir=tmp_path / "cache")
+    inrelease.write_text(signed)
+    other = signing_key(tmp_path / "other")
+    with pytest.raises(ResolveError, match="InRelease signature does not verify"):
+        resolve_debs(_section("demo-data", keyring=str(other)), "linux-64",
+                     base_url=mirror.url, cache_dir=tmp_path / "cache")
 
 
 def test_file_url_mirror(built_mirror: Path, tmp_path: Path) -> None:
@@ -607,6 +648,8 @@ def test_bookworm(tmp_path: Path) -> None:
     assert f"libgpuarray3 (= {records['libgpuarray3'].version})" in records["python3-pygpu"].depends
     warnings = "\n".join(result.warnings)
     assert "python3-numpy (>= 1:1.22.0)" in warnings
+    # InRelease was checked by gpgv against Debian's archive keyring: no authentication warning
+    assert "signature" not in warnings and "unsigned" not in warnings
     assert "libgfortran5 (>= 8) (needed by libopenblas0-pthread)" in warnings
     assert "libc6" not in warnings and "gcc-12-base" not in warnings
 
