@@ -10,462 +10,64 @@ nothing else, once per process.
 from __future__ import annotations
 
 import functools
-import re
 import tomllib
 from importlib import resources
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, Field
-
-from envforge.errors import InputError
+from envforge.knowledge.models import (
+    ArchiveLayoutRow,
+    ArtifactsFile,
+    BlogErratum,
+    CondaFile,
+    CondaPackageRow,
+    CudaFile,
+    CudnnFile,
+    CudnnSupportRow,
+    DebianFile,
+    DebianPackageRow,
+    Fact,
+    FlagSchema,
+    KnownArtifact,
+    LibgpuarrayFile,
+    LoaderNames,
+    ReferenceFile,
+    TheanoFile,
+    TheanoRules,
+    UnknownFactError,
+    in_range,
+    major_minor,
+)
 from envforge.spec import Frozen, Platform
 
-T = TypeVar("T")
-Spelling = Literal["dots", "double-underscores"]
-
-
-def _specifier(value: str) -> str:
-    try:
-        SpecifierSet(value)
-    except InvalidSpecifier as exc:
-        raise ValueError(f"not a PEP 440 version range: {value!r}") from exc
-    return value
-
-
-Range = Annotated[str, AfterValidator(_specifier)]
-
-
-def in_range(version: str, spec: str) -> bool:
-    """Whether ``version`` lies in the PEP 440 range ``spec``; unparsable versions never do."""
-    try:
-        return SpecifierSet(spec).contains(Version(version), prereleases=True)
-    except InvalidVersion:
-        return False
-
-
-def major_minor(version: str) -> tuple[int, int]:
-    """``(10, 2)`` for ``10.2``, ``10.2.89`` or ``>=10.2``."""
-    match = re.match(r"^\D*(\d+)(?:\.(\d+))?", version)
-    if match is None:
-        raise ValueError(f"not a version: {version!r}")
-    return int(match.group(1)), int(match.group(2) or 0)
-
-
-class UnknownFactError(InputError, LookupError):
-    """The knowledge base has no row for what was asked (a release it has never seen)."""
-
-
-class Fact(Frozen, Generic[T]):
-    """A looked-up value with the source of the row it came from."""
-
-    value: T
-    source: str
-
-
-class Row(Frozen):
-    source: str = Field(min_length=1)
-
-
-# cuda.toml
-
-class DriverRow(Row):
-    cuda: str
-    minimum: dict[Platform, str]
-
-
-class ComputeCapabilityRow(Row):
-    cuda: str
-    min_sm: int
-    max_sm: int
-
-
-class FactRow(Row):
-    fact: str
-
-
-class HostCompilerRow(Row):
-    cuda: Range
-    platform: Platform
-    compiler: Literal["gcc"]
-    max_major: int
-
-
-class CudaLibraryRow(Row):
-    cuda: str
-    library: Literal["cudart", "cublas", "nvrtc"]
-    files: dict[Platform, str]
-
-
-class CudaFile(Frozen):
-    drivers: tuple[DriverRow, ...]
-    compute_capability: tuple[ComputeCapabilityRow, ...]
-    ptx_jit: tuple[FactRow, ...]
-    host_compiler: tuple[HostCompilerRow, ...]
-    libraries: tuple[CudaLibraryRow, ...]
-
-
-# cudnn.toml
-
-class CudnnSupportRow(Row):
-    """The CUDA toolkits a cuDNN release was built for: ``10.2``, or ``11.x`` for a whole major."""
-
-    cudnn: Range
-    cuda: tuple[str, ...]
-    note: str = ""
-
-    def supports(self, cuda: str) -> bool:
-        wanted = major_minor(cuda)
-        return any(_cuda_entry_matches(entry, wanted) for entry in self.cuda)
-
-    def supports_some_at_least(self, minimum: str) -> bool:
-        """Whether any supported toolkit is ``minimum`` or newer (for ``cuda.version = ">=X"``)."""
-        floor = major_minor(minimum)
-        for entry in self.cuda:
-            major, _, minor = entry.partition(".")
-            if minor == "x" and int(major) >= floor[0]:
-                return True
-            if minor != "x" and major_minor(entry) >= floor:
-                return True
-        return False
-
-
-def _cuda_entry_matches(entry: str, wanted: tuple[int, int]) -> bool:
-    major, _, minor = entry.partition(".")
-    if minor == "x":
-        return int(major) == wanted[0]
-    return major_minor(entry) == wanted
-
-
-class VersionCodeRow(Row):
-    cudnn: str
-    code: int
-
-
-class CudnnLibraryRow(Row):
-    major: int
-    files: dict[Platform, str]
-
-
-class ArchiveLayoutRow(Row):
-    cudnn: Range
-    platform: Platform
-    format: Literal["zip", "tgz"]
-    members: tuple[str, ...]
-
-
-class CudnnFile(Frozen):
-    cuda_support: tuple[CudnnSupportRow, ...]
-    version_codes: tuple[VersionCodeRow, ...]
-    libraries: tuple[CudnnLibraryRow, ...]
-    archive_layouts: tuple[ArchiveLayoutRow, ...]
-
-
-# libgpuarray.toml
-
-class LoaderRow(Row):
-    library: Literal["driver", "nvrtc", "cublas"]
-    names: dict[Platform, str]
-
-
-class FallbackRow(Row):
-    versions: tuple[str, ...]
-
-
-class NameMismatchRow(Row):
-    cuda: str
-    shipped: tuple[str, ...]
-    fix: str
-
-
-class IdFactRow(Row):
-    id: str
-    fact: str
-
-
-class LibgpuarrayFile(Frozen):
-    loader: tuple[LoaderRow, ...]
-    fallback: FallbackRow
-    name_mismatch: tuple[NameMismatchRow, ...]
-    facts: tuple[IdFactRow, ...]
-
-
-class LoaderNames(Frozen):
-    """The names libgpuarray 0.7.6 dlopens, in the order it tries them."""
-
-    driver: str
-    nvrtc: tuple[str, ...]
-    cublas: tuple[str, ...]
-    source: str
-
-
-# artifacts.toml
-
-class KnownArtifact(Row):
-    """A file outside any package index whose hash we know."""
-
-    role: Literal["cudnn", "cuda-installer", "compiler", "sdist"]
-    name: str | None = None
-    version: str
-    cuda: str | None = None
-    variant: str | None = None
-    platforms: tuple[Platform, ...] = Field(min_length=1)
-    filename: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    url: str | None = None
-    login_required: bool = False
-
-
-class ArtifactsFile(Frozen):
-    artifacts: tuple[KnownArtifact, ...]
-
-
-# conda.toml, debian.toml, reference.toml
-
-class CondaPackageRow(Row):
-    name: str
-    channel: str
-    versions: tuple[str, ...] = ()
-    builds: str | None = None
-    python: tuple[str, ...] = ()
-    subdirs: tuple[str, ...] = ()
-    depends: tuple[str, ...] = ()
-    note: str = ""
-
-
-class CondaFile(Frozen):
-    packages: tuple[CondaPackageRow, ...]
-
-
-class DebianPackageRow(Row):
-    suite: str
-    package: str
-    provides: str
-    version: str
-    python: str | None = None
-
-
-class DebianFile(Frozen):
-    packages: tuple[DebianPackageRow, ...]
-
-
-class CheckBlasRow(Row):
-    gpu: str
-    seconds: float
-
-
-class ConvBenchmarkRow(Row):
-    device: str
-    seconds_per_batch: float
-
-
-class GemmAccuracyRow(Row):
-    dtype: str
-    size: int
-    max_relative_difference: float
-    versus: str
-
-
-class SmokeTestRow(Row):
-    seed: int
-    expression: str
-    first_values: tuple[float, ...]
-
-
-class ReferenceFile(Frozen):
-    check_blas: tuple[CheckBlasRow, ...]
-    conv_benchmark: tuple[ConvBenchmarkRow, ...]
-    gemm_accuracy: tuple[GemmAccuracyRow, ...]
-    smoke_test: SmokeTestRow
-
-
-# theano.toml
-
-class SpellingRow(Row):
-    theano: Range
-    spelling: Spelling
-    example: str
-    note: str = ""
-
-
-class FlagNamesRow(Row):
-    theano: Range
-    read_from: str
-    names: tuple[str, ...]
-
-
-_BOOLS = ("True", "true", "1", "False", "false", "0")
-
-
-class FlagSchema(Row):
-    """One Theano flag: its type, allowed values and default, and its .theanorc place (dots)."""
-
-    name: str
-    theano: Range
-    type: Literal["str", "bool", "float", "enum", "device"]
-    choices: tuple[str, ...] = ()
-    default: str
-    section: str
-    key: str
-    note: str = ""
-
-    def problem(self, value: str) -> str | None:
-        """Why Theano would refuse ``value`` at import, or None when it takes it."""
-        if self.type == "bool" and value not in _BOOLS:
-            return f"{self.name}={value!r} is not a boolean (True, False, 1, 0)"
-        if self.type == "float":
-            try:
-                float(value)
-            except ValueError:
-                return f"{self.name}={value!r} is not a number"
-        if self.type == "enum" and value not in self.choices:
-            return (f"{self.name}={value!r} is not one of {', '.join(self.choices)} "
-                    "(case-sensitive)")
-        if self.type == "device" and value != self.default and \
-                not value.startswith(("cuda", "opencl")):
-            if value.startswith("gpu"):
-                return f"{self.name}={value!r} names the removed old GPU back-end"
-            return f"{self.name}={value!r} is neither {self.default!r} nor cuda* or opencl*"
-        return None
-
-
-class RemovedFlag(Row):
-    flag: str
-    prefix: bool = False
-    theano: Range
-    replacement: str | None = None
-    fix: str
-
-    def matches(self, name: str) -> bool:
-        return name.startswith(self.flag + ".") if self.prefix else name == self.flag
-
-
-class BlogErratum(Row):
-    wrong: str
-    happens: str
-    correct: str
-    flag: str | None = None
-    replacement: str | None = None
-
-
-class ConfigReadingRow(Row):
-    id: str
-    theano: Range
-    fact: str
-
-
-class PygpuRow(Row):
-    theano: Range
-    pygpu: Range
-    api_version_major: int
-
-
-class CudnnRuleRow(Row):
-    theano: Range
-    kind: Literal["rejected-below", "warns-from", "conv-fails-from"]
-    version_code: int
-    effect: str
-    fix: str = ""
-
-
-class CudnnNamesRow(Row):
-    theano: Range
-    platform: Platform
-    names: tuple[str, ...]
-
-
-class NumpyRuleRow(Row):
-    theano: Range
-    numpy: Range
-    status: Literal["works", "needs-flag", "breaks"]
-    flag: str | None = None
-    effect: str
-
-
-class PythonRuleRow(Row):
-    theano: Range
-    python: Range
-    status: Literal["works", "breaks"]
-    effect: str
-
-
-class ClassifiersRow(Row):
-    theano: Range
-    python: tuple[str, ...]
-
-
-class RequiresRow(Row):
-    theano: Range
-    packages: tuple[str, ...]
-
-
-class GpuProbeRow(Row):
-    id: str
-    expression: str
-    note: str = ""
-
-
-class TheanoFile(Frozen):
-    spelling: tuple[SpellingRow, ...]
-    flag_names: tuple[FlagNamesRow, ...]
-    flags: tuple[FlagSchema, ...]
-    removed: tuple[RemovedFlag, ...]
-    blog_errata: tuple[BlogErratum, ...]
-    config_reading: tuple[ConfigReadingRow, ...]
-    pygpu: tuple[PygpuRow, ...]
-    cudnn: tuple[CudnnRuleRow, ...]
-    cudnn_names: tuple[CudnnNamesRow, ...]
-    numpy: tuple[NumpyRuleRow, ...]
-    python: tuple[PythonRuleRow, ...]
-    classifiers: tuple[ClassifiersRow, ...]
-    requires: tuple[RequiresRow, ...]
-    gpu_probe: tuple[GpuProbeRow, ...]
-
-
-class TheanoRules(Frozen):
-    """Everything known about one Theano-PyMC release, with the flags in canonical dotted form."""
-
-    version: str
-    spelling: Spelling
-    spelling_source: str
-    known_flags: frozenset[str]
-    known_flags_source: str
-    flags: dict[str, FlagSchema]
-    removed: tuple[RemovedFlag, ...]
-    config_reading: tuple[ConfigReadingRow, ...]
-    pygpu: tuple[PygpuRow, ...]
-    cudnn: tuple[CudnnRuleRow, ...]
-    cudnn_names: tuple[CudnnNamesRow, ...]
-    numpy: tuple[NumpyRuleRow, ...]
-    python: tuple[PythonRuleRow, ...]
-    classifiers: tuple[ClassifiersRow, ...]
-    requires: tuple[RequiresRow, ...]
-
-    @property
-    def separator(self) -> str:
-        return "." if self.spelling == "dots" else "__"
-
-    def spell(self, name: str) -> str:
-        """A dotted flag name as this release's THEANO_FLAGS takes it."""
-        return name.replace(".", self.separator)
-
-    def canonical(self, key: str) -> str:
-        """The dotted form of a key written in this release's spelling (dotted keys pass)."""
-        return key.replace("__", ".") if self.spelling == "double-underscores" else key
-
-    def theanorc_location(self, name: str) -> tuple[str, str]:
-        """(section, key) where this release's .theanorc holds a flag: ``[blas] ldflags``.
-
-        Theano splits the name at its last separator, so nested flags get a section named
-        in the release's spelling: ``[dnn.conv] algo_fwd``, ``[dnn__conv] algo_fwd``.
-        """
-        section, sep, key = self.spell(name).rpartition(self.separator)
-        return (section, key) if sep else ("global", name)
-
-    def removed_flag(self, name: str) -> RemovedFlag | None:
-        return next((row for row in self.removed if row.matches(name)), None)
-
+__all__ = [
+    "KNOWLEDGE_FILES",
+    "Fact",
+    "FlagSchema",
+    "Knowledge",
+    "KnownArtifact",
+    "LoaderNames",
+    "TheanoRules",
+    "UnknownFactError",
+    "blog_errata",
+    "compute_capability_range",
+    "conda_package",
+    "cuda_library_name",
+    "cudnn_archive_layout",
+    "cudnn_library_name",
+    "cudnn_support",
+    "cudnn_supports",
+    "cudnn_version_code",
+    "debian_package",
+    "erratum_for_flag",
+    "find_artifact",
+    "in_range",
+    "knowledge",
+    "libgpuarray_names",
+    "major_minor",
+    "max_host_gcc",
+    "min_driver",
+    "theano_rules",
+]
 
 # The whole base
 
