@@ -249,7 +249,7 @@ def test_conda_packages_are_fetched_in_parallel_then_installed_from_the_bundle(
     assert all(path.parent == bundle / "conda" for path in local.values())
 
     prefix = tmp_path / "env"
-    install_conda(records, prefix, cache_dir=tmp_path / "conda-cache", local=local)
+    install_conda(records, prefix, cache_dir=tmp_path / "empty", bundle=bundle)
     for r in records:
         meta = json.loads((prefix / "conda-meta" / f"{r.name}-{r.version}-{r.build}.json")
                           .read_text())

@@ -9,35 +9,31 @@ the locked records: rattler also removes packages the lock does not list.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import urlsplit
-from urllib.request import url2pathname
+from typing import Any
 
 import rattler
-import requests
 from rattler.exceptions import ExtractError, InstallerError, LinkError, TransactionError
 from rattler.prefix import PrefixRecord
 
 from envforge.errors import ArtifactError, StepError
+from envforge.host.fetch import FileRef, obtain
 from envforge.lockfile import LockedCondaPackage
-
-_CHUNK = 1 << 20
 
 
 def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path,
-                  local: Mapping[str, Path] | None = None) -> None:
+                  bundle: Path | None = None, offline: bool = False) -> None:
     """Make ``prefix`` hold exactly ``records``; a tampered archive is refused before any change.
 
-    ``local`` (sha256 -> file, e.g. a bundle's copy) is read instead of the record's URL."""
+    Every archive comes through ``fetch.obtain`` (a bundle, envforge's cache, or its URL),
+    hash-checked there: rattler itself checks nothing for ``file://`` channels."""
     subdirs = {r.subdir for r in records} - {"noarch"}
     if len(subdirs) > 1:
         raise ArtifactError(f"locked conda packages mix platforms ({', '.join(sorted(subdirs))})")
-    archives = [_verified_archive(r, cache_dir / "conda-archives", (local or {}).get(r.sha256))
-                for r in records]
+    archives = [obtain(FileRef(r.url, r.sha256, r.filename, r.size), cache=cache_dir,
+                       bundle=bundle, offline=offline) for r in records]
     try:
         asyncio.run(_install(records, archives, prefix, cache_dir / "conda-pkgs",
                              subdirs.pop() if subdirs else None))
@@ -62,66 +58,6 @@ async def _install(records: Sequence[LockedCondaPackage], archives: Sequence[Pat
     await rattler.install(rattler_records, prefix, cache_dir=package_cache,
                           platform=rattler.Subdir(subdir) if subdir else None,
                           execute_link_scripts=False, show_progress=False)
-
-
-def _verified_archive(record: LockedCondaPackage, folder: Path, local: Path | None) -> Path:
-    """The archive in envforge's cache, fetched if needed, whose sha256 matches the lock."""
-    target = folder / record.sha256 / record.filename
-    if target.is_file() and _sha256_file(target) == record.sha256:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-    try:
-        actual = _fetch(local.as_uri() if local is not None else record.url, partial)
-        if actual != record.sha256:
-            raise ArtifactError(
-                f"{record.filename} ({record.url}) has sha256 {actual}, but the lock says "
-                f"{record.sha256}: refusing to install a tampered or changed package")
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
-
-
-def _fetch(url: str, dest: Path) -> str:
-    """Copy a file:// or http(s) URL to ``dest``; return the sha256 of what was written."""
-    parts = urlsplit(url)
-    if parts.scheme == "file":
-        source = Path(url2pathname(parts.path))
-        try:
-            stream = open(source, "rb")  # noqa: SIM115 - closed below; only opening is the archive's fault
-        except OSError as exc:
-            raise ArtifactError(f"cannot read conda package {source}: {exc.strerror}") from None
-        with stream:
-            return _copy_hashing(stream, dest)
-    if parts.scheme in ("http", "https"):
-        try:
-            with requests.get(url, stream=True, timeout=60) as response:
-                response.raise_for_status()
-                response.raw.decode_content = True
-                return _copy_hashing(response.raw, dest)
-        except requests.RequestException as exc:
-            raise ArtifactError(f"cannot download conda package {url}: {exc}") from None
-    raise ArtifactError(f"unsupported URL scheme for a conda package: {url}")
-
-
-class _Readable(Protocol):
-    def read(self, size: int = ..., /) -> bytes: ...
-
-
-def _copy_hashing(stream: _Readable, dest: Path) -> str:
-    """Write the stream to ``dest``; return its sha256."""
-    digest = hashlib.sha256()
-    with open(dest, "wb") as out:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-            out.write(chunk)
-    return digest.hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 # -- finding conda's envs folder -------------------------------------------------------------

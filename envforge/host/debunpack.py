@@ -9,7 +9,6 @@ are rewritten to relative ones that stay inside it. Maintainer scripts are not r
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import lzma
 import os
@@ -38,22 +37,6 @@ class UnpackResult:
 
     written: tuple[Path, ...]
     dangling: tuple[tuple[Path, str], ...]  # (link, its target as written) not found in root
-
-
-def verify_deb(path: Path, sha256: str, size: int) -> None:
-    """Refuse a .deb whose size or sha256 differs from the lock's."""
-    try:
-        actual_size = path.stat().st_size
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: no such file") from None
-    if actual_size != size:
-        raise ArtifactError(f"{path}: {actual_size} bytes, the lock says {size}")
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    if digest.hexdigest() != sha256.lower():
-        raise ArtifactError(f"{path}: sha256 {digest.hexdigest()}, the lock says {sha256}")
 
 
 # --- reading the archive ---------------------------------------------------------------

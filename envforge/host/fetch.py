@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from envforge.bundle.manifest import bundle_index
 from envforge.errors import ArtifactError, EnvforgeError
+from envforge.host.archives import sha256_file
 
 if TYPE_CHECKING:
     import requests
@@ -37,14 +38,6 @@ class FileRef:
     sha256: str
     filename: str
     size: int | None = None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def cache_path(cache: Path, ref: FileRef) -> Path:
@@ -80,7 +73,7 @@ def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
 
 
 def _check(path: Path, ref: FileRef, *, where: str) -> None:
-    found = sha256_of(path)
+    found = sha256_file(path)
     if found != ref.sha256:
         raise ArtifactError(f"{path}: sha256 {found} does not match the lock's {ref.sha256} "
                             f"(the {where} copy was altered; refusing it)")
@@ -93,8 +86,11 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         source = Path(unquote(urlsplit(ref.url).path))
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(target.name + ".part")
-        shutil.copyfile(source, part)
-        _finish(part, target, ref, sha256_of(part))
+        try:
+            shutil.copyfile(source, part)
+        except OSError as exc:
+            raise ArtifactError(f"cannot read {source}: {exc.strerror}") from None
+        _finish(part, target, ref, sha256_file(part))
         return
     import requests  # only a real download needs it
 

@@ -44,12 +44,5 @@ class CondaInstallStep:
             return
         from envforge.host.conda_install import install_conda
 
-        local = None
-        if ctx.bundle is not None or ctx.offline:  # no network: the bundle's or cache's copies
-            from envforge.host.fetch import FileRef, obtain
-
-            local = {p.sha256: obtain(FileRef(p.url, p.sha256, p.filename, p.size),
-                                      cache=ctx.dirs.cache, bundle=ctx.bundle, offline=True)
-                     for p in ctx.lock.conda}
-        install_conda(ctx.lock.conda, Path(ctx.layout.prefix), cache_dir=ctx.dirs.cache / "conda",
-                      local=local)
+        install_conda(ctx.lock.conda, Path(ctx.layout.prefix), cache_dir=ctx.dirs.cache,
+                      bundle=ctx.bundle, offline=ctx.offline)

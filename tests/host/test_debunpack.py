@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import ArtifactError
-from envforge.host.debunpack import missing_dev_links, unpack_deb, verify_deb
+from envforge.host.debunpack import missing_dev_links, unpack_deb
+from envforge.host.fetch import FileRef, obtain
 from envforge.host.proc import run
 
 needs_dpkg_deb = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
@@ -290,21 +291,21 @@ def test_failure_midway_removes_what_was_written(tmp_path: Path,
 # --- damaged archives ------------------------------------------------------------------------
 
 @needs_dpkg_deb
-def test_verify_deb_refuses_tampered_files(demo_deb: Path, tmp_path: Path) -> None:
+def test_a_tampered_deb_is_refused_where_apply_gets_it(demo_deb: Path, tmp_path: Path) -> None:
+    """Apply takes .debs through fetch.obtain: from a bundle, the cache or the URL, checked."""
     data = demo_deb.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
-    verify_deb(demo_deb, sha, len(data))
+    ref = FileRef(demo_deb.as_uri(), hashlib.sha256(data).hexdigest(), demo_deb.name, len(data))
+    assert obtain(ref, cache=tmp_path / "cache").read_bytes() == data
 
-    flipped = tmp_path / "flipped.deb"
-    flipped.write_bytes(data[:-10] + bytes([data[-10] ^ 1]) + data[-9:])
-    with pytest.raises(ArtifactError, match="sha256"):
-        verify_deb(flipped, sha, len(data))
-    longer = tmp_path / "longer.deb"
-    longer.write_bytes(data + b"\0")
-    with pytest.raises(ArtifactError, match="bytes"):
-        verify_deb(longer, sha, len(data))
-    with pytest.raises(ArtifactError, match="no such file"):
-        verify_deb(tmp_path / "absent.deb", sha, len(data))
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / demo_deb.name).write_bytes(data[:-10] + bytes([data[-10] ^ 1]) + data[-9:])
+    with pytest.raises(ArtifactError, match=r"the bundle copy was altered; refusing it"):
+        obtain(ref, cache=tmp_path / "cache", bundle=bundle)
+    demo_deb.write_bytes(data + b"\0")
+    with pytest.raises(ArtifactError, match=f"does not match the lock's {ref.sha256}"):
+        obtain(ref, cache=tmp_path / "other-cache")
+    assert not list((tmp_path / "other-cache").rglob("*.deb"))
 
 
 @needs_dpkg_deb
