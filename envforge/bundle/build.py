@@ -42,7 +42,7 @@ from envforge.bundle.wheels import (
 from envforge.commands.lock import ensure_fresh
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
-from envforge.host.fetch import FileRef, Progress, cache_path, download
+from envforge.host.fetch import FileRef, Progress, cache_path, obtain
 from envforge.lockfile import LockedArtifact, Lockfile, PlatformLock, load_lock
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
@@ -162,24 +162,13 @@ def _cached_ok(path: Path, sha256: str) -> bool:
 
 
 def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dict[str, Path]:
-    """sha256 -> verified cached copy; the missing ones downloaded in parallel, resuming."""
-    unique = {r.sha256: r for r in refs}
-    have: dict[str, Path] = {}
-    todo: list[FileRef] = []
-    for sha, ref in unique.items():
-        target = cache_path(cache, ref)
-        if target.is_file():
-            if sha256_file(target) == sha:
-                have[sha] = target
-                continue
-            ui.warn(f"{target}: cached copy does not match its sha256; downloading it again")
-            target.unlink()
-        todo.append(ref)
-    if not todo:
-        return have
-    total = sum(r.size or 0 for r in todo)
+    """sha256 -> verified cached copy, through fetch.obtain (the same checks as apply); the
+    files not cached yet are downloaded in parallel, resuming."""
+    unique = list({r.sha256: r for r in refs}.values())
+    total = sum(r.size or 0 for r in unique if not cache_path(cache, r).is_file())
     local = threading.local()
     errors: list[str] = []
+    have: dict[str, Path] = {}
 
     def one(ref: FileRef, advance: Progress) -> Path:
         session = getattr(local, "session", None)
@@ -189,10 +178,9 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
         part = target.with_name(target.name + ".part")
         if part.is_file():
             advance(part.stat().st_size)  # already there from an earlier, interrupted run
-        download(ref, target, progress=advance, session=session)
-        return target
+        return obtain(ref, cache=cache, progress=advance, session=session)
 
-    with ui.progress(f"downloading {len(todo)} files, MiB", total=total / MiB or None) as hook:
+    with ui.progress(f"fetching {len(unique)} files, MiB", total=total / MiB or None) as hook:
         lock = threading.Lock()
 
         def advance(amount: int) -> None:
@@ -200,7 +188,7 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
                 hook.advance(amount / MiB)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(one, ref, advance): ref for ref in todo}
+            futures = {pool.submit(one, ref, advance): ref for ref in unique}
             for future in as_completed(futures):
                 ref = futures[future]
                 try:
@@ -208,7 +196,7 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
                 except EnvforgeError as exc:
                     errors.append(f"{ref.filename}: {exc}")
     if errors:
-        raise EnvforgeError(f"{len(errors)} download(s) failed (run again to resume): "
+        raise EnvforgeError(f"{len(errors)} file(s) could not be had (run again to resume): "
                             + "; ".join(errors))
     return have
 
