@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from installer.records import RecordEntry
 from installer.sources import WheelFile
 from installer.utils import Scheme
 from packaging.tags import compatible_tags, cpython_tags
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
@@ -153,17 +152,13 @@ class _Destination(SchemeDictionaryDestination):
         return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
 
 
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def installed_dist_infos(scheme: TargetScheme, name: str) -> list[Path]:
-    wanted = _normalize(name)
+    wanted = canonicalize_name(name)
     found = []
     for site in dict.fromkeys((scheme.purelib, scheme.platlib)):
         if site.is_dir():
             found += [d for d in site.glob("*.dist-info")
-                      if _normalize(d.name[: -len(".dist-info")].partition("-")[0]) == wanted]
+                      if canonicalize_name(d.name.partition("-")[0]) == wanted]
     return sorted(found)
 
 

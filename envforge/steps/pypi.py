@@ -9,9 +9,10 @@ are unpacked by pypa's ``installer`` (``host/wheelinstall.py``).
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
 from envforge.host import proc
@@ -19,10 +20,6 @@ from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
 from envforge.resolve.pypi import uv_binary, uv_environ
 from envforge.steps.base import Change, StepContext
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def installed_distributions(site_packages: Path) -> dict[str, str]:
@@ -33,13 +30,15 @@ def installed_distributions(site_packages: Path) -> dict[str, str]:
     for entry in site_packages.glob("*.dist-info"):
         stem = entry.name[: -len(".dist-info")]
         name, _, version = stem.partition("-")
-        found[_normalize(name)] = version
+        found[canonicalize_name(name)] = version
     return found
 
 
-def missing_files(ctx: StepContext) -> list[LockedPypiFile]:
-    installed = installed_distributions(Path(ctx.layout.site_packages))
-    return [f for f in ctx.lock.pypi if installed.get(_normalize(f.name)) != f.version]
+def missing_files(ctx: StepContext,
+                  installed: dict[str, str] | None = None) -> list[LockedPypiFile]:
+    if installed is None:
+        installed = installed_distributions(Path(ctx.layout.site_packages))
+    return [f for f in ctx.lock.pypi if installed.get(canonicalize_name(f.name)) != f.version]
 
 
 def _uv() -> str | None:
@@ -55,11 +54,11 @@ class PypiInstallStep:
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         installed = installed_distributions(Path(ctx.layout.site_packages))
         return tuple(
-            Change(action="replace" if _normalize(f.name) in installed else "create",
+            Change(action="replace" if canonicalize_name(f.name) in installed else "create",
                    target=f"{ctx.layout.site_packages}/{f.name}",
-                   before=installed.get(_normalize(f.name)), after=f.version,
+                   before=installed.get(canonicalize_name(f.name)), after=f.version,
                    detail=f"{f.filename} (sha256 {f.sha256[:12]}…)")
-            for f in missing_files(ctx))
+            for f in missing_files(ctx, installed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         todo = missing_files(ctx)
