@@ -4,9 +4,10 @@ rollback removes it and nothing inside it needs backing up file by file."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from envforge.errors import ResolveError, StepError
+from envforge.errors import InputError, ResolveError, StepError
 from envforge.host import proc
 from envforge.host.interpreters import (
     Interpreter,
@@ -14,7 +15,7 @@ from envforge.host.interpreters import (
     install_with_uv,
     query_version,
 )
-from envforge.journal import Transaction
+from envforge.journal import Journal, Transaction
 from envforge.steps.base import Change, StepContext
 
 
@@ -25,19 +26,30 @@ class PrefixStep:
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         prefix = Path(ctx.layout.prefix)
-        if prefix.is_dir():
+        if os.path.lexists(prefix):
+            _ensure_ours(prefix, ctx)
             return ()
         return (Change(action="create", target=str(prefix), before=None, after="folder",
                        detail="removed whole by rollback"),)
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         prefix = Path(ctx.layout.prefix)
-        if prefix.is_dir():
+        if os.path.lexists(prefix):
+            _ensure_ours(prefix, ctx)
             return
         if not prefix.parent.exists():
             tx.mkdir(prefix.parent)
         tx.adopt_tree(prefix)
         prefix.mkdir()
+
+
+def _ensure_ours(prefix: Path, ctx: StepContext) -> None:
+    """Nothing inside the prefix is backed up file by file (rollback removes the whole tree),
+    so envforge only ever fills a folder its own journal created."""
+    first = Journal(ctx.state_dir).original(prefix)
+    if first is None or first.kind != "absent":
+        raise InputError(f"{prefix} already exists and envforge did not create it: choose "
+                         "another --prefix, or move that folder away")
 
 
 class EnvironmentStep:
