@@ -21,6 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envforge.errors import ExitCode
+from envforge.knowledge import cudnn_version_code
 from envforge.lockfile import Expectations, KernelExpectation
 
 Status = Literal["pass", "fail", "skip"]
@@ -394,7 +395,7 @@ def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
             return CheckRow("cudnn", "disabled", ", ".join(dnn_ops) or found_text, "fail",
                             "dnn.enabled=False, yet Theano uses cuDNN")
         return CheckRow("cudnn", "disabled", "not used", "pass")
-    wanted = _cudnn_number(expect.cudnn) if expect.cudnn else None
+    wanted = cudnn_version_code(expect.cudnn) if expect.cudnn else None
     if present is not True:
         if dnn_flag == "True" or wanted is not None:
             return CheckRow("cudnn", expect.cudnn or "present", found_text, "fail",
@@ -404,16 +405,6 @@ def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
         return CheckRow("cudnn", f"{expect.cudnn} ({wanted})", found_text, "fail",
                         f"Theano loads cuDNN {version}, the lock says {expect.cudnn}")
     return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", found_text, "pass")
-
-
-def _cudnn_number(version: str) -> int:
-    """``7.6.5.32`` -> 7605, ``9.14.0`` -> 91400: the form ``dnn.version()`` returns.
-
-    cuDNN 9 changed CUDNN_VERSION from major*1000 to major*10000 (seen: 9.14 -> 91400).
-    """
-    parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
-    scale = 10000 if parts[0] >= 9 else 1000
-    return parts[0] * scale + parts[1] * 100 + parts[2]
 
 
 def _cudnn_major(found: Any, locked: str | None) -> int | None:

@@ -10,6 +10,7 @@ nothing else, once per process.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from importlib import resources
 from typing import Any, Literal
@@ -157,10 +158,11 @@ def cudnn_supports(cudnn: str, cuda: str) -> bool | None:
 
 
 def cudnn_version_code(cudnn: str) -> int:
-    """The number Theano compares cuDNN by (``dnn.version()``): 7605 for 7.6.5."""
-    parts = [int(p) for p in cudnn.split(".")[:3]]
+    """The number Theano compares cuDNN by (``dnn.version()``): 7605 for 7.6.5, 91400 for
+    9.14.0 (cuDNN 9 scaled its major by 10000; rows in cudnn.toml)."""
+    parts = [int(p) for p in re.findall(r"\d+", cudnn)[:3]]
     parts += [0] * (3 - len(parts))
-    return parts[0] * 1000 + parts[1] * 100 + parts[2]
+    return parts[0] * (10000 if parts[0] >= 9 else 1000) + parts[1] * 100 + parts[2]
 
 
 def cudnn_library_name(cudnn: str, platform: Platform) -> Fact[str] | None:
