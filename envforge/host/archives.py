@@ -183,14 +183,6 @@ def _open(archive: Path) -> tarfile.TarFile | zipfile.ZipFile:
         raise ArtifactError(f"{archive}: not a zip or tar archive ({exc})") from None
 
 
-def list_members(archive: Path, *, allow_setuid: bool = False) -> list[str]:
-    """The member names, after the same safety scan extraction does."""
-    with _open(archive) as opened:
-        members = _members(archive, opened)
-        _scan(archive, members, allow_setuid)
-    return [m.name for m in members]
-
-
 def _members(archive: Path, opened: tarfile.TarFile | zipfile.ZipFile) -> list[_Member]:
     try:
         if isinstance(opened, zipfile.ZipFile):

@@ -130,7 +130,3 @@ def _finish(part: Path, target: Path, ref: FileRef, found: str) -> None:
         raise ArtifactError(f"{ref.url}: sha256 {found} does not match the lock's {ref.sha256}; "
                             "refusing the file")
     part.replace(target)
-
-
-def filename_of(url: str) -> str:
-    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
