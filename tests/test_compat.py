@@ -131,7 +131,15 @@ def test_theano_release_not_pinned_skips_release_rules() -> None:
 
 def test_python_3_12_has_no_distutils() -> None:
     text = _only("theano-python", python={"version": "3.12"})
-    assert "distutils" in text and "3.11" in text
+    assert "distutils" in text and "==3.9.*" in text
+
+
+def test_python_3_11_breaks_scan_and_the_fix_names_3_9() -> None:
+    """Measured (docs/gpu/scan-perform.md): 1.0.5's scan_perform.c fails on 3.11's headers."""
+    text = _only("theano-python", python={"version": "3.11"})
+    assert "scan_perform.c" in text and "longintrepr.h" in text
+    assert "use a Python it takes: ==3.9.*" in text
+    assert _rules(python={"version": "3.9"}) == []
 
 
 def test_pygpu_outside_0_7() -> None:

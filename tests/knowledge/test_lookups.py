@@ -155,7 +155,9 @@ def test_conda_and_debian_rows() -> None:
     pygpu = debian_package("bookworm", "python3-pygpu")
     assert pygpu is not None and (pygpu.provides, pygpu.version, pygpu.python) == \
         ("pygpu", "0.7.6", "3.11")
-    assert debian_package("bullseye", "python3-pygpu") is None
+    bullseye = debian_package("bullseye", "python3-pygpu")
+    assert bullseye is not None and (bullseye.version, bullseye.python) == ("0.7.6", "3.9")
+    assert debian_package("buster", "python3-pygpu") is None
 
 
 def test_major_minor() -> None:

@@ -85,7 +85,7 @@ def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                 title=f"NumPy {numpy[0]} is too new for Theano {release.version}: "
                       f"{breaks.effect}",
                 evidence=(_evidence("numpy", numpy),),
-                fix=Fix(text="install numpy<1.24 (1.19.5 for Python 3.7, 1.23.5 for 3.11) "
+                fix=Fix(text="install numpy<1.24 (1.19.5 for Python 3.7 and 3.9) "
                              "and set [blas] ldflags for NumPy >= 1.22"),
                 source=breaks.source)
         else:
@@ -107,7 +107,7 @@ def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                 id="packages.python", severity="error",
                 title=f"Python {python[0]} with Theano {release.version}: {python_row.effect}",
                 evidence=(_evidence("python", python),),
-                fix=Fix(text="use Python 3.7 (or 3.11 for the GPU back-end on Linux)"),
+                fix=Fix(text="use Python 3.7 (or 3.9 for the GPU back-end on Linux)"),
                 source=python_row.source)
 
 
