@@ -126,6 +126,31 @@ def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: P
     assert "pypi.org/simple" in first.decode() and "file://" not in first.decode()
 
 
+@pytest.mark.network
+def test_gpu_spec_locks_debian_bullseyes_stack(tmp_path: Path) -> None:
+    """Python 3.9.2, NumPy 1:1.19.5 and pygpu from bullseye; from PyPI only Theano and
+    setuptools (pkg_resources); the lock's expectations carry the stack's versions."""
+    spec = project_with(tmp_path, "theano-gpu-linux",
+                        (REPO / "specs" / "theano-gpu-linux.toml").read_text())
+    assert main(["lock", str(spec), "-q"]) == 0
+    lock = load_lock(tmp_path / "locks" / "theano-gpu-linux.lock")
+    assert lock.meta.debian_suite == "bullseye"
+    linux = lock.platforms["linux-64"]
+    assert (linux.python, linux.environment) == ("3.9.2", "debian")
+    debs = {d.name: d for d in linux.deb}
+    assert debs["python3-numpy"].version == "1:1.19.5-1"
+    assert debs["python3-scipy"].version.startswith("1.6.0-")
+    assert debs["python3-pygpu"].version.startswith("0.7.6-")
+    assert debs["python3.9-dev"].version == "3.9.2-1"
+    assert {"python3-distutils", "libpython3.9-dev", "libgpuarray-dev"} <= set(debs)
+    files = {f.name: f for f in linux.pypi}
+    assert sorted(files) == ["setuptools", "theano-pymc"]
+    assert files["theano-pymc"].sha256 == THEANO_SDIST_SHA
+    assert {k: linux.expect.versions[k] for k in ("python", "numpy", "scipy", "pygpu")} == {
+        "python": "3.9.2", "numpy": "1.19.5", "scipy": "1.6.0", "pygpu": "0.7.6"}
+    assert linux.expect.theano_flags["dnn.enabled"] == "False"
+
+
 def test_conda_spec_locks_against_a_local_channel(tmp_path: Path, conda_channel: Path) -> None:
     text = conda_spec_text(conda_channel, extra='''
 [conda.platform.win-64]
