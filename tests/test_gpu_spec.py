@@ -64,6 +64,11 @@ def test_bullseye_environment_compiles_scans_c_loop(tmp_path: Path) -> None:
     assert report["scan_loops"] == ["c"] and report["close"] is True
     assert str(report["scan_perform"]).startswith(str(prefix / "theano-compiledir"))
 
+    # No GPU here: with device=cuda Theano falls back to the CPU silently; the check says so.
+    code, report = _scan_check(prefix, env, "device=cuda")
+    assert code == 1
+    assert report["scan_on_gpu"] == [False] and report["gpu_ok"] is False
+
     # Planted: no C++ compiler, so Theano takes scan's Python loop; the check must say so.
     code, report = _scan_check(prefix, env, "device=cpu,cxx=")
     assert code == 1
