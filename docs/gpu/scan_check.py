@@ -1,11 +1,12 @@
 """Does theano.scan run its compiled C loop (scan_perform) here? Exit 0 only if it does.
 
-Run inside the environment (``envforge run SPEC -- python docs/gpu/scan_check.py``) with the
+Run inside the environment (``envforge run SPEC -- python docs/gpu/scan_check.py``), the
 device in THEANO_FLAGS; with ``device=cuda*`` the Scan must also be moved to the GPU (its
-``gpua`` flag, Gpu* ops in the graph). Theano-PyMC 1.0.5's Scan.make_thunk binds the loop it will run as the
-default argument ``p`` of its thunk: the function ``p`` calling ``scan_perform_ext.perform``
-(the C loop), or the bound method ``Scan.execute`` (the Python fallback, taken when
-scan_perform_ext cannot be imported). Prints one JSON line. Python 3.6+ (no envforge import).
+``gpua`` flag, Gpu* ops in the graph). Theano-PyMC 1.0.5's Scan.make_thunk binds the loop
+it will run as the default argument ``p`` of its thunk: the function ``p`` calling
+``scan_perform_ext.perform`` (the C loop), or the bound method ``Scan.execute`` (the Python
+fallback, taken when scan_perform_ext cannot be imported). Prints one JSON line.
+Python 3.6+, no envforge import.
 """
 
 import json
@@ -24,20 +25,21 @@ def main():
     started = time.time()
     import numpy as np
     import theano
-    import theano.tensor as T
+    import theano.tensor as tt
 
     floatx = theano.config.floatX
-    x = T.vector("x")
+    x = tt.vector("x")
     steps, _ = theano.scan(lambda v, acc: acc + v * v, sequences=x,
-                           outputs_info=T.zeros_like(x[0]))
+                           outputs_info=tt.zeros_like(x[0]))
     f = theano.function([x], steps[-1])
     data = np.arange(1000, dtype=floatx) / np.asarray(100, dtype=floatx)
     value = float(f(data))
     expected = float(np.sum(data.astype("float64") ** 2))
     loops, on_gpu = [], []
-    for node, thunk in zip(f.fn.nodes, f.fn.thunks):
+    for index, node in enumerate(f.fn.nodes):  # the VM keeps one thunk per node, in order
         if type(node.op).__name__ != "Scan":
             continue
+        thunk = f.fn.thunks[index]
         on_gpu.append(bool(getattr(node.op, "gpua", False)))
         loop = (getattr(thunk, "__defaults__", None) or (None,))[0]
         bound_to = getattr(loop, "__self__", None)

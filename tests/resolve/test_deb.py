@@ -18,6 +18,7 @@ from envforge.host.archives import sha256_file
 from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.proc import run
 from envforge.lockfile import LockedDeb
+from envforge.lockplan import stack_versions
 from envforge.resolve.deb import (
     DebStanza,
     HttpFetch,
@@ -34,7 +35,6 @@ from envforge.resolve.deb import (
     unmet_dependencies,
     version_key,
 )
-from envforge.lockplan import stack_versions
 from envforge.spec import DEBIAN_MIRROR, DebianSection, load_spec
 from tests.host.test_debunpack import LIBDIR, build_deb
 from tests.testing.conda_channel import serve
@@ -419,7 +419,7 @@ Priority: optional
 Filename: pool/main/p/python3.9/python3.9-minimal_3.9.2-1_amd64.deb
 Size: 1955456
 SHA256: 5d6003c5c20223a2547ac4976e09a9ec778dbe351507a6292bef3b60df5f4aa7
-"""
+"""  # noqa: E501
 
 
 def test_bullseye_stanzas_lock_the_gpu_stack_versions() -> None:
