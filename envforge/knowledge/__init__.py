@@ -62,12 +62,14 @@ __all__ = [
     "cuda_runtime_release",
     "cudnn_archive_layout",
     "cudnn_library_name",
+    "cudnn_major",
     "cudnn_support",
     "cudnn_supports",
     "cudnn_version_code",
     "debian_package",
     "driver_library",
     "erratum_for_flag",
+    "error_hints",
     "find_artifact",
     "in_range",
     "knowledge",
@@ -220,6 +222,11 @@ def cudnn_version_code(cudnn: str) -> int:
     return parts[0] * (10000 if parts[0] >= 9 else 1000) + parts[1] * 100 + parts[2]
 
 
+def cudnn_major(code: int) -> int:
+    """The cuDNN major of a version code Theano reports: 7 for 7605, 9 for 91400."""
+    return code // 10000 if code >= cudnn_version_code("9") else code // 1000
+
+
 def cudnn_library_name(cudnn: str, platform: Platform) -> Fact[str] | None:
     """``cudnn64_7.dll`` / ``libcudnn.so.7`` for a cuDNN 7 release."""
     major = int(cudnn.split(".")[0])
@@ -322,6 +329,23 @@ def theano_rules(theano_version: str) -> TheanoRules:
         requires=pick(data.requires),
         preallocate=pick(data.preallocate),
     )
+
+
+def error_hints() -> tuple[tuple[str, str], ...]:
+    """(text a failure prints, what fixes it): cuDNN rules' symptoms, libgpuarray's Linux
+    library names (longest first, so ``libcuda.so`` does not shadow the others), the rest."""
+    data = knowledge()
+    hints = [(row.symptom, f"Theano-PyMC {row.theano}: {row.effect}; {row.fix}")
+             for row in data.theano.cudnn if row.symptom]
+    loader = libgpuarray_names("linux-64", "0")
+    fact = next(r for r in data.libgpuarray.facts if r.id == "linux-unversioned")
+    for asked, target in ((loader.nvrtc[0], f"the CUDA toolkit's {loader.nvrtc[0]}.N"),
+                          (loader.cublas[0], f"the CUDA toolkit's {loader.cublas[0]}.N"),
+                          (loader.driver, f"the driver's {driver_library('linux-64')}")):
+        hints.append((asked, f"libgpuarray loads the unversioned {asked}: link it to "
+                             f"{target} in a folder on LD_LIBRARY_PATH ({fact.source})"))
+    hints += [(row.needle, row.hint) for row in data.theano.error_hints]
+    return tuple(dict.fromkeys(hints))
 
 
 def blog_errata() -> tuple[BlogErratum, ...]:

@@ -367,6 +367,7 @@ class CudnnRuleRow(Row):
     version_code: int
     effect: str
     fix: str = ""
+    symptom: str | None = None  # what the failure prints
 
 
 class CudnnNamesRow(Row):
@@ -431,6 +432,11 @@ class DistributionRow(Row):
     why: str = ""
 
 
+class ErrorHintRow(Row):
+    needle: str
+    hint: str
+
+
 class GpuProbeRow(Row):
     id: str
     expression: str
@@ -454,6 +460,7 @@ class TheanoFile(Frozen):
     gpu_probe: tuple[GpuProbeRow, ...]
     preallocate: tuple[PreallocateRow, ...]
     distributions: tuple[DistributionRow, ...]
+    error_hints: tuple[ErrorHintRow, ...]
 
 
 class TheanoRules(Frozen):
