@@ -51,6 +51,7 @@ from envforge.host.windows import (
     expand_vars,
     normalize_entry,
 )
+from envforge.knowledge import libgpuarray_names, library_file_patterns
 from envforge.spec import Platform
 from envforge.steps.cudnn import cudnn_header_version
 from envforge.theanoflags import parse_theanorc
@@ -73,11 +74,8 @@ FOLDER_FLAGS = ("cuda.root", "dnn.base_path", "dnn.include_path", "dnn.library_p
                 "dnn.bin_path")
 BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 
-_INTERESTING = (
-    r"cudart64_\w+\.dll", r"nvrtc64_\w+\.dll", r"cublas64_\w+\.dll", r"cudnn64_\w+\.dll",
-    r"nvcuda\.dll", r"lib(?:cudart|nvrtc|cublas|cuda|cudnn)\.so(?:\.\d+)*",
-    r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?",
-)
+# The CUDA/cuDNN/loader library names come from the knowledge base (any version).
+_TOOLS = (r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?")
 _METADATA = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
@@ -162,7 +160,12 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     )
 
 
-_LOADER_NAMES = ("libcuda.so", "libnvrtc.so", "libcublas.so")
+
+
+def _loader_names() -> tuple[str, ...]:
+    """libgpuarray's unversioned Linux names (knowledge/libgpuarray.toml)."""
+    loader = libgpuarray_names("linux-64", "0")
+    return (loader.driver, *loader.nvrtc, *loader.cublas)
 
 
 def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
@@ -180,7 +183,7 @@ def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
     for line in out.stdout.splitlines():
         library, sep, target = line.strip().partition(" => ")
         name, _, flags = library.partition(" (")
-        if sep and name in _LOADER_NAMES and "x86-64" in flags:
+        if sep and name in _loader_names() and "x86-64" in flags:
             found.setdefault(name, target.strip())
     return found
 
@@ -377,7 +380,7 @@ def _ldflag_libs(values: Iterable[str]) -> list[str]:
 def _interesting(libs: Iterable[str], windows: bool) -> re.Pattern[str]:
     names = sorted({*libs, *BLAS_LIBRARIES})
     link = rf"(?:lib)?(?:{'|'.join(map(re.escape, names))})\.(?:so(?:\.\d+)*|a|dll\.a|lib|dll)"
-    return re.compile(rf"^(?:{'|'.join((*_INTERESTING, link))})$",
+    return re.compile(rf"^(?:{'|'.join((*library_file_patterns(), *_TOOLS, link))})$",
                       re.IGNORECASE if windows else 0)
 
 

@@ -74,11 +74,13 @@ __all__ = [
     "in_range",
     "knowledge",
     "libgpuarray_names",
+    "library_file_patterns",
     "loader_name_mismatch",
     "major_minor",
     "map_legacy_theano",
     "max_host_gcc",
     "min_driver",
+    "reference_theano",
     "theano_distribution",
     "theano_rules",
 ]
@@ -366,6 +368,31 @@ def theano_distribution(name: str) -> DistributionRow | None:
 
 def _pymc() -> DistributionRow:
     return next(row for row in knowledge().theano.distributions if row.maps_to is None)
+
+
+def reference_theano() -> str:
+    """The Theano-PyMC release the project is built around (theano.toml [[distributions]]):
+    what doctor assumes, and a legacy ``theano`` requirement maps to, when nothing says."""
+    return _pymc().releases[-1]
+
+
+def library_file_patterns() -> tuple[str, ...]:
+    """Regular expressions for every CUDA, cuDNN and loader library file the knowledge base
+    names, any version: ``cudart64_\\w+\\.dll``, ``libcudart\\.so(?:\\.\\d+)*``."""
+    data = knowledge()
+    names = {*(f for row in data.cuda.libraries for f in row.files.values()),
+             *(f for row in data.cudnn.libraries for f in row.files.values()),
+             *(f for row in data.libgpuarray.loader for f in row.names.values())}
+    patterns = set()
+    for name in names:
+        stem, so, _ = name.partition(".so")
+        if so:
+            patterns.add(re.escape(stem) + r"\.so(?:\.\d+)*")
+            continue
+        head, underscore, _ = name.partition("_")
+        patterns.add(re.escape(head + underscore) + r"\w+\.dll" if underscore
+                     else re.escape(name))
+    return tuple(sorted(patterns))
 
 
 def map_legacy_theano(requirement: str) -> str:

@@ -131,13 +131,13 @@ class LibgpuarrayLinksStep:
     def _linux(self, ctx: StepContext, root: Path) -> list[Want]:
         folder = links_dir(ctx.prefix)
         wants: list[Want] = []
+        driver = libgpuarray_names("linux-64", "0").driver
         try:
-            driver = libgpuarray_names("linux-64", "0").driver
             wants.append(WantLink(folder / driver, str(self._driver_library())))
         except StepError as missing:
             # An environment may be provisioned before it reaches its GPU host; verify
             # then fails naming libcuda.so, and a re-apply on the GPU host adds the link.
-            ctx.ui.warn(f"{missing}; libcuda.so is left out until a driver is there")
+            ctx.ui.warn(f"{missing}; {driver} is left out until a driver is there")
         version = self._toolkit(root)
         major = int(version.split(".")[0]) if version else None
         dirs = (root / "lib64", root / "targets" / "x86_64-linux" / "lib")
