@@ -33,7 +33,7 @@ def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
-@pytest.mark.parametrize("name", KNOWLEDGE_FILES)
+@pytest.mark.parametrize("name", [*KNOWLEDGE_FILES, "virtual_packages"])
 def test_every_row_names_a_source(name: str) -> None:
     rows = _rows(name)
     assert rows

@@ -16,10 +16,12 @@ from envforge.knowledge import (
 from envforge.spec import Platform
 
 
-def test_cudnn_names() -> None:
-    assert [cudnn_library_name(v, p).value  # type: ignore[union-attr]
-            for v, p in (("7.6.5", "win-64"), ("7.6.5", "linux-64"), ("8.0.5", "linux-64"))] \
-        == ["cudnn64_7.dll", "libcudnn.so.7", "libcudnn.so.8"]
+@pytest.mark.parametrize(("cudnn", "platform", "name"), [
+    ("7.6.5", "win-64", "cudnn64_7.dll"), ("7.6.5", "linux-64", "libcudnn.so.7"),
+    ("8.0.5", "linux-64", "libcudnn.so.8")])
+def test_cudnn_names(cudnn: str, platform: Platform, name: str) -> None:
+    found = cudnn_library_name(cudnn, platform)
+    assert found is not None and found.value == name
 
 
 def test_cuda_10_2_names_are_the_ones_nvidia_ships() -> None:

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from envforge.knowledge import blog_errata, reference_theano, theano_rules
+from envforge.theanoflags import FIELD_FLAGS
+
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 
 LIBRARY = re.compile(r"libcudnn|cudnn64_|libnvrtc|nvrtc64_|libcublas|cublas64_|cudart64_|"
@@ -49,14 +52,25 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
+def _wrong_flags() -> frozenset[str]:
+    """Dotted flags that are not flags (removed ones, the blog's): only knowledge names them."""
+    rules = theano_rules(reference_theano())
+    names = {row.flag for row in rules.removed if not row.prefix}
+    names |= {row.flag for row in blog_errata() if row.flag and "." in row.flag}
+    return frozenset(names)
+
+
 def literal_offences(source: str) -> list[tuple[int, str]]:
-    """(line, literal) of string literals naming a library or the reference release."""
+    """(line, literal) of string literals naming a library, a flag that is not one, or the
+    reference release."""
     tree = ast.parse(source)
     docs = _docstrings(tree)
+    wrong = _wrong_flags()
     return [(node.lineno, node.value) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and id(node) not in docs
-            and (LIBRARY.search(node.value) or RELEASE.match(node.value))]
+            and (LIBRARY.search(node.value) or RELEASE.match(node.value)
+                 or node.value in wrong)]
 
 
 def rule_offences(source: str) -> list[tuple[int, str]]:
@@ -90,6 +104,7 @@ def test_no_fact_is_written_in_code(path: Path) -> None:
     'if theano.startswith("1.0.") and major >= 8:\n    pass',
     'if cudnn_version_code(wanted) >= 8000:\n    pass',
     'ASSUMED = "1.0.5"',
+    'if name == "lib.cnmem":\n    pass',
 ])
 def test_the_scan_catches_what_it_is_for(code: str) -> None:
     """Every shape the old code had (host/platform.py's tables, verify.py's cuDNN >= 8 rule,
@@ -104,3 +119,10 @@ def test_prose_is_not_code() -> None:
 def test_the_allow_list_is_small_and_real() -> None:
     assert len(ALLOWED) <= 2
     assert all((PACKAGE / name).is_file() for name in ALLOWED)
+
+
+def test_flags_code_sets_are_flags_the_knowledge_base_defines() -> None:
+    """The spec-field -> flag map is code; every flag it names must be a row's flag."""
+    rules = theano_rules(reference_theano())
+    assert set(FIELD_FLAGS) <= rules.known_flags
+    assert _wrong_flags() >= {"lib.cnmem", "cudnn.enable", "pycuda.init"}
