@@ -12,8 +12,10 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from envforge.doctor.facts import (
     RELEVANT_VARIABLES,
@@ -51,7 +53,7 @@ from envforge.host.windows import (
     expand_vars,
     normalize_entry,
 )
-from envforge.knowledge import libgpuarray_names, library_file_patterns
+from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
 from envforge.spec import Platform
 from envforge.steps.cudnn import cudnn_header_version
 from envforge.theanoflags import parse_theanorc
@@ -508,27 +510,19 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str], win
         return Environment(prefix=str(prefix), exists=False, found_by=found_by)
     versions, sources = installed_versions(prefix)
     return Environment(prefix=str(prefix), exists=True, found_by=found_by, activated=activated,
-                       versions=versions, sources=sources)
+                       versions=versions, sources=sources,
+                       theano_distributions=installed_theanos(prefix))
 
 
 def canonical_package(name: str) -> str:
-    """PEP 503 normalised, with Theano-PyMC counted as Theano (the rules are per release)."""
-    norm = re.sub(r"[-_.]+", "-", name).lower()
-    return "theano" if norm in ("theano-pymc", "theano") else norm
+    """PEP 503 normalised, with every distribution installing ``theano`` (Theano-PyMC, the
+    original Theano; knowledge/theano.toml) counted as Theano: the rules are per release."""
+    return "theano" if theano_distribution(name) is not None else canonicalize_name(name)
 
 
-def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Package -> version from conda-meta and dist-/egg-info names; Python from pyvenv.cfg,
-    conda-meta or the lib/pythonX.Y folder. Read, not imported: nothing is run."""
-    versions: dict[str, str] = {}
-    sources: dict[str, str] = {}
-
-    def add(name: str, version: str, source: Path) -> None:
-        key = canonical_package(name)
-        if key not in versions:
-            versions[key] = version
-            sources[key] = str(source)
-
+def _records(prefix: Path) -> Iterator[tuple[str, str, Path]]:
+    """(name, version, file) of what is installed: conda-meta, pyvenv.cfg, dist-/egg-info
+    names, the lib/pythonX.Y folder. Read, not imported: nothing is run."""
     meta = prefix / "conda-meta"
     if meta.is_dir():
         for record in sorted(meta.glob("*.json")):
@@ -537,12 +531,12 @@ def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
             except (ValueError, OSError):
                 continue
             if isinstance(data, dict) and isinstance(data.get("name"), str):
-                add(data["name"], str(data.get("version", "")), record)
+                yield data["name"], str(data.get("version", "")), record
     pyvenv = prefix / "pyvenv.cfg"
     if pyvenv.is_file():
         match = _PYVENV_VERSION.search(pyvenv.read_text(encoding="utf-8", errors="replace"))
         if match:
-            add("python", match[1], pyvenv)
+            yield "python", match[1], pyvenv
     folders = [*prefix.glob("lib/python3*/site-packages"), prefix / "Lib" / "site-packages",
                *prefix.glob("deb/usr/lib/python3*/dist-packages")]
     for folder in folders:
@@ -551,12 +545,34 @@ def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
         for entry in sorted(folder.iterdir()):
             match = _METADATA.match(entry.name)
             if match:
-                add(match["name"], match["version"], entry)
+                yield match["name"], match["version"], entry
     for folder in (*prefix.glob("lib/python3.*"), *prefix.glob("deb/usr/bin/python3.*")):
         match = re.fullmatch(r"python(3\.\d+)", folder.name)
         if match:
-            add("python", match[1], folder)
+            yield "python", match[1], folder
+
+
+def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Package -> version, and the metadata file each came from (the first record wins)."""
+    versions: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for name, version, source in _records(prefix):
+        key = canonical_package(name)
+        if key not in versions:
+            versions[key] = version
+            sources[key] = str(source)
     return versions, sources
+
+
+def installed_theanos(prefix: Path) -> dict[str, str]:
+    """Distribution (as knowledge names it: ``Theano``, ``Theano-PyMC``) -> version, for
+    every distribution installing the ``theano`` package: two of them overwrite each other."""
+    found: dict[str, str] = {}
+    for name, version, _ in _records(prefix):
+        row = theano_distribution(name)
+        if row is not None:
+            found.setdefault(row.name, version)
+    return found
 
 
 # -- Windows registry -------------------------------------------------------------------
