@@ -72,6 +72,55 @@ def test_cudnn8_with_theano_105_is_refused_before_resolving(
     assert not (tmp_path / "locks").exists()
 
 
+CUDNN8_CUDA111 = """\
+[project]
+name = "cudnn8"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[pypi]
+packages = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]
+
+[cuda]
+version = "11.1"
+
+[cudnn]
+version = "8.0.5.39"
+
+[theano]
+device = "cuda"
+dnn = "disabled"
+"""
+
+
+@pytest.mark.network
+def test_cudnn_8_0_5_with_cuda_11_1_locks(tmp_path: Path) -> None:
+    """A valid pair (Spack's cudnn 8.0.5.39-11.1) that the 8.0.* row used to refuse; the
+    archive comes from the knowledge base's artifacts, with its hash."""
+    spec = project_with(tmp_path, "cudnn8", CUDNN8_CUDA111)
+    assert main(["lock", str(spec), "--quiet"]) == 0
+    (cudnn,) = [a for a in load_lock(tmp_path / "locks" / "cudnn8.lock")
+                .platforms["linux-64"].artifacts if a.role == "cudnn"]
+    assert cudnn.filename == "cudnn-11.1-linux-x64-v8.0.5.39.tgz"
+    assert cudnn.sha256 == "1d046bfa79399dabcc6f6cb1507918754439442ea0ca9e0fbecdd446f9b00cce"
+
+
+def test_theano_and_theano_pymc_together_refused_before_resolving(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    text = CUDNN8_CUDA111.replace('"Theano-PyMC==1.0.5"]', '"Theano-PyMC==1.0.5", "Theano==1.0.5"]')
+    spec = project_with(tmp_path, "both", text)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "both install the `theano` package" in err and "fix: drop Theano==1.0.5" in err
+    assert not (tmp_path / "locks").exists()
+
+
 def test_check_is_fresh_then_stale_without_network(tmp_path: Path, no_resolvers: None,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "specs").mkdir()
