@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,8 +40,17 @@ def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
     return dirs.data / "envs" / spec.name
 
 
-def env_id(spec_name: str, prefix: Path) -> str:
-    return f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
+def env_id(prefix: Path) -> str:
+    """The state folder's name: an environment is its prefix, whichever spec applied it."""
+    label = re.sub(r"[^A-Za-z0-9._-]", "_", prefix.name)[:40] or "env"
+    return f"{label}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
+
+
+def state_dir_for(dirs: EnvforgeDirs, spec_name: str, prefix: Path) -> Path:
+    """The prefix's state folder; one named after the spec by an older envforge still counts."""
+    state = dirs.env_state(env_id(prefix))
+    older = dirs.env_state(f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}")
+    return older if not state.exists() and older.is_dir() else state
 
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
@@ -79,7 +89,7 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     plock = lock.platforms[platform]
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=env, home=home or Path.home(),
-        state_dir=dirs.env_state(env_id(spec.name, prefix)), artifacts=dict(artifacts),
+        state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(artifacts),
         lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
                                                    plock.python),
         dirs=dirs, ui=ui, bundle=bundle.resolve() if bundle else None, offline=offline,
@@ -131,8 +141,12 @@ def _short(target: str, prefix: str) -> str:
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.executor import check_owner, execute
+
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True)
+    spec_file = str(Path(args.spec).resolve())
+    check_owner(ctx.state_dir, spec_file, ctx.prefix)
     steps = build_steps(ctx)
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
@@ -150,10 +164,13 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not _confirm(ui):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    record = {"spec": str(Path(args.spec).resolve()), "prefix": str(ctx.prefix),
-              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
-    from envforge.executor import execute
+    if ctx.bundle is None and not ctx.offline:
+        from envforge.bundle.sources import prefetch
 
+        ctx = _replace(ctx, artifacts=prefetch(ctx))
+        steps = build_steps(ctx)
+    record = {"spec": spec_file, "prefix": str(ctx.prefix),
+              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
     ran = execute(ctx, steps, record=record)
     if ui.json:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
@@ -172,27 +189,41 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec = load_spec(args.spec)
     dirs = envforge_dirs()
     prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
-    state = dirs.env_state(env_id(spec.name, prefix))
+    state = state_dir_for(dirs, spec.name, prefix)
     if not (state / "journal.jsonl").exists():
         ui.success(f"{args.spec}: nothing applied at {prefix}")
         return 0
     from envforge.executor import undo
 
-    undone = undo(state)
+    undone = undo(state, spec=str(Path(args.spec).resolve()), force=args.force)
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
+    report_undone(undone, ui)
     ui.success(f"rolled back {len(undone)} change(s) for {args.spec} at {prefix}")
     return 0
 
 
+def report_undone(undone: Sequence[str], ui: UI) -> None:
+    """What an undo left alone is a warning: a changed file kept, a record --force skipped."""
+    from envforge.journal import KEPT, LOST
+
+    for line in undone:
+        if line.startswith((KEPT, LOST)):
+            ui.warn(line)
+
+
 def run_status(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.executor import read_record
+    from envforge.executor import DamagedStateError, read_record
 
     dirs = envforge_dirs()
     rows = []
     if dirs.state.is_dir():
         for state in sorted(dirs.state.iterdir()):
-            record = read_record(state)
+            try:
+                record = read_record(state)
+            except DamagedStateError as exc:
+                record = {"prefix": None, "state": str(exc.path), "complete": False,
+                          "damaged": str(exc)}
             if record is not None:
                 rows.append(record)
     if ui.json:
@@ -200,7 +231,8 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
     else:
         ui.table("environments applied by envforge", ["spec", "prefix", "platform", "state"],
                  [[r.get("spec_name"), r.get("prefix"), r.get("platform"),
-                   "applied" if r.get("complete") else "incomplete (apply again or roll back)"]
+                   "damaged: rollback --force" if r.get("damaged") else "applied"
+                   if r.get("complete") else "incomplete (apply again or roll back)"]
                   for r in rows])
     return 0
 
@@ -246,6 +278,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     rollback = sub.add_parser("rollback", help="undo what apply changed, byte for byte")
     rollback.add_argument("spec")
     rollback.add_argument("--prefix", type=Path)
+    rollback.add_argument("--force", action="store_true",
+                          help="go past a damaged journal or record, a missing backup or "
+                               "another spec's claim; lists what it could not restore")
     common(rollback)
     rollback.set_defaults(handler=run_rollback)
 

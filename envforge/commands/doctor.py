@@ -140,8 +140,10 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
         undone = undo_fixes(state)
         if ui.json:
             ui.document("doctor-undo", {"undone": undone})
+        from envforge.journal import KEPT
+
         for line in undone:
-            ui.info(line)
+            (ui.warn if line.startswith(KEPT) else ui.info)(line)
         ui.success(f"rolled back {len(undone)} change(s) made by `envforge doctor --fix`")
         return 0
     cwd = Path.cwd()
