@@ -99,6 +99,6 @@ def host_refusal(exc: OSError) -> str | None:
     where = exc.filename if exc.filename is not None else "a file"
     hint = ("free some space, then run the command again (`envforge apply` resumes, "
             "`envforge rollback` undoes)" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
-            else "make it writable, or set ENVFORGE_HOME to a folder you can write "
-            "(HOME for ~/.theanorc)")
-    return f"cannot write {os.fsdecode(where)}: {_HOST_REFUSALS[exc.errno]} ({name}); {hint}"
+            else "envforge must write there: make it writable, or set ENVFORGE_HOME to a "
+            "folder you can write (HOME for ~/.theanorc)")
+    return f"{os.fsdecode(where)}: {_HOST_REFUSALS[exc.errno]} ({name}); {hint}"

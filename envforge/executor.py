@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envforge.errors import InputError, StepError
-from envforge.journal import Journal, Transaction, env_lock, fsync_dir, rollback
+from envforge.journal import Journal, Transaction, env_lock, fsync_dir, naming, rollback
 from envforge.steps.base import Step, StepContext
 
 APPLIED = "applied.json"
@@ -82,7 +82,7 @@ def _write_record(state_dir: Path, record: dict[str, Any]) -> None:
     """Written whole or not at all: a temporary file, fsynced, renamed, folder fsynced."""
     tmp = state_dir / (APPLIED + ".tmp")
     data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    with open(tmp, "wb") as handle:
+    with naming(tmp), open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())

@@ -97,6 +97,17 @@ def state_of(path: Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError from a bare descriptor (ENOSPC on write, fsync) names ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 def fsync_dir(path: Path) -> None:
     """Make a created or renamed name durable (a no-op where folders cannot be opened)."""
     try:
@@ -189,7 +200,7 @@ class Journal:
         self.backups.mkdir(parents=True, exist_ok=True)
         if created:
             fsync_dir(self.state_dir)
-        with open(source, "rb") as src, open(target, "wb") as dst:
+        with naming(target), open(source, "rb") as src, open(target, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
             dst.flush()
             os.fsync(dst.fileno())
@@ -205,8 +216,9 @@ class Journal:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
         fd = os.open(self.path, flags, 0o644)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            with naming(self.path):
+                os.write(fd, line)
+                os.fsync(fd)
         finally:
             os.close(fd)
         if created:
@@ -456,6 +468,14 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
         return []
     if registry is None and any(e.op == "registry" for e in entries):
         raise StepError("this apply changed the Windows registry; roll it back on Windows")
+    if not force:
+        missing = [e for e in entries if e.op == "backup" and e.kind == "file"
+                   and not journal.backup_path(e).is_file()]
+        if missing:  # refused before anything is undone: nothing half-done
+            raise StepError(f"cannot restore {missing[0].path}: its backup "
+                            f"{journal.backup_path(missing[0])} is missing ({len(missing)} "
+                            "missing); `rollback --force` undoes the rest and lists what it "
+                            "could not restore")
     written: dict[str, set[str]] = {}
     for entry in entries:
         if entry.op == "wrote" and entry.path is not None and entry.state is not None:

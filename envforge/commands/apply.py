@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import os
 import re
@@ -164,6 +165,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not _confirm(ui):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
+    writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
     if ctx.bundle is None and not ctx.offline:
         from envforge.bundle.sources import prefetch
 
@@ -176,6 +178,22 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
     ui.success(f"applied {args.spec} into {ctx.prefix} ({', '.join(ran)})")
     return 0
+
+
+def writable(targets: Sequence[Path]) -> None:
+    """Refuse (OSError, one line, exit 1) before the first change when a place apply will
+    write is on a read-only file system or not writable: nothing half-done."""
+    for target in targets:
+        probe = target
+        while not os.path.lexists(probe) and probe != probe.parent:
+            probe = probe.parent
+        if probe.is_symlink() or not probe.is_dir():
+            probe = probe.parent
+        if os.access(probe, os.W_OK):
+            continue
+        readonly = hasattr(os, "statvfs") and os.statvfs(probe).f_flag & os.ST_RDONLY
+        code = errno.EROFS if readonly else errno.EACCES
+        raise OSError(code, os.strerror(code), str(probe))
 
 
 def _confirm(ui: UI) -> bool:
@@ -193,9 +211,12 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     if not (state / "journal.jsonl").exists():
         ui.success(f"{args.spec}: nothing applied at {prefix}")
         return 0
-    from envforge.executor import undo
+    from envforge.executor import check_owner, undo
 
-    undone = undo(state, spec=str(Path(args.spec).resolve()), force=args.force)
+    spec_file = str(Path(args.spec).resolve())
+    if not args.force:
+        check_owner(state, spec_file, prefix)  # before waiting on a running apply's lock
+    undone = undo(state, spec=spec_file, force=args.force)
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
     report_undone(undone, ui)
