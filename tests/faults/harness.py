@@ -63,7 +63,8 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def envforge(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def envforge(*args: str, env: dict[str, str],
+             timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real CLI in a process of its own."""
     return subprocess.run([sys.executable, "-m", "envforge", *args], env=env, text=True,
                           capture_output=True, timeout=timeout, check=False,

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import envforge.executor as executor
-import envforge.journal as journal_module
 from envforge.errors import StepError
 from envforge.journal import LOST, Journal, Transaction, rollback
 from tests.faults.conftest import count
@@ -42,7 +41,7 @@ def _applied(tmp_path: Path) -> tuple[Journal, Path, Path]:
 def test_a_corrupt_line_stops_rollback_and_force_goes_past_it(tmp_path: Path) -> None:
     journal, root, conf = _applied(tmp_path)
     lines = journal.path.read_bytes().split(b"\n")
-    lines[4] = b"{garbage"  # the "created" record of new.txt's... whatever line 5 holds
+    lines[4] = b"{garbage"  # a line in the middle: corruption, not a torn tail
     journal.path.write_bytes(b"\n".join(lines))
     with pytest.raises(StepError, match=r"line 5 is corrupt.*rollback --force"):
         rollback(Journal(journal.state_dir))
@@ -58,7 +57,7 @@ def test_a_missing_backup_stops_rollback_and_force_says_what_it_left(tmp_path: P
     journal, root, conf = _applied(tmp_path)
     for backup in journal.backups.iterdir():
         backup.unlink()
-    with pytest.raises(StepError, match=r"its backup .* is missing \(1 missing\); `rollback --force`"):
+    with pytest.raises(StepError, match=r"backup .* is missing \(1 missing\); `rollback --force`"):
         rollback(Journal(journal.state_dir))
     assert (root / "tree").exists()
 
@@ -112,7 +111,7 @@ def test_the_journal_is_opened_binary(tmp_path: Path, monkeypatch: pytest.Monkey
         seen.append(flags)
         return real_open(path, flags & ~flag, mode)
 
-    monkeypatch.setattr(journal_module.os, "open", text_mode_open)
+    monkeypatch.setattr(os, "open", text_mode_open)
     journal = Journal(tmp_path / "state")
     Transaction(journal, "demo").begin()
     appends = [f for f in seen if f & os.O_APPEND]
@@ -140,7 +139,12 @@ def test_the_record_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.Monkey
     executor._write_record(state, {"spec": "/old.toml", "complete": True})
     synced: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
 
     def crash(self: Path, target: Path) -> Path:
         raise OSError(28, "No space left on device", str(target))

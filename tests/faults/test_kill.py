@@ -64,7 +64,7 @@ def test_kill_at_every_journal_line_of_a_step(step: str, world: World, tmp_path:
         count("kill -9 at a journal line, re-apply, rollback")
 
 
-@pytest.mark.parametrize("step", ["prefix", "theanorc", "activation"])
+@pytest.mark.parametrize("step", ["prefix", "theanorc"])
 def test_rollback_right_after_kill(step: str, world: World, tmp_path: Path) -> None:
     """No re-apply in between: rollback alone undoes a killed apply exactly."""
     prefix = tmp_path / "envs" / "p"
