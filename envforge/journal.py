@@ -243,8 +243,8 @@ class Journal:
             except ValidationError:
                 if data.find(b"\n", end + 1) != -1:
                     raise StepError(f"{self.path}: line {number} is corrupt; the journal cannot "
-                                    "be trusted (keep it and the backups folder); `rollback "
-                                    "--force` undoes what the other lines record") from None
+                                    "be trusted (keep it and the backups folder); undo again "
+                                    "with --force to undo what the other lines record") from None
                 break
             pos = end + 1
         return entries, pos
@@ -474,8 +474,8 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
         if missing:  # refused before anything is undone: nothing half-done
             raise StepError(f"cannot restore {missing[0].path}: its backup "
                             f"{journal.backup_path(missing[0])} is missing ({len(missing)} "
-                            "missing); `rollback --force` undoes the rest and lists what it "
-                            "could not restore")
+                            "missing); undo again with --force: it undoes the rest and lists "
+                            "what it could not restore")
     written: dict[str, set[str]] = {}
     for entry in entries:
         if entry.op == "wrote" and entry.path is not None and entry.state is not None:
@@ -485,8 +485,8 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
             line = _undo(journal, entry, registry, written)
         except StepError as exc:
             if not force:
-                raise StepError(f"{exc}; `rollback --force` undoes the rest and lists what it "
-                                "could not restore") from None
+                raise StepError(f"{exc}; undo again with --force: it undoes the rest and "
+                                "lists what it could not restore") from None
             line = f"{LOST}{entry.path}: {exc}"
         if line:
             undone.append(line)

@@ -43,7 +43,7 @@ def test_a_corrupt_line_stops_rollback_and_force_goes_past_it(tmp_path: Path) ->
     lines = journal.path.read_bytes().split(b"\n")
     lines[4] = b"{garbage"  # a line in the middle: corruption, not a torn tail
     journal.path.write_bytes(b"\n".join(lines))
-    with pytest.raises(StepError, match=r"line 5 is corrupt.*rollback --force"):
+    with pytest.raises(StepError, match=r"line 5 is corrupt.*again with --force"):
         rollback(Journal(journal.state_dir))
     assert conf.read_bytes() == b"envforge's\n"  # nothing undone
 
@@ -57,7 +57,7 @@ def test_a_missing_backup_stops_rollback_and_force_says_what_it_left(tmp_path: P
     journal, root, conf = _applied(tmp_path)
     for backup in journal.backups.iterdir():
         backup.unlink()
-    with pytest.raises(StepError, match=r"backup .* is missing \(1 missing\); `rollback --force`"):
+    with pytest.raises(StepError, match=r"is missing \(1 missing\); undo again with --force"):
         rollback(Journal(journal.state_dir))
     assert (root / "tree").exists()
 
@@ -156,3 +156,27 @@ def test_the_record_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.Monkey
     assert synced, "the new record was not fsynced before its rename"
     assert executor.read_record(state) == {"spec": "/old.toml", "complete": True}
     count("state: applied.json replaced atomically")
+
+
+def test_doctor_undo_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    """doctor's journal is the same journal: its undo has the same way out."""
+    from envforge.cli import main
+
+    home = tmp_path / "home"
+    home.mkdir()
+    rc = home / ".theanorc"
+    rc.write_bytes(b"[global]\nfloatX = float32\n\n[lib]\ncnmem = 0.8\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "ef"))
+    assert main(["doctor", "--fix", "--yes", "-q"]) in (0, 1)
+    fixed = rc.read_bytes()
+    (backup,) = (tmp_path / "ef" / "state" / "doctor" / "backups").iterdir()
+    backup.unlink()
+    capsys.readouterr()
+    assert main(["doctor", "--undo"]) == 1
+    assert "undo again with --force" in capsys.readouterr().err
+    assert main(["doctor", "--undo", "--force"]) == 0
+    assert f"warning: could not restore {rc}" in capsys.readouterr().err
+    assert rc.read_bytes() == fixed
+    count("journal: doctor --undo --force past a missing backup")

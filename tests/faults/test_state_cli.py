@@ -142,7 +142,7 @@ def test_a_damaged_journal_is_forced_through(damage: str, world: World, tmp_path
             backup.unlink()
     capsys.readouterr()
     assert main(["rollback", spec, "--prefix", str(prefix)]) == 1
-    assert "`rollback --force`" in _one_line(capsys.readouterr().err)
+    assert "undo again with --force" in _one_line(capsys.readouterr().err)
     assert prefix.exists()  # refused before anything was undone
 
     assert main(["rollback", spec, "--prefix", str(prefix), "--force"]) == 0
