@@ -184,6 +184,8 @@ def writable(targets: Sequence[Path]) -> None:
     """Refuse (OSError, one line, exit 1) before the first change when a place apply will
     write is on a read-only file system or not writable: nothing half-done."""
     for target in targets:
+        if not target.is_absolute():
+            continue  # a registry value (win-64 user PATH), not a file
         probe = target
         while not os.path.lexists(probe) and probe != probe.parent:
             probe = probe.parent
