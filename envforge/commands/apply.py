@@ -210,7 +210,7 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     dirs = envforge_dirs()
     prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
     state = state_dir_for(dirs, spec.name, prefix)
-    if not (state / "journal.jsonl").exists():
+    if not any((state / name).exists() for name in ("journal.jsonl", "applied.json")):
         ui.success(f"{args.spec}: nothing applied at {prefix}")
         return 0
     from envforge.executor import check_owner, undo

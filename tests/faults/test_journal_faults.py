@@ -180,3 +180,22 @@ def test_doctor_undo_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert f"warning: could not restore {rc}" in capsys.readouterr().err
     assert rc.read_bytes() == fixed
     count("journal: doctor --undo --force past a missing backup")
+
+
+def test_a_record_without_a_journal_is_rolled_back_too(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed after its record and before its first journal line, an apply still claims the
+    prefix: rollback must clear that claim, or no other spec could ever use the prefix."""
+    from envforge.cli import main
+    from envforge.commands.apply import state_dir_for
+    from envforge.paths import envforge_dirs
+
+    spec = Path(__file__).resolve().parents[2] / "specs" / "theano-cpu.toml"
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "ef"))
+    prefix = tmp_path / "env"
+    state = state_dir_for(envforge_dirs(), "theano-cpu", prefix)
+    state.mkdir(parents=True)
+    executor._write_record(state, {"spec": str(spec), "prefix": str(prefix), "complete": False})
+    assert main(["rollback", str(spec), "--prefix", str(prefix), "-q"]) == 0
+    assert executor.read_record(state) is None
+    count("state: a record with no journal line, rolled back")
