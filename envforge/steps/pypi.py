@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
 from envforge.host import proc
+from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
 from envforge.resolve.pypi import uv_binary, uv_environ
@@ -39,6 +40,12 @@ def missing_files(ctx: StepContext,
     if installed is None:
         installed = installed_distributions(Path(ctx.layout.site_packages))
     return [f for f in ctx.lock.pypi if installed.get(canonicalize_name(f.name)) != f.version]
+
+
+def _requirement(ctx: StepContext, f: LockedPypiFile) -> str:
+    """The copy apply's preflight put in envforge's cache (checked), else the index's."""
+    cached = cache_path(ctx.dirs.cache, FileRef(f.url, f.sha256, f.filename, f.size))
+    return f"{f.name} @ {cached.as_uri()}" if cached.is_file() else f"{f.name}=={f.version}"
 
 
 def _uv() -> str | None:
@@ -73,7 +80,7 @@ class PypiInstallStep:
             return
         with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
             req = Path(tmp) / "requirements.txt"
-            req.write_text("".join(f"{f.name}=={f.version} --hash=sha256:{f.sha256}\n"
+            req.write_text("".join(f"{_requirement(ctx, f)} --hash=sha256:{f.sha256}\n"
                                    for f in todo), encoding="utf-8")
             args = [uv, "pip", "install", "--python", str(ctx.layout.python),
                     "--no-deps", "--require-hashes", "--no-config", "-r", str(req),
