@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envforge.errors import ExitCode
-from envforge.knowledge import cudnn_version_code
+from envforge.knowledge import cudnn_version_code, undeclared_import_in
 from envforge.lockfile import Expectations, KernelExpectation
 
 Status = Literal["pass", "fail", "skip"]
@@ -47,8 +47,6 @@ _HINTS: tuple[tuple[str, str], ...] = (
     ("has no attribute 'bool'", "NumPy >= 1.24 removed np.bool: Theano 1.0.x needs NumPy < 1.24"),
     ("has no attribute 'complex'",
      "NumPy >= 1.24 removed np.complex: Theano 1.0.x needs NumPy < 1.24"),
-    ("pkg_resources", "theano.gpuarray imports pkg_resources: install setuptools in the "
-                      "environment"),
     ("No module named 'distutils'", "Python >= 3.12 has no distutils, which Theano needs: "
                                     "use Python <= 3.11"),
     ("the old GPU back-end", "device=gpu is gone since Theano 1.0: use device=cuda"),
@@ -549,6 +547,12 @@ def _clip(text: str, limit: int = 800) -> str:
 
 
 def _with_hint(error: str) -> str:
+    undeclared = undeclared_import_in(error)
+    if undeclared is not None:
+        return (f"{error} (hint: Theano imports {undeclared.module} at "
+                f"{undeclared.imported_at} without declaring it; the lock carries "
+                f"{undeclared.requirement} for it: run `envforge apply` to install it again; "
+                f"source: {undeclared.source})")
     for needle, hint in _HINTS:
         if needle in error:
             return f"{error} (hint: {hint})"

@@ -148,7 +148,9 @@ def test_missing_pygpu_names_the_import_error_and_its_fix() -> None:
     report["theano"] = None
     rows = _rows(report, expect)
     assert rows["version.theano"].status == "fail"
-    assert "install setuptools" in rows["version.theano"].why
+    why = rows["version.theano"].why
+    assert "theano/gpuarray/linalg.py:3" in why and "setuptools<" in why
+    assert "envforge apply" in why
     assert rows["device"].status == "fail" and "pkg_resources" in rows["device"].why
 
 

@@ -34,6 +34,7 @@ from envforge.knowledge.models import (
     ReferenceFile,
     TheanoFile,
     TheanoRules,
+    UndeclaredRow,
     UnknownFactError,
     in_range,
     major_minor,
@@ -48,6 +49,7 @@ __all__ = [
     "KnownArtifact",
     "LoaderNames",
     "TheanoRules",
+    "UndeclaredRow",
     "UnknownFactError",
     "blog_errata",
     "compute_capability_range",
@@ -68,6 +70,7 @@ __all__ = [
     "max_host_gcc",
     "min_driver",
     "theano_rules",
+    "undeclared_import_in",
 ]
 
 # The whole base
@@ -263,7 +266,15 @@ def theano_rules(theano_version: str) -> TheanoRules:
         python=pick(data.python),
         classifiers=pick(data.classifiers),
         requires=pick(data.requires),
+        undeclared=pick(data.undeclared),
     )
+
+
+def undeclared_import_in(error: str) -> UndeclaredRow | None:
+    """The row for a module that an error says is missing, when a Theano release imports it
+    without declaring it: the cause and the fix of a ``No module named 'pkg_resources'``."""
+    return next((row for row in knowledge().theano.undeclared
+                 if f"No module named '{row.module}'" in error), None)
 
 
 def blog_errata() -> tuple[BlogErratum, ...]:

@@ -391,6 +391,17 @@ class RequiresRow(Row):
     packages: tuple[str, ...]
 
 
+class UndeclaredRow(Row):
+    """A module a release imports without declaring the distribution that provides it."""
+
+    theano: Range
+    module: str
+    requirement: str
+    imported_at: str
+    needed_by: str
+    note: str = ""
+
+
 class GpuProbeRow(Row):
     id: str
     expression: str
@@ -411,6 +422,7 @@ class TheanoFile(Frozen):
     python: tuple[PythonRuleRow, ...]
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
+    undeclared: tuple[UndeclaredRow, ...]
     gpu_probe: tuple[GpuProbeRow, ...]
 
 
@@ -432,6 +444,7 @@ class TheanoRules(Frozen):
     python: tuple[PythonRuleRow, ...]
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
+    undeclared: tuple[UndeclaredRow, ...]
 
     @property
     def separator(self) -> str:
