@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -71,7 +70,7 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
     """
     from envforge.knowledge import UnknownFactError, theano_rules
 
-    locked = {canonicalize_name(f.name): f.version for f in pypi}
+    locked: dict[str, str] = {canonicalize_name(f.name): f.version for f in pypi}
     theano = locked.get("theano-pymc") or locked.get("theano")
     if theano is None:
         return ()
@@ -146,6 +145,8 @@ def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectati
         theano_flags=flags,
         kernels=kernel_expectations(pspec.verify, pspec.theano.float_x),
         min_gpu_speedup=pspec.verify.min_gpu_speedup,
+        min_cublas_ratio=None if pspec.theano.device.startswith("cpu")
+        else pspec.verify.min_cublas_ratio,
         repeats=pspec.verify.repeats,
         cuda=pspec.cuda.version if pspec.cuda else None,
         cudnn=pspec.cudnn.version if pspec.cudnn else None,
