@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from envforge.lockfile import LockedPypiFile
+from envforge.lockfile import LockedPypiFile, load_lock
 from envforge.lockplan import undeclared_missing
 
 
@@ -37,3 +39,12 @@ def test_provided_elsewhere_and_other_releases_need_nothing() -> None:
     assert undeclared_missing([_file("theano-pymc", "1.1.2")]) == ()
     assert undeclared_missing([_file("theano-pymc", "0.9.0")]) == ()  # no rules at all
     assert undeclared_missing([_file("numpy", "1.19.5")]) == ()
+
+
+def test_the_gpu_specs_hand_pin_is_what_knowledge_asks_for() -> None:
+    """theano-gpu-linux pins setuptools by hand; without the pin lock would add it."""
+    lock = load_lock(Path(__file__).resolve().parents[1] / "locks" / "theano-gpu-linux.lock")
+    pypi = lock.platforms["linux-64"].pypi
+    assert undeclared_missing(pypi) == ()
+    without = [f for f in pypi if f.name != "setuptools"]
+    assert [row.requirement for row in undeclared_missing(without)] == ["setuptools<80.9"]
