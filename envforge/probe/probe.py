@@ -447,7 +447,7 @@ def _scan_section(fn):
         return out
     found = []
     for node, thunk in zip(nodes, thunks):
-        if type(node.op).__name__ not in ("Scan", "GpuScan"):
+        if type(node.op).__name__ != "Scan":
             continue
         inner = getattr(getattr(node.op, "fn", None), "maker", None)
         if inner is not None:
