@@ -14,7 +14,7 @@ import tomli_w
 from pydantic import Field, ValidationError
 
 from envforge.errors import SpecError
-from envforge.spec import Frozen, Platform, toml_syntax_error
+from envforge.spec import Frozen, KernelName, Platform, toml_syntax_error
 from envforge.tomlpos import key_lines, line_of
 
 LOCK_VERSION = 1
@@ -88,11 +88,13 @@ class KernelExpectation(Frozen):
     """A kernel verify runs: its deterministic inputs and reference results from NumPy (float64).
 
     ``shape`` is the input's: (n,) for elementwise, (n, n) for gemm, (batch, channels,
-    size, size) for conv. ``samples`` are the output's values at ``sample_indices`` of
-    its flattened (C-order) form; a value passes within ``atol + rtol * |expected|``.
+    size, size) for conv, and for the others the sizes ``envforge.expectations`` names.
+    ``params`` holds a kernel's other numbers (train's learning rate). ``samples`` are
+    the output's values at ``sample_indices`` of its flattened (C-order) form; a value
+    passes within ``atol + rtol * |expected|``.
     """
 
-    name: Literal["elementwise", "gemm", "conv"]
+    name: KernelName
     seed: int
     shape: tuple[int, ...]
     checksum: float
@@ -102,6 +104,7 @@ class KernelExpectation(Frozen):
     atol: float
     output_shape: tuple[int, ...] | None = None
     conv: ConvParams | None = None
+    params: dict[str, float] | None = None
 
 
 class Expectations(Frozen):
@@ -113,6 +116,7 @@ class Expectations(Frozen):
     theano_flags: dict[str, str]
     kernels: tuple[KernelExpectation, ...] = ()
     min_gpu_speedup: float | None = None
+    min_cublas_ratio: float | None = None  # GPU only: Theano's resident GEMM / raw cuBLAS
     cuda: str | None = None
     cudnn: str | None = None
     repeats: int = Field(default=3, ge=1)  # timed runs per kernel; the best one counts

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.errors import InputError
@@ -15,6 +19,9 @@ from envforge.lockfile import (
     LockedPypiFile,
 )
 from envforge.spec import PlatformSpec
+
+if TYPE_CHECKING:
+    from envforge.knowledge import UndeclaredRow
 
 # Package names, per source, of the parts of the stack verify checks.
 _STACK_NAMES: dict[str, str] = {
@@ -52,6 +59,36 @@ def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
         if file.name in _STACK_NAMES:
             versions[_STACK_NAMES[file.name]] = file.version
     return dict(sorted(versions.items()))
+
+
+def undeclared_missing(pypi: Sequence[LockedPypiFile],
+                       exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
+    """What the resolved Theano imports but does not declare, and the resolution lacks.
+
+    A requirement already met (a spec that pins setuptools itself) or provided elsewhere
+    (``pypi.provided_elsewhere``) needs nothing more.
+    """
+    from envforge.knowledge import UnknownFactError, theano_rules
+
+    locked: dict[str, str] = {canonicalize_name(f.name): f.version for f in pypi}
+    theano = locked.get("theano-pymc") or locked.get("theano")
+    if theano is None:
+        return ()
+    try:
+        rows = theano_rules(theano).undeclared
+    except UnknownFactError:
+        return ()
+    skip = {canonicalize_name(name) for name in exclude}
+    missing = []
+    for row in rows:
+        requirement = Requirement(row.requirement)
+        name = canonicalize_name(requirement.name)
+        have = locked.get(name)
+        if name in skip or (have is not None and requirement.specifier.contains(
+                have, prereleases=True)):
+            continue
+        missing.append(row)
+    return tuple(missing)
 
 
 def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
@@ -108,6 +145,8 @@ def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectati
         theano_flags=flags,
         kernels=kernel_expectations(pspec.verify, pspec.theano.float_x),
         min_gpu_speedup=pspec.verify.min_gpu_speedup,
+        min_cublas_ratio=None if pspec.theano.device.startswith("cpu")
+        else pspec.verify.min_cublas_ratio,
         repeats=pspec.verify.repeats,
         cuda=pspec.cuda.version if pspec.cuda else None,
         cudnn=pspec.cudnn.version if pspec.cudnn else None,

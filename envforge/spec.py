@@ -130,8 +130,12 @@ class ConvShape(Frozen):
     channels: tuple[int, ...] = (3, 32, 64, 64, 64)
 
 
+KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent",
+                     "train"]
+
+
 class VerifySection(Frozen):
-    kernels: tuple[Literal["elementwise", "gemm", "conv"], ...] = ("elementwise", "gemm", "conv")
+    kernels: tuple[KernelName, ...] = ("elementwise", "gemm", "conv")
     seed: int = 22
     elementwise_size: int = Field(default=10_000, ge=1)
     gemm_size: int = Field(default=256, ge=1)
@@ -139,6 +143,8 @@ class VerifySection(Frozen):
     rtol: float = Field(default=1e-4, gt=0)
     atol: float = Field(default=1e-6, ge=0)
     min_gpu_speedup: float | None = Field(default=None, gt=0)
+    # Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only).
+    min_cublas_ratio: float = Field(default=0.9, gt=0, le=1)
     repeats: int = Field(default=3, ge=1)
 
 

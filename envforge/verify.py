@@ -26,6 +26,7 @@ from envforge.knowledge import (
     cudnn_version_code,
     error_hints,
     theano_rules,
+    undeclared_import_in,
 )
 from envforge.knowledge.models import CudnnRuleRow
 from envforge.lockfile import Expectations, KernelExpectation
@@ -84,6 +85,8 @@ def build_request(expect: Expectations, *, cpu_compare: bool | None = None) -> d
                          filter_size=kernel.conv.filter_size,
                          border_mode=kernel.conv.border_mode,
                          filter_flip=kernel.conv.filter_flip)
+        if kernel.params is not None:
+            entry["params"] = dict(kernel.params)
         kernels.append(entry)
     return {
         "format": REQUEST_FORMAT,
@@ -118,7 +121,12 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
     rows += _gpu_rows(report, expect, gpu_expected)
     for kernel in expect.kernels:
         rows += _kernel_rows(_find_kernel(report, kernel.name), kernel)
+        if kernel.name == "scan":
+            rows.append(_scan_row(report))
     rows.append(_speedup_row(report, expect, gpu_expected))
+    if gpu_expected and expect.min_cublas_ratio is not None and \
+            any(k.name == "gemm" for k in expect.kernels):
+        rows.append(_cublas_row(_find_kernel(report, "gemm"), expect.min_cublas_ratio))
     if not expect.device.startswith("cpu") or expect.cudnn is not None:
         rows.append(_cudnn_row(report, expect, gpu_expected))
     if expect.cuda is not None:
@@ -324,6 +332,58 @@ def _gpu_ops_row(entry: Mapping[str, Any] | None, name: str) -> CheckRow:
     ops = ", ".join(str(op) for op in _list(entry.get("ops"))) or "none"
     return CheckRow(row, "GPU ops", "CPU ops only", "fail",
                     f"kernel {name}: the compiled graph has no GPU op ({ops})")
+
+
+def _scan_row(report: Mapping[str, Any]) -> CheckRow:
+    """Theano runs scan in C (scan_perform, compiled from its Cython) whenever it has a
+    compiler; its Python loop is the fallback when the compile or the import failed."""
+    row, wanted = "kernel.scan.implementation", "C (scan_perform)"
+    entry = _find_kernel(report, "scan")
+    scan = _map(entry.get("scan")) if entry is not None else {}
+    cxx = _dig(report, "theano", "config", "cxx")
+    if entry is None or entry.get("error"):
+        error = "the probe did not run it" if entry is None else _clip(str(entry["error"]))
+        return CheckRow(row, wanted, "error", "fail", f"kernel scan: {_with_hint(error)}")
+    found = scan.get("implementation")
+    if not cxx:
+        return CheckRow(row, wanted, str(found), "skip",
+                        "cxx is empty: Theano has no compiler and runs scan in Python")
+    if found == "c":
+        return CheckRow(row, wanted, f"C (scan_perform {scan.get('version') or '?'})", "pass")
+    why = scan.get("error") or (f"cxx={cxx}, yet Theano runs scan's {found} implementation: "
+                                "scan_perform did not compile or import; look for "
+                                "'scan_perform' in the log of `envforge verify --json`")
+    return CheckRow(row, wanted, str(found), "fail", f"kernel scan: {why}")
+
+
+def _cublas_row(entry: Mapping[str, Any] | None, floor: float) -> CheckRow:
+    """Theano's GEMM with the data on the device against raw cuBLAS SGEMM in the same
+    process and library: a floor on the ratio, since absolute times depend on the GPU."""
+    row, wanted = "gpu.gemm.cublas_ratio", f">= {floor:g} of raw cuBLAS SGEMM"
+    timing = _map(entry.get("gemm_timing")) if entry is not None else {}
+    ratio = _number(timing.get("ratio"))
+    if ratio is None:
+        why = timing.get("error") or ("the probe did not run gemm" if entry is None
+                                      else "the probe reported no resident GEMM timing")
+        return CheckRow(row, wanted, "not measured", "fail", f"gemm: {why}")
+    found = (f"{ratio:.3f}: Theano {_show_number(timing.get('tflops'))} TFLOP/s resident "
+             f"({_ms(timing.get('resident_s'))}; {_ms(timing.get('with_copies_s'))} with "
+             f"host copies), cuBLAS {_show_number(timing.get('cublas_tflops'))} TFLOP/s")
+    if ratio >= floor:
+        return CheckRow(row, wanted, found, "pass")
+    return CheckRow(row, wanted, found, "fail",
+                    f"gemm: Theano's GEMM reaches {ratio:.1%} of raw cuBLAS on "
+                    f"{timing.get('cublas_library')}, below the lock's {floor:.0%}")
+
+
+def _show_number(value: Any) -> str:
+    number = _number(value)
+    return "?" if number is None else f"{number:.1f}"
+
+
+def _ms(value: Any) -> str:
+    number = _number(value)
+    return "? ms" if number is None else f"{number * 1e3:.2f} ms"
 
 
 def _speedup_row(report: Mapping[str, Any], expect: Expectations,
@@ -544,6 +604,12 @@ def _clip(text: str, limit: int = 800) -> str:
 
 
 def _with_hint(error: str) -> str:
+    undeclared = undeclared_import_in(error)
+    if undeclared is not None:
+        return (f"{error} (hint: Theano imports {undeclared.module} at "
+                f"{undeclared.imported_at} without declaring it; the lock carries "
+                f"{undeclared.requirement} for it: run `envforge apply` to install it again; "
+                f"source: {undeclared.source})")
     for needle, hint in error_hints():
         if needle in error:
             return f"{error} (hint: {hint})"

@@ -29,7 +29,12 @@ from envforge.ui import UI
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
-    from envforge.lockplan import expectations_for, locked_artifacts, stack_versions
+    from envforge.lockplan import (
+        expectations_for,
+        locked_artifacts,
+        stack_versions,
+        undeclared_missing,
+    )
 
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
@@ -40,6 +45,15 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
                             python=pspec.python.minor, index=pspec.pypi.index,
                             exclude=pspec.pypi.provided_elsewhere)
+        missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
+        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
+            pypi = resolve_pypi([*pspec.pypi.packages, *(row.requirement for row in missing)],
+                                platform=pspec.platform, python=pspec.python.minor,
+                                index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)
+            if notes is not None:
+                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
+                             f"{row.module} ({row.imported_at}) without declaring it"
+                             for row in missing)
     if pspec.environment.kind == "conda":
         from envforge.resolve.conda import solve_conda
 

@@ -40,6 +40,7 @@ from envforge.knowledge.models import (
     ReferenceFile,
     TheanoFile,
     TheanoRules,
+    UndeclaredRow,
     UnknownFactError,
     in_range,
     major_minor,
@@ -54,6 +55,7 @@ __all__ = [
     "KnownArtifact",
     "LoaderNames",
     "TheanoRules",
+    "UndeclaredRow",
     "UnknownFactError",
     "blog_errata",
     "compute_capability_range",
@@ -83,6 +85,7 @@ __all__ = [
     "reference_theano",
     "theano_distribution",
     "theano_rules",
+    "undeclared_import_in",
 ]
 
 # The whole base
@@ -330,6 +333,7 @@ def theano_rules(theano_version: str) -> TheanoRules:
         classifiers=pick(data.classifiers),
         requires=pick(data.requires),
         preallocate=pick(data.preallocate),
+        undeclared=pick(data.undeclared),
     )
 
 
@@ -348,6 +352,13 @@ def error_hints() -> tuple[tuple[str, str], ...]:
                              f"{target} in a folder on LD_LIBRARY_PATH ({fact.source})"))
     hints += [(row.needle, row.hint) for row in data.theano.error_hints]
     return tuple(dict.fromkeys(hints))
+
+
+def undeclared_import_in(error: str) -> UndeclaredRow | None:
+    """The row for a module that an error says is missing, when a Theano release imports it
+    without declaring it: the cause and the fix of a ``No module named 'pkg_resources'``."""
+    return next((row for row in knowledge().theano.undeclared
+                 if f"No module named '{row.module}'" in error), None)
 
 
 def blog_errata() -> tuple[BlogErratum, ...]:

@@ -437,6 +437,17 @@ class ErrorHintRow(Row):
     hint: str
 
 
+class UndeclaredRow(Row):
+    """A module a release imports without declaring the distribution that provides it."""
+
+    theano: Range
+    module: str
+    requirement: str
+    imported_at: str
+    needed_by: str
+    note: str = ""
+
+
 class GpuProbeRow(Row):
     id: str
     expression: str
@@ -457,6 +468,7 @@ class TheanoFile(Frozen):
     python: tuple[PythonRuleRow, ...]
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
+    undeclared: tuple[UndeclaredRow, ...]
     gpu_probe: tuple[GpuProbeRow, ...]
     preallocate: tuple[PreallocateRow, ...]
     distributions: tuple[DistributionRow, ...]
@@ -482,6 +494,7 @@ class TheanoRules(Frozen):
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
     preallocate: tuple[PreallocateRow, ...]
+    undeclared: tuple[UndeclaredRow, ...]
 
     @property
     def separator(self) -> str:

@@ -36,6 +36,7 @@ BASE_FLAGS = (
     "gpuarray.preallocate", "base_compiledir", "compiledir", "allow_gc",
 )
 MODULES = ("numpy", "scipy", "six", "pygpu", "theano")
+GEMM_ITERATIONS = 20  # resident GEMMs timed together: a 4096 one takes ~3 ms on an H200
 MAX_ERROR = 4000  # a failed compile quotes the whole node; enough to name the cause
 
 
@@ -274,12 +275,35 @@ def _inputs(np, kernel, float_x):
     rng = np.random.RandomState(kernel["seed"])
     shape = [int(n) for n in kernel["shape"]]
     name = kernel["name"]
+
+    def signed(dims, scale=1.0):
+        return ((rng.rand(*dims) * 2.0 - 1.0) * scale).astype(float_x)
+
     if name == "elementwise":
         return [rng.rand(*shape).astype(float_x)]
     if name == "gemm":
         a = rng.rand(*shape).astype(float_x)
         b = rng.rand(*shape).astype(float_x)
         return [a, b]
+    if name == "scan":
+        steps, units = shape
+        return [rng.rand(steps, units).astype(float_x),
+                signed((units, units), 1.0 / math.sqrt(units)), rng.rand(units).astype(float_x)]
+    if name == "grad":
+        batch, n_in, hidden, n_out = shape
+        return [rng.rand(batch, n_in).astype(float_x), rng.rand(batch, n_out).astype(float_x),
+                signed((n_in, hidden), 1.0 / math.sqrt(n_in)), signed((hidden,), 0.1),
+                signed((hidden, n_out), 1.0 / math.sqrt(hidden)), signed((n_out,), 0.1)]
+    if name == "softmax_xent":
+        batch, features, classes = shape
+        return [rng.rand(batch, features).astype(float_x), signed((features, classes)),
+                signed((classes,), 0.1), rng.randint(0, classes, size=batch).astype("int64")]
+    if name == "train":
+        examples, features, _ = shape
+        return [signed((examples, features)),
+                rng.randint(0, 2, size=examples).astype(float_x)]
+    if name == "random":
+        return []
     if name == "conv":
         channels = [int(c) for c in kernel["channels"]]
         k = int(kernel.get("filter_size", 3))
@@ -294,15 +318,34 @@ def _inputs(np, kernel, float_x):
 
 
 def _graph(theano, kernel):
-    """Symbolic inputs and output of a kernel."""
+    """Symbolic inputs and outputs of a kernel that is one pure function of its inputs."""
     tensor = theano.tensor
     name = kernel["name"]
     if name == "elementwise":
         x = tensor.vector("x")
-        return [x], tensor.exp(x)
+        return [x], [tensor.exp(x)]
     if name == "gemm":
         a, b = tensor.matrix("a"), tensor.matrix("b")
-        return [a, b], tensor.dot(a, b)
+        return [a, b], [tensor.dot(a, b)]
+    if name == "scan":
+        x, w, h0 = tensor.matrix("x"), tensor.matrix("W"), tensor.vector("h0")
+        hs, _ = theano.scan(lambda x_t, h, w: tensor.tanh(tensor.dot(w, h) + x_t),
+                            sequences=x, outputs_info=h0, non_sequences=w)
+        return [x, w, h0], [hs]
+    if name == "grad":
+        x, target = tensor.matrix("x"), tensor.matrix("target")
+        params = [tensor.matrix("W1"), tensor.vector("b1"), tensor.matrix("W2"),
+                  tensor.vector("b2")]
+        w1, b1, w2, b2 = params
+        y = tensor.dot(tensor.tanh(tensor.dot(x, w1) + b1), w2) + b2
+        loss = 0.5 * tensor.sqr(y - target).sum() / x.shape[0]
+        return [x, target] + params, list(tensor.grad(loss, params))
+    if name == "softmax_xent":
+        x, w, b = tensor.matrix("x"), tensor.matrix("W"), tensor.vector("b")
+        labels = tensor.lvector("labels")
+        probabilities = tensor.nnet.softmax(tensor.dot(x, w) + b)
+        return [x, w, b, labels], [probabilities,
+                                   tensor.nnet.categorical_crossentropy(probabilities, labels)]
     if name == "conv":
         from theano.tensor.nnet import conv2d
         x = tensor.tensor4("x")
@@ -313,12 +356,120 @@ def _graph(theano, kernel):
             h = conv2d(h, w, border_mode=kernel.get("border_mode", "half"),
                        filter_flip=bool(kernel.get("filter_flip", True)))
             h = tensor.maximum(h, 0)
-        return inputs, h
+        return inputs, [h]
     raise ValueError("unknown kernel %r" % name)
+
+
+def _flat(np, outputs):
+    """Several outputs as one vector, in order (one output keeps its shape)."""
+    arrays = [np.asarray(o) for o in outputs]
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate([a.ravel() for a in arrays])
+
+
+def _build(theano, np, kernel, values, mode):
+    """Compile a kernel: a call that computes its output from scratch, and its functions.
+
+    random and train hold state in shared variables (the MRG streams, the weights): the
+    call puts their first values back, so every run computes the same thing.
+    """
+    name = kernel["name"]
+    if name == "random":
+        from theano.sandbox.rng_mrg import MRG_RandomStreams
+        streams = MRG_RandomStreams(int(kernel["seed"]))
+        shape = [int(n) for n in kernel["shape"]]
+        fn = theano.function([], [streams.uniform((shape[0],)), streams.normal((shape[1],))],
+                             mode=mode)
+        return _resetting(np, fn, [update[0] for update in streams.state_updates], lambda: fn()), [fn]
+    if name == "train":
+        return _train(theano, np, kernel, values, mode)
+    inputs, outputs = _graph(theano, kernel)
+    fn = theano.function(inputs, outputs, mode=mode)
+    return (lambda: _flat(np, fn(*values))), [fn]
+
+
+def _resetting(np, fn, shared, call):
+    initial = [s.get_value(borrow=False) for s in shared]
+
+    def run():
+        for variable, value in zip(shared, initial):
+            variable.set_value(value, borrow=False)
+        return _flat(np, call())
+    return run
+
+
+def _train(theano, np, kernel, values, mode):
+    """Logistic regression, full-batch SGD from zero weights: the loss of every step."""
+    tensor = theano.tensor
+    x_value, y_value = values
+    steps = int(kernel["shape"][2])
+    rate = float(kernel.get("params", {}).get("learning_rate", 0.5))
+    float_x = str(theano.config.floatX)
+    w = theano.shared(np.zeros(x_value.shape[1], dtype=float_x), name="w")
+    b = theano.shared(np.asarray(0.0, dtype=float_x), name="b")
+    x, y = tensor.matrix("X"), tensor.vector("y")
+    p = tensor.nnet.sigmoid(tensor.dot(x, w) + b)
+    loss = tensor.nnet.binary_crossentropy(p, y).mean()
+    grad_w, grad_b = tensor.grad(loss, [w, b])
+    step = theano.function([x, y], loss, mode=mode, updates=[
+        (w, w - _scalar(np, rate, float_x) * grad_w),
+        (b, b - _scalar(np, rate, float_x) * grad_b)])
+
+    def call():
+        losses = [step(x_value, y_value) for _ in range(steps)]
+        return [np.asarray(losses), w.get_value(), np.asarray([b.get_value()])]
+    return _resetting(np, step, [w, b], call), [step]
+
+
+def _scalar(np, value, float_x):
+    """A constant in floatX, so float32 graphs stay float32."""
+    return np.asarray(value, dtype=float_x)
 
 
 def _is_gpu_op(op):
     return type(op).__module__.startswith("theano.gpuarray")
+
+
+def _scan_section(fn):
+    """Which implementation Theano's Scan ops run: the compiled C loop or the Python one.
+
+    Scan.make_thunk binds either a closure over scan_perform_ext (the Cython module
+    compiled from scan_perform.c) or Scan.execute (the Python fallback) as the thunk's
+    first default argument ([TP] theano/scan_module/scan_op.py, make_thunk).
+    """
+    out = {"implementation": None, "module": None, "version": None, "inner_ops": [],
+           "error": None}
+    vm = getattr(fn, "fn", None)
+    nodes, thunks = getattr(vm, "nodes", None), getattr(vm, "thunks", None)
+    if nodes is None or thunks is None:
+        out["error"] = "the compiled function exposes no thunks (%s)" % type(vm).__name__
+        return out
+    found = []
+    for node, thunk in zip(nodes, thunks):
+        if type(node.op).__name__ != "Scan":
+            continue
+        inner = getattr(getattr(node.op, "fn", None), "maker", None)
+        if inner is not None:
+            out["inner_ops"] += [type(n.op).__name__ for n in inner.fgraph.toposort()]
+        perform = (getattr(thunk, "__defaults__", None) or [None])[0]
+        code = getattr(perform, "__code__", None)
+        if code is not None and "scan_perform_ext" in code.co_freevars:
+            found.append("c")
+        elif getattr(perform, "__name__", None) == "execute":
+            found.append("python")
+        else:
+            found.append("unknown")
+    if not found:
+        out["error"] = "no Scan op in the compiled graph"
+        return out
+    out["implementation"] = found[0] if len(set(found)) == 1 else "mixed"
+    ext = sys.modules.get("theano.scan_module.scan_perform_ext")
+    if ext is not None:
+        compiled = sys.modules.get(getattr(getattr(ext, "perform", None), "__module__", ""))
+        out["module"] = getattr(compiled, "__file__", None)
+        out["version"] = getattr(ext, "version", None)
+    return out
 
 
 def _run(theano, np, kernel, values, mode, repeats):
@@ -327,19 +478,22 @@ def _run(theano, np, kernel, values, mode, repeats):
            "error": None}
     result = None
     try:
-        inputs, output = _graph(theano, kernel)
         start = time.perf_counter()
-        fn = theano.function(inputs, output, mode=mode)
-        result = np.asarray(fn(*values))
+        call, functions = _build(theano, np, kernel, values, mode)
+        result = np.asarray(call())
         out["compile_s"] = time.perf_counter() - start
-        nodes = fn.maker.fgraph.toposort()
+        nodes = [node for fn in functions for node in fn.maker.fgraph.toposort()]
         out["ops"] = [type(node.op).__name__ for node in nodes]
-        out["gpu_ops"] = [type(node.op).__name__ for node in nodes if _is_gpu_op(node.op)]
-        out["uses_gpu"] = bool(out["gpu_ops"])
+        gpu = [type(node.op).__name__ for node in nodes if _is_gpu_op(node.op)]
+        if kernel["name"] == "scan":
+            out["scan"] = _scan_section(functions[0])
+            gpu += [op for op in out["scan"]["inner_ops"] if op.startswith("Gpu")]
+        out["gpu_ops"] = gpu
+        out["uses_gpu"] = bool(gpu)
         best = None
         for _ in range(repeats):
             start = time.perf_counter()
-            np.asarray(fn(*values))
+            np.asarray(call())
             took = time.perf_counter() - start
             best = took if best is None else min(best, took)
         out["run_s"] = best
@@ -347,6 +501,109 @@ def _run(theano, np, kernel, values, mode, repeats):
         out["error"] = _error_text(exc)[:MAX_ERROR]
         out["traceback"] = traceback.format_exc()[-MAX_ERROR:]
     return out, result
+
+
+# --- GEMM on the device: Theano against raw cuBLAS --------------------------------------
+
+
+def _gemm_timing(theano, np, values, iterations, with_copies_s):
+    """Theano's GEMM with A, B and C resident on the GPU, and raw cuBLAS SGEMM on the same
+    arrays through the libcublas that libgpuarray loaded: the ratio says what Theano's
+    wrapping costs, with PCIe copies out of the picture (they are in ``with_copies_s``)."""
+    out = {"resident_s": None, "with_copies_s": with_copies_s, "tflops": None,
+           "cublas_s": None, "cublas_tflops": None, "ratio": None, "cublas_library": None,
+           "iterations": iterations, "error": None}
+    try:
+        a_host, b_host = values
+        rows, inner = a_host.shape
+        cols = b_host.shape[1]
+        a, b = theano.shared(a_host, name="a"), theano.shared(b_host, name="b")
+        c = theano.shared(np.zeros((rows, cols), dtype=a_host.dtype), name="c")
+        fn = theano.function([], [], updates=[(c, theano.tensor.dot(a, b))])
+        if not any(_is_gpu_op(node.op) for node in fn.maker.fgraph.toposort()):
+            out["error"] = "the resident GEMM did not compile to GPU ops"
+            return out
+
+        def device(variable):
+            return variable.get_value(borrow=True, return_internal_type=True)
+
+        out["resident_s"] = _best_of(lambda: fn(), lambda: device(c).sync(), iterations)
+        flops = 2.0 * rows * cols * inner
+        out["tflops"] = flops / out["resident_s"] / 1e12
+        if str(a_host.dtype) != "float32":
+            out["error"] = "cuBLAS comparison needs float32 (SGEMM), floatX is %s" % a_host.dtype
+            return out
+        with open("/proc/self/maps") as maps:
+            text = maps.read()
+        out["cublas_library"] = mapped_library(text, "libcublas")
+        driver = mapped_library(text, "libcuda")
+        if out["cublas_library"] is None or driver is None:
+            out["error"] = "libcublas or libcuda is not loaded in this process"
+            return out
+        out["cublas_s"] = _cublas_sgemm_s(out["cublas_library"], driver, device(a).context,
+                                          device(a), device(b), device(c), iterations)
+        out["cublas_tflops"] = flops / out["cublas_s"] / 1e12
+        out["ratio"] = out["cublas_s"] / out["resident_s"]
+    except Exception as exc:
+        out["error"] = _error_text(exc)[:MAX_ERROR]
+    return out
+
+
+def _best_of(call, sync, iterations):
+    """Seconds per call: one warm-up, then ``iterations`` calls timed together, synced."""
+    call()
+    sync()
+    start = time.perf_counter()
+    for _ in range(iterations):
+        call()
+    sync()
+    return (time.perf_counter() - start) / iterations
+
+
+def mapped_library(maps_text, stem):
+    """The path of the shared library ``stem`` (``libcublas``) as /proc/self/maps lists it:
+    the copy this process really loaded, not one the loader might find by name."""
+    for line in maps_text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6:
+            continue
+        path = parts[5].strip()
+        name = os.path.basename(path)
+        if name == stem + ".so" or name.startswith(stem + ".so."):
+            return path
+    return None
+
+
+def _cublas_sgemm_s(cublas_path, cuda_path, context, a, b, c, iterations):
+    """Raw cublasSgemm_v2 on pygpu arrays, in pygpu's CUDA context; seconds per call.
+
+    Row-major C = A B is column-major C^T = B^T A^T, so B goes first. ``gpudata`` is
+    the device pointer (as theano/gpuarray/linalg.py passes it to cuSOLVER).
+    """
+    import ctypes
+    cublas, cuda = ctypes.CDLL(cublas_path), ctypes.CDLL(cuda_path)
+    rows, inner = a.shape
+    cols = b.shape[1]
+    handle = ctypes.c_void_p()
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+
+    def check(status, what):
+        if status != 0:
+            raise RuntimeError("%s returned %d" % (what, status))
+
+    def sgemm():
+        check(cublas.cublasSgemm_v2(
+            handle, 0, 0, cols, rows, inner, ctypes.byref(alpha), ctypes.c_void_p(b.gpudata),
+            cols, ctypes.c_void_p(a.gpudata), inner, ctypes.byref(beta),
+            ctypes.c_void_p(c.gpudata), cols), "cublasSgemm_v2")
+
+    with context:
+        check(cublas.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate_v2")
+        try:
+            return _best_of(sgemm, lambda: check(cuda.cuCtxSynchronize(), "cuCtxSynchronize"),
+                            iterations)
+        finally:
+            cublas.cublasDestroy_v2(handle)
 
 
 def _summary(np, result, indices):
@@ -366,7 +623,7 @@ def _summary(np, result, indices):
     return out
 
 
-def _kernel(theano, np, kernel, repeats, cpu_compare):
+def _kernel(theano, np, kernel, repeats, cpu_compare, gpu_active=False):
     entry = {"name": kernel.get("name"), "seed": kernel.get("seed"),
              "shape": kernel.get("shape"), "dtype": None, "output_shape": None,
              "checksum": None, "samples": None, "nonfinite": None, "ops": None,
@@ -390,6 +647,8 @@ def _kernel(theano, np, kernel, repeats, cpu_compare):
         entry.update(summary)
         if error and not entry["error"]:
             entry["error"] = error
+    if gpu_active and kernel.get("name") == "gemm" and entry["run_s"]:
+        entry["gemm_timing"] = _gemm_timing(theano, np, values, GEMM_ITERATIONS, entry["run_s"])
     if cpu_compare:
         # The same graph with the GPU optimisations left out: Theano's own way to compare.
         cpu, _ = _run(theano, np, kernel, values, mode.excluding("gpuarray"), repeats)
@@ -430,7 +689,8 @@ def probe(request):
     # A comparison is only worth its second compile when the GPU back-end really runs.
     cpu_compare = bool(request.get("cpu_compare")) and report["gpu"]["pygpu_activated"] is True
     report["cpu_compare"] = cpu_compare
-    report["kernels"] = [_kernel(theano, np, k, repeats, cpu_compare)
+    gpu_active = report["gpu"]["pygpu_activated"] is True
+    report["kernels"] = [_kernel(theano, np, k, repeats, cpu_compare, gpu_active)
                          for k in request.get("kernels", [])]
     if theano is not None:  # warnings logged while compiling, too
         report["theano"]["log"] = log.lines()

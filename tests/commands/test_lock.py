@@ -166,6 +166,8 @@ def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: P
         assert files["numpy"].filename == "numpy-1.19.5" + suffix
         assert (files["theano-pymc"].kind, files["theano-pymc"].sha256) == ("sdist",
                                                                             THEANO_SDIST_SHA)
+        # Theano imports pkg_resources undeclared (knowledge): 68.0.0 is the last for 3.7.
+        assert (files["setuptools"].version, files["setuptools"].kind) == ("68.0.0", "wheel")
     assert [d.name for d in lock.platforms["linux-64"].deb] == [
         "libgfortran5", "libopenblas0-pthread", "libquadmath0"]
     assert lock.platforms["win-64"].deb == ()

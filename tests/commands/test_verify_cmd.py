@@ -50,8 +50,10 @@ def test_verify_passes_with_every_row_and_valid_reports(
     document = json.loads(capsys.readouterr().out)
     assert code == 0, [r for r in document["rows"] if r["status"] == "fail"]
     names = {row["name"] for row in document["rows"]}
-    for kernel in ("elementwise", "gemm", "conv"):
+    for kernel in ("elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent",
+                   "train"):
         assert {f"kernel.{kernel}.checksum", f"kernel.{kernel}.samples"} <= names
+    assert "kernel.scan.implementation" in names  # passed: Theano's C scan ran
     assert {"version.theano", "version.numpy", "device", "blas", "flag.blas.ldflags"} <= names
     skipped = [row for row in document["rows"] if row["status"] == "skip"]
     assert skipped and all(row["why"] for row in skipped)
@@ -78,3 +80,46 @@ def test_a_changed_reference_fails_naming_its_kernel(
         assert failed == ["kernel.gemm.checksum"]
     finally:
         lock.write_text(original)
+
+
+SCAN_PROGRAM = """
+import numpy as np, theano, theano.tensor as T
+x = T.vector("x")
+sums, _ = theano.scan(lambda v, acc: acc + v, sequences=x,
+                      outputs_info=T.constant(0.0, dtype=x.dtype))
+print(list(theano.function([x], sums)(np.arange(5, dtype=x.dtype))))
+"""
+
+
+def test_run_executes_a_scan_program(applied: tuple[Path, Path],
+                                     capfd: pytest.CaptureFixture[str]) -> None:
+    spec, prefix = applied
+    capfd.readouterr()
+    assert main(["run", str(spec), "--prefix", str(prefix), "--", "python", "-c",
+                 SCAN_PROGRAM]) == 0
+    assert "[0.0, 1.0, 3.0, 6.0, 10.0]" in capfd.readouterr().out
+
+
+def test_without_setuptools_verify_fails_naming_scan_and_apply_fixes_it(
+        applied: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """The planted break of issue 9: Theano imports pkg_resources without declaring it."""
+    spec, prefix = applied
+    site = next(prefix.glob("lib/python3.*/site-packages"))
+    removed = [site / "pkg_resources", site / "setuptools", *site.glob("setuptools-*.dist-info")]
+    assert all(p.exists() for p in removed)
+    for path in removed:
+        shutil.rmtree(path)
+    capsys.readouterr()
+    assert main(["verify", str(spec), "--prefix", str(prefix), "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    failed = {row["name"]: row["why"] for row in rows if row["status"] == "fail"}
+    assert set(failed) == {"kernel.scan.checksum", "kernel.scan.samples",
+                           "kernel.scan.implementation"}
+    why = failed["kernel.scan.implementation"]
+    assert "No module named 'pkg_resources'" in why
+    assert "theano/gpuarray/linalg.py:3" in why and "envforge apply" in why
+    # The fix the hint names: apply installs the locked setuptools again.
+    assert main(["apply", str(spec), "--yes", "--prefix", str(prefix), "-q"]) == 0
+    assert (site / "pkg_resources").is_dir()
+    capsys.readouterr()
+    assert main(["verify", str(spec), "--prefix", str(prefix), "-q"]) == 0

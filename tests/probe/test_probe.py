@@ -158,11 +158,34 @@ def test_a_perturbed_checksum_fails_naming_the_kernel(
 
 
 def test_cpu_float32_meets_the_float32_tolerances(target: Target) -> None:
-    expect = _expect("float32", theano_flags={})
+    every = SMALL.model_copy(update={"kernels": (
+        "elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent", "train")})
+    expect = _expect("float32", theano_flags={}, kernels=kernel_expectations(every, "float32"))
     report = run_probe(target, build_request(expect), flags="device=cpu,floatX=float32")
     rows = check_report(report, expect, gpu_expected=False)
     assert _failures(rows) == {}
     assert {k["dtype"] for k in report["kernels"]} == {"float32"}
+    kernels = {k["name"]: k for k in report["kernels"]}
+    assert "CrossentropySoftmaxArgmax1HotWithBias" in kernels["softmax_xent"]["ops"]
+    assert "mrg_uniform" in kernels["random"]["ops"]
+    assert kernels["scan"]["scan"]["implementation"] == "c"
+    assert kernels["scan"]["scan"]["module"].endswith(("scan_perform.so", ".pyd"))
+
+
+def test_scan_without_a_compiler_is_reported_as_the_python_loop(target: Target) -> None:
+    """cxx= is Theano's way to run without C: scan falls back to Scan.execute, and the
+    report says so (with a compiler, the C row would fail; without one it is skipped)."""
+    verify = SMALL.model_copy(update={"kernels": ("scan",)})
+    expect = _expect("float64", theano_flags={}, kernels=kernel_expectations(verify, "float64"))
+    report = run_probe(target, build_request(expect), flags="device=cpu,cxx=")
+    (scan,) = report["kernels"]
+    assert scan["error"] is None and scan["scan"]["implementation"] == "python"
+    rows = {r.name: r for r in check_report(report, expect, gpu_expected=False)}
+    assert rows["kernel.scan.checksum"].status == "pass"
+    assert rows["kernel.scan.implementation"].status == "skip"
+    report["theano"]["config"]["cxx"] = "g++"  # the same run, had Theano a compiler
+    rows = {r.name: r for r in check_report(report, expect, gpu_expected=False)}
+    assert rows["kernel.scan.implementation"].status == "fail"
 
 
 def test_silent_cpu_fallback_is_caught(target: Target) -> None:

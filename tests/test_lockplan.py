@@ -1,0 +1,50 @@
+"""Pure parts of locking: what Theano imports without declaring it joins the lock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envforge.lockfile import LockedPypiFile, load_lock
+from envforge.lockplan import undeclared_missing
+
+
+def _file(name: str, version: str) -> LockedPypiFile:
+    return LockedPypiFile(name=name, version=version, kind="wheel",
+                          filename=f"{name}-{version}-py3-none-any.whl",
+                          url=f"https://example.invalid/{name}.whl", sha256="0" * 64)
+
+
+def test_theano_105_without_setuptools_needs_it_with_its_source() -> None:
+    (row,) = undeclared_missing([_file("theano-pymc", "1.0.5"), _file("numpy", "1.19.5")])
+    assert (row.module, row.requirement) == ("pkg_resources", "setuptools<80.9")
+    assert row.imported_at == "theano/gpuarray/linalg.py:3"
+    assert "Theano-PyMC-1.0.5" in row.source
+
+
+@pytest.mark.parametrize("setuptools", ["68.0.0", "69.5.1", "80.8.0"])
+def test_a_setuptools_the_spec_pins_that_has_pkg_resources_is_enough(setuptools: str) -> None:
+    assert undeclared_missing([_file("Theano-PyMC", "1.0.5"),
+                               _file("setuptools", setuptools)]) == ()
+
+
+def test_a_setuptools_without_pkg_resources_does_not_count() -> None:
+    assert len(undeclared_missing([_file("theano-pymc", "1.0.5"),
+                                   _file("setuptools", "82.0.0")])) == 1
+
+
+def test_provided_elsewhere_and_other_releases_need_nothing() -> None:
+    assert undeclared_missing([_file("theano-pymc", "1.0.5")], ["Setuptools"]) == ()
+    assert undeclared_missing([_file("theano-pymc", "1.1.2")]) == ()
+    assert undeclared_missing([_file("theano-pymc", "0.9.0")]) == ()  # no rules at all
+    assert undeclared_missing([_file("numpy", "1.19.5")]) == ()
+
+
+def test_the_gpu_specs_hand_pin_is_what_knowledge_asks_for() -> None:
+    """theano-gpu-linux pins setuptools by hand; without the pin lock would add it."""
+    lock = load_lock(Path(__file__).resolve().parents[1] / "locks" / "theano-gpu-linux.lock")
+    pypi = lock.platforms["linux-64"].pypi
+    assert undeclared_missing(pypi) == ()
+    without = [f for f in pypi if f.name != "setuptools"]
+    assert [row.requirement for row in undeclared_missing(without)] == ["setuptools<80.9"]
