@@ -13,6 +13,7 @@ from pathlib import Path
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import read_manifest
 from envforge.bundle.wheels import cached_built_wheel
+from envforge.confine import inside
 from envforge.errors import ArtifactError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, OfflineError, cache_path, obtain
@@ -36,7 +37,7 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
                             f"{ctx.platform}, nothing was changed: {len(result.problems)} "
                             f"problem(s): " + "; ".join(result.problems))
     carried = result.manifest.by_sha256()
-    found: dict[str, Path] = {a.role: bundle / carried[a.sha256].path
+    found: dict[str, Path] = {a.role: inside(bundle, carried[a.sha256].path, what="bundle path")
                               for a in ctx.lock.artifacts}
     return {**found, **_supplied(ctx)}
 
@@ -103,7 +104,8 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
         if ctx.bundle is not None:
             built = read_manifest(ctx.bundle).built_wheel_for(f.sha256)
             if built is not None:
-                wheels.append(WheelToInstall(ctx.bundle / built.path, built.sha256))
+                wheels.append(WheelToInstall(inside(ctx.bundle, built.path, what="bundle path"),
+                                             built.sha256))
                 continue
         cached = cached_built_wheel(ctx.dirs.cache, f.sha256, ctx.lock.python)
         if cached is None:

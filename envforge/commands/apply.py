@@ -15,6 +15,7 @@ from envforge.commands.lock import ensure_fresh
 from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
+from envforge.lockcheck import check_lock
 from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
@@ -70,6 +71,7 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     lock_path = lock_path_for(spec_path, locks_dir)
     lock = load_lock(lock_path)
     ensure_fresh(spec, lock, lock_path)
+    check_lock(spec, lock, lock_path)
     if platform not in lock.platforms:
         raise InputError(f"{lock_path} has no {platform} section; run `envforge lock`")
     env = dict(os.environ if environ is None else environ)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from envforge.confine import EscapeError, relative_parts
 from envforge.errors import ArtifactError
 
 _CHUNK = 1 << 20
@@ -62,16 +63,11 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def safe_member_name(archive: Path, raw: str) -> str:
-    """A member's name made relative, or ArtifactError: absolute, drive-lettered, escaping."""
-    text = raw.replace("\\", "/")
-    if text.startswith("/") or _DRIVE.match(text):
-        raise refuse_member(archive, raw, "absolute path")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise refuse_member(archive, raw, "'..' leads outside the folder")
-    if not parts:
-        raise refuse_member(archive, raw, "empty name")
-    return "/".join(parts)
+    """A member's name made relative, or ArtifactError: absolute, escaping, too long."""
+    try:
+        return "/".join(relative_parts(raw))
+    except EscapeError as exc:
+        raise refuse_member(archive, raw, str(exc)) from None
 
 
 def refuse_member(archive: Path, member: str, why: str) -> ArtifactError:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from envforge.confine import EscapeError, relative_parts
 from envforge.errors import ArtifactError
 
 _AR_MAGIC = b"!<arch>\n"
@@ -140,12 +141,12 @@ class _Entry:
 
 def _member_name(name: str, deb: Path) -> str | None:
     """The member's path relative to the root; None for the root itself."""
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise ArtifactError(f"{deb}: refusing absolute path {name!r}")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise ArtifactError(f"{deb}: refusing path with '..': {name!r}")
-    return "/".join(parts) or None
+    if not [p for p in name.split("/") if p not in ("", ".")]:
+        return None
+    try:
+        return "/".join(relative_parts(name))
+    except EscapeError as exc:
+        raise ArtifactError(f"{deb}: refusing member {name!r}: {exc}") from None
 
 
 class _Tree:
