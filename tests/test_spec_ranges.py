@@ -67,8 +67,8 @@ def test_out_of_range_values_name_file_line_and_key(case: str) -> None:
     assert "\n" not in str(raised.value)
 
 
-def test_deep_nesting_is_one_error_not_a_recursion_error(tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_deep_nesting_is_one_error_not_a_recursion_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "deep.toml"
     spec.write_text(_spec() + "x = " + "[" * 100_000 + "]" * 100_000 + "\n")
     assert main(["lock", str(spec)]) == 2
