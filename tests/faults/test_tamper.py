@@ -190,3 +190,18 @@ def test_every_tampered_lock_is_refused_before_anything_is_written(
     print(f"\ntampered locks: {len(MUTATIONS)} cases, {total} refused with exit 2, "
           f"{len(failures)} failed; by field class: {dict(sorted(refused.items()))}")
     assert failures == []
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("cudnn=/etc/hostname", "locks no cudnn archive"),
+    ("toolkit=/etc/hostname", "unknown role"),
+])
+def test_an_artifact_the_lock_does_not_hold_is_refused(
+        sandbox: Path, capsys: pytest.CaptureFixture[str], value: str, message: str) -> None:
+    """Issue 10 #12: ``--artifact`` with an unknown role or one the lock has not was ignored."""
+    spec, _ = _project(sandbox, _LOCK_TEXT)
+    before = _tree(sandbox)
+    assert main(["apply", str(spec), "--yes", "--artifact", value]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert _tree(sandbox) == before
