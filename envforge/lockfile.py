@@ -32,6 +32,14 @@ DebVersion = Annotated[str, Field(pattern=r"^([0-9]+:)?[A-Za-z0-9.+~-]+$", max_l
 Size = Annotated[int, Field(ge=0, le=1 << 40)]
 
 
+class BuiltWheelHash(Frozen):
+    """The wheel an sdist built to, recorded by the first `envforge bundle`: later wheels (a
+    bundle's, the cache's) must hash the same, so the lock stays the root of trust."""
+
+    filename: FileName
+    sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class LockedPypiFile(Frozen):
     """One file from a Python index: the wheel a platform installs, or the sdist where none fits."""
 
@@ -42,6 +50,7 @@ class LockedPypiFile(Frozen):
     url: Url
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
+    built: BuiltWheelHash | None = None  # sdists only
 
 
 class LockedCondaPackage(Frozen):
