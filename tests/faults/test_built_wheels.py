@@ -138,3 +138,24 @@ def test_a_replaced_cached_wheel_with_its_record_fixed_is_refused(tmp_path: Path
                 pypi_wheels(ctx, [locked])
         else:
             assert [w.path for w in pypi_wheels(ctx, [locked])] == [wheel]
+
+
+def test_online_installs_take_only_re_hashed_copies_never_uv_s_cache(tmp_path: Path) -> None:
+    """A six altered where envforge keeps it is refused online too: installs come from the
+    content-addressed cache, re-hashed on use, not from uv's cache (which uv trusts)."""
+    from envforge.journal import Journal, Transaction
+    from envforge.lockfile import load_lock
+    from envforge.steps.pypi import PypiInstallStep
+
+    repo = Path(__file__).resolve().parent.parent.parent
+    [six] = [f for f in load_lock(repo / "locks" / "theano-cpu.lock").platforms["linux-64"].pypi
+             if f.name == "six"]
+    base = make_ctx(tmp_path, "linux-64", None)
+    ctx = dataclasses.replace(base, lock=base.lock.model_copy(update={"pypi": (six,)}),
+                              offline=False)
+    cached = cache_path(ctx.dirs.cache, FileRef(six.url, six.sha256, six.filename))
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(_wheel(tmp_path / "six.whl").read_bytes())  # not the locked bytes
+    step = PypiInstallStep()
+    with pytest.raises(ArtifactError, match="the cache copy was altered; refusing it"):
+        step.apply(ctx, Transaction(Journal(ctx.state_dir), step.name))
