@@ -37,6 +37,11 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
                             f"{ctx.platform}, nothing was changed: {len(result.problems)} "
                             f"problem(s): " + "; ".join(result.problems))
     carried = result.manifest.by_sha256()
+    for f in ctx.lock.pypi:
+        if f.kind == "sdist":
+            built = result.manifest.built_wheel_for(f.sha256)
+            if built is not None:  # else check_bundle has reported it
+                _check_built(f, inside(bundle, built.path, what="bundle path"), None)
     found: dict[str, Path] = {a.role: inside(bundle, carried[a.sha256].path, what="bundle path")
                               for a in ctx.lock.artifacts}
     return {**found, **_supplied(ctx)}
@@ -46,9 +51,15 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
     problems = []
     cache = ctx.dirs.cache
     for f in ctx.lock.pypi:
-        if f.kind == "sdist" and cached_built_wheel(cache, f.sha256, ctx.lock.python) is None:
-            problems.append(f"{f.filename}: no wheel built from it in the cache")
-        problems += _cache_problem(cache, FileRef(f.url, f.sha256, f.filename, f.size))
+        ref = FileRef(f.url, f.sha256, f.filename, f.size)
+        found_problems = _cache_problem(cache, ref)
+        problems += found_problems
+        if f.kind == "sdist":
+            built = cached_built_wheel(cache, f.sha256, ctx.lock.python)
+            if built is None:
+                problems.append(f"{f.filename}: no wheel built from it in the cache")
+            elif not found_problems:
+                _check_built(f, built.path, cache_path(cache, ref))
     for c in ctx.lock.conda:
         problems += _cache_problem(cache, FileRef(c.url, c.sha256, c.filename, c.size))
     for d in ctx.lock.deb:
@@ -107,20 +118,26 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
         except OfflineError:
             sdist = None  # a bundle carries the wheel, not the sdist
         wheel = _built_wheel(ctx, f, sdist, offline=offline)
-        digest = sha256_file(wheel)
-        if f.built is not None:
-            if digest != f.built.sha256:
-                raise ArtifactError(f"{wheel}: sha256 {digest} is not the {f.built.sha256} the "
-                                    f"lock records for the wheel built from {f.filename}; "
-                                    "refusing it")
-        elif sdist is not None:
-            check_built_wheel(wheel, sdist)
-        else:
-            raise ArtifactError(f"{wheel}: the lock records no sha256 for the wheel built from "
-                                f"{f.filename}, and the sdist is not at hand to check it: "
-                                "bundle with this lock (`envforge bundle` records it)")
-        wheels.append(WheelToInstall(wheel, digest))
+        wheels.append(WheelToInstall(wheel, _check_built(f, wheel, sdist)))
     return wheels
+
+
+def _check_built(sdist: LockedPypiFile, wheel: Path, archive: Path | None) -> str:
+    """The sha256 of a wheel built from ``sdist`` once the lock vouches for it: by the hash
+    it records (``built``), else file by file against the sdist; ArtifactError otherwise."""
+    digest = sha256_file(wheel)
+    if sdist.built is not None:
+        if digest != sdist.built.sha256:
+            raise ArtifactError(f"{wheel}: sha256 {digest} is not the {sdist.built.sha256} the "
+                                f"lock records for the wheel built from {sdist.filename}; "
+                                "refusing it, nothing was changed")
+    elif archive is not None:
+        check_built_wheel(wheel, archive)
+    else:
+        raise ArtifactError(f"{wheel}: the lock records no sha256 for the wheel built from "
+                            f"{sdist.filename}, and the sdist is not at hand to check it: "
+                            "bundle with this lock (`envforge bundle` records it)")
+    return digest
 
 
 def _built_wheel(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, *,
