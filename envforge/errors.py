@@ -40,7 +40,8 @@ class SpecError(InputError):
         self.reason = message
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"{key}: {message}" if key else message
-        super().__init__(f"{where}: {what}")
+        # One line whatever the file holds: a key or value may carry a newline.
+        super().__init__(f"{where}: {what}".replace("\r", "\\r").replace("\n", "\\n"))
 
 
 class CompatibilityError(InputError):

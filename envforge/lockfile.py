@@ -6,60 +6,89 @@ same spec and the same index state give identical bytes. ``version`` guards the 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import tomli_w
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
+from envforge.confine import check_relative
 from envforge.errors import SpecError
-from envforge.spec import Frozen, KernelName, Platform, toml_syntax_error
+from envforge.spec import (
+    MAX_REPEATS,
+    FiniteFloat,
+    FlagName,
+    FlagValue,
+    Frozen,
+    KernelName,
+    Platform,
+    load_toml,
+)
 from envforge.tomlpos import key_lines, line_of
 
 LOCK_VERSION = 1
 Sha256 = str
+# What a lock names is data from whoever wrote the file: each kind of name has its shape,
+# and every file name passes the one confinement rule (envforge/confine.py).
+FileName = Annotated[str, AfterValidator(lambda v: check_relative(v, single=True))]
+RelativePath = Annotated[str, AfterValidator(check_relative)]
+Url = Annotated[str, Field(pattern=r"^(https?|file)://[^\s]+$")]
+PypiName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+PypiVersion = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$", max_length=64)]
+CondaWord = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$", max_length=128)]
+DebName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]+$", max_length=128)]
+DebVersion = Annotated[str, Field(pattern=r"^([0-9]+:)?[A-Za-z0-9.+~-]+$", max_length=128)]
+Size = Annotated[int, Field(ge=0, le=1 << 40)]
+
+
+class BuiltWheelHash(Frozen):
+    """The wheel an sdist built to, recorded by the first `envforge bundle`: later wheels (a
+    bundle's, the cache's) must hash the same, so the lock stays the root of trust."""
+
+    filename: FileName
+    sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class LockedPypiFile(Frozen):
     """One file from a Python index: the wheel a platform installs, or the sdist where none fits."""
 
-    name: str
-    version: str
+    name: PypiName
+    version: PypiVersion
     kind: Literal["wheel", "sdist"]
-    filename: str
-    url: str
+    filename: FileName
+    url: Url
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int | None = None
+    size: Size | None = None
+    built: BuiltWheelHash | None = None  # sdists only
 
 
 class LockedCondaPackage(Frozen):
     """One conda package record as solved by rattler for a platform."""
 
-    name: str
-    version: str
-    build: str
-    build_number: int = 0
+    name: CondaWord
+    version: CondaWord
+    build: CondaWord
+    build_number: int = Field(default=0, ge=0)
     channel: str
-    subdir: str
-    filename: str
-    url: str
+    subdir: str = Field(pattern=r"^[a-z0-9-]+$")
+    filename: FileName
+    url: Url
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     md5: str = Field(pattern=r"^[0-9a-f]{32}$")
-    size: int | None = None
+    size: Size | None = None
     depends: tuple[str, ...] = ()
 
 
 class LockedDeb(Frozen):
     """One Debian binary package from the archive's Packages index."""
 
-    name: str
-    version: str
-    architecture: str
-    filename: str
-    url: str
+    name: DebName
+    version: DebVersion
+    architecture: str = Field(pattern=r"^[a-z0-9-]+$")
+    filename: RelativePath
+    url: Url
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int
+    size: Size
     depends: str = ""
 
 
@@ -67,10 +96,10 @@ class LockedArtifact(Frozen):
     """A file outside any package index: cuDNN, a CUDA installer, a MinGW archive."""
 
     role: Literal["cudnn", "cuda-installer", "compiler"]
-    filename: str
-    url: str | None = None
+    filename: FileName
+    url: Url | None = None
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int | None = None
+    size: Size | None = None
     source: str
     user_supplied: bool = False
 
@@ -78,8 +107,10 @@ class LockedArtifact(Frozen):
 class ConvParams(Frozen):
     """The conv kernel's layers, kept in the lock so the probe runs what was referenced."""
 
-    channels: tuple[int, ...] = Field(min_length=2)  # input channels, then each layer's output
-    filter_size: int = Field(default=3, ge=1)
+    # input channels, then each layer's output
+    channels: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field(min_length=2,
+                                                                       max_length=64)
+    filter_size: int = Field(default=3, ge=1, le=64)
     border_mode: Literal["half", "valid"] = "half"
     filter_flip: bool = True  # Theano's default: a true convolution
 
@@ -95,14 +126,15 @@ class KernelExpectation(Frozen):
     """
 
     name: KernelName
-    seed: int
-    shape: tuple[int, ...]
-    checksum: float
-    samples: tuple[float, ...]
-    sample_indices: tuple[int, ...]
-    rtol: float
-    atol: float
-    output_shape: tuple[int, ...] | None = None
+    seed: int = Field(ge=0, lt=1 << 32)
+    shape: tuple[Annotated[int, Field(ge=1, le=1 << 24)], ...] = Field(min_length=1,
+                                                                       max_length=4)
+    checksum: FiniteFloat
+    samples: tuple[FiniteFloat, ...]
+    sample_indices: tuple[Annotated[int, Field(ge=0)], ...]
+    rtol: FiniteFloat = Field(gt=0)
+    atol: FiniteFloat = Field(ge=0)
+    output_shape: tuple[Annotated[int, Field(ge=1)], ...] | None = None
     conv: ConvParams | None = None
     params: dict[str, float] | None = None
 
@@ -110,22 +142,24 @@ class KernelExpectation(Frozen):
 class Expectations(Frozen):
     """What verify must find in the provisioned environment."""
 
-    versions: dict[str, str]
-    device: str
-    float_x: str
-    theano_flags: dict[str, str]
+    versions: dict[Annotated[str, Field(pattern=r"^[a-z0-9-]+$")], PypiVersion]
+    device: str = Field(pattern=r"^(cpu|cuda\d*|opencl\d+:\d+)$")
+    float_x: Literal["float16", "float32", "float64"]
+    theano_flags: dict[FlagName, FlagValue]
     kernels: tuple[KernelExpectation, ...] = ()
-    min_gpu_speedup: float | None = None
-    min_cublas_ratio: float | None = None  # GPU only: Theano's resident GEMM / raw cuBLAS
-    cuda: str | None = None
-    cudnn: str | None = None
-    repeats: int = Field(default=3, ge=1)  # timed runs per kernel; the best one counts
+    min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0)
+    # GPU only: Theano's resident GEMM / raw cuBLAS
+    min_cublas_ratio: FiniteFloat | None = Field(default=None, gt=0, le=1)
+    cuda: str | None = Field(default=None, pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
+    cudnn: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
+    # timed runs per kernel; the best one counts
+    repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 
 class PlatformLock(Frozen):
     """Everything locked for one target platform."""
 
-    python: str
+    python: str = Field(pattern=r"^3\.\d+(\.\d+)?$")
     environment: Literal["conda", "venv", "debian"]
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
@@ -186,10 +220,9 @@ def load_lock(path: Path | str) -> Lockfile:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(path, "no such lock file (run `envforge lock` first)") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(str(path), exc) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
+    raw = load_toml(text, str(path))
     version = raw.get("meta", {}).get("version")
     if version != LOCK_VERSION:
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",

@@ -128,16 +128,22 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
     return tuple(found)
 
 
-def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
-    """What verify must find: versions, device, Theano's flags and the kernels' references."""
-    from envforge.expectations import kernel_expectations
+def expected_flags(pspec: PlatformSpec, theano: str | None) -> dict[str, str]:
+    """The Theano flags a lock holds for the spec, ``{prefix}`` left in place."""
     from envforge.theanoflags import theano_flags
 
-    theano = versions.get("theano")
     flags = theano_flags(pspec.theano, theano, "{prefix}") if theano else {}
     if theano and pspec.theano.compiledir is None:
         # A compile cache per environment: a second verify reuses the first one's modules.
         flags["base_compiledir"] = "{prefix}/" + COMPILEDIR_IN_ENV
+    return flags
+
+
+def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
+    """What verify must find: versions, device, Theano's flags and the kernels' references."""
+    from envforge.expectations import kernel_expectations
+
+    flags = expected_flags(pspec, versions.get("theano"))
     return Expectations(
         versions=versions,
         device=pspec.theano.device,

@@ -13,9 +13,9 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from envforge.errors import SpecError
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -24,6 +24,41 @@ Platform = Literal["win-64", "linux-64"]
 PLATFORMS: tuple[Platform, ...] = ("win-64", "linux-64")
 PYPI_SIMPLE = "https://pypi.org/simple"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
+MAX_REPEATS = 1000
+# Device names Windows reserves in every folder, with or without an extension (Microsoft,
+# "Naming Files, Paths, and Namespaces"): an environment folder cannot be called so.
+_WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$")
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+# Theano flag names: dotted words; [global] and [DEFAULT] would shadow other flags.
+_FLAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*((\.|__)[A-Za-z0-9_]+)*")
+
+
+def _flag_name(value: str) -> str:
+    if len(value) > 128 or not _FLAG_NAME.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Theano flag name (dotted words)")
+    if re.match(r"(global|DEFAULT)(\.|__)", value):
+        raise ValueError(f"{value!r}: [global] and [DEFAULT] would override other flags; "
+                         "name the flag itself")
+    return value
+
+
+FlagName = Annotated[str, AfterValidator(_flag_name)]
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ValueError("a flag value must be one line (no newline, carriage return or NUL)")
+    return value
+
+
+FlagValue = Annotated[str, AfterValidator(_one_line)]
+
+
+def _project_name(value: str) -> str:
+    if _WINDOWS_RESERVED.match(value):
+        raise ValueError(f"{value!r} is a device name Windows reserves; pick another name")
+    return value
 
 
 class Frozen(BaseModel):
@@ -33,13 +68,14 @@ class Frozen(BaseModel):
 
 
 class ProjectSection(Frozen):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: Annotated[str, AfterValidator(_project_name)] = Field(
+        pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)
     platforms: tuple[Platform, ...] = Field(min_length=1)
     description: str = ""
 
 
 class PythonSection(Frozen):
-    version: str = Field(pattern=r"^3\.\d+(\.\d+)?$")
+    version: str = Field(pattern=r"^3\.(0|[1-9]\d?)(\.(0|[1-9]\d?))?$")
 
     @property
     def minor(self) -> str:
@@ -74,7 +110,7 @@ class DebianSection(Frozen):
 
 
 class CudaSection(Frozen):
-    version: str = Field(pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
+    version: str = Field(pattern=r"^(>=|==)?[1-9]\d?\.\d{1,2}(\.\d{1,3})?$")
     # "system": found and checked, never installed; a missing or wrong toolkit fails with the
     # locked installer (file, URL, sha256) as the remedy. Running NVIDIA's installer is the
     # user's call: it needs root and replaces drivers.
@@ -91,7 +127,7 @@ class CudaSection(Frozen):
 
 
 class CudnnSection(Frozen):
-    version: str = Field(pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
+    version: str = Field(pattern=r"^[1-9]\d?\.\d{1,2}\.\d{1,3}(\.\d{1,4})?$")
     archive: str | None = None
     url: str | None = None
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
@@ -114,20 +150,23 @@ class TheanoSection(Frozen):
     mode: Literal["Mode", "FAST_RUN", "FAST_COMPILE", "DebugMode", "DEBUG_MODE",
                   "NanGuardMode"] = "FAST_RUN"
     allow_gc: bool = True
-    preallocate: float | None = None
+    # Theano: -1 disables the allocation cache, (0, 1] a fraction of GPU memory, > 1 MiB.
+    preallocate: FiniteFloat | None = Field(default=None, ge=-1, le=1 << 24)
     dnn: Literal["auto", "enabled", "disabled", "no_check"] = "auto"
-    blas_ldflags: str | None = None
-    cxxflags: str | None = None
-    cxx: str | None = None
-    compiledir: str | None = None
+    blas_ldflags: FlagValue | None = None
+    cxxflags: FlagValue | None = None
+    cxx: FlagValue | None = None
+    compiledir: FlagValue | None = None
     theanorc: Literal["home", "env"] = "env"
-    flags: dict[str, str] = {}
+    flags: dict[FlagName, FlagValue] = {}
 
 
 class ConvShape(Frozen):
-    batch: int = Field(default=2, ge=1)
-    size: int = Field(default=32, ge=8)
-    channels: tuple[int, ...] = (3, 32, 64, 64, 64)
+    batch: int = Field(default=2, ge=1, le=1024)
+    size: int = Field(default=32, ge=8, le=4096)
+    # input channels, then each layer's output
+    channels: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field(
+        default=(3, 32, 64, 64, 64), min_length=2, max_length=16)
 
 
 KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent",
@@ -136,16 +175,16 @@ KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "s
 
 class VerifySection(Frozen):
     kernels: tuple[KernelName, ...] = ("elementwise", "gemm", "conv")
-    seed: int = 22
-    elementwise_size: int = Field(default=10_000, ge=1)
-    gemm_size: int = Field(default=256, ge=1)
+    seed: int = Field(default=22, ge=0, lt=1 << 32)  # NumPy's RandomState takes 32 bits
+    elementwise_size: int = Field(default=10_000, ge=1, le=100_000_000)
+    gemm_size: int = Field(default=256, ge=1, le=16_384)
     conv: ConvShape = ConvShape()
-    rtol: float = Field(default=1e-4, gt=0)
-    atol: float = Field(default=1e-6, ge=0)
-    min_gpu_speedup: float | None = Field(default=None, gt=0)
+    rtol: FiniteFloat = Field(default=1e-4, gt=0, le=1)
+    atol: FiniteFloat = Field(default=1e-6, ge=0)
+    min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0, le=10_000)
     # Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only).
-    min_cublas_ratio: float = Field(default=0.9, gt=0, le=1)
-    repeats: int = Field(default=3, ge=1)
+    min_cublas_ratio: FiniteFloat = Field(default=0.9, gt=0, le=1)
+    repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 
 class PathSection(Frozen):
@@ -203,10 +242,7 @@ def load_spec(path: Path | str) -> Spec:
 
 def parse_spec(text: str, *, source: str) -> Spec:
     """Validate spec text; ``source`` is the name errors use."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(source, exc) from None
+    raw = load_toml(text, source)
     lines = key_lines(text)
 
     def fail(path: KeyPath, message: str) -> SpecError:
@@ -232,6 +268,16 @@ def parse_spec(text: str, *, source: str) -> Spec:
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}")
+
+
+def load_toml(text: str, source: str) -> dict[str, Any]:
+    """tomllib's reading, with a syntax error or a document nested too deep as a SpecError."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(source, exc) from None
+    except RecursionError:
+        raise SpecError(source, "TOML nested too deeply to read") from None
 
 
 def toml_syntax_error(source: str, exc: tomllib.TOMLDecodeError) -> SpecError:

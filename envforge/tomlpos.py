@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+# No two adjacent quantifiers can share characters: each line matches in linear time
+# (a lazy name between blank runs took cubic time on "[" followed by thousands of spaces).
+_HEADER = re.compile(r"[ \t]*(\[\[?)([^\]]*)\]\]?[ \t]*(#.*)?$")
 _NAME = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
-_KEY = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})*)\s*=")
+_KEY = re.compile(rf"[ \t]*({_NAME}(?:\s*\.\s*{_NAME})*)\s*=")
 _PART = re.compile(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*""")
 
 KeyPath = tuple[str, ...]
@@ -37,12 +39,17 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     table: KeyPath = ()
     array_counts: dict[KeyPath, int] = {}
     depth = 0
+    in_string: str | None = None  # the quotes of a multi-line string still open
     for number, raw in enumerate(text.splitlines(), start=1):
+        if in_string is not None:
+            if raw.count(in_string) % 2:
+                in_string = None
+            continue
         if depth > 0:
             depth += _depth_change(raw)
             continue
         header = _HEADER.match(raw)
-        if header:
+        if header and header.group(2).strip():
             path = _split(header.group(2))
             if header.group(1) == "[[":
                 index = array_counts.get(path, 0)
@@ -55,7 +62,13 @@ def key_lines(text: str) -> dict[KeyPath, int]:
         key = _KEY.match(raw)
         if key:
             lines.setdefault((*table, *_split(key.group(1))), number)
-            depth = max(0, _depth_change(raw[key.end():]))
+            value = raw[key.end():]
+            for quotes in ('"""', "'''"):
+                if value.count(quotes) % 2:
+                    in_string = quotes
+                    break
+            else:
+                depth = max(0, _depth_change(value))
     return lines
 
 

@@ -162,7 +162,7 @@ def test_check_refuses_a_manifest_that_points_outside(
     manifest = json.loads((bundle / MANIFEST).read_text())
     manifest["files"][0]["path"] = "../outside.tgz"
     (bundle / MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(InputError, match=r"files\.0\.path: .*not a relative path inside"):
+    with pytest.raises(InputError, match=r"files\.0\.path: .*leads outside"):
         read_manifest(bundle)
 
 
@@ -289,12 +289,21 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "ENVFORGE_HOME": str(home), **extra}
 
 
+def project_copy(root: Path, lock: Path) -> Path:
+    """A copy of a lock and its spec: bundling records built wheels in the lock it is given."""
+    for folder, name in (("specs", f"{lock.stem}.toml"), ("locks", lock.name)):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / folder / name, root / folder / name)
+    return root / "locks" / lock.name
+
+
 @pytest.fixture(scope="module")
 def cpu_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, dict]]:
     """(bundle, the home whose cache made it, the --json document) for the CPU lock."""
     root = tmp_path_factory.mktemp("cpu-bundle")
     home, bundle = root / "home", root / "bundle"
-    done = run_envforge(["bundle", str(CPU_LOCK), "-o", str(bundle), "--with-envforge",
+    lock = project_copy(root / "project", CPU_LOCK)
+    done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
                          "--envforge-python", _envforge_python(), "--json"], env=_env(home))
     assert done.returncode == 0, done.stderr
     yield bundle, home, json.loads(done.stdout)
@@ -314,6 +323,9 @@ def test_cpu_bundle_holds_every_locked_file_and_a_built_theano_wheel(
     assert built.path.endswith("-1.0.5-py3-none-any.whl")
     assert built.built_from.python.startswith("3.7.")  # the exact minor was found
     assert [o.filename for o in manifest.omitted] == ["Theano-PyMC-1.0.5.tar.gz"]
+    [theano] = [f for f in load_lock(bundle / manifest.lock).platforms["linux-64"].pypi
+                if f.kind == "sdist"]
+    assert theano.built is not None and theano.built.sha256 == built.sha256  # the lock vouches
     assert not list(bundle.rglob("*.tar.gz"))
     names = {Path(f.path).name.split("-")[0].lower() for f in manifest.files
              if f.source == "envforge"}
@@ -340,10 +352,11 @@ def test_cpu_bundle_applies_and_verifies_with_no_network(
                            capture_output=True, text=True, check=False)
     assert probe.returncode != 0  # the namespace really has no network
 
-    applied = run_envforge(["apply", "specs/theano-cpu.toml", "--bundle", str(bundle), "--yes",
+    spec = str(bundle / "specs" / "theano-cpu.toml")  # its lock records the built wheel
+    applied = run_envforge(["apply", spec, "--bundle", str(bundle), "--yes",
                             "--prefix", str(prefix)], env=env, offline=True)
     assert applied.returncode == 0, applied.stderr
-    verified = run_envforge(["verify", "specs/theano-cpu.toml", "--prefix", str(prefix),
+    verified = run_envforge(["verify", spec, "--prefix", str(prefix),
                              "--json"], env=env, offline=True)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     installer = prefix / "lib" / "python3.7" / "site-packages" / "six-1.16.0.dist-info"
@@ -399,8 +412,9 @@ def test_a_tampered_bundle_is_refused_before_anything_changes(
     checked = run_envforge(["bundle", "--check", str(bundle)], env=_env(home))
     assert checked.returncode == 1
     assert "deb/libopenblas0-pthread_0.3.21+ds-4_amd64.deb: altered" in checked.stderr
-    applied = run_envforge(["apply", "specs/theano-cpu.toml", "--bundle", str(bundle), "--yes",
-                            "--prefix", str(prefix)], env=_env(home), offline=True)
+    applied = run_envforge(["apply", str(bundle / "specs" / "theano-cpu.toml"), "--bundle",
+                            str(bundle), "--yes", "--prefix", str(prefix)], env=_env(home),
+                           offline=True)
     assert applied.returncode == 2
     assert "deb/libopenblas0-pthread_0.3.21+ds-4_amd64.deb: altered" in applied.stderr
     assert "nothing was changed" in applied.stderr
@@ -432,7 +446,8 @@ def test_offline_apply_uses_the_cache_a_bundle_filled(
 def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_python(
         tmp_path: Path) -> None:
     home, bundle = tmp_path / "home", tmp_path / "gpu"
-    done = run_envforge(["bundle", str(GPU_LOCK), "-o", str(bundle), "--with-envforge",
+    lock = project_copy(tmp_path / "project", GPU_LOCK)
+    done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
                          "--envforge-python", "3.12", "--json"], env=_env(home))
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
@@ -457,7 +472,8 @@ def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_py
         "from envforge.steps.env import EnvironmentStep\n"
         "from envforge.steps.pypi import PypiInstallStep\n"
         "from envforge.ui import UI\n"
-        "ctx = prepare(Path('specs/theano-gpu-linux.toml'), prefix=Path(sys.argv[1]),\n"
+        "ctx = prepare(Path(sys.argv[2]) / 'specs/theano-gpu-linux.toml',\n"
+        "              prefix=Path(sys.argv[1]),\n"
         "              artifacts={}, bundle=Path(sys.argv[2]), offline=False, ui=UI(),\n"
         "              check_sources=True)\n"
         "print(execute(ctx, [DebUnpackStep(), EnvironmentStep(), PypiInstallStep()],\n"

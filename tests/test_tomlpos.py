@@ -38,3 +38,26 @@ def test_line_of_falls_back_to_the_nearest_known_parent() -> None:
     assert line_of(lines, ("project", "platforms", 1)) == 4
     assert line_of(lines, ("theano", "platform", "win-64", "nope")) == 10
     assert line_of(lines, ("absent",)) is None
+
+
+def test_key_lines_is_linear_on_a_bracket_and_thousands_of_blanks() -> None:
+    """Issue 10 #7: a description holding "[" + 4000 spaces + "x" took over a minute."""
+    import time
+
+    from envforge.spec import parse_spec
+
+    text = ('[project]\nname = "x"\nplatforms = ["linux-64"]\n'
+            'description = """\n[' + " " * 4000 + 'x\n"""\n'
+            '[python]\nversion = "3.7"\n[environment]\nkind = "venv"\n')
+    started = time.perf_counter()
+    spec = parse_spec(text, source="x.toml")
+    lines = key_lines(text)
+    assert time.perf_counter() - started < 0.5
+    assert spec.project.description.startswith("[")
+    assert lines[("python", "version")] == 8
+    assert not any(path[0].startswith(" ") for path in lines)  # the string is not a header
+
+
+def test_lines_inside_a_multiline_string_are_not_keys() -> None:
+    lines = key_lines('a = """\n[fake]\nb = 1\n"""\nc = 2\n')
+    assert lines == {("a",): 1, ("c",): 5}

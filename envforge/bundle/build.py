@@ -43,7 +43,14 @@ from envforge.commands.lock import ensure_fresh
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Progress, cache_path, obtain
-from envforge.lockfile import LockedArtifact, Lockfile, PlatformLock, load_lock
+from envforge.lockfile import (
+    BuiltWheelHash,
+    LockedArtifact,
+    Lockfile,
+    PlatformLock,
+    load_lock,
+    write_lock,
+)
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
 
@@ -218,6 +225,10 @@ def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
                         cache=cache, ui=ui, jobs=request.jobs)
     items = [replace(i, local=i.local or fetched[i.sha256]) for i in items]
     items, omitted = _build_sdists(items, plock, platform, cache=cache, environ=environ, ui=ui)
+    recorded = record_built_wheels(lock, platform, items)
+    if recorded != lock:  # the first build: the lock now vouches for the wheel too
+        write_lock(recorded, request.lock)
+        ui.info(f"recorded the built wheels' sha256 in {request.lock}")
     wheels_info = None
     if request.with_envforge:
         own = build_envforge_wheel(cache / "envforge-self", environ=environ, cache=cache)
@@ -257,6 +268,28 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
             for f in resolve_envforge_deps(root, python=request.envforge_python,
                                            platform=platform,
                                            index=lock.meta.pypi_index or PYPI_SIMPLE)]
+
+
+def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item]) -> Lockfile:
+    """The lock with each sdist's built wheel recorded (``built``); a wheel that differs from
+    one recorded before is refused: the lock, not the bundle, says what may be installed."""
+    plock = lock.platforms[platform]
+    built = {i.built_from.sha256: i for i in items if i.built_from is not None}
+    entries = []
+    for f in plock.pypi:
+        item = built.get(f.sha256)
+        if item is None:
+            entries.append(f)
+            continue
+        if f.built is not None and f.built.sha256 != item.sha256:
+            raise ArtifactError(
+                f"the wheel built now from {f.filename} hashes {item.sha256}, and the lock "
+                f"records {f.built.sha256} (built with other build tools?): refusing it; to "
+                "trust the new build, delete that entry's `built` table from the lock")
+        entries.append(f.model_copy(update={"built": BuiltWheelHash(
+            filename=PurePosixPath(item.dest).name, sha256=item.sha256)}))
+    platforms = {**lock.platforms, platform: plock.model_copy(update={"pypi": tuple(entries)})}
+    return lock.model_copy(update={"platforms": platforms})
 
 
 def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform, *,

@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from envforge.confine import check_relative, inside
 from envforge.errors import InputError
 from envforge.spec import Frozen, Platform
 
@@ -59,10 +60,9 @@ class BundleFile(Frozen):
     @classmethod
     def _inside(cls, value: str) -> str:
         """A manifest is read before it is trusted: no path may lead outside the bundle."""
-        pure = PurePosixPath(value)
-        if pure.is_absolute() or ".." in pure.parts or "\\" in value or not pure.parts:
+        if "\\" in value:
             raise ValueError(f"{value!r} is not a relative path inside the bundle")
-        return value
+        return check_relative(value)
 
 
 class Omitted(Frozen):
@@ -168,4 +168,5 @@ def bundle_index(bundle: Path) -> dict[str, Path]:
 def _index(bundle: str, stamp: int) -> tuple[tuple[str, Path], ...]:
     del stamp  # part of the cache key only: a rewritten manifest is read again
     manifest = read_manifest(Path(bundle))
-    return tuple((f.sha256, Path(bundle) / f.path) for f in manifest.files)
+    return tuple((f.sha256, inside(Path(bundle), f.path, what="bundle path"))
+                 for f in manifest.files)

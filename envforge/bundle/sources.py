@@ -12,7 +12,8 @@ from pathlib import Path
 
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import read_manifest
-from envforge.bundle.wheels import cached_built_wheel
+from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, check_built_wheel
+from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, OfflineError, cache_path, obtain
@@ -36,7 +37,12 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
                             f"{ctx.platform}, nothing was changed: {len(result.problems)} "
                             f"problem(s): " + "; ".join(result.problems))
     carried = result.manifest.by_sha256()
-    found: dict[str, Path] = {a.role: bundle / carried[a.sha256].path
+    for f in ctx.lock.pypi:
+        if f.kind == "sdist":
+            built = result.manifest.built_wheel_for(f.sha256)
+            if built is not None:  # else check_bundle has reported it
+                _check_built(f, inside(bundle, built.path, what="bundle path"), None)
+    found: dict[str, Path] = {a.role: inside(bundle, carried[a.sha256].path, what="bundle path")
                               for a in ctx.lock.artifacts}
     return {**found, **_supplied(ctx)}
 
@@ -45,11 +51,15 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
     problems = []
     cache = ctx.dirs.cache
     for f in ctx.lock.pypi:
+        ref = FileRef(f.url, f.sha256, f.filename, f.size)
+        found_problems = _cache_problem(cache, ref)
+        problems += found_problems
         if f.kind == "sdist":
-            if cached_built_wheel(cache, f.sha256, ctx.lock.python) is None:
+            built = cached_built_wheel(cache, f.sha256, ctx.lock.python)
+            if built is None:
                 problems.append(f"{f.filename}: no wheel built from it in the cache")
-            continue
-        problems += _cache_problem(cache, FileRef(f.url, f.sha256, f.filename, f.size))
+            elif not found_problems:
+                _check_built(f, built.path, cache_path(cache, ref))
     for c in ctx.lock.conda:
         problems += _cache_problem(cache, FileRef(c.url, c.sha256, c.filename, c.size))
     for d in ctx.lock.deb:
@@ -115,27 +125,58 @@ def _supplied(ctx: StepContext) -> dict[str, Path]:
 
 
 def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[WheelToInstall]:
-    """A verified local wheel per locked file: the file itself, or the wheel built from its
-    sdist (from the bundle's manifest or the cache)."""
+    """A verified local wheel per locked file: the wheel itself (the lock's sha256), or for an
+    sdist the wheel built from it (the bundle's, the cache's, or built now when online), which
+    must hash as the lock records (``built``) or, where the lock records nothing yet, match
+    the sdist file by file."""
     wheels = []
     offline = ctx.offline or ctx.bundle is not None
     for f in files:
+        ref = FileRef(f.url, f.sha256, f.filename, f.size)
         if f.kind == "wheel":
-            path = obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=ctx.dirs.cache,
-                          bundle=ctx.bundle, offline=offline)
+            path = obtain(ref, cache=ctx.dirs.cache, bundle=ctx.bundle, offline=offline)
             wheels.append(WheelToInstall(path, f.sha256))
             continue
-        if ctx.bundle is not None:
-            built = read_manifest(ctx.bundle).built_wheel_for(f.sha256)
-            if built is not None:
-                wheels.append(WheelToInstall(ctx.bundle / built.path, built.sha256))
-                continue
-        cached = cached_built_wheel(ctx.dirs.cache, f.sha256, ctx.lock.python)
-        if cached is None:
-            raise OfflineError(f"{f.filename} is an sdist, and no wheel built from it is in the "
-                               f"{'bundle' if ctx.bundle else 'cache'}: build one with "
-                               "`envforge bundle`, or install uv (envforge[resolve]) to build "
-                               "it during apply")
-        wheels.append(WheelToInstall(cached.path, cached.sha256))
+        try:
+            sdist: Path | None = obtain(ref, cache=ctx.dirs.cache, bundle=ctx.bundle,
+                                        offline=offline)
+        except OfflineError:
+            sdist = None  # a bundle carries the wheel, not the sdist
+        wheel = _built_wheel(ctx, f, sdist, offline=offline)
+        wheels.append(WheelToInstall(wheel, _check_built(f, wheel, sdist)))
     return wheels
 
+
+def _check_built(sdist: LockedPypiFile, wheel: Path, archive: Path | None) -> str:
+    """The sha256 of a wheel built from ``sdist`` once the lock vouches for it: by the hash
+    it records (``built``), else file by file against the sdist; ArtifactError otherwise."""
+    digest = sha256_file(wheel)
+    if sdist.built is not None:
+        if digest != sdist.built.sha256:
+            raise ArtifactError(f"{wheel}: sha256 {digest} is not the {sdist.built.sha256} the "
+                                f"lock records for the wheel built from {sdist.filename}; "
+                                "refusing it, nothing was changed")
+    elif archive is not None:
+        check_built_wheel(wheel, archive)
+    else:
+        raise ArtifactError(f"{wheel}: the lock records no sha256 for the wheel built from "
+                            f"{sdist.filename}, and the sdist is not at hand to check it: "
+                            "bundle with this lock (`envforge bundle` records it)")
+    return digest
+
+
+def _built_wheel(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, *,
+                 offline: bool) -> Path:
+    if ctx.bundle is not None:
+        built = read_manifest(ctx.bundle).built_wheel_for(sdist.sha256)
+        if built is not None:
+            return inside(ctx.bundle, built.path, what="bundle path")
+    cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python)
+    if cached is not None:
+        return cached.path
+    if offline or archive is None:
+        raise OfflineError(f"{sdist.filename} is an sdist, and no wheel built from it is in the "
+                           f"{'bundle' if ctx.bundle else 'cache'}: build one with "
+                           "`envforge bundle`, or apply online to build it")
+    return build_sdist_wheel(sdist, archive, target_python=ctx.lock.python,
+                             cache=ctx.dirs.cache, environ=ctx.environ).path

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tarfile
 import tempfile
 import tomllib
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,7 @@ from pathlib import Path
 from packaging.utils import parse_wheel_filename
 
 import envforge
-from envforge.errors import EnvforgeError, InputError, StepError
+from envforge.errors import ArtifactError, EnvforgeError, InputError, StepError
 from envforge.host import proc
 from envforge.host.archives import sha256_file
 from envforge.host.interpreters import Interpreter, find_interpreter, query_version
@@ -71,6 +73,47 @@ def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str) -> Bu
     if not built.pure and _minor(built.python) != _minor(target_python):
         return None
     return built
+
+
+def check_built_wheel(wheel: Path, sdist: Path) -> None:
+    """Refuse a wheel that is not what its (verified) sdist builds to.
+
+    A wheel built from an sdist is trusted through the sdist, whose sha256 the lock holds:
+    every file outside its ``.dist-info`` must be byte for byte a file of the sdist, and its
+    console scripts (``entry_points.txt``) the sdist's own. A replaced wheel (a ``.pth``, an
+    edited module) fails here, whatever a manifest or a cache record says of its hash.
+    """
+    try:
+        with tarfile.open(sdist, "r:*") as tar:
+            source: dict[str, bytes] = {}
+            for member in tar.getmembers():
+                if member.isfile() and "/" in member.name:
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        source[member.name.split("/", 1)[1]] = handle.read()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ArtifactError(f"{sdist}: cannot read the sdist to check its wheel ({exc})") \
+            from None
+    entry_points = {v.strip() for k, v in source.items()
+                    if k.endswith(".egg-info/entry_points.txt")}
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                top, _, rest = info.filename.partition("/")
+                data = zf.read(info)
+                if top.endswith(".dist-info") and rest:
+                    if rest == "entry_points.txt" and data.strip() not in entry_points:
+                        raise ArtifactError(f"{wheel}: {info.filename} is not the entry points "
+                                            f"of {sdist.name}; refusing the wheel")
+                    continue
+                if source.get(info.filename, source.get(f"src/{info.filename}")) != data:
+                    raise ArtifactError(f"{wheel}: {info.filename} is not a file of "
+                                        f"{sdist.name} (sha256 checked by the lock); the wheel "
+                                        "was altered or not built from it: refusing it")
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
 
 
 def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[Interpreter, bool]:

@@ -11,13 +11,15 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import get_args
 
 from envforge.commands import Common
 from envforge.commands.lock import ensure_fresh
 from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.lockfile import load_lock, lock_path_for
+from envforge.lockcheck import check_lock
+from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
 from envforge.spec import Platform, Spec, load_spec
@@ -56,10 +58,15 @@ def state_dir_for(dirs: EnvforgeDirs, spec_name: str, prefix: Path) -> Path:
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
     found = {}
+    roles = get_args(LockedArtifact.model_fields["role"].annotation)
     for value in values:
         role, sep, path = value.partition("=")
         if not sep or not path:
             raise InputError(f"--artifact {value!r}: expected ROLE=PATH, e.g. cudnn=./cudnn.zip")
+        if role not in roles:
+            raise InputError(f"--artifact {role}: unknown role (known: {', '.join(roles)})")
+        if role in found:
+            raise InputError(f"--artifact {role}: given twice")
         if not Path(path).is_file():
             raise InputError(f"--artifact {role}: no such file {path}")
         found[role] = Path(path).resolve()
@@ -81,6 +88,7 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     lock_path = lock_path_for(spec_path, locks_dir)
     lock = load_lock(lock_path)
     ensure_fresh(spec, lock, lock_path)
+    check_lock(spec, lock, lock_path)
     if platform not in lock.platforms:
         raise InputError(f"{lock_path} has no {platform} section; run `envforge lock`")
     env = dict(os.environ if environ is None else environ)
@@ -88,6 +96,10 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     prefix = (prefix or default_prefix(spec, dirs, platform)).absolute()
     pspec = spec.for_platform(platform)
     plock = lock.platforms[platform]
+    unused = sorted(set(artifacts) - {a.role for a in plock.artifacts})
+    if unused:
+        raise InputError(f"--artifact {unused[0]}: {lock_path} locks no {unused[0]} archive for "
+                         f"{platform}, so the file would not be used; leave it out")
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=env, home=home or Path.home(),
         state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(artifacts),

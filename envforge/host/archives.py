@@ -11,20 +11,47 @@ the way the kernel would, following the archive's own links, so ``a -> .`` then
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from envforge.confine import EscapeError, inside, relative_parts
 from envforge.errors import ArtifactError
 
 _CHUNK = 1 << 20
+# Decompression bombs: an archive may unpack to at most RATIO times its own size (real
+# archives here stay under 10:1; deflate's ceiling is about 1000:1), with a floor for tiny
+# archives and a ceiling for all. Checked on declared sizes before anything is written.
+MAX_RATIO = 100
+MIN_BUDGET = 64 << 20
+MAX_UNPACKED = 32 << 30
+# Zip compression methods zipfile reads: stored, deflate, bzip2, lzma (not deflate64).
+_ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+def unpack_budget(packed: int) -> int:
+    """The most bytes an archive of ``packed`` bytes may unpack to."""
+    return min(MAX_UNPACKED, max(MIN_BUDGET, packed * MAX_RATIO))
+
+
+def check_unpacked_size(archive: Path | str, packed: int, unpacked: int) -> None:
+    """Refuse an archive whose contents would exceed its budget (a decompression bomb)."""
+    if unpacked < 0:
+        raise ArtifactError(f"{archive}: a member declares a negative size; refused")
+    if unpacked > unpack_budget(packed):
+        raise ArtifactError(
+            f"{archive}: would unpack to {unpacked >> 20} MiB from {packed >> 20} MiB, over "
+            f"the limit of {unpack_budget(packed) >> 20} MiB ({MAX_RATIO}:1, at most "
+            f"{MAX_UNPACKED >> 30} GiB): refusing a likely decompression bomb")
 
 
 def sha256_file(path: Path) -> str:
@@ -62,16 +89,11 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def safe_member_name(archive: Path, raw: str) -> str:
-    """A member's name made relative, or ArtifactError: absolute, drive-lettered, escaping."""
-    text = raw.replace("\\", "/")
-    if text.startswith("/") or _DRIVE.match(text):
-        raise refuse_member(archive, raw, "absolute path")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise refuse_member(archive, raw, "'..' leads outside the folder")
-    if not parts:
-        raise refuse_member(archive, raw, "empty name")
-    return "/".join(parts)
+    """A member's name made relative, or ArtifactError: absolute, escaping, too long."""
+    try:
+        return "/".join(relative_parts(raw))
+    except EscapeError as exc:
+        raise refuse_member(archive, raw, str(exc)) from None
 
 
 def refuse_member(archive: Path, member: str, why: str) -> ArtifactError:
@@ -101,6 +123,11 @@ def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
 def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[_Member]:
     for info in zf.infolist():
         name = safe_member_name(archive, info.filename)
+        if info.flag_bits & 0x1:
+            raise refuse_member(archive, info.filename, "encrypted")
+        if info.compress_type not in _ZIP_METHODS:
+            raise refuse_member(archive, info.filename,
+                                f"unsupported compression method {info.compress_type}")
         unix = info.external_attr >> 16 if info.create_system == 3 else 0
         kind = stat.S_IFMT(unix)
         mode = stat.S_IMODE(unix)
@@ -148,6 +175,8 @@ def _scan(archive: Path, members: list[_Member], allow_setuid: bool) -> None:
         if previous is not None and previous != member.kind:
             raise refuse_member(archive, member.name,
                                 f"appears both as {previous} and {member.kind}")
+        if previous is not None and member.kind != "dir":
+            raise refuse_member(archive, member.name, "appears twice")
         kinds[member.name] = member.kind
         if member.kind == "symlink":
             assert member.link is not None
@@ -205,34 +234,70 @@ def extract_archive(archive: Path, dest: Path, *, allow_setuid: bool = False) ->
     with _open(archive) as opened:
         members = _members(archive, opened)
         _scan(archive, members, allow_setuid)
+        check_unpacked_size(archive, archive.stat().st_size, sum(_size(m) for m in members))
+        for member in members:  # the whole path too, not only the name, must fit
+            inside(dest, member.name, what=f"{archive}: member")
+        created = not dest.exists()
         dest.mkdir(parents=True, exist_ok=True)
-        dirs: list[tuple[Path, int]] = []
-        for member in members:
-            target = dest / member.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            keep = stat.S_ISUID | stat.S_ISGID if allow_setuid else 0
-            if member.kind == "dir":
-                target.mkdir(exist_ok=True)
-                dirs.append((target, (member.mode & (0o777 | keep)) | 0o700))
-            elif member.kind == "symlink":
-                assert member.link is not None
-                if os.path.lexists(target):
-                    target.unlink()
-                target.symlink_to(member.link)
-            elif member.kind == "hardlink":
-                assert member.link is not None
-                if os.path.lexists(target):
-                    target.unlink()
-                shutil.copy2(dest / member.link, target)
-            else:
-                if os.path.lexists(target):
-                    target.unlink()
-                with _read(opened, member) as src, open(target, "xb") as dst:
-                    shutil.copyfileobj(src, dst, _CHUNK)
-                target.chmod((member.mode & (0o777 | keep)) | 0o600)
-        for folder, mode in reversed(dirs):
-            folder.chmod(mode)
+        try:
+            _write_members(opened, members, dest, allow_setuid)
+        except BaseException as exc:
+            _clear(dest, remove=created)
+            if isinstance(exc, (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError,
+                                zlib.error, lzma.LZMAError)):
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise ArtifactError(f"{archive}: cannot unpack into {dest} ({why}); nothing "
+                                    "was left there") from None
+            raise
     return [m.name for m in members]
+
+
+def _size(member: _Member) -> int:
+    handle = member.handle
+    return handle.file_size if isinstance(handle, zipfile.ZipInfo) else handle.size
+
+
+def _clear(dest: Path, *, remove: bool) -> None:
+    """Remove what an interrupted unpack wrote: the folder if it made it, else its contents."""
+    if remove:
+        shutil.rmtree(dest, ignore_errors=True)
+        return
+    for child in dest.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _write_members(opened: tarfile.TarFile | zipfile.ZipFile, members: list[_Member],
+                   dest: Path, allow_setuid: bool) -> None:
+    """Write the scanned members; the caller clears ``dest`` if this fails midway."""
+    dirs: list[tuple[Path, int]] = []
+    for member in members:
+        target = dest / member.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        keep = stat.S_ISUID | stat.S_ISGID if allow_setuid else 0
+        if member.kind == "dir":
+            target.mkdir(exist_ok=True)
+            dirs.append((target, (member.mode & (0o777 | keep)) | 0o700))
+        elif member.kind == "symlink":
+            assert member.link is not None
+            if os.path.lexists(target):
+                target.unlink()
+            target.symlink_to(member.link)
+        elif member.kind == "hardlink":
+            assert member.link is not None
+            if os.path.lexists(target):
+                target.unlink()
+            shutil.copy2(dest / member.link, target)
+        else:
+            if os.path.lexists(target):
+                target.unlink()
+            with _read(opened, member) as src, open(target, "xb") as dst:
+                shutil.copyfileobj(src, dst, _CHUNK)
+            target.chmod((member.mode & (0o777 | keep)) | 0o600)
+    for folder, mode in reversed(dirs):
+        folder.chmod(mode)
 
 
 def _read(opened: tarfile.TarFile | zipfile.ZipFile, member: _Member) -> IO[bytes]:

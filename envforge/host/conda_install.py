@@ -18,6 +18,7 @@ import rattler
 from rattler.exceptions import ExtractError, InstallerError, LinkError, TransactionError
 from rattler.prefix import PrefixRecord
 
+from envforge.confine import inside
 from envforge.errors import ArtifactError, StepError
 from envforge.host.fetch import FileRef, obtain
 from envforge.lockfile import LockedCondaPackage
@@ -41,7 +42,8 @@ def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_
         raise StepError(f"rattler could not install into {prefix}: {exc}") from exc
     # conda-meta should name where each package came from, not envforge's checked copy.
     for record in records:
-        meta = prefix / "conda-meta" / f"{record.name}-{record.version}-{record.build}.json"
+        meta = inside(prefix / "conda-meta", f"{record.name}-{record.version}-{record.build}.json",
+                      what="conda record", single=True)
         installed = PrefixRecord.from_path(meta)
         installed.url = record.url
         installed.write_to_path(meta, pretty=True)

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from envforge.confine import EscapeError, relative_parts
 from envforge.errors import ArtifactError
+from envforge.host.archives import check_unpacked_size
 
 _AR_MAGIC = b"!<arch>\n"
 _AR_HEADER = 60
@@ -53,10 +55,10 @@ def ar_members(handle: IO[bytes], *, source: str = "archive") -> Iterator[tuple[
         if len(header) != _AR_HEADER or header[58:60] != b"`\n":
             raise ArtifactError(f"{source}: corrupt ar member header")
         name = header[0:16].decode("ascii", "replace").rstrip(" ").removesuffix("/")
-        try:
-            size = int(header[48:58].decode("ascii").strip())
-        except ValueError:
-            raise ArtifactError(f"{source}: corrupt ar member size for {name!r}") from None
+        field = header[48:58].decode("ascii", "replace").strip()
+        if not field.isdigit():  # "-61" looped forever: a size is decimal digits only
+            raise ArtifactError(f"{source}: corrupt ar member size {field!r} for {name!r}")
+        size = int(field)
         offset = handle.tell()
         if offset + size > total:
             raise ArtifactError(f"{source}: truncated ({name} is cut short)")
@@ -121,10 +123,16 @@ def _data_tar(deb: Path, scratch: IO[bytes]) -> None:
             raise ArtifactError(f"{deb}: no data.tar member")
         name, offset, size = data[0]
         stream = _decompressor(name, io.BufferedReader(_Slice(handle, offset, size)), deb)
+        packed = os.fstat(handle.fileno()).st_size
+        written = 0
         try:
-            shutil.copyfileobj(stream, scratch)
+            while chunk := stream.read(1 << 20):
+                written += len(chunk)
+                check_unpacked_size(f"{deb} ({name})", packed, written)
+                scratch.write(chunk)
         except (lzma.LZMAError, OSError, EOFError) as exc:
-            raise ArtifactError(f"{deb}: cannot decompress {name}: {exc}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ArtifactError(f"{deb}: cannot decompress {name}: {why}") from None
     scratch.seek(0)
 
 
@@ -140,12 +148,12 @@ class _Entry:
 
 def _member_name(name: str, deb: Path) -> str | None:
     """The member's path relative to the root; None for the root itself."""
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise ArtifactError(f"{deb}: refusing absolute path {name!r}")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise ArtifactError(f"{deb}: refusing path with '..': {name!r}")
-    return "/".join(parts) or None
+    if not [p for p in name.split("/") if p not in ("", ".")]:
+        return None
+    try:
+        return "/".join(relative_parts(name))
+    except EscapeError as exc:
+        raise ArtifactError(f"{deb}: refusing member {name!r}: {exc}") from None
 
 
 class _Tree:
@@ -300,6 +308,10 @@ def unpack_deb(deb: Path, root: Path, *, replace: bool = False) -> UnpackResult:
                     _make_dirs(root, written)
                     for entry in entries:
                         _write(tar, entry, root, written)
+                except OSError as exc:  # ENOSPC, EROFS, EACCES...: one line, nothing left
+                    _undo(written)
+                    raise ArtifactError(f"{deb}: cannot unpack into {root}: "
+                                        f"{exc.strerror or exc}; nothing was left there") from None
                 except BaseException:
                     _undo(written)
                     raise

@@ -8,6 +8,7 @@ A bundle's files are found by sha256 through its manifest, so its folder layout 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from envforge.bundle.manifest import bundle_index
+from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError
 from envforge.host.archives import sha256_file
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     import requests
 
 CHUNK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 Progress = Callable[[int], None]
 
 
@@ -41,7 +44,11 @@ class FileRef:
 
 
 def cache_path(cache: Path, ref: FileRef) -> Path:
-    return cache / "files" / ref.sha256[:2] / ref.sha256 / ref.filename
+    """Where the cache keeps ``ref``: below its sha256, under its (confined) file name."""
+    if not _SHA256.fullmatch(ref.sha256):
+        raise ArtifactError(f"{ref.filename}: sha256 {ref.sha256!r} is not 64 hex digits")
+    return inside(cache / "files" / ref.sha256[:2] / ref.sha256, ref.filename,
+                  what="locked file name")
 
 
 def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bool = False,
@@ -66,7 +73,8 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bo
 def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
     """The bundle's copy of ``ref`` (unchecked): by sha256 through its manifest, else by name."""
     listed = bundle_index(bundle).get(ref.sha256)
-    for candidate in (listed, bundle / ref.filename, bundle / Path(ref.filename).name):
+    named = inside(bundle, ref.filename, what="locked file name")
+    for candidate in (listed, named, bundle / named.name):
         if candidate is not None and candidate.is_file():
             return candidate
     return None

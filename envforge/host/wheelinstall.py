@@ -14,6 +14,7 @@ import csv
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -30,7 +31,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
-from envforge.host.archives import sha256_file
+from envforge.host.archives import safe_member_name, sha256_file
 
 INSTALLER_NAME = b"envforge"
 
@@ -129,6 +130,8 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order."""
     verify_wheels(wheels)
+    for wheel in wheels:
+        scan_wheel(wheel.path)
     scheme = target_scheme(python)
     named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
     kind: Literal["posix", "win-amd64"] = "win-amd64" if os.name == "nt" else "posix"
@@ -142,6 +145,18 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
             install(source, destination, {"INSTALLER": INSTALLER_NAME})
         installed.append(f"{name}=={version}")
     return installed
+
+
+def scan_wheel(path: Path) -> None:
+    """Refuse a wheel with a member that would land outside its scheme folder (``../``,
+    absolute, over-long), before any wheel is installed: installer would raise mid-way."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable wheel ({exc})") from None
+    for name in names:
+        safe_member_name(path, name)
 
 
 class _Destination(SchemeDictionaryDestination):

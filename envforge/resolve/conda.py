@@ -9,7 +9,11 @@ apply checks every archive against it.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,8 +99,41 @@ def solve_conda(specs: Sequence[str], channels: Sequence[str], platform: Platfor
             raise ResolveError(f"invalid conda package spec {spec!r}: {exc}") from None
     virtual = (tuple(virtual_packages) if virtual_packages is not None
                else default_virtual_packages(platform, cuda=cuda))
-    rattler_virtual = [_rattler_virtual(v) for v in virtual]
+    for package in virtual:
+        _rattler_virtual(package)  # a bad one is refused here, before the child starts
     cache = cache_dir if cache_dir is not None else envforge_dirs().cache / "rattler"
+    return _solve_in_child(wanted, urls, platform, virtual, cache)
+
+
+def _solve_in_child(wanted: list[str], urls: list[str], platform: Platform,
+                    virtual: Sequence[VirtualPackage], cache: Path) -> tuple[LockedCondaPackage,
+                                                                             ...]:
+    """Solve in a child Python that leaves with ``os._exit``.
+
+    rattler's tokio threads outlive a failed solve (the other subdirs' downloads go on) and
+    take the GIL when they finish; if that happens while the interpreter finalises, Python
+    dies with "PyGILState_Release" (SIGABRT) or SIGSEGV (issue 10 #10: 4 in 39 runs of
+    ``lock`` with conda unreachable). A child that never finalises cannot crash that way,
+    and envforge's own process never starts rattler's runtime.
+    """
+    request = {"wanted": wanted, "urls": urls, "platform": platform, "cache": str(cache),
+               "virtual": [[v.name, v.version, v.build] for v in virtual]}
+    done = subprocess.run([sys.executable, "-m", "envforge.resolve.conda"],
+                          input=json.dumps(request), capture_output=True, text=True,
+                          check=False)
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        tail = _one_line(done.stderr)[-300:] or f"exit status {done.returncode}"
+        raise ResolveError(f"the conda solver for {platform} failed: {tail}") from None
+    if "error" in answer:
+        raise ResolveError(answer["error"])
+    return tuple(LockedCondaPackage.model_validate(r) for r in answer["records"])
+
+
+def _solve_here(wanted: list[str], urls: list[str], platform: Platform,
+                virtual: Sequence[VirtualPackage], cache: Path) -> tuple[LockedCondaPackage, ...]:
+    rattler_virtual = [_rattler_virtual(v) for v in virtual]
     try:
         records = asyncio.run(_solve(wanted, urls, platform, rattler_virtual, cache))
     except SolverError as exc:
@@ -187,3 +224,23 @@ def _virtual_hint(reason: str, platform: Platform, virtual: Sequence[VirtualPack
     if "__cuda" in reason and not any(v.name == "__cuda" for v in virtual):
         hint += "; set [cuda] version in the spec to provide __cuda"
     return hint + ")"
+
+
+def _child() -> None:
+    """``python -m envforge.resolve.conda``: one solve, request on stdin, answer on stdout."""
+    request = json.loads(sys.stdin.read())
+    try:
+        records = _solve_here(request["wanted"], request["urls"], request["platform"],
+                              [VirtualPackage(*v) for v in request["virtual"]],
+                              Path(request["cache"]))
+        answer: dict[str, Any] = {"records": [r.model_dump(mode="json") for r in records]}
+    except ResolveError as exc:
+        answer = {"error": str(exc)}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no interpreter finalisation while rattler's threads may still run
+
+
+if __name__ == "__main__":
+    _child()

@@ -25,7 +25,12 @@ from typing import Any
 
 from envforge.errors import ArtifactError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.archives import refuse_member, safe_member_name, verify_artifact
+from envforge.host.archives import (
+    check_unpacked_size,
+    refuse_member,
+    safe_member_name,
+    verify_artifact,
+)
 from envforge.host.fetch import FileRef, OfflineError, obtain
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
@@ -199,6 +204,8 @@ def extract_7z(archive: Path, dest: Path) -> list[str]:
     try:
         with py7zr.SevenZipFile(archive, "r") as sz:
             names = scan_7z(archive, sz.files)
+            check_unpacked_size(archive, archive.stat().st_size,
+                                sum(int(f.uncompressed or 0) for f in sz.files))
             sz.extractall(path=dest)
     except (ArchiveError, AbsolutePathError, PasswordRequired, EOFError, ValueError,
             KeyError) as exc:

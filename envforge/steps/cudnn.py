@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from envforge.confine import link_target_inside
 from envforge.errors import ArtifactError, StepError
 from envforge.host.archives import extract_archive, verify_artifact
 from envforge.host.platform import CudaLayout, cuda_layout
@@ -84,7 +85,9 @@ def cudnn_wants(platform: Platform, unpacked: Path, layout: CudaLayout,
                 path = Path(root) / name
                 dest = target / path.relative_to(source)
                 if path.is_symlink():
-                    links.append(WantLink(dest, str(path.readlink())))
+                    text = str(path.readlink())
+                    link_target_inside(layout.root, dest, text, what=str(archive))
+                    links.append(WantLink(dest, text))
                 elif path.is_file():
                     files.append(WantFile(dest, path))
     return [*files, *links]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from envforge.confine import inside
 from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.fetch import FileRef, obtain
 from envforge.journal import Transaction
@@ -19,7 +20,8 @@ MARKERS = ".envforge-debs"
 
 
 def _marker(root: Path, deb: LockedDeb) -> Path:
-    return root / MARKERS / f"{deb.name}_{deb.version.replace(':', '%3a')}"
+    return inside(root / MARKERS, f"{deb.name}_{deb.version.replace(':', '%3a')}",
+                  what="Debian package marker", single=True)
 
 
 class DebUnpackStep:

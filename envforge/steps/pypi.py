@@ -1,25 +1,21 @@
 """The locked PyPI files installed into the environment, each checked by its sha256.
 
-Online with uv: ``uv pip install --require-hashes --no-deps``, exactly the locked files,
-nothing resolved; an sdist (Theano-PyMC has no wheel) is built by uv with the environment's
-own interpreter. From a bundle or ``--offline`` (or without uv), no resolver and no build
-backend may be needed: the verified wheels, and the wheels a bundle built from the sdists,
-are unpacked by pypa's ``installer`` (``host/wheelinstall.py``).
+Online, from a bundle or ``--offline`` alike: each locked file comes from envforge's
+content-addressed cache or the bundle, re-hashed against the lock on every use (uv's own
+cache, which uv trusts without re-hashing its unpacked files, is not an install source); an
+sdist (Theano-PyMC has no wheel) is built into a wheel once, with the environment's Python,
+and every file of that wheel is checked against the sdist. pypa's ``installer`` unpacks the
+wheels (``host/wheelinstall.py``): no resolver, and no build backend when a wheel is at hand.
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from envforge.errors import EnvforgeError
-from envforge.host import proc
-from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
-from envforge.resolve.pypi import uv_binary, uv_environ
 from envforge.steps.base import Change, StepContext
 
 
@@ -42,19 +38,6 @@ def missing_files(ctx: StepContext,
     return [f for f in ctx.lock.pypi if installed.get(canonicalize_name(f.name)) != f.version]
 
 
-def _requirement(ctx: StepContext, f: LockedPypiFile) -> str:
-    """The copy apply's preflight put in envforge's cache (checked), else the index's."""
-    cached = cache_path(ctx.dirs.cache, FileRef(f.url, f.sha256, f.filename, f.size))
-    return f"{f.name} @ {cached.as_uri()}" if cached.is_file() else f"{f.name}=={f.version}"
-
-
-def _uv() -> str | None:
-    try:
-        return uv_binary()
-    except EnvforgeError:
-        return None
-
-
 class PypiInstallStep:
     name = "pypi-packages"
 
@@ -71,21 +54,7 @@ class PypiInstallStep:
         todo = missing_files(ctx)
         if not todo:
             return
-        uv = None if ctx.bundle is not None or ctx.offline else _uv()
-        if uv is None:
-            from envforge.bundle.sources import pypi_wheels
-            from envforge.host.wheelinstall import install_wheels
+        from envforge.bundle.sources import pypi_wheels
+        from envforge.host.wheelinstall import install_wheels
 
-            install_wheels(pypi_wheels(ctx, todo), Path(ctx.layout.python))
-            return
-        with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
-            req = Path(tmp) / "requirements.txt"
-            req.write_text("".join(f"{_requirement(ctx, f)} --hash=sha256:{f.sha256}\n"
-                                   for f in todo), encoding="utf-8")
-            args = [uv, "pip", "install", "--python", str(ctx.layout.python),
-                    "--no-deps", "--require-hashes", "--no-config", "-r", str(req),
-                    "--index-url", ctx.pypi_index,
-                    # byte-compile now, so the first verify or import does not pay for it
-                    "--compile-bytecode"]
-            env = uv_environ(ctx.environ)
-            proc.run(args, env=env)
+        install_wheels(pypi_wheels(ctx, todo), Path(ctx.layout.python))

@@ -53,8 +53,11 @@ class TheanorcStep:
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         target = theanorc_target(ctx)
         text = rendered(ctx)
-        before = target.read_text(encoding="utf-8") if target.is_file() else None
-        if before == text:
+        # bytes, not text: a user's file in another encoding is replaced (and backed up), not
+        # a crash; the diff shows it with undecodable bytes escaped
+        raw = target.read_bytes() if target.is_file() else None
+        before = None if raw is None else raw.decode("utf-8", "backslashreplace")
+        if raw == text.encode("utf-8"):
             return ()
         diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
                                             text.splitlines(keepends=True),
@@ -65,7 +68,7 @@ class TheanorcStep:
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         target = theanorc_target(ctx)
         text = rendered(ctx)
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
+        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
             return
         if not target.parent.exists():
             tx.mkdir(target.parent)

@@ -414,3 +414,26 @@ def test_sigkill_at_random_moments_then_rollback_restores_the_tree(tmp_path: Pat
             child.wait()
         rollback(Journal(case / "state"))
         assert snapshot(root) == before, f"attempt {attempt}"
+
+
+def test_a_link_inside_the_archive_that_leads_outside_once_installed_is_refused(
+        tmp_path: Path) -> None:
+    """Issue 10 #11: ``cuda/lib64/x -> ../../toplevel.so`` stays inside the archive, but
+    installed as <cuda>/lib64/x it would point beside the CUDA root."""
+    root = linux_cuda_tree(tmp_path / "host")
+    before = snapshot(root)
+    archive = linux_cudnn_tgz(tmp_path / "cudnn.tgz", extra=(
+        _file_member("toplevel.so"),
+        _symlink_member("cuda/lib64/libcudnn_evil.so", "../../toplevel.so")))
+    ctx = make_ctx(tmp_path, "linux-64", root, {"cudnn": archive})
+    step = CudnnInstallStep(locked(archive))
+    journal = Journal(ctx.state_dir)
+
+    with pytest.raises(ArtifactError, match=r"libcudnn_evil\.so -> '\.\./\.\./toplevel\.so' "
+                       r"would point outside"):
+        step.apply(ctx, Transaction(journal, step.name))
+    with pytest.raises(ArtifactError, match="would point outside"):
+        step.describe(ctx)
+
+    assert snapshot(root) == before
+    assert journal.entries() == []
