@@ -289,11 +289,14 @@ class Transaction:
         path = self._prepare(path)
         self._wrote(path, "sha256:" + hashlib.sha256(data).hexdigest())
         old_mode = _file_mode(path)
-        _unlink(path)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        partial = partial_path(path)
+        _unlink(partial)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        path.chmod(mode if mode is not None else old_mode if old_mode is not None else 0o644)
+        partial.chmod(mode if mode is not None else old_mode if old_mode is not None else 0o644)
+        _replace(partial, path)
 
     def write_text(self, path: Path, text: str) -> None:
         self.write_bytes(path, text.encode("utf-8"))
@@ -302,9 +305,11 @@ class Transaction:
         """Copy ``src``'s bytes and mode to ``dst``; a link at ``dst`` is replaced, not followed."""
         dst = self._prepare(dst)
         self._wrote(dst, state_of(src))
-        _unlink(dst)
-        shutil.copyfile(src, dst)
-        shutil.copymode(src, dst)
+        partial = partial_path(dst)
+        _unlink(partial)
+        shutil.copyfile(src, partial)
+        shutil.copymode(src, partial)
+        _replace(partial, dst)
 
     def symlink(self, path: Path, target: str) -> None:
         path = self._prepare(path)
@@ -411,6 +416,20 @@ def _file_mode(path: Path) -> int | None:
     except FileNotFoundError:
         return None
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def partial_path(path: Path) -> Path:
+    """Where a file is written before it is renamed into place: a kill mid-write leaves the
+    target as it was (never half-written, which an undo would take for a user's edit) and
+    this sibling, which undo removes."""
+    return path.with_name(f".{path.name}.envforge-partial")
+
+
+def _replace(partial: Path, path: Path) -> None:
+    """Rename into place; a link at ``path`` is replaced, not followed."""
+    if path.is_dir() and not path.is_symlink():
+        raise StepError(f"{path} is a folder; remove it first")
+    partial.replace(path)
 
 
 def _unlink(path: Path) -> None:
@@ -520,6 +539,8 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
                 return f"left folder {path}: it holds files envforge did not put there"
             return f"removed folder {path}"
         return f"removed {path}" if _remove_any(path) else None
+    if entry.kind in ("absent", "file"):
+        _remove_any(partial_path(path))
     ours = written.get(_path_key(path))
     if ours is not None and entry.kind in ("absent", "file", "symlink"):
         kept = _keep_if_changed(journal, entry, path, ours)

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from envforge.commands.lock import lock_spec
-from envforge.lockfile import Lockfile, write_lock
-from envforge.spec import Spec, load_spec
-from envforge.theanoflags import theano_flags
+from envforge.lockfile import write_lock
+from envforge.spec import load_spec
 from tests.faults.harness import TINY, USER_RC
 
 TALLY: Counter[tuple[str, str]] = Counter()
@@ -64,19 +63,9 @@ def locked_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
                                  ("env", "float64", "env")):
             path = project / "specs" / f"{name}.toml"
             path.write_text(TINY.format(name=name, floatx=floatx, theanorc=rc))
-            write_lock(_with_flags(lock_spec(load_spec(path), platforms=["linux-64"]),
-                                   load_spec(path)), project / "locks" / f"{name}.lock")
+            write_lock(lock_spec(load_spec(path), platforms=["linux-64"]),
+                       project / "locks" / f"{name}.lock")
     return project, session_home / "cache"
-
-
-def _with_flags(lock: Lockfile, spec: Spec) -> Lockfile:
-    """The flags a lock with Theano would hold (these specs leave Theano out to stay fast),
-    so each spec's rendered .theanorc is its own."""
-    flags = theano_flags(spec.for_platform("linux-64").theano, "1.0.5", "{prefix}")
-    plock = lock.platforms["linux-64"]
-    expect = plock.expect.model_copy(update={"theano_flags": flags})
-    return lock.model_copy(update={"platforms": {
-        "linux-64": plock.model_copy(update={"expect": expect})}})
 
 
 @pytest.fixture

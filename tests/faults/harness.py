@@ -30,7 +30,10 @@ version = "3.7"
 kind = "venv"
 
 [pypi]
-packages = ["six==1.16.0"]
+# Theano-PyMC alone (its NumPy and SciPy left out, to stay fast): the lock then holds the
+# flags each spec's .theanorc renders, as a real Theano spec's does.
+packages = ["six==1.16.0", "Theano-PyMC==1.0.5"]
+provided_elsewhere = ["numpy", "scipy"]
 
 [debian]
 suite = "bookworm"
