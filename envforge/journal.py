@@ -159,7 +159,8 @@ class Journal:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         elif self.path.stat().st_size != self._valid_bytes:
             os.truncate(self.path, self._valid_bytes)  # cut a torn tail before appending
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND  # Windows: no \n -> \r\n
+                     | getattr(os, "O_BINARY", 0), 0o644)
         try:
             os.write(fd, line)
             os.fsync(fd)

@@ -127,6 +127,33 @@ def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
     assert journal.completed_steps() == {"demo"}
 
 
+def test_journal_bytes_match_its_entries_across_appends(tmp_path: Path) -> None:
+    """Written in binary mode: a text-mode descriptor on Windows turns each newline into CR LF,
+    the byte count kept for torn-tail detection no longer matches, and the next append cuts
+    the journal, losing its backup and registry entries."""
+    target = tmp_path / "app.conf"
+    target.write_bytes(b"original\n")
+    registry = RecordingRegistry({("HKCU\\Environment", "Path"): ("%USERPROFILE%\\bin",
+                                                                   REG_EXPAND_SZ)})
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.begin()
+    tx.write_bytes(target, b"changed\n")
+    tx.set_registry_value(registry, "HKCU\\Environment", "Path", "C:\\new", REG_EXPAND_SZ)
+    tx.done()
+
+    raw = journal.path.read_bytes()
+    assert b"\r" not in raw
+    reopened = Journal(tmp_path / "state")
+    assert [e.op for e in reopened.entries()] == ["step-begin", "backup", "registry", "step-done"]
+    Transaction(reopened, "more").begin()
+    assert journal.path.read_bytes().startswith(raw)
+
+    rollback(reopened, registry=registry)
+    assert target.read_bytes() == b"original\n"
+    assert registry.get("HKCU\\Environment", "Path") == ("%USERPROFILE%\\bin", REG_EXPAND_SZ)
+
+
 def test_completed_steps_needs_the_done_marker(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "state")
     first = Transaction(journal, "first")
