@@ -54,6 +54,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_changes_are_undone_byte_for_byte(tmp_path: Path, tree: Path) -> None:
     before = snapshot(tree)
     journal = Journal(tmp_path / "state")
@@ -79,6 +80,7 @@ def test_changes_are_undone_byte_for_byte(tmp_path: Path, tree: Path) -> None:
     assert f"removed folder {tree / 'new'}" in undone
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_mode_comes_from_the_journal_even_if_the_backup_lost_it(tmp_path: Path,
                                                                  tree: Path) -> None:
     target = tree / "etc" / "app.conf"
@@ -90,6 +92,7 @@ def test_mode_comes_from_the_journal_even_if_the_backup_lost_it(tmp_path: Path,
     assert target.read_bytes() == b"original\x00bytes\n"
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
     target = tree / "etc" / "app.conf"
     original = target.read_bytes()
@@ -108,6 +111,7 @@ def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
     assert target.read_bytes() == original
 
 
+@pytest.mark.posix_only("backs up a relative symlink: under Wine, lstat does not find it")
 def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
     journal = Journal(tmp_path / "state")
     tx = Transaction(journal, "demo")
@@ -318,6 +322,7 @@ def test_removed_tree_comes_back_whole(tmp_path: Path, tree: Path) -> None:
     assert snapshot(tree) == before
 
 
+@pytest.mark.posix_only("os.mkfifo")
 def test_special_files_are_not_touched(tmp_path: Path, tree: Path) -> None:
     os.mkfifo(tree / "pipe")
     with pytest.raises(StepError, match="not a file, link or folder"):
