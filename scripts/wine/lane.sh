@@ -72,11 +72,14 @@ step "envforge's dependencies as win_amd64 wheels"
 reqs="$cache/requirements-311.txt"
 "$host_python" "$here/requirements.py" "$repo/pyproject.toml" > "$reqs.new"
 wheels="$cache/wheels311"
+# --no-compile: byte-compiling every installed module under Wine takes minutes; Python
+# compiles what it imports.
 if ! cmp -s "$reqs.new" "$reqs" || [ ! -f "$cache/.installed-311" ]; then
     rm -f "$cache/.installed-311"
     host_pip download -q --only-binary :all: --platform win_amd64 \
         --python-version 3.11 --implementation cp -d "$wheels" -r "$reqs.new"
-    wine_run 'C:\py311\python.exe' -m pip install -q --no-index --find-links "$(winpath "$wheels")" \
+    step "installing them with the Windows pip"
+    wine_run 'C:\py311\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels")" \
         -r "$(winpath "$reqs.new")"
     mv "$reqs.new" "$reqs"
     touch "$cache/.installed-311"
@@ -93,7 +96,7 @@ if [ ! -f "$drive_c/py38/.envforge-stack" ]; then
         --implementation cp -d "$wheels38" pip==24.3.1 numpy==1.19.5 scipy==1.7.3 six filelock
     host_pip wheel -q --no-deps Theano-PyMC==1.0.5 -w "$wheels38"  # an sdist: built here
     "$host_python" -m zipfile -e "$wheels38"/pip-24.3.1-*.whl "$drive_c/py38/Lib/site-packages"
-    wine_run 'C:\py38\python.exe' -m pip install -q --no-index --find-links "$(winpath "$wheels38")" \
+    wine_run 'C:\py38\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels38")" \
         numpy==1.19.5 scipy==1.7.3 Theano-PyMC==1.0.5
     touch "$drive_c/py38/.envforge-stack"
 fi
