@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-gpu test-fast lint demo bench clean knowledge-check
+.PHONY: setup test test-gpu test-fast test-windows lint demo bench clean knowledge-check
 
 setup: $(VENV)/.installed
 
@@ -24,6 +24,12 @@ test: lint
 
 test-gpu:
 	$(BIN)/pytest -m gpu
+
+# The Windows lane: the suite (not slow, network or gpu) under a Windows CPython 3.11 in Wine 8,
+# then the end-to-end Windows tests. Wine, its prefix and the wheels are cached in
+# ENVFORGE_WINE_CACHE (default ~/.cache/envforge-wine), created from scratch when missing.
+test-windows: setup
+	bash scripts/wine/lane.sh
 
 test-fast: lint
 	$(BIN)/pytest -m "not slow and not network and not gpu"

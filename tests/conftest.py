@@ -1,7 +1,11 @@
-"""Fixtures for resolver tests: a local conda channel of real packages, built once per session."""
+"""Fixtures for resolver tests (a local conda channel of real packages, built once per session),
+and the Windows lane's rules: ``posix_only`` tests are skipped there, with their reason, and
+counted apart."""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,3 +25,41 @@ def conda_channel_http(conda_channel: Path) -> Iterator[str]:
     """The same channel served over HTTP on localhost."""
     with serve(conda_channel) as url:
         yield url
+
+
+POSIX_ONLY = "POSIX-only: "
+
+
+CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build scripts"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if sys.platform != "win32":
+        return
+    for item in items:
+        mark = item.get_closest_marker("posix_only")
+        if mark is not None:
+            reason = mark.args[0] if mark.args else mark.kwargs["reason"]
+        elif "conda_channel" in getattr(item, "fixturenames", ()):
+            reason = CONDA_CHANNEL
+        else:
+            continue
+        item.add_marker(pytest.mark.skip(reason=POSIX_ONLY + reason))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The Windows lane's counts; any skip on Windows that is not POSIX-only is counted apart."""
+    if sys.platform != "win32":
+        return
+    stats = terminalreporter.stats
+    skipped = stats.get("skipped", [])
+    posix = sum(1 for report in skipped if POSIX_ONLY in str(report.longrepr))
+    failed = len(stats.get("failed", [])) + len(stats.get("error", []))
+    other = Counter(str(report.longrepr[2]) if isinstance(report.longrepr, tuple)
+                    else str(report.longrepr) for report in skipped
+                    if POSIX_ONLY not in str(report.longrepr))
+    for reason, count in sorted(other.items()):
+        terminalreporter.write_line(f"  other skip ({count}): {reason}")
+    terminalreporter.write_line(
+        f"windows lane: {len(stats.get('passed', []))} passed / {posix} POSIX-only skipped / "
+        f"{len(skipped) - posix} other skipped / {failed} failed")

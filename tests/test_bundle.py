@@ -27,6 +27,7 @@ from envforge.host.fetch import FileRef, cache_path, download, obtain
 from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import LockedArtifact, load_lock, write_lock
 from envforge.ui import UI
+from tests.conftest import CONDA_CHANNEL
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_SPEC = REPO / "specs" / "theano-cpu.toml"
@@ -76,7 +77,7 @@ def test_missing_user_artifact_is_one_clear_error_before_any_download(
                                                 "4822e6b36f9f7088c20")])
     out = tmp_path / "bundle"
 
-    assert main(["bundle", str(lock), "-o", str(out)]) == 2
+    assert main(["bundle", str(lock), "-o", str(out), "--platform", "linux-64"]) == 2
 
     err = capsys.readouterr().err
     assert err.count("\n") == 1  # one line
@@ -93,8 +94,8 @@ def test_a_supplied_artifact_that_is_not_the_locked_one_is_refused(
     other = tmp_path / "cudnn.tgz"
     other.write_bytes(b"not the archive the lock names")
 
-    assert main(["bundle", str(lock), "-o", str(tmp_path / "b"), "--artifact",
-                 f"cudnn={other}"]) == 2
+    assert main(["bundle", str(lock), "-o", str(tmp_path / "b"), "--platform", "linux-64",
+                 "--artifact", f"cudnn={other}"]) == 2
     assert f"is not the lock's {'0' * 64}" in capsys.readouterr().err
 
 
@@ -107,7 +108,8 @@ def artifact_bundle(tmp_path: Path, home: Path) -> tuple[Path, Path, Path]:
     lock = lock_with_artifacts(tmp_path, [cudnn(sha256_file(archive), archive.name)],
                                keep_packages=False)
     bundle = tmp_path / "bundle"
-    assert main(["bundle", str(lock), "-o", str(bundle), "--artifact", f"cudnn={archive}"]) == 0
+    assert main(["bundle", str(lock), "-o", str(bundle), "--platform", "linux-64",
+                 "--artifact", f"cudnn={archive}"]) == 0
     return lock, bundle, archive
 
 
@@ -129,7 +131,7 @@ def test_supplied_artifact_is_carried_cached_and_checked(
     # Made again without --artifact: the cache has the archive now.
     archive.unlink()
     again = lock.parent.parent / "again"
-    assert main(["bundle", str(lock), "-o", str(again)]) == 0
+    assert main(["bundle", str(lock), "-o", str(again), "--platform", "linux-64"]) == 0
     assert read_manifest(again).files == manifest.files
     capsys.readouterr()
 
@@ -171,6 +173,7 @@ def _untouched(home: Path, prefix: Path) -> bool:
     return not prefix.exists() and not (state.exists() and any(state.iterdir()))
 
 
+@pytest.mark.posix_only("applies theano-cpu's linux-64 lock: the host's platform")
 def test_apply_from_a_bundle_missing_the_locks_files_changes_nothing(
         artifact_bundle: tuple[Path, Path, Path], home: Path, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,6 +190,7 @@ def test_apply_from_a_bundle_missing_the_locks_files_changes_nothing(
     assert _untouched(home, prefix)
 
 
+@pytest.mark.posix_only("applies theano-cpu's linux-64 lock: the host's platform")
 def test_offline_apply_with_an_empty_cache_changes_nothing(
         home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prefix = tmp_path / "env"
@@ -219,6 +223,7 @@ def test_download_resumes_a_partial_file(tmp_path: Path) -> None:
     assert not target.with_name(target.name + ".part").exists()
 
 
+@pytest.mark.posix_only(CONDA_CHANNEL)
 def test_conda_packages_are_fetched_in_parallel_then_installed_from_the_bundle(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     """Real conda packages from an HTTP channel: fetched into the cache, carried in a bundle,

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from envforge.envvars import EnvEdit, apply_edits, render_activation
 
 EDITS = (EnvEdit(name="PATH", op="prepend", value="/env/bin:/cuda/bin"),
@@ -15,6 +17,7 @@ def test_prepend_moves_existing_entries_to_the_front_once() -> None:
     assert apply_edits(EDITS, env, pathsep=":") == env  # idempotent
 
 
+@pytest.mark.posix_only("runs the activation script with sh")
 def test_sh_activation_really_sets_the_variables() -> None:
     script = render_activation(EDITS, "sh") + 'printf "%s|%s" "$PATH" "$THEANORC"\n'
     out = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"},

@@ -54,6 +54,7 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_changes_are_undone_byte_for_byte(tmp_path: Path, tree: Path) -> None:
     before = snapshot(tree)
     journal = Journal(tmp_path / "state")
@@ -79,6 +80,7 @@ def test_changes_are_undone_byte_for_byte(tmp_path: Path, tree: Path) -> None:
     assert f"removed folder {tree / 'new'}" in undone
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_mode_comes_from_the_journal_even_if_the_backup_lost_it(tmp_path: Path,
                                                                  tree: Path) -> None:
     target = tree / "etc" / "app.conf"
@@ -90,6 +92,7 @@ def test_mode_comes_from_the_journal_even_if_the_backup_lost_it(tmp_path: Path,
     assert target.read_bytes() == b"original\x00bytes\n"
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
     target = tree / "etc" / "app.conf"
     original = target.read_bytes()
@@ -108,6 +111,7 @@ def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
     assert target.read_bytes() == original
 
 
+@pytest.mark.posix_only("backs up a relative symlink: under Wine, lstat does not find it")
 def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
     journal = Journal(tmp_path / "state")
     tx = Transaction(journal, "demo")
@@ -128,6 +132,33 @@ def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
     assert parsed[4]["state"] == "link:elsewhere"
     assert (journal.backups / "2").read_bytes() == b"original\x00bytes\n"
     assert journal.completed_steps() == {"demo"}
+
+
+def test_journal_bytes_match_its_entries_across_appends(tmp_path: Path) -> None:
+    """Written in binary mode: a text-mode descriptor on Windows turns each newline into CR LF,
+    the byte count kept for torn-tail detection no longer matches, and the next append cuts
+    the journal, losing its backup and registry entries."""
+    target = tmp_path / "app.conf"
+    target.write_bytes(b"original\n")
+    registry = RecordingRegistry({("HKCU\\Environment", "Path"): ("%USERPROFILE%\\bin",
+                                                                   REG_EXPAND_SZ)})
+    journal = Journal(tmp_path / "state")
+    tx = Transaction(journal, "demo")
+    tx.begin()
+    tx.write_bytes(target, b"changed\n")
+    tx.set_registry_value(registry, "HKCU\\Environment", "Path", "C:\\new", REG_EXPAND_SZ)
+    tx.done()
+
+    raw = journal.path.read_bytes()
+    assert b"\r" not in raw
+    reopened = Journal(tmp_path / "state")
+    assert [e.op for e in reopened.entries()] == ["step-begin", "backup", "registry", "step-done"]
+    Transaction(reopened, "more").begin()
+    assert journal.path.read_bytes().startswith(raw)
+
+    rollback(reopened, registry=registry)
+    assert target.read_bytes() == b"original\n"
+    assert registry.get("HKCU\\Environment", "Path") == ("%USERPROFILE%\\bin", REG_EXPAND_SZ)
 
 
 def test_completed_steps_needs_the_done_marker(tmp_path: Path) -> None:
@@ -294,6 +325,7 @@ def test_removed_tree_comes_back_whole(tmp_path: Path, tree: Path) -> None:
     assert snapshot(tree) == before
 
 
+@pytest.mark.posix_only("os.mkfifo")
 def test_special_files_are_not_touched(tmp_path: Path, tree: Path) -> None:
     os.mkfifo(tree / "pipe")
     with pytest.raises(StepError, match="not a file, link or folder"):

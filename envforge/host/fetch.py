@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from envforge.bundle.manifest import bundle_index
 from envforge.confine import inside
@@ -91,7 +92,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
              session: requests.Session | None = None) -> None:
     """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place."""
     if ref.url.startswith("file://"):
-        source = Path(unquote(urlsplit(ref.url).path))
+        source = Path(url2pathname(urlsplit(ref.url).path))  # Windows: /C:/x -> C:\x
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(target.name + ".part")
         try:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.doctor.layouts import gxx
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +53,7 @@ def test_findings_as_json_and_the_exit_code(tmp_path: Path) -> None:
     assert doctor(env, cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_fix_dry_run_yes_and_undo(tmp_path: Path) -> None:
     env = _world(tmp_path, BLOG)
     rc = Path(env["HOME"]) / ".theanorc"
@@ -79,7 +82,7 @@ def test_fix_dry_run_yes_and_undo(tmp_path: Path) -> None:
 def test_report_file(tmp_path: Path) -> None:
     env = _world(tmp_path, BLOG)
     doctor(env, "--report", "doctor.md", cwd=tmp_path)
-    text = (tmp_path / "doctor.md").read_text()
+    text = (tmp_path / "doctor.md").read_text(encoding="utf-8")
     assert text.startswith("# envforge doctor") and "`config.blog-form`" in text
 
 
@@ -94,7 +97,7 @@ def test_with_a_spec_and_its_lock(tmp_path: Path) -> None:
     data = _json(done)
     not_applied = [f for f in data["findings"] if f["id"] == "env.not-applied"]
     assert len(not_applied) == 1
-    assert not_applied[0]["fix"]["text"] == "envforge apply specs/theano-cpu.toml"
+    assert not_applied[0]["fix"]["text"] == f"envforge apply {Path('specs/theano-cpu.toml')}"
     assert data["facts"]["env"]["prefix"] == str(
         Path(env["ENVFORGE_HOME"]) / "data" / "envs" / "theano-cpu")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from envforge.doctor import TheanorcEdit, apply_fixes, fix_steps, plan_fixes, undo_fixes
 from envforge.doctor.rcfile import rewrite
 from tests.doctor.layouts import home, judge, look, venv
@@ -92,6 +94,7 @@ def _blog_host(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"USERPROFILE": str(profile), "VIRTUAL_ENV": str(prefix)}, rc
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_fix_then_undo_restores_the_theanorc_byte_for_byte(tmp_path: Path) -> None:
     env, rc = _blog_host(tmp_path)
     original = rc.read_bytes()

@@ -29,6 +29,7 @@ from tests.doctor.layouts import (
 )
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_linux_host(tmp_path: Path) -> None:
     tools = tmp_path / "usr" / "bin"
     nvidia_smi(tools)
@@ -61,6 +62,7 @@ def test_linux_host(tmp_path: Path) -> None:
     assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_windows_host_on_any_machine(tmp_path: Path) -> None:
     """PATH split on ';', DLLs in folders, nvcc.exe never Theano's `nvcc`, .theanorc.txt wins."""
     program_files = tmp_path / "Program Files"
@@ -98,6 +100,7 @@ def test_windows_nvcc_exe_is_not_theanos_nvcc(tmp_path: Path) -> None:
     assert [t.found_by for t in facts.toolkits] == ["PATH (nvcc)"]
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_nvcc_wrapper_makes_theanos_root_its_parent(tmp_path: Path) -> None:
     """As on this project's build host: /usr/local/bin/nvcc is a wrapper script."""
     cuda = linux_cuda(tmp_path / "usr" / "local", "13.0.88")
@@ -120,6 +123,7 @@ def test_pip_installed_toolkit_reads_its_version_from_dist_info(tmp_path: Path) 
         ("13.0.88", "dist-info")]
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_toolkit_without_version_files_asks_nvcc(tmp_path: Path) -> None:
     root = tmp_path / "cuda"
     (root / "include").mkdir(parents=True)
@@ -133,6 +137,7 @@ def test_toolkit_without_version_files_asks_nvcc(tmp_path: Path) -> None:
         ("12.4.131", f"{root / 'bin' / 'nvcc'} --version")]
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_driver_that_does_not_answer(tmp_path: Path) -> None:
     nvidia_smi(tmp_path / "bin", fails=SMI_NO_DRIVER)
     facts = look(tmp_path, {"PATH": str(tmp_path / "bin"), "HOME": str(home(tmp_path))})
@@ -180,6 +185,7 @@ def test_environment_read_from_metadata(tmp_path: Path) -> None:
     assert facts.env is not None and facts.env.versions == {"theano": "1.0.5", "pygpu": "0.7.6"}
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_spec_environment_is_seen_activated(tmp_path: Path) -> None:
     """With a spec, the environment's own activation (THEANORC, PATH) is applied first."""
     prefix = venv(tmp_path / "env", {"numpy": "1.19.5"})
@@ -194,6 +200,7 @@ def test_spec_environment_is_seen_activated(tmp_path: Path) -> None:
     assert [e.path for e in facts.path] == [str(prefix / "bin"), "/nowhere"]
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_cwd_theanorc_is_seen_but_not_read(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

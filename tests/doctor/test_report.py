@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from envforge.doctor import HostFacts, doctor_report_markdown
 from tests.doctor.layouts import gxx, home, judge, linux_cuda, look, nvidia_smi
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_report_names_the_host_and_every_finding(tmp_path: Path) -> None:
     nvidia_smi(tmp_path / "bin")
     gxx(tmp_path / "bin")
@@ -31,6 +34,7 @@ def test_report_names_the_host_and_every_finding(tmp_path: Path) -> None:
     assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_report_of_a_clean_host(tmp_path: Path) -> None:
     gxx(tmp_path / "bin")
     facts = look(tmp_path, {"PATH": str(tmp_path / "bin"), "HOME": str(home(tmp_path))})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.doctor.layouts import (
     expected,
     gxx,
@@ -18,6 +20,7 @@ from tests.doctor.layouts import (
 )
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_no_gxx(tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path / "bin"), "HOME": str(home(tmp_path, "[global]\ndevice = cuda\n"))}
     finding = only(judge(look(tmp_path, env)), "compiler.missing")
@@ -57,6 +60,7 @@ def test_msvc_ahead_of_mingw(tmp_path: Path) -> None:
     assert "compiler.msvc-first" not in ids(judge(look(tmp_path, env, platform="win-64")))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_mingw_with_win32_threads(tmp_path: Path) -> None:
     env, _, _ = _windows(tmp_path, threads="win32")
     facts = look(tmp_path, env, platform="win-64")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from envforge.doctor import apply_fixes, fix_steps
 from tests.doctor.layouts import home, ids, judge, look, nvidia_smi, only, venv
 
@@ -30,6 +32,7 @@ def _env(tmp_path: Path, theanorc: str | None = None, theano: str = "1.0.5",
     return {"HOME": str(home(tmp_path, theanorc)), "VIRTUAL_ENV": str(prefix), **more}
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_the_blogs_theanorc(tmp_path: Path) -> None:
     env = _env(tmp_path, BLOG_THEANORC)
     findings = judge(look(tmp_path, env))
@@ -106,6 +109,7 @@ def test_theano_1_1_wants_double_underscores(tmp_path: Path) -> None:
     assert "reads blas__ldflags" in finding.title
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_unknown_flags(tmp_path: Path) -> None:
     env = _env(tmp_path, "[global]\ndevise = cuda\n", THEANO_FLAGS="nonsense=1")
     found = [f for f in judge(look(tmp_path, env)) if f.id == "config.unknown-flag"]
@@ -124,6 +128,7 @@ def test_theano_flags_override_the_file(tmp_path: Path) -> None:
     assert "config.env-overrides-file" not in ids(judge(look(tmp_path, env)))
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_theanorc_in_the_current_folder(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -139,6 +144,7 @@ def test_theanorc_in_the_current_folder(tmp_path: Path) -> None:
     assert facts.theanorc[-1].flags == {"device": "cpu"}
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_preallocation_above_the_free_memory(tmp_path: Path) -> None:
     nvidia_smi(tmp_path / "bin", query="NVIDIA GeForce GTX 1660 SUPER, 7.5, 6144 MiB, 2048 MiB\n")
     env = _env(tmp_path, "[global]\ndevice = cuda\n\n[gpuarray]\npreallocate = 0.9\n",

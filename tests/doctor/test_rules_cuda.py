@@ -68,6 +68,7 @@ def test_windows_right_cuda_sorting_first_is_only_luck(tmp_path: Path) -> None:
     assert _set_value(finding.fix.text) == f"{new / 'bin'};C:\\Windows"
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_linux_several_runtimes_without_a_lock(tmp_path: Path) -> None:
     a, b = linux_cuda(tmp_path, "10.2.89"), linux_cuda(tmp_path, "12.4.99")
     env = {"LD_LIBRARY_PATH": f"{b / 'lib64'}:{a / 'lib64'}", "HOME": str(home(tmp_path))}
@@ -79,6 +80,7 @@ def test_linux_several_runtimes_without_a_lock(tmp_path: Path) -> None:
     assert "cuda.several-on-path" not in ids(judge(look(tmp_path, env)))
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_cuda_variables_disagree(tmp_path: Path) -> None:
     a, b = linux_cuda(tmp_path, "10.2.89"), linux_cuda(tmp_path, "11.8.89")
     env = {"CUDA_PATH": str(a), "CUDA_HOME": str(b), "HOME": str(home(tmp_path))}
@@ -111,6 +113,7 @@ def test_locked_cuda_not_installed(tmp_path: Path) -> None:
     assert "cuda.not-found" not in ids(judge(facts, expected()))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_theano_root_is_the_nvcc_wrappers_parent(tmp_path: Path) -> None:
     """nvcc wrapped in /usr/local/bin: Theano's cuda.root is /usr/local, away from cuDNN."""
     local = tmp_path / "usr" / "local"

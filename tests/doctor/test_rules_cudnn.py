@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from envforge.doctor import apply_fixes, fix_steps
 from tests.doctor.layouts import (
     cudnn_header,
@@ -84,6 +86,7 @@ def test_cudnn_9_with_theano_1_0_5(tmp_path: Path) -> None:
                                                            include_dirs=(system,))))
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_cudnn_9_edit_goes_where_dnn_enabled_is_set(tmp_path: Path) -> None:
     system = tmp_path / "include"
     cudnn_header(system, "9.14.0")

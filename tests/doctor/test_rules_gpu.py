@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.doctor.layouts import (
     QUERY_441,
     SMI_441,
@@ -28,6 +30,7 @@ def smi_with_driver(table: str, driver: str, cuda: str) -> str:
                                                       f"CUDA Version: {cuda}")
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_driver_too_old_for_the_toolkit_in_use(tmp_path: Path) -> None:
     cuda = linux_cuda(tmp_path, "11.8.89")
     nvidia_smi(tmp_path / "bin", table=smi_with_driver(SMI_H200, "470.82.01", "11.4"))
@@ -44,6 +47,7 @@ def test_driver_too_old_for_the_toolkit_in_use(tmp_path: Path) -> None:
     assert "driver.too-old" not in ids(judge(look(tmp_path, env)))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_windows_driver_rows_are_windows_own(tmp_path: Path) -> None:
     """441.22 runs CUDA 10.2 on Windows but not 11.0 (451.82)."""
     cuda = windows_cuda(tmp_path / "Program Files", "11.0")
@@ -57,6 +61,7 @@ def test_windows_driver_rows_are_windows_own(tmp_path: Path) -> None:
     assert "driver.too-old" not in ids(judge(look(tmp_path, env, platform="win-64")))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_lock_judges_the_locked_toolkit_only(tmp_path: Path) -> None:
     linux_cuda(tmp_path / "local", "10.2.89")
     linux_cuda(tmp_path / "local", "13.0.88")
@@ -68,6 +73,7 @@ def test_lock_judges_the_locked_toolkit_only(tmp_path: Path) -> None:
         "driver 418.87.01 is older than CUDA 10.2.89 needs (440.33 on linux-64)"]
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_no_driver_where_the_gpu_is_wanted(tmp_path: Path) -> None:
     nvidia_smi(tmp_path / "bin", fails=SMI_NO_DRIVER)
     rc = home(tmp_path, "[global]\ndevice = cuda\n")
@@ -79,6 +85,7 @@ def test_no_driver_where_the_gpu_is_wanted(tmp_path: Path) -> None:
     assert only(judge(look(tmp_path, env)), "driver.missing").severity == "info"
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_gpu_newer_than_the_toolkit(tmp_path: Path) -> None:
     """An H200 (sm_90) with CUDA 10.2: libgpuarray's NVRTC cannot compile for it."""
     cuda = linux_cuda(tmp_path, "10.2.89")
@@ -94,6 +101,7 @@ def test_gpu_newer_than_the_toolkit(tmp_path: Path) -> None:
     assert "gpu.arch-unsupported" not in ids(judge(look(tmp_path, env)))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_gpu_older_than_the_toolkit(tmp_path: Path) -> None:
     """A Kepler K80 (sm_37) with CUDA 13.0, whose oldest is sm_75."""
     cuda = linux_cuda(tmp_path, "13.0.88")

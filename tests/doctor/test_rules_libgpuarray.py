@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from envforge.doctor import apply_fixes, fix_steps, undo_fixes
 from tests.doctor.layouts import (
     QUERY_441,
@@ -31,6 +33,7 @@ def _windows(tmp_path: Path) -> tuple[dict[str, str], Path]:
             "CONDA_PREFIX": str(prefix), "USERPROFILE": str(home(tmp_path))}, cuda
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_cuda_10_2_dll_names(tmp_path: Path) -> None:
     """Driver CUDA 10.2: the loader asks nvrtc64_102.dll and cublas64_102.dll; CUDA 10.2
     ships nvrtc64_102_0.dll and cublas64_10.dll. Copies fix it, and roll back."""
@@ -55,6 +58,7 @@ def test_cuda_10_2_dll_names(tmp_path: Path) -> None:
     assert sorted(p.name for p in bin_dir.iterdir()) == before
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_fallback_to_an_older_nvrtc(tmp_path: Path) -> None:
     """With nvrtc64_90.dll of CUDA 9.0 on PATH, the loader falls back to it (and cuBLAS 9.0)."""
     env, _ = _windows(tmp_path)
@@ -67,6 +71,7 @@ def test_fallback_to_an_older_nvrtc(tmp_path: Path) -> None:
     assert "so it loads nvrtc64_90.dll of an older CUDA" in findings[0].title
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_names_in_the_loader_cache_count_as_found(tmp_path: Path) -> None:
     """As on the H200 image: the toolkit's unversioned names reach dlopen through ld.so.cache."""
     cuda = linux_cuda(tmp_path, "13.0.88")
@@ -88,6 +93,7 @@ def test_names_in_the_loader_cache_count_as_found(tmp_path: Path) -> None:
                                                                 ldconfig=(str(ldconfig), "-p"))))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_linux_unversioned_names(tmp_path: Path) -> None:
     cuda = linux_cuda(tmp_path, "13.0.88")
     driver = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"

@@ -34,6 +34,7 @@ def test_numpy_that_breaks_theano(tmp_path: Path) -> None:
     assert "np.bool and np.complex were removed" in finding.title
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_numpy_1_22_needs_blas_flags(tmp_path: Path) -> None:
     libs = tmp_path / "usr" / "lib"
     libs.mkdir(parents=True)
@@ -48,6 +49,7 @@ def test_numpy_1_22_needs_blas_flags(tmp_path: Path) -> None:
         set(ids(judge(look(tmp_path, env, lib_dirs=(libs,)))))
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_blas_flags_name_a_missing_folder(tmp_path: Path) -> None:
     env = _env(tmp_path, {"numpy": "1.19.5"},
                f"[blas]\nldflags = -L{tmp_path}/gone -lopenblas\n")
@@ -56,6 +58,7 @@ def test_blas_flags_name_a_missing_folder(tmp_path: Path) -> None:
         f"blas.ldflags names -L{tmp_path}/gone", "blas.ldflags links -lopenblas"]
 
 
+@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
 def test_blas_flags_need_the_unversioned_name(tmp_path: Path) -> None:
     """-lopenblas needs libopenblas.so; Debian's runtime package only has .so.0 (GPU.md)."""
     folder = tmp_path / "env" / "deb" / "usr" / "lib" / "x86_64-linux-gnu" / "openblas-pthread"

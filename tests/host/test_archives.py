@@ -69,6 +69,7 @@ GOOD: list[Member] = [
 ]
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 @pytest.mark.parametrize("compression", ["gz", "xz", "bz2"])
 def test_tar_members_land_with_modes_and_links(tmp_path: Path, compression: str) -> None:
     archive = make_tar(tmp_path / f"a.tar.{compression}", GOOD, compression)
@@ -82,6 +83,7 @@ def test_tar_members_land_with_modes_and_links(tmp_path: Path, compression: str)
     assert (out / "cuda/include/lib").readlink() == Path("../lib64")
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_zip_members_land_with_modes_and_links(tmp_path: Path) -> None:
     archive = make_zip(tmp_path / "a.zip", GOOD)
     extract_archive(archive, tmp_path / "out")
@@ -91,6 +93,7 @@ def test_zip_members_land_with_modes_and_links(tmp_path: Path) -> None:
     assert (out / "cuda/include/x.h").read_bytes() == b"#define X 1\n"
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_zip_made_on_windows_gets_ordinary_modes(tmp_path: Path) -> None:
     archive = tmp_path / "win.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -174,6 +177,7 @@ def test_name_both_file_and_link_is_refused(tmp_path: Path) -> None:
         extract_archive(archive, tmp_path / "out")
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_setuid_can_be_allowed(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "suid.tgz", [("file", "bin/tool", b"x", 0o4755)])
     extract_archive(archive, tmp_path / "out", allow_setuid=True)
@@ -194,6 +198,7 @@ def test_bad_zip_member_refuses_the_whole_archive(tmp_path: Path, bad: Member, w
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.posix_only("plants a symlink to /etc")
 def test_destination_must_be_new_or_empty(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "a.tgz", GOOD)
     (tmp_path / "out").mkdir()

@@ -233,6 +233,7 @@ def test_unsafe_members_are_refused_before_anything_is_written(tmp_path: Path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.deb", "outside", "sandbox"]
 
 
+@pytest.mark.posix_only("Debian packages are unpacked on Linux: their symlinks and modes")
 def test_absolute_link_target_stays_inside_the_root(tmp_path: Path) -> None:
     """A link to /tmp/x means <root>/tmp/x, so writing through it lands in the root."""
     members = [tar_member("./out", kind=SYM, linkname=str(tmp_path / "outside")),
@@ -246,6 +247,7 @@ def test_absolute_link_target_stays_inside_the_root(tmp_path: Path) -> None:
     assert (root / "out/pwned").resolve() == inside.resolve()
 
 
+@pytest.mark.posix_only("Debian packages are unpacked on Linux: their symlinks and modes")
 def test_existing_link_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -258,6 +260,7 @@ def test_existing_link_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
+@pytest.mark.posix_only("Debian packages are unpacked on Linux: their symlinks and modes")
 def test_setuid_in_crafted_tar_and_hardlinks_inside(tmp_path: Path) -> None:
     members = [tar_member("./bin/", kind=DIR, mode=0o755),
                tar_member("./bin/tool", data=b"t", mode=0o6755),
@@ -332,6 +335,7 @@ def test_damaged_archives_are_artifact_errors(demo_deb: Path, tmp_path: Path) ->
 
 # --- unversioned library names ---------------------------------------------------------------
 
+@pytest.mark.posix_only("Debian packages are unpacked on Linux: their symlinks and modes")
 def test_missing_dev_links(tmp_path: Path) -> None:
     lib = tmp_path / LIBDIR
     (lib / "openblas-pthread").mkdir(parents=True)

@@ -18,6 +18,7 @@ def _exe(path: Path) -> Path:
     return path
 
 
+@pytest.mark.posix_only("Linux PATH rules over ':'-joined temp folders (drive colons)")
 def test_candidate_order_path_then_pyenv_then_uv(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _exe(home / ".pyenv/versions/3.7.16/bin/python3.7")
@@ -41,6 +42,7 @@ def test_windows_candidates_use_semicolons_and_exe(tmp_path: Path) -> None:
                          str(Path(r"C:\Python37") / "python.exe")]
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_real_python37_is_discovered() -> None:
     interpreter = find_interpreter("3.7", environ=dict(os.environ))
     assert interpreter.minor == "3.7"

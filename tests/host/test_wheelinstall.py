@@ -81,6 +81,7 @@ def run(python: Path, code: str) -> str:
                           text=True).stdout.strip()
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_scheme_comes_from_the_target_interpreter(venv37: Path) -> None:
     scheme = target_scheme(venv37)
     prefix = venv37.parent.parent
@@ -90,6 +91,7 @@ def test_scheme_comes_from_the_target_interpreter(venv37: Path) -> None:
     assert scheme.headers == prefix / "include" / "site" / "python3.7"
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_installs_module_entry_point_and_script(venv37: Path, tmp_path: Path) -> None:
     module = "import sys\ndef main():\n    print('hi from', sys.version_info[:2])\n"
     built = make_wheel(tmp_path, "hello_ef", "1.0", {"hello_ef/__init__.py": module},
@@ -110,6 +112,7 @@ def test_installs_module_entry_point_and_script(venv37: Path, tmp_path: Path) ->
     assert "hello_ef/__init__.py" in (dist_info / "RECORD").read_text()
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_a_new_version_replaces_the_old_one_file_by_file(venv37: Path, tmp_path: Path) -> None:
     v1 = make_wheel(tmp_path, "multi", "1.0", {"multi/__init__.py": "V = 1\n",
                                                "multi/gone.py": "X = 1\n"})
@@ -125,6 +128,7 @@ def test_a_new_version_replaces_the_old_one_file_by_file(venv37: Path, tmp_path:
     assert sorted(p.name for p in site.glob("multi-*.dist-info")) == ["multi-2.0.dist-info"]
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_a_tampered_wheel_refuses_the_whole_batch(venv37: Path, tmp_path: Path) -> None:
     good = make_wheel(tmp_path, "good_one", "1.0", {"good_one.py": "OK = True\n"})
     bad = make_wheel(tmp_path, "bad_one", "1.0", {"bad_one.py": "OK = True\n"})
@@ -139,6 +143,7 @@ def test_a_tampered_wheel_refuses_the_whole_batch(venv37: Path, tmp_path: Path) 
     assert not list(site.iterdir())  # checked before the first wheel went in
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_a_wheel_for_another_python_is_refused(venv37: Path, tmp_path: Path) -> None:
     cp311 = make_wheel(tmp_path, "native", "1.0", {"native.py": ""},
                        tag="cp311-cp311-manylinux_2_17_x86_64")

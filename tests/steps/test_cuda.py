@@ -60,6 +60,7 @@ def test_missing_toolkit_names_the_locked_installer(tmp_path: Path, trees: Path)
         select_toolkit(ctx)
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_driver_too_old_for_the_toolkit_is_refused_with_its_source(tmp_path: Path,
                                                                    trees: Path) -> None:
     old = fake_smi(tmp_path / "old", "418.87.01", "10.1")
@@ -74,6 +75,7 @@ def test_driver_too_old_for_the_toolkit_is_refused_with_its_source(tmp_path: Pat
     assert CudaToolkitStep().describe(ok) == ()
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_toolkit_without_version_files_is_read_from_nvcc(tmp_path: Path) -> None:
     """As on the H200 host: /usr/local/cuda with bin/nvcc and no version.json or dist-info."""
     root = tmp_path / "usr-local" / "cuda"

@@ -131,6 +131,7 @@ def test_header_version() -> None:
     assert cudnn_header_version("#define CUDNN_MAJOR 7\n") is None
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_linux_archive_installs_into_lib64_with_links_kept(tmp_path: Path) -> None:
     root = linux_cuda_tree(tmp_path / "host")
     old_header = (root / "include" / "cudnn.h").read_bytes()
@@ -162,6 +163,7 @@ def test_linux_archive_installs_into_lib64_with_links_kept(tmp_path: Path) -> No
     assert step.describe(ctx) == ()
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_second_apply_changes_nothing(tmp_path: Path) -> None:
     root = linux_cuda_tree(tmp_path / "host")
     archive = linux_cudnn_tgz(tmp_path / "cudnn.tgz")
@@ -178,6 +180,7 @@ def test_second_apply_changes_nothing(tmp_path: Path) -> None:
     assert added == ["step-begin", "step-done"]
 
 
+@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
 def test_same_bytes_with_the_wrong_mode_is_a_change(tmp_path: Path) -> None:
     root = linux_cuda_tree(tmp_path / "host")
     archive = linux_cudnn_tgz(tmp_path / "cudnn.tgz")
@@ -195,6 +198,7 @@ def test_same_bytes_with_the_wrong_mode_is_a_change(tmp_path: Path) -> None:
     assert step.describe(ctx) == ()
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_rollback_restores_the_old_header_and_removes_the_rest(tmp_path: Path) -> None:
     root = linux_cuda_tree(tmp_path / "host")
     before = snapshot(root)
@@ -353,6 +357,7 @@ def _wait_for(child: subprocess.Popen[str], word: str) -> None:
     raise AssertionError(f"child ended before printing {word!r}")
 
 
+@pytest.mark.posix_only("SIGKILL, and a Linux cuDNN's symlinks")
 def test_sigkill_after_any_journal_entry_then_rollback_restores_the_tree(tmp_path: Path) -> None:
     archive = linux_cudnn_tgz(tmp_path / "cudnn.tgz")
     reference = tmp_path / "reference"
@@ -389,6 +394,7 @@ def _wait_for_entries(journal: Path, count: int) -> None:
     raise AssertionError(f"{journal} never reached {count} entries")
 
 
+@pytest.mark.posix_only("SIGKILL, and a Linux cuDNN's symlinks")
 def test_sigkill_at_random_moments_then_rollback_restores_the_tree(tmp_path: Path) -> None:
     # A 48 MB static library makes the copying phase long enough to be hit in mid-write.
     archive = linux_cudnn_tgz(tmp_path / "cudnn.tgz", static_size=48 << 20)

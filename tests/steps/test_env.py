@@ -29,6 +29,7 @@ def venv_ctx(tmp_path: Path, python: str, environ: dict[str, str], *,
         layout=layout_for("linux-64", "venv", base.prefix, python))
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
 def test_venv_from_the_discovered_python37_then_nothing_to_do(tmp_path: Path) -> None:
     python = find_interpreter("3.7").executable
     ctx = venv_ctx(tmp_path, "3.7", {"PATH": str(python.parent)})

@@ -63,6 +63,7 @@ def run(step: LibgpuarrayLinksStep, ctx: StepContext) -> Journal:
     return apply_step(step, ctx)
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_linux_links_point_at_the_driver_and_the_toolkit(tmp_path: Path) -> None:
     root = cuda13_tree(tmp_path / "host")
     driver = driver_dir(tmp_path / "host")
@@ -88,6 +89,7 @@ def test_linux_links_point_at_the_driver_and_the_toolkit(tmp_path: Path) -> None
     assert step.describe(ctx) == ()
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_rollback_removes_the_links_folder(tmp_path: Path) -> None:
     root = cuda13_tree(tmp_path / "host")
     ctx = make_ctx(tmp_path, "linux-64", root)
@@ -98,6 +100,7 @@ def test_rollback_removes_the_links_folder(tmp_path: Path) -> None:
     assert (snapshot(tmp_path / "host"), snapshot(ctx.prefix)) == before
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_stale_link_is_replaced_and_restored_on_rollback(tmp_path: Path) -> None:
     root = cuda102_tree(tmp_path / "host")
     ctx = make_ctx(tmp_path, "linux-64", root)
@@ -116,6 +119,7 @@ def test_stale_link_is_replaced_and_restored_on_rollback(tmp_path: Path) -> None
     assert not (folder / "libcublas.so").exists()
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_missing_toolkit_library_names_the_file_and_the_folders(tmp_path: Path) -> None:
     root = cuda102_tree(tmp_path / "host")
     (root / "lib64" / "libnvrtc.so.10.2").unlink()
@@ -128,6 +132,7 @@ def test_missing_toolkit_library_names_the_file_and_the_folders(tmp_path: Path) 
                                  f"{root / 'targets' / 'x86_64-linux' / 'lib'}")
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_missing_driver_is_named_and_its_link_left_out(tmp_path: Path) -> None:
     ctx = replace(make_ctx(tmp_path, "linux-64", cuda13_tree(tmp_path / "host")), ui=UI())
     empty = tmp_path / "no-driver"

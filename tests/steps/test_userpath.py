@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 import pytest
 
@@ -14,6 +14,7 @@ from envforge.host.windows import (
     USER_ENVIRONMENT,
     RecordingRegistry,
     RegistryWrite,
+    WinRegistry,
     cuda_bin_version,
     split_path,
 )
@@ -150,7 +151,7 @@ def test_cuda_bin_comes_from_the_selected_toolkit_tree(tmp_path: Path) -> None:
     step = UserPathStep(registry)
     apply(step, win_ctx(tmp_path, cuda_root=root))
     entries = split_path(str((registry.get(USER_ENVIRONMENT, "Path") or ("",))[0]))
-    ours = "\\" + str(root / "bin").lstrip("/").replace("/", "\\")
+    ours = str(PureWindowsPath(root) / "bin")  # on Linux the Windows reading of a POSIX path
     assert entries[:2] == [MINGW_BIN, ours]
     assert rf"{CUDA}\v10.2\bin" not in entries and r"%CUDA_PATH_V10_2%\bin" not in entries
 
@@ -174,3 +175,34 @@ def test_planned_last_and_only_for_a_windows_user_scope(tmp_path: Path) -> None:
                          path_scope="env")
     assert "user-path" not in [s.name for s in build_steps(env_scope,
                                                            registry=RecordingRegistry())]
+
+
+def _reg_query_path() -> str:
+    """``reg query`` of the user Path: the registry as another Windows program reads it."""
+    import subprocess
+
+    return subprocess.run(["reg", "query", "HKCU\\Environment", "/v", "Path"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(sys.platform != "win32",
+                    reason="the real registry: the Windows lane runs it (make test-windows)")
+def test_the_real_user_path_is_arranged_then_restored_exactly(tmp_path: Path) -> None:
+    registry = WinRegistry()
+    saved = registry.get(USER_ENVIRONMENT, "Path")
+    try:
+        registry.set(USER_ENVIRONMENT, "Path", USER_PATH, REG_EXPAND_SZ)
+        journal = apply(UserPathStep(registry), win_ctx(tmp_path))
+
+        assert registry.get(USER_ENVIRONMENT, "Path") == (ARRANGED, REG_EXPAND_SZ)
+        assert f"REG_EXPAND_SZ    {ARRANGED}" in _reg_query_path()
+
+        rollback(journal, registry=registry)
+
+        assert registry.get(USER_ENVIRONMENT, "Path") == (USER_PATH, REG_EXPAND_SZ)
+        assert f"REG_EXPAND_SZ    {USER_PATH}" in _reg_query_path()
+    finally:
+        if saved is None:
+            registry.delete(USER_ENVIRONMENT, "Path")
+        else:
+            registry.set(USER_ENVIRONMENT, "Path", *saved)

