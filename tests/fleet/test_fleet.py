@@ -11,7 +11,6 @@ Each phase prints its per-host recap. Run by ``make test-fleet`` (a lane of .ci/
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,21 +29,6 @@ PREFIX = f"{HOME}/envs/{SPEC}"
 # What envforge may change outside its own folder on a host: nothing, with theanorc = "env".
 SNAPSHOT = ("find /root /etc /usr/local -xdev -type f -print0 | sort -z "
             "| xargs -0 sha256sum")
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The spec's bundle with envforge's own wheels for the hosts' Python (3.11)."""
-    out = tmp_path_factory.mktemp("fleet") / "bundle"
-    home = tmp_path_factory.mktemp("home")
-    done = subprocess.run(
-        [str(Path(shutil.which("envforge") or REPO / ".venv" / "bin" / "envforge")), "bundle",
-         str(REPO / "locks" / f"{SPEC}.lock"), "-o", str(out), "--with-envforge",
-         "--envforge-python", "3.11", "--quiet"],
-        env={**fleet.environ(), "ENVFORGE_HOME": str(home)}, capture_output=True, text=True,
-        check=False)
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 @pytest.fixture(scope="module")

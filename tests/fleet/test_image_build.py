@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.test_fleet import bundle  # noqa: F401  (the module's bundle fixture)
 from tests.testing import fleet
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
@@ -18,7 +17,7 @@ TAG = "localhost/envforge-test-theano-cpu-debian:latest"
 
 
 def test_image_builds_verifies_and_runs_verify_inside_with_no_network(
-        bundle: Path, tmp_path: Path) -> None:  # noqa: F811
+        bundle: Path, tmp_path: Path) -> None:
     fleet.prepare()
     context = tmp_path / "context"
     done = subprocess.run(
