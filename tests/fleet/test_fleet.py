@@ -25,7 +25,7 @@ SPEC = "theano-cpu-debian"
 REPO = fleet.REPO
 PLAYBOOK = REPO / "ansible_collections" / "envforge" / "core" / "playbooks" / "offline_fleet.yml"
 HOME = "/opt/envforge/home"
-PREFIX = f"{HOME}/envs/{SPEC}"
+PREFIX = f"{HOME}/data/envs/{SPEC}"
 # What envforge may change outside its own folder on a host: nothing, with theanorc = "env".
 SNAPSHOT = ("find /root /etc /usr/local -xdev -type f -print0 | sort -z "
             "| xargs -0 sha256sum")
@@ -103,6 +103,7 @@ def test_fleet_converges_stays_converged_and_rolls_back(
 def test_a_tampered_bundle_fails_its_host_only(
         hosts: tuple[str, ...], bundle: Path, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
+    fleet.start_hosts(hosts)  # fresh hosts: nothing applied yet, so the bundle is needed
     tampered = tmp_path / "tampered"
     shutil.copytree(bundle, tampered)
     wheel = next((tampered / "pypi").glob("numpy-*.whl"))
