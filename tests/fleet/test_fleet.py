@@ -107,7 +107,9 @@ def test_a_tampered_bundle_fails_its_host_only(
     tampered = tmp_path / "tampered"
     shutil.copytree(bundle, tampered)
     wheel = next((tampered / "pypi").glob("numpy-*.whl"))
-    wheel.write_bytes(wheel.read_bytes()[:-1] + b"\0")
+    data = bytearray(wheel.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte flipped inside a member: same size, other hash
+    wheel.write_bytes(bytes(data))
     sources = {"efh1": bundle, "efh2": bundle, "efh3": tampered}  # extra vars would win
     inventory = fleet.inventory(tmp_path / "inventory.ini", hosts,
                                 {name: {"envforge_bundle_src": str(sources[name])}
