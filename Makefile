@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-gpu test-fast test-windows lint demo bench clean knowledge-check
+.PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup lint demo bench clean knowledge-check
 
 setup: $(VENV)/.installed
 
@@ -20,7 +20,7 @@ lint: setup
 
 # GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
 test: lint
-	$(BIN)/pytest -m "not gpu"
+	$(BIN)/pytest -m "not gpu and not fleet"
 
 test-gpu:
 	$(BIN)/pytest -m gpu
@@ -32,7 +32,17 @@ test-windows: setup
 	bash scripts/wine/lane.sh
 
 test-fast: lint
-	$(BIN)/pytest -m "not slow and not network and not gpu"
+	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet"
+
+# Three podman containers of a debootstrapped Debian, converged by Ansible from one bundle.
+fleet-setup: setup
+	command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap; }
+	$(BIN)/python -m pip install -q --index-url $(INDEX) -e '.[fleet]'
+	$(BIN)/python -m tests.testing.fleet prepare
+
+test-fleet: fleet-setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m fleet -p no:cacheprovider
 
 # Every knowledge row names a source; every fetchable artifact's sha256 is its file's (network).
 knowledge-check: setup
