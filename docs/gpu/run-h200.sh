@@ -9,7 +9,7 @@ set -u
 OUT=${OUT:-/tmp/envforge-gpu}
 mkdir -p "$OUT"
 BUNDLE=.bundle/gpu
-SPEC=specs/theano-gpu-linux.toml
+SPEC=$BUNDLE/specs/theano-gpu-linux.toml  # the bundle's copy: its lock records the built wheel
 export ENVFORGE_HOME=/tmp/envforge-home PYTHONUNBUFFERED=1 COLUMNS=160
 PREFIX=$ENVFORGE_HOME/data/envs/theano-gpu-linux
 step() { echo; echo "== $* ($(date +%T))"; }
