@@ -19,6 +19,7 @@ from envforge.lockfile import (
     Lockfile,
     LockMeta,
     PlatformLock,
+    SuiteLock,
     load_lock,
     lock_path_for,
     write_lock,
@@ -54,6 +55,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
             notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
+    suite = lock_suite(pspec, pypi, versions.get("theano"))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -61,7 +63,31 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         artifacts=locked_artifacts(pspec),
         theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
+        suite=suite,
     )
+
+
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
+               theano: str | None) -> SuiteLock | None:
+    """``verify --suite``'s runner, resolved under the environment's own pins so that a
+    shared dependency keeps the environment's version (and is left to it); None where the
+    knowledge base knows no suite for the release or its sdist is not locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+    from envforge.resolve.pypi import resolve_pypi
+
+    row = suite_runner(theano) if theano else None
+    if row is None:
+        return None
+    distribution = canonicalize_name(row.distribution)
+    if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
+        return None
+    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
+                          index=pspec.pypi.index,
+                          exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
+                          constraints=[f"{f.name}=={f.version}" for f in pypi])
+    return SuiteLock(distribution=distribution, runner=runner)
 
 
 def _spelling(theano: str | None) -> str | None:

@@ -29,11 +29,16 @@ from envforge.knowledge.models import (
     Fact,
     FlagSchema,
     KnownArtifact,
+    KnownBadTestRow,
     LibgpuarrayFile,
     LoaderNames,
     ReferenceFile,
+    SuiteDevice,
+    SuiteRunnerRow,
+    SuiteSubsetRow,
     TheanoFile,
     TheanoRules,
+    TheanoSuiteFile,
     UnknownFactError,
     in_range,
     major_minor,
@@ -63,17 +68,21 @@ __all__ = [
     "find_artifact",
     "in_range",
     "knowledge",
+    "known_bad_tests",
     "libgpuarray_names",
     "major_minor",
     "max_host_gcc",
     "min_driver",
+    "suite_device",
+    "suite_runner",
+    "suite_subset",
     "theano_rules",
 ]
 
 # The whole base
 
 KNOWLEDGE_FILES = ("cuda", "cudnn", "libgpuarray", "artifacts", "conda", "debian", "reference",
-                   "theano")
+                   "theano", "theano_suite")
 
 
 class Knowledge(Frozen):
@@ -85,6 +94,7 @@ class Knowledge(Frozen):
     debian: DebianFile
     reference: ReferenceFile
     theano: TheanoFile
+    theano_suite: TheanoSuiteFile
 
 
 def _read(name: str) -> dict[str, Any]:
@@ -273,3 +283,28 @@ def blog_errata() -> tuple[BlogErratum, ...]:
 
 def erratum_for_flag(name: str) -> BlogErratum | None:
     return next((row for row in knowledge().theano.blog_errata if row.flag == name), None)
+
+
+def suite_runner(theano_version: str) -> SuiteRunnerRow | None:
+    """The test runner for a release's own tests; None where no suite is known."""
+    return next((row for row in knowledge().theano_suite.runner
+                 if in_range(theano_version, row.theano)), None)
+
+
+def suite_device(device: str) -> SuiteDevice:
+    """``cuda0`` and ``cuda`` select the GPU subset; anything else the CPU one."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def suite_subset(theano_version: str, device: str) -> SuiteSubsetRow | None:
+    """The curated subset of a release's tests for a Theano device flag (``cpu``, ``cuda0``)."""
+    wanted = suite_device(device)
+    return next((row for row in knowledge().theano_suite.subsets
+                 if row.device == wanted and in_range(theano_version, row.theano)), None)
+
+
+def known_bad_tests(theano_version: str, device: str) -> tuple[KnownBadTestRow, ...]:
+    """The tests of a release known to fail on a kind of device, each with reason and source."""
+    wanted = suite_device(device)
+    return tuple(row for row in knowledge().theano_suite.known_bad
+                 if wanted in row.devices and in_range(theano_version, row.theano))
