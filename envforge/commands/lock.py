@@ -90,6 +90,20 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
     return SuiteLock(distribution=distribution, runner=runner)
 
 
+def suite_missing(plock: PlatformLock) -> bool:
+    """A lock written before the knowledge base knew its release's test suite: re-resolve it
+    rather than reuse it, so ``verify --suite`` finds its runner locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+
+    theano = plock.expect.versions.get("theano")
+    row = suite_runner(theano) if theano else None
+    return plock.suite is None and row is not None and any(
+        canonicalize_name(f.name) == canonicalize_name(row.distribution) and f.kind == "sdist"
+        for f in plock.pypi)
+
+
 def _spelling(theano: str | None) -> str | None:
     if theano is None:
         return None
@@ -110,7 +124,8 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
     todo = [p for p in spec.project.platforms if p in wanted and not (
-        reusable and previous is not None and p in previous.platforms)]
+        reusable and previous is not None and p in previous.platforms
+        and not suite_missing(previous.platforms[p]))]
     # Platforms resolve independently; their uv runs and downloads overlap in threads.
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
         fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes), todo),

@@ -135,6 +135,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
     rows, report = verify_environment(ctx)
     suite = None
+    if args.suite_workers is not None and args.suite_workers < 1:
+        raise InputError(f"--suite-workers {args.suite_workers}: give 1 or more")
     if args.suite:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,
                                           bundle=args.bundle.resolve() if args.bundle else None)

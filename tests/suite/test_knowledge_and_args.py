@@ -67,3 +67,11 @@ def test_the_lock_carries_the_runner_apart_and_bundles_take_it_with_the_tests_sd
     carried = {i.dest for i in lock_items(lock.platforms["linux-64"]) if i.role == "suite"}
     assert "suite/Theano-PyMC-1.0.5.tar.gz" in carried
     assert any(d.startswith("suite/pytest-7.4.4") for d in carried)
+
+
+def test_a_lock_from_before_the_suite_is_re_resolved_not_reused() -> None:
+    from envforge.commands.lock import suite_missing
+
+    plock = load_lock(REPO / "locks" / "theano-gpu-linux.lock").platforms["linux-64"]
+    assert plock.suite is not None and not suite_missing(plock)
+    assert suite_missing(plock.model_copy(update={"suite": None}))
