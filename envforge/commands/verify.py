@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ from envforge.verify import (
 PROBE_TIMEOUT_S = 3600.0
 
 if TYPE_CHECKING:
+    from envforge.knowledge.models import SuiteSubsetRow
+    from envforge.lockfile import SuiteLock
     from envforge.suite.results import SuiteVerdict
 
 
@@ -66,14 +69,16 @@ def verify_environment(ctx: StepContext) -> tuple[tuple[CheckRow, ...], dict[str
     return rows, report
 
 
-def verify_suite(ctx: StepContext, *, workers: int | None = None,
-                 bundle: Path | None = None) -> tuple[tuple[CheckRow, ...], SuiteVerdict | None]:
-    """The framework's own tests (the knowledge base's subset for the lock's device) run in
-    the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
-    lacks (its row is then skipped)."""
-    from envforge.host import testsuite
-    from envforge.knowledge import known_bad_tests, suite_runner, suite_subset
-    from envforge.suite.results import SuiteReportError, judge, parse_junit, suite_rows
+@dataclass(frozen=True)
+class _Runner:
+    theano_version: str
+    package: str
+
+
+def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRow]:
+    """The lock's test group and the knowledge base's subset for its device; InputError
+    (exit 2, before anything runs) where either is missing."""
+    from envforge.knowledge import suite_runner, suite_subset
 
     expect, suite = ctx.lock.expect, ctx.lock.suite
     theano = expect.versions.get("theano")
@@ -85,6 +90,21 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None,
     if subset is None:
         raise InputError(f"envforge knows no test subset of Theano-PyMC {theano} for device "
                          f"{expect.device} (envforge/knowledge/theano_suite.toml)")
+    return suite, _Runner(theano, runner.package), subset
+
+
+def verify_suite(ctx: StepContext, *, workers: int | None = None,
+                 bundle: Path | None = None) -> tuple[tuple[CheckRow, ...], SuiteVerdict | None]:
+    """The framework's own tests (the knowledge base's subset for the lock's device) run in
+    the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
+    lacks (its row is then skipped)."""
+    from envforge.host import testsuite
+    from envforge.knowledge import known_bad_tests
+    from envforge.suite.results import SuiteReportError, judge, parse_junit, suite_rows
+
+    suite, runner, subset = suite_selection(ctx)
+    expect = ctx.lock.expect
+    theano = runner.theano_version
     if subset.device == "cuda" and not host_has_gpu(dict(ctx.environ)):
         return (CheckRow(f"suite.{subset.name}", "no failures but known-bad ones", "-", "skip",
                          "the subset needs a GPU and this host has none"),), None
@@ -129,14 +149,17 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None,
 def run_verify(args: argparse.Namespace, ui: UI) -> int:
     from envforge.verify_report import to_html, to_json, to_junit, to_markdown
 
+    if args.suite_workers is not None and args.suite_workers < 1:
+        raise InputError(f"--suite-workers {args.suite_workers}: give 1 or more")
+
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
                   ui=ui)
+    if args.suite:
+        suite_selection(ctx)
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
     rows, report = verify_environment(ctx)
     suite = None
-    if args.suite_workers is not None and args.suite_workers < 1:
-        raise InputError(f"--suite-workers {args.suite_workers}: give 1 or more")
     if args.suite:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,
                                           bundle=args.bundle.resolve() if args.bundle else None)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
+
+import pytest
 
 from envforge.bundle.build import lock_items
 from envforge.host.testsuite import SuiteFolder, pytest_args, suite_environ, workers_for
@@ -75,3 +78,22 @@ def test_a_lock_from_before_the_suite_is_re_resolved_not_reused() -> None:
     plock = load_lock(REPO / "locks" / "theano-gpu-linux.lock").platforms["linux-64"]
     assert plock.suite is not None and not suite_missing(plock)
     assert suite_missing(plock.model_copy(update={"suite": None}))
+
+
+def test_suite_without_a_test_group_in_the_lock_is_bad_input_before_anything_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from envforge.cli import main
+    from envforge.lockfile import write_lock
+
+    shutil.copytree(REPO / "specs", tmp_path / "specs")
+    lock_path = tmp_path / "locks" / "theano-cpu.lock"
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock")
+    bare = {p: pl.model_copy(update={"suite": None}) for p, pl in lock.platforms.items()}
+    write_lock(lock.model_copy(update={"platforms": bare}), lock_path)
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    spec = str(tmp_path / "specs" / "theano-cpu.toml")
+    assert main(["verify", spec, "--suite"]) == 2
+    assert "no test group for --suite" in capsys.readouterr().err
+    assert main(["verify", spec, "--suite", "--suite-workers", "0"]) == 2
+    assert not (tmp_path / "home" / "cache" / "suite").exists()
