@@ -65,7 +65,7 @@ def test_the_cpu_subset_passes_within_its_bound_and_leaves_the_environment_alone
     assert code == 0, (suite["problem"], suite["failures"][:5])
     subset = suite_subset("1.0.5", "cpu")
     assert subset is not None
-    assert suite["passed"] > 100 and suite["failed"] == 0
+    assert suite["passed"] >= 50 and suite["failed"] == 0
     assert suite["seconds"] <= subset.time_limit_s
     names = [row["name"] for row in document["rows"]]
     assert "suite.cpu" in names and "kernel.gemm.checksum" in names
