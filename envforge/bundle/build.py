@@ -120,12 +120,13 @@ def lock_items(plock: PlatformLock) -> list[Item]:
         items.append(Item(f"{FOLDERS['deb']}/{PurePosixPath(d.filename).name}", "deb", "deb",
                           d.name, d.version, d.sha256,
                           ref=FileRef(d.url, d.sha256, d.filename, d.size)))
-    if plock.suite is not None:
+    from envforge.host.testsuite import find_tests_sdist
+
+    sdist = find_tests_sdist(plock.suite, plock.pypi) if plock.suite is not None else None
+    if plock.suite is not None and sdist is not None:
         # `verify --suite --bundle` on a closed host: the runner's wheels, and the sdist the
         # tests come from (kept as it is: the pypi/ copy is replaced by its built wheel).
-        from envforge.host.testsuite import tests_sdist
-
-        for f in (*plock.suite.runner, tests_sdist(plock.suite, plock.pypi)):
+        for f in (*plock.suite.runner, sdist):
             items.append(Item(f"suite/{f.filename}", "pypi", "suite", f.name, f.version,
                               f.sha256, ref=FileRef(f.url, f.sha256, f.filename, f.size)))
     return items

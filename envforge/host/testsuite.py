@@ -59,10 +59,17 @@ class SuiteRun:
     output_tail: str
 
 
+def find_tests_sdist(suite: SuiteLock,
+                     pypi: Sequence[LockedPypiFile]) -> LockedPypiFile | None:
+    """The locked sdist the suite's tests come from."""
+    return next((f for f in pypi
+                 if canonicalize_name(f.name) == suite.distribution and f.kind == "sdist"), None)
+
+
 def tests_sdist(suite: SuiteLock, pypi: Sequence[LockedPypiFile]) -> LockedPypiFile:
-    for f in pypi:
-        if canonicalize_name(f.name) == suite.distribution and f.kind == "sdist":
-            return f
+    found = find_tests_sdist(suite, pypi)
+    if found is not None:
+        return found
     raise InputError(f"the lock has no sdist of {suite.distribution}, whose tests the suite "
                      "runs: re-run `envforge lock`")
 
