@@ -100,7 +100,7 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None,
     lacks (its row is then skipped)."""
     from envforge.host import testsuite
     from envforge.knowledge import known_bad_tests
-    from envforge.suite.results import SuiteReportError, judge, parse_junit, suite_rows
+    from envforge.suite.results import judge, read_run, suite_rows
 
     suite, runner, subset = suite_selection(ctx)
     expect = ctx.lock.expect
@@ -127,20 +127,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None,
                                                              workers=count),
                                env=env, cwd=run_dir, junit=junit,
                                timeout=subset.time_limit_s)
-    problem = ""
-    results: tuple[Any, ...] = ()
-    if run.returncode is None:
-        problem = (f"the run passed its bound of {subset.time_limit_s}s (subset {subset.name} "
-                   "in theano_suite.toml) and was stopped")
-    elif run.returncode not in (0, 1):
-        problem = f"pytest exited {run.returncode}: {run.output_tail.strip()[-600:]}"
-    if run.junit is not None:
-        try:
-            results = parse_junit(run.junit)
-        except SuiteReportError as exc:
-            problem = problem or str(exc)
-    elif not problem:
-        problem = f"pytest wrote no JUnit XML: {run.output_tail.strip()[-600:]}"
+    results, problem = read_run(run.junit, run.returncode, run.output_tail,
+                                bound_s=subset.time_limit_s, subset=subset.name)
     verdict = judge(results, known_bad_tests(theano, expect.device), subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)
     return suite_rows(verdict), verdict

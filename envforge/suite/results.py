@@ -133,6 +133,28 @@ def nodeid(case: ET.Element) -> str:
     return "::".join(["/".join(parts[:first]) + ".py", *parts[first:], name])
 
 
+def read_run(junit: str | None, returncode: int | None, output_tail: str, *, bound_s: int,
+             subset: str) -> tuple[tuple[CaseResult, ...], str]:
+    """The tests a pytest run reported, and what went wrong with the run itself ("" if
+    nothing): stopped at its bound (``returncode`` None; what ran still counts), an exit
+    other than 0 (all passed) or 1 (some failed), or no readable JUnit XML."""
+    problem = ""
+    if returncode is None:
+        problem = (f"the run passed its bound of {bound_s}s (subset {subset} in "
+                   "theano_suite.toml) and was stopped")
+    elif returncode not in (0, 1):
+        problem = f"pytest exited {returncode}: {output_tail.strip()[-600:]}"
+    results: tuple[CaseResult, ...] = ()
+    if junit is not None:
+        try:
+            results = parse_junit(junit)
+        except SuiteReportError as exc:
+            problem = problem or str(exc)
+    elif not problem:
+        problem = f"pytest wrote no JUnit XML: {output_tail.strip()[-600:]}"
+    return results, problem
+
+
 def judge(results: Sequence[CaseResult], known_bad: Sequence[KnownBadTestRow], *,
           subset: str, problem: str = "", seconds: float = 0.0,
           workers: int = 1) -> SuiteVerdict:

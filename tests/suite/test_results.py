@@ -13,6 +13,7 @@ from envforge.suite.results import (
     SuiteReportError,
     judge,
     parse_junit,
+    read_run,
     suite_rows,
     verdict_document,
 )
@@ -146,3 +147,17 @@ def test_a_class_imported_into_another_module_is_named_by_the_module_that_runs_i
     (result,) = parse_junit(xml)
     assert result.nodeid == "theano/gpuarray/tests/test_basic_ops.py::TestAlloc::test_alloc[x]"
     assert (result.outcome, result.message, result.seconds) == ("failed", "assert False", 0.5)
+
+
+def test_how_the_run_ended_is_judged_as_well_as_its_tests(junit: str) -> None:
+    results, problem = read_run(junit, 1, "", bound_s=180, subset="cpu")
+    assert len(results) == 7 and problem == ""
+    stopped, problem = read_run(junit, None, "", bound_s=180, subset="cpu")
+    assert len(stopped) == 7 and "bound of 180s" in problem  # what ran still counts
+    _, problem = read_run(None, 4, "ERROR: file or directory not found: x", bound_s=1,
+                          subset="cpu")
+    assert problem.startswith("pytest exited 4") and "not found: x" in problem
+    _, problem = read_run(None, 0, "", bound_s=1, subset="cpu")
+    assert "no JUnit XML" in problem
+    _, problem = read_run("<testsuites>", 1, "", bound_s=1, subset="cpu")
+    assert "does not parse" in problem
