@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.bundle.build import lock_items
+from envforge.bundle.build import lock_items, suite_items
 from envforge.host.testsuite import SuiteFolder, pytest_args, suite_environ, workers_for
 from envforge.knowledge import knowledge, known_bad_tests, suite_runner, suite_subset
 from envforge.lockfile import load_lock
@@ -58,7 +58,7 @@ def test_pytest_runs_the_sdists_tests_against_the_installed_package(tmp_path: Pa
     assert workers_for(None) == 1 and workers_for(16) == 16
 
 
-def test_the_lock_carries_the_runner_apart_and_bundles_take_it_with_the_tests_sdist() -> None:
+def test_the_lock_carries_the_runner_apart_and_bundles_take_it_when_asked() -> None:
     lock = load_lock(REPO / "locks" / "theano-cpu.lock")
     for platform, plock in lock.platforms.items():
         assert plock.suite is not None, platform
@@ -67,7 +67,8 @@ def test_the_lock_carries_the_runner_apart_and_bundles_take_it_with_the_tests_sd
         assert not names & {f.name for f in plock.pypi}  # the environment keeps its own
         assert all(f.kind == "wheel" for f in plock.suite.runner)
     assert "colorama" in {f.name for f in lock.platforms["win-64"].suite.runner}  # type: ignore[union-attr]
-    carried = {i.dest for i in lock_items(lock.platforms["linux-64"]) if i.role == "suite"}
+    assert not [i for i in lock_items(lock.platforms["linux-64"]) if i.role == "suite"]
+    carried = {i.dest for i in suite_items(lock.platforms["linux-64"])}  # bundle --with-suite
     assert "suite/Theano-PyMC-1.0.5.tar.gz" in carried
     assert any(d.startswith("suite/pytest-7.4.4") for d in carried)
 
