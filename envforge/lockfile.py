@@ -156,6 +156,15 @@ class Expectations(Frozen):
     repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 
+class SuiteLock(Frozen):
+    """``verify --suite``'s test runner (pytest and what it needs), locked apart from the
+    environment: installed into a folder of its own, only when the suite is asked for.
+    The tests come from ``distribution``'s locked sdist, among the platform's ``pypi``."""
+
+    distribution: str
+    runner: tuple[LockedPypiFile, ...] = Field(min_length=1)
+
+
 class PlatformLock(Frozen):
     """Everything locked for one target platform."""
 
@@ -167,6 +176,7 @@ class PlatformLock(Frozen):
     artifacts: tuple[LockedArtifact, ...] = ()
     theano_flag_spelling: Literal["dots", "double-underscores"] | None = None
     expect: Expectations
+    suite: SuiteLock | None = None
 
 
 class LockMeta(Frozen):

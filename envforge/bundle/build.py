@@ -65,6 +65,7 @@ class BundleRequest:
     platform: Platform | None = None
     artifacts: Mapping[str, Path] = field(default_factory=dict)  # role -> file the user has
     with_envforge: bool = False
+    with_suite: bool = False  # verify --suite's runner and tests' sdist (about 4 MiB more)
     envforge_python: str = f"{sys.version_info.major}.{sys.version_info.minor}"
     jobs: int = 8
 
@@ -128,6 +129,22 @@ def lock_items(plock: PlatformLock) -> list[Item]:
                           d.name, d.version, d.sha256,
                           ref=FileRef(d.url, d.sha256, d.filename, d.size)))
     return items
+
+
+def suite_items(plock: PlatformLock) -> list[Item]:
+    """``verify --suite --bundle`` on a closed host: the runner's wheels and the sdist the tests
+    come from (kept as it is, under suite/: the pypi/ copy is replaced by its built wheel).
+    Empty where the lock has no test group or no such sdist."""
+    from envforge.host.testsuite import find_tests_sdist
+
+    if plock.suite is None:
+        return []
+    sdist = find_tests_sdist(plock.suite, plock.pypi)
+    if sdist is None:
+        return []
+    return [Item(f"suite/{f.filename}", "pypi", "suite", f.name, f.version, f.sha256,
+                 ref=FileRef(f.url, f.sha256, f.filename, f.size))
+            for f in (*plock.suite.runner, sdist)]
 
 
 def artifact_items(artifacts: Sequence[LockedArtifact], supplied: Mapping[str, Path],
@@ -219,6 +236,8 @@ def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
     _check_output(request.output)
 
     items = lock_items(plock) + artifact_items(plock.artifacts, request.artifacts, cache)
+    if request.with_suite:
+        items += suite_items(plock)
     if request.with_envforge:
         items += _envforge_deps(request, lock, platform, ui)
     fetched = fetch_all([i.ref for i in items if i.ref is not None and i.local is None],

@@ -28,6 +28,7 @@ def run_bundle(args: argparse.Namespace, ui: UI) -> int:
     request = BundleRequest(
         lock=Path(args.target), output=Path(args.output).absolute(), platform=args.platform,
         artifacts=parse_artifacts(args.artifact), with_envforge=args.with_envforge,
+        with_suite=args.with_suite,
         jobs=args.jobs, **({"envforge_python": args.envforge_python}
                            if args.envforge_python else {}))
     started = time.perf_counter()
@@ -98,6 +99,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
                         help="the target platform (default: this host's, or the lock's only one)")
     parser.add_argument("--artifact", action="append", default=[], metavar="ROLE=PATH",
                         help="a file you downloaded, e.g. cudnn=cudnn-10.2-...tgz")
+    parser.add_argument("--with-suite", action="store_true",
+                        help="also carry what `verify --suite` needs: pytest from the lock's "
+                             "test group and the sdist the tests come from")
     parser.add_argument("--with-envforge", action="store_true",
                         help="carry envforge and its dependencies as wheels too")
     parser.add_argument("--envforge-python", metavar="X.Y",

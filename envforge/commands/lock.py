@@ -19,6 +19,7 @@ from envforge.lockfile import (
     Lockfile,
     LockMeta,
     PlatformLock,
+    SuiteLock,
     load_lock,
     lock_path_for,
     write_lock,
@@ -68,6 +69,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
             notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
+    suite = lock_suite(pspec, pypi, versions.get("theano"))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -75,7 +77,45 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         artifacts=locked_artifacts(pspec),
         theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
+        suite=suite,
     )
+
+
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
+               theano: str | None) -> SuiteLock | None:
+    """``verify --suite``'s runner, resolved under the environment's own pins so that a
+    shared dependency keeps the environment's version (and is left to it); None where the
+    knowledge base knows no suite for the release or its sdist is not locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+    from envforge.resolve.pypi import resolve_pypi
+
+    row = suite_runner(theano) if theano else None
+    if row is None:
+        return None
+    distribution = canonicalize_name(row.distribution)
+    if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
+        return None
+    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
+                          index=pspec.pypi.index,
+                          exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
+                          constraints=[f"{f.name}=={f.version}" for f in pypi])
+    return SuiteLock(distribution=distribution, runner=runner)
+
+
+def suite_missing(plock: PlatformLock) -> bool:
+    """A lock written before the knowledge base knew its release's test suite: re-resolve it
+    rather than reuse it, so ``verify --suite`` finds its runner locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+
+    theano = plock.expect.versions.get("theano")
+    row = suite_runner(theano) if theano else None
+    return plock.suite is None and row is not None and any(
+        canonicalize_name(f.name) == canonicalize_name(row.distribution) and f.kind == "sdist"
+        for f in plock.pypi)
 
 
 def _spelling(theano: str | None) -> str | None:
@@ -98,7 +138,8 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
     todo = [p for p in spec.project.platforms if p in wanted and not (
-        reusable and previous is not None and p in previous.platforms)]
+        reusable and previous is not None and p in previous.platforms
+        and not suite_missing(previous.platforms[p]))]
     # Platforms resolve independently; their uv runs and downloads overlap in threads.
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
         fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes), todo),

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from envforge.commands import Common
 from envforge.commands.apply import prepare
 from envforge.envvars import apply_edits
-from envforge.errors import StepError
+from envforge.errors import InputError, StepError
 from envforge.host import proc
 from envforge.host.cuda import read_driver
 from envforge.steps.activation import load_edits
@@ -30,6 +32,11 @@ from envforge.verify import (
 )
 
 PROBE_TIMEOUT_S = 3600.0
+
+if TYPE_CHECKING:
+    from envforge.knowledge.models import SuiteSubsetRow
+    from envforge.lockfile import SuiteLock
+    from envforge.suite.results import SuiteVerdict
 
 
 def host_has_gpu(environ: dict[str, str]) -> bool:
@@ -62,14 +69,89 @@ def verify_environment(ctx: StepContext) -> tuple[tuple[CheckRow, ...], dict[str
     return rows, report
 
 
+@dataclass(frozen=True)
+class _Runner:
+    theano_version: str
+    package: str
+
+
+def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRow]:
+    """The lock's test group and the knowledge base's subset for its device; InputError
+    (exit 2, before anything runs) where either is missing."""
+    from envforge.knowledge import suite_runner, suite_subset
+
+    expect, suite = ctx.lock.expect, ctx.lock.suite
+    theano = expect.versions.get("theano")
+    runner = suite_runner(theano) if theano else None
+    if suite is None or theano is None or runner is None:
+        raise InputError(f"the lock for {ctx.platform} has no test group for --suite (Theano "
+                         f"{theano or 'absent'}): re-run `envforge lock` with this envforge")
+    subset = suite_subset(theano, expect.device)
+    if subset is None:
+        raise InputError(f"envforge knows no test subset of Theano-PyMC {theano} for device "
+                         f"{expect.device} (envforge/knowledge/theano_suite.toml)")
+    return suite, _Runner(theano, runner.package), subset
+
+
+def verify_suite(ctx: StepContext, *, workers: int | None = None,
+                 bundle: Path | None = None) -> tuple[tuple[CheckRow, ...], SuiteVerdict | None]:
+    """The framework's own tests (the knowledge base's subset for the lock's device) run in
+    the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
+    lacks (its row is then skipped)."""
+    from envforge.host import testsuite
+    from envforge.knowledge import known_bad_tests
+    from envforge.suite.results import judge, read_run, suite_rows
+
+    suite, runner, subset = suite_selection(ctx)
+    expect = ctx.lock.expect
+    theano = runner.theano_version
+    if subset.device == "cuda" and not host_has_gpu(dict(ctx.environ)):
+        return (CheckRow(f"suite.{subset.name}", "no failures but known-bad ones", "-", "skip",
+                         "the subset needs a GPU and this host has none"),), None
+    python = Path(ctx.layout.python)
+    if not python.is_file():
+        raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
+    folder = testsuite.prepare_folder(suite, ctx.lock.pypi, python=python, cache=ctx.dirs.cache,
+                                      bundle=bundle, offline=bundle is not None)
+    count = workers or testsuite.workers_for(os.cpu_count())
+    place = hashlib.sha256(str(ctx.prefix).encode()).hexdigest()[:16]
+    run_dir = ctx.dirs.cache / "suite" / "runs" / place
+    junit = run_dir / "pytest-junit.xml"
+    env = testsuite.suite_environ(apply_edits(load_edits(ctx.prefix), ctx.environ,
+                                              pathsep=os.pathsep),
+                                  folder, package=runner.package,
+                                  compiledir=run_dir / "compiledir")
+    ctx.ui.info(f"running Theano-PyMC {theano}'s {subset.name} tests ({count} workers, at most "
+                f"{subset.time_limit_s}s)")
+    run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
+                                                             workers=count),
+                               env=env, cwd=run_dir, junit=junit,
+                               timeout=subset.time_limit_s)
+    results, problem = read_run(run.junit, run.returncode, run.output_tail,
+                                bound_s=subset.time_limit_s, subset=subset.name)
+    verdict = judge(results, known_bad_tests(theano, expect.device), subset=subset.name,
+                    problem=problem, seconds=run.seconds, workers=count)
+    return suite_rows(verdict), verdict
+
+
 def run_verify(args: argparse.Namespace, ui: UI) -> int:
     from envforge.verify_report import to_html, to_json, to_junit, to_markdown
 
+    if args.suite_workers is not None and args.suite_workers < 1:
+        raise InputError(f"--suite-workers {args.suite_workers}: give 1 or more")
+
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
                   ui=ui)
+    if args.suite:
+        suite_selection(ctx)
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
     rows, report = verify_environment(ctx)
+    suite = None
+    if args.suite:
+        suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,
+                                          bundle=args.bundle.resolve() if args.bundle else None)
+        rows = (*rows, *suite_rows_)
     elapsed = time.perf_counter() - started
     code = verdict(rows)
     if args.junit:
@@ -86,6 +168,10 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     if ui.json:
         document = json.loads(to_json(rows, kernel_timings(report)))
         document["elapsed_s"] = round(elapsed, 3)
+        if suite is not None:
+            from envforge.suite.results import verdict_document
+
+            document["suite"] = verdict_document(suite)
         ui.document("verify", document)
     else:
         env = str(ctx.prefix)
@@ -98,6 +184,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         failed = sum(r.status == "fail" for r in rows)
         skipped = sum(r.status == "skip" for r in rows)
         summary = f"{passed} passed, {failed} failed, {skipped} skipped in {elapsed:.1f}s"
+        if suite is not None:
+            summary += f"; Theano's {suite.subset} tests: {suite.summary()}"
         (ui.success if code == 0 else ui.error)(summary)
     return int(code)
 
@@ -117,5 +205,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     parser.add_argument("--report", metavar="FILE",
                         help="write a Markdown (.md) or HTML (.html) report with a timing chart")
     parser.add_argument("--save-probe", metavar="FILE", help="keep the probe's raw JSON report")
+    parser.add_argument("--suite", action="store_true",
+                        help="also run a curated, time-bounded subset of Theano's own tests "
+                             "(pytest from the lock's test group, tests from the locked sdist)")
+    parser.add_argument("--suite-workers", type=int, metavar="N",
+                        help="pytest workers for --suite (default: one per core)")
+    parser.add_argument("--bundle", type=Path, metavar="DIR",
+                        help="take --suite's runner and tests from a bundle (no network)")
     common(parser)
     parser.set_defaults(handler=run_verify)

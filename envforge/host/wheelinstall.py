@@ -159,6 +159,25 @@ def scan_wheel(path: Path) -> None:
         safe_member_name(path, name)
 
 
+def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
+                        version: tuple[int, int]) -> list[str]:
+    """Install pure wheels into a plain folder (a ``--target`` for PYTHONPATH), for a Python
+    of ``version``; nothing is installed unless every wheel is verified and fits."""
+    verify_wheels(wheels)
+    named = [(w, *check_fits(w.path, version)) for w in wheels]
+    kind: Literal["posix", "win-amd64"] = "win-amd64" if os.name == "nt" else "posix"
+    scheme = {"purelib": str(folder), "platlib": str(folder), "scripts": str(folder / "bin"),
+              "data": str(folder / "data"), "headers": str(folder / "include")}
+    installed = []
+    for wheel, name, dist_version in named:
+        destination = _Destination(scheme, interpreter="python", script_kind=kind,
+                                   overwrite_existing=True)
+        with WheelFile.open(wheel.path) as source:
+            install(source, destination, {"INSTALLER": INSTALLER_NAME})
+        installed.append(f"{name}=={dist_version}")
+    return installed
+
+
 class _Destination(SchemeDictionaryDestination):
     """Scripts are made executable whatever mode the archive stored, as pip does."""
 

@@ -34,12 +34,17 @@ from envforge.knowledge.models import (
     Fact,
     FlagSchema,
     KnownArtifact,
+    KnownBadTestRow,
     LibgpuarrayFile,
     LoaderNames,
     NameMismatchRow,
     ReferenceFile,
+    SuiteDevice,
+    SuiteRunnerRow,
+    SuiteSubsetRow,
     TheanoFile,
     TheanoRules,
+    TheanoSuiteFile,
     UndeclaredRow,
     UnknownFactError,
     in_range,
@@ -75,6 +80,7 @@ __all__ = [
     "find_artifact",
     "in_range",
     "knowledge",
+    "known_bad_tests",
     "libgpuarray_names",
     "library_file_patterns",
     "loader_name_mismatch",
@@ -83,6 +89,9 @@ __all__ = [
     "max_host_gcc",
     "min_driver",
     "reference_theano",
+    "suite_device",
+    "suite_runner",
+    "suite_subset",
     "theano_distribution",
     "theano_rules",
     "undeclared_import_in",
@@ -91,7 +100,7 @@ __all__ = [
 # The whole base
 
 KNOWLEDGE_FILES = ("cuda", "cudnn", "libgpuarray", "artifacts", "conda", "debian", "reference",
-                   "theano")
+                   "theano", "theano_suite")
 
 
 class Knowledge(Frozen):
@@ -103,6 +112,7 @@ class Knowledge(Frozen):
     debian: DebianFile
     reference: ReferenceFile
     theano: TheanoFile
+    theano_suite: TheanoSuiteFile
 
 
 def _read(name: str) -> dict[str, Any]:
@@ -419,3 +429,28 @@ def map_legacy_theano(requirement: str) -> str:
         return requirement
     marker = f"; {parsed.marker}" if parsed.marker is not None else ""
     return f"{row.maps_to}{marker}"
+
+
+def suite_runner(theano_version: str) -> SuiteRunnerRow | None:
+    """The test runner for a release's own tests; None where no suite is known."""
+    return next((row for row in knowledge().theano_suite.runner
+                 if in_range(theano_version, row.theano)), None)
+
+
+def suite_device(device: str) -> SuiteDevice:
+    """``cuda0`` and ``cuda`` select the GPU subset; anything else the CPU one."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def suite_subset(theano_version: str, device: str) -> SuiteSubsetRow | None:
+    """The curated subset of a release's tests for a Theano device flag (``cpu``, ``cuda0``)."""
+    wanted = suite_device(device)
+    return next((row for row in knowledge().theano_suite.subsets
+                 if row.device == wanted and in_range(theano_version, row.theano)), None)
+
+
+def known_bad_tests(theano_version: str, device: str) -> tuple[KnownBadTestRow, ...]:
+    """The tests of a release known to fail on a kind of device, each with reason and source."""
+    wanted = suite_device(device)
+    return tuple(row for row in knowledge().theano_suite.known_bad
+                 if wanted in row.devices and in_range(theano_version, row.theano))

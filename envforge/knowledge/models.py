@@ -519,3 +519,49 @@ class TheanoRules(Frozen):
 
     def removed_flag(self, name: str) -> RemovedFlag | None:
         return next((row for row in self.removed if row.matches(name)), None)
+
+
+# theano_suite.toml
+
+SuiteDevice = Literal["cpu", "cuda"]
+
+
+class SuiteRunnerRow(Row):
+    """The test runner a release's own tests take, and where the tests ship."""
+
+    theano: Range
+    distribution: str  # the PyPI project whose locked sdist holds the tests
+    package: str  # the import name the tests exercise, from the environment
+    requirements: tuple[str, ...] = Field(min_length=1)
+
+
+class SuiteSubsetRow(Row):
+    """A curated, time-bounded selection of a release's tests for one kind of device."""
+
+    theano: Range
+    name: str
+    device: SuiteDevice
+    time_limit_s: int = Field(gt=0)
+    tests: tuple[str, ...] = Field(min_length=1)  # pytest node ids, relative to the sdist's root
+    select: str = ""  # a pytest -m expression: "not slow" drops what Theano marks slow
+    deselect: tuple[str, ...] = ()  # node ids left out for time, not because they fail
+    note: str = ""
+
+
+class KnownBadTestRow(Row):
+    """Tests that fail whatever the environment: a failure matching one is not a verify
+    failure. ``test`` is a node id or a prefix of one (a module or a class)."""
+
+    theano: Range
+    test: str
+    devices: tuple[SuiteDevice, ...] = Field(min_length=1)
+    reason: str
+
+    def matches(self, nodeid: str) -> bool:
+        return nodeid == self.test or nodeid.startswith((f"{self.test}::", f"{self.test}["))
+
+
+class TheanoSuiteFile(Frozen):
+    runner: tuple[SuiteRunnerRow, ...]
+    subsets: tuple[SuiteSubsetRow, ...]
+    known_bad: tuple[KnownBadTestRow, ...]

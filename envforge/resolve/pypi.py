@@ -74,8 +74,11 @@ def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
-                 index: str, exclude: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
-    """Resolve requirements for the target; one locked file per package, sorted by name."""
+                 index: str, exclude: Iterable[str] = (),
+                 constraints: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
+    """Resolve requirements for the target; one locked file per package, sorted by name.
+    ``constraints`` pin versions without requiring the packages; ``exclude`` leaves
+    packages out of the result."""
     reqs = list(requirements)
     if not reqs:
         return ()
@@ -89,6 +92,11 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             "--python-version", python, "--python-platform", _UV_PLATFORM[platform],
             "--index-url", index, "--no-config",
         ]
+        pins = list(constraints)
+        if pins:
+            constraints_in = Path(tmp) / "constraints.txt"
+            constraints_in.write_text("\n".join(pins) + "\n", encoding="utf-8")
+            args += ["--constraint", str(constraints_in)]
         for name in exclude:
             args += ["--no-emit-package", name]
         try:
