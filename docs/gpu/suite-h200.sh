@@ -12,7 +12,10 @@ python3 -m venv /tmp/ev && /tmp/ev/bin/python -m pip install -q --no-index \
 EF=/tmp/ev/bin/envforge
 $EF apply "$SPEC" --bundle "$BUNDLE" --yes --quiet || exit 1
 t0=$SECONDS
-$EF verify "$SPEC" --suite --bundle "$BUNDLE" --json > "$OUT/suite.json" 2> "$OUT/suite.err"
+# The device machine allows 10 minutes a call: the run is bounded below that, and what ran
+# by then is counted (verify then fails, saying the bound was reached).
+$EF verify "$SPEC" --suite --bundle "$BUNDLE" --suite-time-limit "${SUITE_TIME_LIMIT:-1200}" \
+  ${SUITE_WORKERS:+--suite-workers "$SUITE_WORKERS"} --json > "$OUT/suite.json" 2> "$OUT/suite.err"
 echo "verify --suite: exit $? in $((SECONDS - t0)) s"
 python3 - "$OUT/suite.json" <<'PY'
 import json, sys

@@ -97,4 +97,6 @@ def test_suite_without_a_test_group_in_the_lock_is_bad_input_before_anything_run
     assert main(["verify", spec, "--suite"]) == 2
     assert "no test group for --suite" in capsys.readouterr().err
     assert main(["verify", spec, "--suite", "--suite-workers", "0"]) == 2
+    assert main(["verify", spec, "--suite", "--suite-time-limit", "0"]) == 2
+    assert "--suite-time-limit 0" in capsys.readouterr().err
     assert not (tmp_path / "home" / "cache" / "suite").exists()
