@@ -152,7 +152,8 @@ def test_journal_bytes_match_its_entries_across_appends(tmp_path: Path) -> None:
     raw = journal.path.read_bytes()
     assert b"\r" not in raw
     reopened = Journal(tmp_path / "state")
-    assert [e.op for e in reopened.entries()] == ["step-begin", "backup", "registry", "step-done"]
+    assert [e.op for e in reopened.entries()] == ["step-begin", "backup", "wrote", "registry",
+                                                  "step-done"]
     Transaction(reopened, "more").begin()
     assert journal.path.read_bytes().startswith(raw)
 
