@@ -129,6 +129,7 @@ class PlatformLock(Frozen):
     artifacts: tuple[LockedArtifact, ...] = ()
     theano_flag_spelling: Literal["dots", "double-underscores"] | None = None
     expect: Expectations
+    pypi_python: str | None = None  # the full Python version PyPI was resolved for
 
 
 class LockMeta(Frozen):
@@ -138,6 +139,7 @@ class LockMeta(Frozen):
     spec_name: str
     spec_hash: str
     pypi_index: str | None = None
+    pypi_as_of: str | None = None  # files uploaded after this day were not considered
     conda_channels: tuple[str, ...] = ()
     debian_suite: str | None = None
 

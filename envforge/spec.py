@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import tomllib
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,6 +63,9 @@ class PypiSection(Frozen):
     packages: tuple[str, ...] = ()
     # Dependencies another source (Debian, conda) already provides: resolved, not installed.
     provided_elsewhere: tuple[str, ...] = ()
+    # Resolve as of this day (uv's --exclude-newer): only files uploaded before it count, so a
+    # legacy project gets the versions of its era (e.g. protobuf 3.x, not 4.x).
+    as_of: date | None = None
 
 
 class DebianSection(Frozen):

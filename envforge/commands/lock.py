@@ -34,12 +34,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
-    if pspec.pypi.packages:
-        from envforge.resolve.pypi import resolve_pypi
-
-        pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
-                            python=pspec.python.minor, index=pspec.pypi.index,
-                            exclude=pspec.pypi.provided_elsewhere)
+    pypi_python: str | None = None
     if pspec.environment.kind == "conda":
         from envforge.resolve.conda import solve_conda
 
@@ -53,6 +48,18 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         deb = resolution.records
         if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
             notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+    if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
+        from envforge.resolve.pypi import resolve_pypi
+        from envforge.resolve.pyversion import resolver_python
+
+        target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
+        pypi_python = target.version
+        if notes is not None and target.version != pspec.python.version:
+            notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
+                         f"({target.origin})")
+        pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
+                            python=target.version, index=pspec.pypi.index,
+                            exclude=pspec.pypi.provided_elsewhere, as_of=pspec.pypi.as_of)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
@@ -61,7 +68,19 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         artifacts=locked_artifacts(pspec),
         theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
+        pypi_python=pypi_python,
     )
+
+
+def _host_python(minor: str) -> str | None:
+    """The version of the interpreter apply would use for a venv, when this host has one."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    try:
+        return find_interpreter(minor).version
+    except StepError:
+        return None
 
 
 def _spelling(theano: str | None) -> str | None:
@@ -86,9 +105,18 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     todo = [p for p in spec.project.platforms if p in wanted and not (
         reusable and previous is not None and p in previous.platforms)]
     # Platforms resolve independently; their uv runs and downloads overlap in threads.
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes), todo),
-                         strict=True))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
+                                             todo), strict=True))
+    except ResolveError as exc:
+        from envforge.resolve.pypi import UnsatisfiableError
+
+        if not isinstance(exc, UnsatisfiableError):
+            raise
+        from envforge.resolve.pypi_explain import explain_unsatisfiable
+
+        raise explain_unsatisfiable(spec, exc) from None
     locked: dict[Platform, PlatformLock] = {}
     for platform in spec.project.platforms:
         if platform in fresh:
@@ -103,6 +131,7 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
             spec_hash=spec.content_hash,
             pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
             else None,
+            pypi_as_of=first.pypi.as_of.isoformat() if first.pypi.as_of else None,
             conda_channels=first.environment.channels if first.environment.kind == "conda" else (),
             debian_suite=first.debian.suite if first.debian else None,
         ),

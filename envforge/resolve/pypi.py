@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -19,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import parse_wheel_filename
 
-from envforge.errors import ResolveError, ToolError
+from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
@@ -73,9 +74,32 @@ def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Build back-ends uv puts into the isolated build of a legacy sdist (``setuptools>=40.8.0``
+# for a bare setup.py): exempt from ``as_of``, or any cut-off before 2018-04 fails every build.
+BUILD_BACKENDS = ("setuptools", "wheel")
+
+
+class UnsatisfiableError(ResolveError):
+    """uv found no solution: the requirements themselves, not the host or the network."""
+
+    def __init__(self, *, requirements: tuple[str, ...], platform: Platform, python: str,
+                 index: str, as_of: date | None, uv_output: str) -> None:
+        self.requirements = requirements
+        self.platform = platform
+        self.python = python
+        self.index = index
+        self.as_of = as_of
+        self.uv_output = uv_output
+        super().__init__(f"PyPI resolution for {platform} (Python {python}) found no solution")
+
+
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
-                 index: str, exclude: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
-    """Resolve requirements for the target; one locked file per package, sorted by name."""
+                 index: str, exclude: Iterable[str] = (),
+                 as_of: date | None = None) -> tuple[LockedPypiFile, ...]:
+    """Resolve requirements for the target; one locked file per package, sorted by name.
+
+    ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
+    as 3.7.0 and refuses anything that requires ``>=3.7.1`` (pandas 1.2-1.3.5)."""
     reqs = list(requirements)
     if not reqs:
         return ()
@@ -91,11 +115,18 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         ]
         for name in exclude:
             args += ["--no-emit-package", name]
-        try:
-            proc.run(args, env=uv_environ())
-        except ToolError as exc:
-            raise ResolveError(f"PyPI resolution for {platform} (Python {python}) failed: {exc}") \
-                from None
+        if as_of is not None:
+            args += ["--exclude-newer", as_of.isoformat()]
+            for name in BUILD_BACKENDS:
+                args += ["--exclude-newer-package", f"{name}=false"]
+        done = proc.run(args, env=uv_environ(), check=False)
+        if done.returncode != 0:
+            where = f"PyPI resolution for {platform} (Python {python})"
+            if "No solution found" in done.stderr:
+                raise UnsatisfiableError(requirements=tuple(reqs), platform=platform,
+                                         python=python, index=index, as_of=as_of,
+                                         uv_output=done.stderr)
+            raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
     return pick_files(pylock, platform=platform, python=python)
 
