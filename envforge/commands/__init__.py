@@ -19,6 +19,7 @@ COMMAND_MODULES: dict[str, str] = {
     "rollback": "envforge.commands.apply", "status": "envforge.commands.apply",
     "run": "envforge.commands.apply", "verify": "envforge.commands.verify",
     "bundle": "envforge.commands.bundle", "doctor": "envforge.commands.doctor",
+    "init": "envforge.commands.init",
 }
 
 

@@ -1,15 +1,19 @@
-"""A project's releases as a package index lists them (PEP 691 JSON), for error messages."""
+"""A project's files as a package index lists them (PEP 691 JSON): for init's proposals and
+for error messages, never for resolution (uv does that)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from envforge.resolve.releases import Release, releases_from_files
 
 _JSON = "application/vnd.pypi.simple.v1+json"
 
 
-def index_releases(index: str, name: str, *, timeout: float = 30) -> list[Release] | None:
-    """Every release of ``name`` on ``index``; None when the index cannot say (HTML only,
-    unreachable): a message then goes without the list rather than fail a second time."""
+def index_files(index: str, name: str, *, timeout: float = 30) -> list[Mapping[str, Any]] | None:
+    """Every file of ``name`` on ``index`` (filename, requires-python, upload-time, yanked);
+    [] when the index has no such project, None when it cannot say (HTML only, unreachable)."""
     import requests
     from packaging.utils import canonicalize_name
 
@@ -24,4 +28,11 @@ def index_releases(index: str, name: str, *, timeout: float = 30) -> list[Releas
         files = response.json().get("files", [])
     except (requests.RequestException, ValueError):
         return None
-    return releases_from_files(files)
+    return [f for f in files if isinstance(f, dict)]
+
+
+def index_releases(index: str, name: str) -> list[Release] | None:
+    """The releases of ``name``; None when the index cannot say: a message then goes without
+    the list rather than fail a second time."""
+    files = index_files(index, name)
+    return None if files is None else releases_from_files(files)

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from envforge.errors import ResolveError
 from envforge.host import proc
@@ -117,7 +118,7 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             args += ["--no-emit-package", name]
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
-            for name in BUILD_BACKENDS:
+            for name in (*BUILD_BACKENDS, *exact_names(reqs)):
                 args += ["--exclude-newer-package", f"{name}=false"]
         done = proc.run(args, env=uv_environ(), check=False)
         if done.returncode != 0:
@@ -129,6 +130,21 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
     return pick_files(pylock, platform=platform, python=python)
+
+
+def exact_names(requirements: Iterable[str]) -> list[str]:
+    """The names pinned with ``==``: taken as written, whatever ``as_of`` says (their own
+    dependencies still follow it), so a pin newer than the era does not need a later day."""
+    names: list[str] = []
+    for text in requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if any(s.operator in ("==", "===") and "*" not in s.version
+               for s in requirement.specifier):
+            names.append(canonicalize_name(requirement.name))
+    return names
 
 
 def pick_files(pylock: Mapping[str, Any], *, platform: Platform,

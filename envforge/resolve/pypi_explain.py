@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envforge.errors import SpecError
-from envforge.resolve.pypi import UnsatisfiableError
+from envforge.resolve.pypi import UnsatisfiableError, exact_names
 from envforge.resolve.releases import Release, supports, usable
 from envforge.spec import Spec
 from envforge.tomlpos import key_lines, line_of
@@ -39,8 +39,9 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
         releases = lookup(exc.index, requirement.name)
         if releases is None:
             continue
-        message = culprit_message(requirement, releases, python=exc.python, as_of=exc.as_of,
-                                  platform=exc.platform)
+        dated = canonicalize_name(requirement.name) not in exact_names(exc.requirements)
+        message = culprit_message(requirement, releases, python=exc.python,
+                                  as_of=exc.as_of if dated else None, platform=exc.platform)
         if message is not None:
             raw = next(r for r in exc.requirements if _name(r) == canonicalize_name(
                 requirement.name))
