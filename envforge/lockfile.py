@@ -31,6 +31,10 @@ class LockedPypiFile(Frozen):
     url: str
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: int | None = None
+    # Where a file from outside the index came from (None: the index). Such files are
+    # installed by their cached copy, not looked up on the index by name.
+    origin: Literal["git", "path", "find-links"] | None = None
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")  # git: the commit
 
 
 class LockedCondaPackage(Frozen):
@@ -140,6 +144,7 @@ class LockMeta(Frozen):
     spec_hash: str
     pypi_index: str | None = None
     pypi_as_of: str | None = None  # files uploaded after this day were not considered
+    pypi_find_links: tuple[str, ...] | None = None  # None: none given
     conda_channels: tuple[str, ...] = ()
     debian_suite: str | None = None
 

@@ -66,6 +66,9 @@ class PypiSection(Frozen):
     # Resolve as of this day (uv's --exclude-newer): only files uploaded before it count, so a
     # legacy project gets the versions of its era (e.g. protobuf 3.x, not 4.x).
     as_of: date | None = None
+    # Folders or pages of distribution files looked at besides the index (pip's --find-links);
+    # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
+    find_links: tuple[str, ...] = ()
 
 
 class DebianSection(Frozen):

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +75,8 @@ def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+GitFile = Callable[[str, str, Mapping[str, Any]], LockedPypiFile]
+
 # Build back-ends uv puts into the isolated build of a legacy sdist (``setuptools>=40.8.0``
 # for a bare setup.py): exempt from ``as_of``, or any cut-off before 2018-04 fails every build.
 BUILD_BACKENDS = ("setuptools", "wheel")
@@ -96,7 +98,8 @@ class UnsatisfiableError(ResolveError):
 
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
                  index: str, exclude: Iterable[str] = (),
-                 as_of: date | None = None) -> tuple[LockedPypiFile, ...]:
+                 as_of: date | None = None,
+                 find_links: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
 
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
@@ -116,6 +119,9 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         ]
         for name in exclude:
             args += ["--no-emit-package", name]
+        links = tuple(find_links)
+        for link in links:
+            args += ["--find-links", link]
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
             for name in (*BUILD_BACKENDS, *exact_names(reqs)):
@@ -129,7 +135,29 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                                          uv_output=done.stderr)
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
-    return pick_files(pylock, platform=platform, python=python)
+    return pick_files(pylock, platform=platform, python=python, find_links=links,
+                      git_file=archive_git_dependency)
+
+
+def archive_git_dependency(name: str, version: str, vcs: Mapping[str, Any]) -> LockedPypiFile:
+    """A git dependency as the locked file: its commit's archive, made once into envforge's
+    content-addressed cache (where apply and bundle find it by sha256)."""
+    from envforge.host.archives import sha256_file
+    from envforge.host.fetch import FileRef, cache_path
+    from envforge.host.gitsource import archive_commit, git_url
+
+    repo, commit = str(vcs["url"]), str(vcs["commit-id"])
+    filename = f"{name.replace('-', '_')}-{version}.tar.gz"
+    with tempfile.TemporaryDirectory(prefix="envforge-git-") as tmp:
+        made = Path(tmp) / filename
+        archive_commit(repo, commit, filename.removesuffix(".tar.gz"), made)
+        sha = sha256_file(made)
+        ref = FileRef(git_url(repo, commit), sha, filename, made.stat().st_size)
+        target = cache_path(envforge_dirs().cache, ref)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(made, target)
+    return LockedPypiFile(name=name, version=version, kind="sdist", filename=filename,
+                          url=ref.url, sha256=sha, size=ref.size, origin="git", commit=commit)
 
 
 def exact_names(requirements: Iterable[str]) -> list[str]:
@@ -147,13 +175,19 @@ def exact_names(requirements: Iterable[str]) -> list[str]:
     return names
 
 
-def pick_files(pylock: Mapping[str, Any], *, platform: Platform,
-               python: str) -> tuple[LockedPypiFile, ...]:
-    """From a PEP 751 document, the one file per package that the target installs."""
+def pick_files(pylock: Mapping[str, Any], *, platform: Platform, python: str,
+               find_links: tuple[str, ...] = (),
+               git_file: GitFile | None = None) -> tuple[LockedPypiFile, ...]:
+    """From a PEP 751 document, the one file per package that the target installs; a git
+    dependency becomes the file ``git_file`` makes of its commit."""
     ranks = {tag: rank for rank, tag in enumerate(target_tags(platform, python))}
     locked = []
     for package in pylock.get("packages", []):
         name, version = package["name"], package["version"]
+        direct = _direct_file(package, git_file)
+        if direct is not None:
+            locked.append(direct)
+            continue
         best: tuple[int, Mapping[str, Any]] | None = None
         for wheel in package.get("wheels", []):
             filename = _filename(wheel)
@@ -162,13 +196,34 @@ def pick_files(pylock: Mapping[str, Any], *, platform: Platform,
             if rank is not None and (best is None or rank < best[0]):
                 best = (rank, wheel)
         if best is not None:
-            locked.append(_locked(name, version, "wheel", best[1]))
+            locked.append(_locked(name, version, "wheel", best[1], find_links))
         elif "sdist" in package:
-            locked.append(_locked(name, version, "sdist", package["sdist"]))
+            locked.append(_locked(name, version, "sdist", package["sdist"], find_links))
         else:
             raise ResolveError(f"{name} {version} has no file for {platform} "
                                f"(Python {python}) and no sdist")
     return tuple(sorted(locked, key=lambda f: f.name))
+
+
+def _direct_file(package: Mapping[str, Any], git_file: GitFile | None) -> LockedPypiFile | None:
+    """A package given by URL rather than found on an index: git, or a local archive."""
+    name, version = package["name"], package["version"]
+    if "vcs" in package:
+        if package["vcs"].get("type") != "git" or git_file is None:
+            raise ResolveError(f"{name}: only git dependencies can be locked "
+                               f"({package['vcs'].get('type')} given)")
+        return git_file(name, version, package["vcs"])
+    if "directory" in package:
+        raise ResolveError(f"{name}: a local folder ({package['directory'].get('path')}) has no "
+                           "hash to lock: commit it and give `name @ git+file:///…@REV`, or "
+                           "build an sdist and give `name @ file:///…/name-1.0.tar.gz`")
+    if "archive" not in package:
+        return None
+    archive = package["archive"]
+    where = archive.get("url") or Path(str(archive["path"])).absolute().as_uri()
+    entry = {**archive, "url": where}
+    kind: Literal["wheel", "sdist"] = "wheel" if _filename(entry).endswith(".whl") else "sdist"
+    return _locked(name, version, kind, entry, (), origin="path")
 
 
 def _filename(entry: Mapping[str, Any]) -> str:
@@ -178,12 +233,16 @@ def _filename(entry: Mapping[str, Any]) -> str:
 
 
 def _locked(name: str, version: str, kind: Literal["wheel", "sdist"],
-            entry: Mapping[str, Any]) -> LockedPypiFile:
+            entry: Mapping[str, Any], find_links: tuple[str, ...],
+            origin: Literal["path"] | None = None) -> LockedPypiFile:
     sha = entry.get("hashes", {}).get("sha256")
     if not sha:
         raise ResolveError(f"{name} {version}: the index gave no sha256 for {_filename(entry)}")
+    url = str(entry["url"])
+    linked = url.startswith("file:") or any(url.startswith(link) for link in find_links)
     return LockedPypiFile(name=name, version=version, kind=kind,
-                          filename=_filename(entry), url=str(entry["url"]), sha256=sha,
-                          size=entry.get("size"))
+                          filename=_filename(entry), url=url, sha256=sha,
+                          size=entry.get("size"),
+                          origin=origin or ("find-links" if linked else None))
 
 

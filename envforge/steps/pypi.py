@@ -48,6 +48,17 @@ def _uv() -> str | None:
         return None
 
 
+def _requirement(ctx: StepContext, f: LockedPypiFile) -> str:
+    """Index files by name and version; a git, local or find-links file by its verified copy
+    (the index has no such file to look up)."""
+    if f.origin is None:
+        return f"{f.name}=={f.version}"
+    from envforge.host.fetch import FileRef, obtain
+
+    path = obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=ctx.dirs.cache)
+    return f"{f.name} @ {path.as_uri()}"
+
+
 class PypiInstallStep:
     name = "pypi-packages"
 
@@ -73,7 +84,7 @@ class PypiInstallStep:
             return
         with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
             req = Path(tmp) / "requirements.txt"
-            req.write_text("".join(f"{f.name}=={f.version} --hash=sha256:{f.sha256}\n"
+            req.write_text("".join(f"{_requirement(ctx, f)} --hash=sha256:{f.sha256}\n"
                                    for f in todo), encoding="utf-8")
             args = [uv, "pip", "install", "--python", str(ctx.layout.python),
                     "--no-deps", "--require-hashes", "--no-config", "-r", str(req),

@@ -99,7 +99,9 @@ def test_a_day_that_does_not_resolve_is_left_commented_with_the_reason(tmp_path:
 
 @pytest.mark.network
 @pytest.mark.slow
-def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path) -> None:
+def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge-home"))
     root = repo_copy(tmp_path, "deepsurv", commit_day="2019-08-15")
     (tmp_path / "specs").mkdir()
     out = tmp_path / "specs" / "deepsurv.toml"
