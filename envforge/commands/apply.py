@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import subprocess
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -219,10 +219,23 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
             raise InputError(f"envforge run: unknown option {unknown[0]!r} before '--'")
         prefix = known.prefix or prefix
     if not words:
-        raise InputError("envforge run SPEC [--prefix P] -- COMMAND [ARGS...]: no command given")
+        raise InputError(f"{RUN_USAGE}: no command given")
     ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui)
-    env = apply_edits(load_edits(ctx.prefix), os.environ, pathsep=os.pathsep)
-    return subprocess.call(words, env=env)
+    try:
+        edits = load_edits(ctx.prefix)
+    except (OSError, ValueError):
+        raise InputError(f"{args.spec}: not applied at {ctx.prefix}: run `envforge apply "
+                         f"{args.spec}` first") from None
+    env = apply_edits(edits, os.environ, pathsep=os.pathsep)
+    if shutil.which(words[0], path=env.get("PATH")) is None:
+        raise InputError(f"envforge run: {words[0]}: command not found in the environment "
+                         f"({ctx.prefix}) or on PATH")
+    from envforge.host.child import run_child
+
+    return run_child(words, env)
+
+
+RUN_USAGE = "envforge run SPEC [--prefix P] -- COMMAND [ARGS...]"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
@@ -253,7 +266,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     common(status)
     status.set_defaults(handler=run_status)
 
-    run = sub.add_parser("run", help="run a command inside an applied environment")
+    run = sub.add_parser(
+        "run", help="run a command inside an applied environment", usage=RUN_USAGE,
+        description="Runs COMMAND with the environment's variables (PATH, library path, "
+        "THEANORC). Put `--` before COMMAND so its own options are not taken for envforge's. "
+        "Ctrl-C and SIGTERM reach COMMAND, envforge waits for it and exits with its status "
+        "(128+N when signal N ended it).")
     run.add_argument("spec")
     run.add_argument("--prefix", type=Path)
     run.add_argument("cmd", nargs=argparse.REMAINDER)
