@@ -197,8 +197,8 @@ def _type(prop: dict[str, Any]) -> str:
         return "date"
     if "pattern" in prop:
         return f"string `{prop['pattern']}`".replace("|", "\\|")
-    return {"string": "string", "integer": "integer", "number": "float",
-            "boolean": "boolean"}.get(kind, kind)
+    names = {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean"}
+    return names.get(str(kind), str(kind))
 
 
 def _toml(value: Any) -> str:
