@@ -132,7 +132,8 @@ def _short(target: str, prefix: str) -> str:
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
-                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True)
+                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
+                  locks_dir=args.locks_dir)
     steps = build_steps(ctx)
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
@@ -210,17 +211,21 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
 
     words = list(args.cmd)
     prefix = args.prefix
+    locks_dir = args.locks_dir
     if "--" in words:  # envforge's own options may sit between SPEC and "--"
         options, words = words[: words.index("--")], words[words.index("--") + 1:]
         parsed = argparse.ArgumentParser(prog="envforge run", add_help=False)
         parsed.add_argument("--prefix", type=Path)
+        parsed.add_argument("--locks-dir", type=Path)
         known, unknown = parsed.parse_known_args(options)
         if unknown:
             raise InputError(f"envforge run: unknown option {unknown[0]!r} before '--'")
         prefix = known.prefix or prefix
+        locks_dir = known.locks_dir or locks_dir
     if not words:
         raise InputError(f"{RUN_USAGE}: no command given")
-    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui)
+    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui,
+                  locks_dir=locks_dir)
     try:
         edits = load_edits(ctx.prefix)
     except (OSError, ValueError):
@@ -235,7 +240,7 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
     return run_child(words, env)
 
 
-RUN_USAGE = "envforge run SPEC [--prefix P] -- COMMAND [ARGS...]"
+RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
@@ -244,6 +249,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
         parser = sub.add_parser(name, help=help_text)
         parser.add_argument("spec")
         parser.add_argument("--prefix", type=Path, help="where the environment goes")
+        parser.add_argument("--locks-dir", type=Path, default=None,
+                            help="where the lock is (default: locks/ beside the specs folder)")
         parser.add_argument("--artifact", action="append", default=[], metavar="ROLE=PATH",
                             help="a file you downloaded, e.g. cudnn=cudnn-10.2-...zip")
         parser.add_argument("--bundle", type=Path, metavar="DIR",
@@ -274,6 +281,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
         "(128+N when signal N ended it).")
     run.add_argument("spec")
     run.add_argument("--prefix", type=Path)
+    run.add_argument("--locks-dir", type=Path, default=None)
     run.add_argument("cmd", nargs=argparse.REMAINDER)
     common(run)
     run.set_defaults(handler=run_in_env)

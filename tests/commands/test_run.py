@@ -53,7 +53,8 @@ def test_help_shows_the_double_dash(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = capsys.readouterr().out
-    assert "envforge run SPEC [--prefix P] -- COMMAND [ARGS...]" in out and "`--`" in out
+    assert "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]" in out
+    assert "`--`" in out
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +140,24 @@ def test_unapplied_spec_and_missing_command_are_one_line_errors(
         assert done.returncode == 2
         assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_plan_and_run_find_a_lock_in_another_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(repo / "specs" / "theano-cpu.toml", spec)
+    shutil.copy(repo / "locks" / "theano-cpu.lock", tmp_path / "elsewhere")
+    prefix = str(tmp_path / "env")
+    assert main(["plan", str(spec), "--prefix", prefix]) == 2  # locks/ beside specs/: none
+    assert main(["plan", str(spec), "--prefix", prefix, "--locks-dir",
+                 str(tmp_path / "elsewhere")]) == 3  # found: changes pending
+    assert main(["run", str(spec), "--prefix", prefix, "--locks-dir",
+                 str(tmp_path / "elsewhere"), "--", "true"]) == 2
+    assert "not applied at" in capsys.readouterr().err  # the lock was found
