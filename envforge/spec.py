@@ -69,6 +69,15 @@ class PypiSection(Frozen):
     # Folders or pages of distribution files looked at besides the index (pip's --find-links);
     # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
     find_links: tuple[str, ...] = ()
+    # Requirement lines that limit versions without adding packages (uv's --constraint),
+    # replace every package's requirement on a name (--override), limit the packages an sdist
+    # build installs (--build-constraints, e.g. gensim 3.8.3's Cython==0.29.14).
+    constraints: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    build_constraints: tuple[str, ...] = ()
+    # Package names (or ":all:") to take only as wheels, or only from their sdist.
+    only_binary: tuple[str, ...] = ()
+    no_binary: tuple[str, ...] = ()
 
 
 class DebianSection(Frozen):

@@ -41,6 +41,14 @@ KEYS: dict[str, tuple[str, str]] = {
                    "2019-08-15"),
     "pypi.find_links": ("folders or pages of distribution files besides the index",
                         '["./wheels"]'),
+    "pypi.constraints": ("requirement lines that limit versions without adding packages "
+                         "(uv's --constraint)", '["numpy<1.20"]'),
+    "pypi.overrides": ("requirement lines that replace every package's requirement on that "
+                       "name (uv's --override)", '["protobuf<4"]'),
+    "pypi.build_constraints": ("pins for what sdist builds install, at lock and apply",
+                               '["Cython==0.29.14"]'),
+    "pypi.only_binary": ("packages (or \":all:\") taken only as wheels", '["numpy"]'),
+    "pypi.no_binary": ("packages (or \":all:\") installed from their sdist", '["gensim"]'),
     "debian.suite": ("the Debian release whose archive provides packages", '"bookworm"'),
     "debian.mirror": ("the archive's URL", '"https://deb.debian.org/debian"'),
     "debian.components": ("archive components", '["main"]'),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envforge import __version__
 from envforge.errors import InputError, ResolveError, StaleLockError
@@ -25,6 +26,9 @@ from envforge.lockfile import (
 )
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
+
+if TYPE_CHECKING:
+    from envforge.resolve.pypi import BuildControls
 
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
@@ -60,7 +64,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
                             python=target.version, index=pspec.pypi.index,
                             exclude=pspec.pypi.provided_elsewhere, as_of=pspec.pypi.as_of,
-                            find_links=pspec.pypi.find_links)
+                            find_links=pspec.pypi.find_links, controls=_controls(pspec))
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
@@ -71,6 +75,15 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         expect=expectations_for(pspec, versions),
         pypi_python=pypi_python,
     )
+
+
+def _controls(pspec: PlatformSpec) -> BuildControls:
+    from envforge.resolve.pypi import BuildControls
+
+    section = pspec.pypi
+    return BuildControls(constraints=section.constraints, overrides=section.overrides,
+                         build_constraints=section.build_constraints,
+                         only_binary=section.only_binary, no_binary=section.no_binary)
 
 
 def _host_python(minor: str) -> str | None:

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +76,37 @@ def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class BuildControls:
+    """The spec's constraints, overrides and wheel/sdist choices, as uv takes them."""
+
+    constraints: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    build_constraints: tuple[str, ...] = ()
+    only_binary: tuple[str, ...] = ()
+    no_binary: tuple[str, ...] = ()
+
+    def uv_args(self, folder: Path) -> list[str]:
+        """uv's options, the requirement lists written as files into ``folder``."""
+        args: list[str] = []
+        for option, lines in (("--constraint", self.constraints),
+                              ("--override", self.overrides),
+                              ("--build-constraints", self.build_constraints)):
+            if lines:
+                path = folder / f"{option.strip('-')}.txt"
+                path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                args += [option, str(path)]
+        for option, names in (("--only-binary", self.only_binary),
+                              ("--no-binary", self.no_binary)):
+            for name in names:
+                args += [option, name]
+        return args
+
+    def wants(self, name: str, names: tuple[str, ...]) -> bool:
+        return ":all:" in names or canonicalize_name(name) in {
+            canonicalize_name(n) for n in names if n != ":all:"}
+
+
 GitFile = Callable[[str, str, Mapping[str, Any]], LockedPypiFile]
 
 # Build back-ends uv puts into the isolated build of a legacy sdist (``setuptools>=40.8.0``
@@ -99,7 +131,8 @@ class UnsatisfiableError(ResolveError):
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
                  index: str, exclude: Iterable[str] = (),
                  as_of: date | None = None,
-                 find_links: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
+                 find_links: Iterable[str] = (),
+                 controls: BuildControls | None = None) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
 
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
@@ -122,6 +155,8 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         links = tuple(find_links)
         for link in links:
             args += ["--find-links", link]
+        controls = controls or BuildControls()
+        args += controls.uv_args(Path(tmp))
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
             for name in (*BUILD_BACKENDS, *exact_names(reqs)):
@@ -136,7 +171,7 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
     return pick_files(pylock, platform=platform, python=python, find_links=links,
-                      git_file=archive_git_dependency)
+                      git_file=archive_git_dependency, controls=controls)
 
 
 def archive_git_dependency(name: str, version: str, vcs: Mapping[str, Any]) -> LockedPypiFile:
@@ -177,11 +212,13 @@ def exact_names(requirements: Iterable[str]) -> list[str]:
 
 def pick_files(pylock: Mapping[str, Any], *, platform: Platform, python: str,
                find_links: tuple[str, ...] = (),
-               git_file: GitFile | None = None) -> tuple[LockedPypiFile, ...]:
+               git_file: GitFile | None = None,
+               controls: BuildControls | None = None) -> tuple[LockedPypiFile, ...]:
     """From a PEP 751 document, the one file per package that the target installs; a git
     dependency becomes the file ``git_file`` makes of its commit."""
     ranks = {tag: rank for rank, tag in enumerate(target_tags(platform, python))}
     locked = []
+    controls = controls or BuildControls()
     for package in pylock.get("packages", []):
         name, version = package["name"], package["version"]
         direct = _direct_file(package, git_file)
@@ -189,7 +226,8 @@ def pick_files(pylock: Mapping[str, Any], *, platform: Platform, python: str,
             locked.append(direct)
             continue
         best: tuple[int, Mapping[str, Any]] | None = None
-        for wheel in package.get("wheels", []):
+        wheels = [] if controls.wants(name, controls.no_binary) else package.get("wheels", [])
+        for wheel in wheels:
             filename = _filename(wheel)
             tags = parse_wheel_filename(filename)[3]
             rank = min((ranks[t] for t in tags if t in ranks), default=None)
@@ -197,6 +235,9 @@ def pick_files(pylock: Mapping[str, Any], *, platform: Platform, python: str,
                 best = (rank, wheel)
         if best is not None:
             locked.append(_locked(name, version, "wheel", best[1], find_links))
+        elif controls.wants(name, controls.only_binary):
+            raise ResolveError(f"{name} {version} has no wheel for {platform} (Python {python}) "
+                               "and [pypi] only_binary names it")
         elif "sdist" in package:
             locked.append(_locked(name, version, "sdist", package["sdist"], find_links))
         else:

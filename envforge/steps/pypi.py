@@ -91,5 +91,10 @@ class PypiInstallStep:
                     "--index-url", ctx.pypi_index,
                     # byte-compile now, so the first verify or import does not pay for it
                     "--compile-bytecode"]
+            if ctx.pspec.pypi.build_constraints:  # the same build pins as at lock time
+                pins = Path(tmp) / "build-constraints.txt"
+                pins.write_text("\n".join(ctx.pspec.pypi.build_constraints) + "\n",
+                                encoding="utf-8")
+                args += ["--build-constraints", str(pins)]
             env = uv_environ(ctx.environ)
             proc.run(args, env=env)
