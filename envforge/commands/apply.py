@@ -195,15 +195,39 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
         for state in sorted(dirs.state.iterdir()):
             record = read_record(state)
             if record is not None:
-                rows.append(record)
+                rows.append({**record, "drift": _drift(record)})
     if ui.json:
         ui.document("status", {"environments": rows})
     else:
-        ui.table("environments applied by envforge", ["spec", "prefix", "platform", "state"],
+        ui.table("environments applied by envforge",
+                 ["spec", "prefix", "platform", "state", "packages"],
                  [[r.get("spec_name"), r.get("prefix"), r.get("platform"),
-                   "applied" if r.get("complete") else "incomplete (apply again or roll back)"]
-                  for r in rows])
+                   "applied" if r.get("complete") else "incomplete (apply again or roll back)",
+                   r["drift"]["summary"]] for r in rows])
+        for r in rows:
+            for kind in ("extra", "other_version", "modified", "missing"):
+                for item in r["drift"].get(kind, [])[:20]:
+                    ui.info(f"{r.get('spec_name')}: {kind.replace('_', ' ')}: {item}")
     return 0
+
+
+def _drift(record: Mapping[str, object]) -> dict[str, object]:
+    """The environment's PyPI packages against its lock (envforge/drift.py)."""
+    from envforge.drift import find_drift
+    from envforge.errors import EnvforgeError
+
+    try:
+        spec_path = Path(str(record["spec"]))
+        platform: Platform = record["platform"]  # type: ignore[assignment]
+        plock = load_lock(lock_path_for(spec_path)).platforms[platform]
+        prefix = Path(str(record["prefix"]))
+        site = Path(layout_for(platform, plock.environment, prefix, plock.python).site_packages)
+    except (EnvforgeError, KeyError, OSError) as exc:
+        return {"summary": f"not checked ({str(exc).splitlines()[0]})"}
+    drift = find_drift(site, plock.pypi, also_expected=[c.name for c in plock.conda])
+    return {"summary": drift.summary(), "extra": drift.extra,
+            "other_version": drift.other_version, "modified": drift.modified,
+            "missing": drift.missing}
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
