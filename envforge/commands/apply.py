@@ -256,12 +256,24 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
         raise InputError(f"{args.spec}: not applied at {ctx.prefix}: run `envforge apply "
                          f"{args.spec}` first") from None
     env = apply_edits(edits, os.environ, pathsep=os.pathsep)
+    _refuse_outside_pip(words[0], Path(ctx.layout.python).parent, args.spec)
     if shutil.which(words[0], path=env.get("PATH")) is None:
         raise InputError(f"envforge run: {words[0]}: command not found in the environment "
                          f"({ctx.prefix}) or on PATH")
     from envforge.host.child import run_child
 
     return run_child(words, env)
+
+
+def _refuse_outside_pip(command: str, bin_dir: Path, spec: str) -> None:
+    """``pip`` from the host's PATH would install into the host, not the environment."""
+    name = Path(command).name.removesuffix(".exe")
+    is_pip = (name.startswith("pip") and name.removeprefix("pip").replace(".", "").isdigit()) \
+        or name == "pip"
+    if is_pip and not any((bin_dir / f"{name}{ext}").is_file() for ext in ("", ".exe")):
+        raise InputError(f"envforge run: the environment has no {name} (the host's would "
+                         f"install outside it): add \"pip\" to [pypi] packages in {spec} and "
+                         "lock and apply again, or install through the spec")
 
 
 RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]"

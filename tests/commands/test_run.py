@@ -161,3 +161,18 @@ def test_plan_and_run_find_a_lock_in_another_folder(
     assert main(["run", str(spec), "--prefix", prefix, "--locks-dir",
                  str(tmp_path / "elsewhere"), "--", "true"]) == 2
     assert "not applied at" in capsys.readouterr().err  # the lock was found
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_pip_is_refused_rather_than_the_hosts_used(
+        applied: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    """The environment has no pip; the host's pip on PATH would install outside it."""
+    spec, prefix, env = applied
+    assert not (prefix / "bin" / "pip").exists()
+    for command in ("pip", "pip3", "pip3.7"):
+        done = subprocess.run([sys.executable, "-m", "envforge", "run", str(spec), "--prefix",
+                               str(prefix), "--", command, "install", "toml"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and f"the environment has no {command}" in done.stderr
+    assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))
