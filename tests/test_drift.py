@@ -69,7 +69,7 @@ packages = ["six==1.16.0"]
 
 @pytest.mark.network
 @pytest.mark.slow
-def test_status_lists_what_changed_behind_envforges_back(tmp_path: Path) -> None:
+def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> None:
     (tmp_path / "specs").mkdir()
     spec = tmp_path / "specs" / "drifty.toml"
     spec.write_text(SPEC)
@@ -93,3 +93,10 @@ def test_status_lists_what_changed_behind_envforges_back(tmp_path: Path) -> None
     [drifted] = json.loads(envforge("status", "--json"))["environments"]
     assert drifted["drift"]["extra"] == ["toml 0.10.2"]
     assert drifted["drift"]["modified"] == ["six: six.py"]
+    assert subprocess.run([sys.executable, "-m", "envforge", "plan", str(spec), "--sync",
+                           "--prefix", str(prefix)], env=env, timeout=600).returncode == 3
+    envforge("apply", str(spec), "--sync", "--yes", "--prefix", str(prefix), "-q")
+    [synced] = json.loads(envforge("status", "--json"))["environments"]
+    assert synced["drift"]["summary"] == "as locked"
+    assert "# edited by hand" not in six.read_text()
+    assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))

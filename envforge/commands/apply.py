@@ -135,6 +135,10 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)
     steps = build_steps(ctx)
+    if getattr(args, "sync", False):
+        from envforge.steps.sync import SyncStep
+
+        steps = [*steps, SyncStep()]
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
     if ui.json and dry:
@@ -293,6 +297,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
                             help="provision from a bundle (`envforge bundle`), no network")
         parser.add_argument("--offline", action="store_true",
                             help="no network: use only envforge's cache")
+        parser.add_argument("--sync", action="store_true",
+                            help="also uninstall what the lock does not name and reinstall "
+                                 "locked packages whose files changed")
         if name == "apply":
             parser.add_argument("--dry-run", action="store_true", help="same as plan")
         parser.add_argument("-y", "--yes", action="store_true", help="do not ask")

@@ -48,7 +48,7 @@ def _uv() -> str | None:
         return None
 
 
-def _requirement(ctx: StepContext, f: LockedPypiFile) -> str:
+def requirement_line(ctx: StepContext, f: LockedPypiFile) -> str:
     """Index files by name and version; a git, local or find-links file by its verified copy
     (the index has no such file to look up)."""
     if f.origin is None:
@@ -84,7 +84,7 @@ class PypiInstallStep:
             return
         with tempfile.TemporaryDirectory(prefix="envforge-req-") as tmp:
             req = Path(tmp) / "requirements.txt"
-            req.write_text("".join(f"{_requirement(ctx, f)} --hash=sha256:{f.sha256}\n"
+            req.write_text("".join(f"{requirement_line(ctx, f)} --hash=sha256:{f.sha256}\n"
                                    for f in todo), encoding="utf-8")
             args = [uv, "pip", "install", "--python", str(ctx.layout.python),
                     "--no-deps", "--require-hashes", "--no-config", "-r", str(req),
