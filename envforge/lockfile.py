@@ -145,6 +145,7 @@ class LockMeta(Frozen):
     pypi_index: str | None = None
     pypi_as_of: str | None = None  # files uploaded after this day were not considered
     pypi_find_links: tuple[str, ...] | None = None  # None: none given
+    pypi_extra_indexes: tuple[str, ...] | None = None
     conda_channels: tuple[str, ...] = ()
     debian_suite: str | None = None
 

@@ -69,6 +69,9 @@ class PypiSection(Frozen):
     # Folders or pages of distribution files looked at besides the index (pip's --find-links);
     # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
     find_links: tuple[str, ...] = ()
+    # Indexes searched after ``index`` (uv's --extra-index-url; a name is taken from the first
+    # index that has it, so a public name cannot shadow a private one).
+    extra_indexes: tuple[str, ...] = ()
     # Requirement lines that limit versions without adding packages (uv's --constraint),
     # replace every package's requirement on a name (--override), limit the packages an sdist
     # build installs (--build-constraints, e.g. gensim 3.8.3's Cython==0.29.14).

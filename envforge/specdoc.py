@@ -41,6 +41,8 @@ KEYS: dict[str, tuple[str, str]] = {
                    "2019-08-15"),
     "pypi.find_links": ("folders or pages of distribution files besides the index",
                         '["./wheels"]'),
+    "pypi.extra_indexes": ("indexes searched after `index` (a name comes from the first "
+                           "that has it); recorded in the lock", '["https://mirror.example/simple"]'),
     "pypi.constraints": ("requirement lines that limit versions without adding packages "
                          "(uv's --constraint)", '["numpy<1.20"]'),
     "pypi.overrides": ("requirement lines that replace every package's requirement on that "

@@ -64,7 +64,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
                             python=target.version, index=pspec.pypi.index,
                             exclude=pspec.pypi.provided_elsewhere, as_of=pspec.pypi.as_of,
-                            find_links=pspec.pypi.find_links, controls=_controls(pspec))
+                            find_links=pspec.pypi.find_links, controls=_controls(pspec),
+                            extra_indexes=pspec.pypi.extra_indexes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
@@ -147,6 +148,7 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
             else None,
             pypi_as_of=first.pypi.as_of.isoformat() if first.pypi.as_of else None,
             pypi_find_links=first.pypi.find_links or None,
+            pypi_extra_indexes=first.pypi.extra_indexes or None,
             conda_channels=first.environment.channels if first.environment.kind == "conda" else (),
             debian_suite=first.debian.suite if first.debian else None,
         ),

@@ -132,7 +132,8 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                  index: str, exclude: Iterable[str] = (),
                  as_of: date | None = None,
                  find_links: Iterable[str] = (),
-                 controls: BuildControls | None = None) -> tuple[LockedPypiFile, ...]:
+                 controls: BuildControls | None = None,
+                 extra_indexes: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
 
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
@@ -157,6 +158,8 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             args += ["--find-links", link]
         controls = controls or BuildControls()
         args += controls.uv_args(Path(tmp))
+        for extra_index in extra_indexes:
+            args += ["--extra-index-url", extra_index]
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
             for name in (*BUILD_BACKENDS, *exact_names(reqs)):

@@ -91,6 +91,8 @@ class PypiInstallStep:
                     "--index-url", ctx.pypi_index,
                     # byte-compile now, so the first verify or import does not pay for it
                     "--compile-bytecode"]
+            for extra_index in ctx.pspec.pypi.extra_indexes:  # files stay pinned by hash
+                args += ["--extra-index-url", extra_index]
             if ctx.pspec.pypi.build_constraints:  # the same build pins as at lock time
                 pins = Path(tmp) / "build-constraints.txt"
                 pins.write_text("\n".join(ctx.pspec.pypi.build_constraints) + "\n",
