@@ -115,19 +115,41 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
     parse_spec(text, source=str(output))
     failure = None
     if not offline:
-        with ui.progress("resolving the draft once"):
-            failure = try_lock(text, str(output), platform)
-        if failure is not None and draft.as_of.value is not None:
-            dated = failure
-            undated = render_spec(_replace(draft, as_of_refused=f"it does not resolve: {dated}"))
-            failure = try_lock(undated, str(output), platform)
-            if failure is None:
-                draft = _replace(draft, as_of_refused=f"it does not resolve: {dated}")
-                text = undated
+        with ui.progress("resolving the draft"):
+            draft, text, failure = settle(draft, str(output), platform)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     _report(draft, output, failure, ui, resolved=not offline)
     return 0 if failure is None else 1
+
+
+def settle(draft: Draft, source: str, platform: Platform) -> tuple[Draft, str, str | None]:
+    """The first variant of the draft that resolves: as proposed; without the proposed day;
+    without the git dependencies (an unreachable host), with and without the day. What had
+    to go is kept in the spec as a comment with the reason. Returns the last failure too."""
+    text = render_spec(draft)
+    failure = try_lock(text, source, platform)
+    if failure is None:
+        return draft, text, None
+    first = failure
+    gits = {f.requirement for f in draft.repository.imported.requirements
+            if "@ git+" in f.requirement}
+    variants: list[dict[str, Any]] = []
+    if draft.as_of.value is not None:
+        variants.append({"as_of_refused": f"it does not resolve: {first}"})
+    if gits:
+        left_out = {g: f"it does not resolve: {first}" for g in sorted(gits)}
+        variants.append({"left_out": left_out})
+        if draft.as_of.value is not None:
+            variants.append({"left_out": left_out,
+                             "as_of_refused": f"it does not resolve: {first}"})
+    for changes in variants:
+        candidate = _replace(draft, **changes)
+        text = render_spec(candidate)
+        failure = try_lock(text, source, platform)
+        if failure is None:
+            return candidate, text, None
+    return draft, render_spec(draft), first
 
 
 def _replace(draft: Draft, **changes: Any) -> Draft:

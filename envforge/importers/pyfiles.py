@@ -9,6 +9,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -65,20 +66,25 @@ def add_requirement(text: str, origin: str, out: Imported) -> None:
     """One requirement line or list item: PEP 508, a bare VCS/archive URL, or unusable."""
     if text.startswith(_VCS) or re.match(r"^[a-z]+://", text):
         egg = _EGG.search(text)
-        what = egg.group(1) if egg else text
-        out.skipped.append(Skipped(text, origin, f"{what} from a URL ({_kind(text)}): "
-                                   "URL and git sources are not locked by init yet; pin a "
-                                   "release from the index instead if one will do"))
+        name = re.split(r"==|-\d", egg.group(1))[0] if egg else None
+        if text.startswith("git+") and name:  # pip's legacy spelling of a git dependency
+            url = re.sub(r"[#&]egg=[^&]*", "", text).rstrip("#&")
+            out.requirements.append(Found(f"{name} @ {url}", origin,
+                                          "a git dependency, locked by its commit"))
+            return
+        out.skipped.append(Skipped(text, origin, f"{name or text} from a URL ({_kind(text)}): "
+                                   "only git URLs are locked; pin a release from the index "
+                                   "if one will do"))
         return
     try:
         requirement = Requirement(text)
     except InvalidRequirement as exc:
         out.skipped.append(Skipped(text, origin, f"not a requirement: {exc}"))
         return
-    if requirement.url:
+    if requirement.url and not requirement.url.startswith(("git+", "file:")):
         out.skipped.append(Skipped(text, origin, f"{requirement.name} from a URL "
-                                   f"({_kind(requirement.url)}): URL and git sources are not "
-                                   "locked by init yet"))
+                                   f"({_kind(requirement.url)}): only git and local files are "
+                                   "locked"))
         return
     out.requirements.append(Found(str(requirement), origin))
 
@@ -194,7 +200,10 @@ def read_pipfile(name: str, text: str) -> Imported:
     for package, value in data.get("packages", {}).items():
         origin = f"{name}:{line_of(lines, ('packages', package)) or 1}"
         if isinstance(value, dict):
-            if any(k in value for k in ("git", "path", "file", "editable")):
+            if "git" in value:
+                add_requirement(_git_requirement(package, value), origin, out)
+                continue
+            if any(k in value for k in ("path", "file", "editable")):
                 out.skipped.append(Skipped(package, origin, "a git or path source: not locked "
                                            "by init yet"))
                 continue
@@ -219,7 +228,9 @@ def read_pipfile_lock(name: str, text: str) -> Imported:
         return out
     for package, entry in sorted(data.get("default", {}).items()):
         origin = f"{name}:{_line(text, json.dumps(package) + ':')}"
-        if "version" in entry:
+        if "git" in entry:
+            add_requirement(_git_requirement(package, entry), origin, out)
+        elif "version" in entry:
             markers = entry.get("markers")
             add_requirement(f"{package}{entry['version']}" + (f"; {markers}" if markers else ""),
                          origin, out)
@@ -230,6 +241,14 @@ def read_pipfile_lock(name: str, text: str) -> Imported:
     if python:
         out.python.append((f"=={python}", f"{name}:{_line(text, 'python_version')}"))
     return out
+
+
+def _git_requirement(package: str, entry: dict[str, Any]) -> str:
+    """Pipenv's ``{git = URL, ref = REV}`` as PEP 508: ``name @ git+URL@REV``."""
+    url = str(entry["git"])
+    url = url if url.startswith("git+") else f"git+{url}"
+    ref = entry.get("ref")
+    return f"{package} @ {url}@{ref}" if ref else f"{package} @ {url}"
 
 
 def _line(text: str, needle: str) -> int:

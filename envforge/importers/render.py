@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
 
@@ -23,6 +24,7 @@ class Draft:
     python: Proposal
     as_of: Proposal
     as_of_refused: str | None = None  # why the proposed day is left commented out
+    left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
 
 
@@ -56,9 +58,15 @@ def render_spec(draft: Draft) -> str:
     lines.append("packages = [")
     for found in repo.imported.requirements:
         comment = found.origin + (f"; {found.note}" if found.note else "")
+        why = draft.left_out.get(found.requirement)
+        if why is not None:
+            lines.append(_comment(f"    # {json.dumps(found.requirement)},  # {comment}; "
+                                  f"left out: {why}"))
+            continue
         lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
     lines.append("]")
-    if any(_is_theano(f.requirement) for f in repo.imported.requirements):
+    if any(_is_theano(f.requirement) for f in repo.imported.requirements
+           if f.requirement not in draft.left_out):
         lines += ["", "[compiler]", "# Theano compiles its kernels with the host's g++",
                   'kind = "gcc"']
     return "\n".join(lines) + "\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
 from envforge.importers.legacy_names import conda_to_pypi, map_requirement
 from envforge.importers.pyfiles import (
@@ -16,6 +18,7 @@ from envforge.importers.pyfiles import (
 from envforge.importers.repository import read_repository
 
 DATA = Path(__file__).parent / "data"
+LASAGNE = "a61b76fd991f84c50d9fd2ccdc01a9ed1a9f0c5b"  # the commit DeepSurv's line names
 
 
 def _text(relative: str) -> str:
@@ -29,11 +32,15 @@ def _pins(imported: object) -> list[tuple[str, str]]:
 def test_requirements_txt_with_a_git_line() -> None:
     got = read_requirements("requirements.txt", _text("deepsurv/requirements.txt"),
                             lambda _: None)
-    assert _pins(got) == [("theano>=0.8.2", "requirements.txt:3"), ("h5py", "requirements.txt:4"),
-                          ("lifelines", "requirements.txt:5"), ("Optunity", "requirements.txt:6"),
-                          ("tensorboard_logger", "requirements.txt:7")]
-    [git] = got.skipped
-    assert git.origin == "requirements.txt:2" and "lasagne" in git.reason and "git" in git.reason
+    assert _pins(got) == [
+        (f"lasagne @ git+https://github.com/Lasagne/Lasagne.git@{LASAGNE}", "requirements.txt:2"),
+        ("theano>=0.8.2", "requirements.txt:3"), ("h5py", "requirements.txt:4"),
+        ("lifelines", "requirements.txt:5"), ("Optunity", "requirements.txt:6"),
+        ("tensorboard_logger", "requirements.txt:7")]
+    assert got.skipped == []
+    archive = read_requirements("r.txt", "https://example.org/x-1.0.tar.gz#egg=x\n",
+                                lambda _: None)
+    assert archive.requirements == [] and "only git URLs" in archive.skipped[0].reason
 
 
 def test_requirements_includes_options_continuations_and_hashes() -> None:
@@ -77,12 +84,15 @@ def test_setup_cfg() -> None:
 
 def test_pipfile_and_its_lock() -> None:
     pipfile = read_pipfile("Pipfile", _text("pipenv/Pipfile"))
-    assert _pins(pipfile) == [("numpy==1.16.2", "Pipfile:7"), ("six", "Pipfile:8")]
+    assert _pins(pipfile) == [
+        ("numpy==1.16.2", "Pipfile:7"), ("six", "Pipfile:8"),
+        ("lasagne @ git+https://github.com/Lasagne/Lasagne.git@master", "Pipfile:9")]
     assert pipfile.python == [("==3.7", "Pipfile:15")]
-    assert pipfile.skipped[0].what == "lasagne"
     lock = read_pipfile_lock("Pipfile.lock", _text("pipenv/Pipfile.lock"))
-    assert _pins(lock) == [("numpy==1.16.2", "Pipfile.lock:15"), ("six==1.12.0", "Pipfile.lock:20")]
-    assert [s.what for s in lock.skipped] == ["lasagne"]  # pytest is development only
+    assert _pins(lock) == [
+        (f"lasagne @ git+https://github.com/Lasagne/Lasagne.git@{LASAGNE}", "Pipfile.lock:11"),
+        ("numpy==1.16.2", "Pipfile.lock:15"), ("six==1.12.0", "Pipfile.lock:20")]
+    assert lock.skipped == []  # pytest is development only
 
 
 def test_environment_yml_maps_conda_names_and_reports_native_ones() -> None:
@@ -128,10 +138,12 @@ def test_legacy_names_follow_the_knowledge_rows() -> None:
 def test_a_repository_is_merged_exact_pins_first() -> None:
     repo = read_repository(DATA / "deepsurv")
     assert repo.files == ("requirements.txt", "setup.py")
-    by_name = {f.requirement.split("=")[0].split(">")[0]: f for f in repo.imported.requirements}
+    by_name = {Requirement(f.requirement).name: f for f in repo.imported.requirements}
     theano = by_name["Theano-PyMC"]
     assert theano.origin == "requirements.txt:3, also setup.py:8" and theano.mapped
-    assert by_name["lasagne"].origin == "setup.py:9"  # the index's Lasagne 0.1; git is reported
+    lasagne = by_name["lasagne"]
+    assert lasagne.requirement.startswith("lasagne @ git+https://github.com/Lasagne/")
+    assert lasagne.origin == "requirements.txt:2, also setup.py:9"  # git, not PyPI's 0.1
     cfg = read_repository(DATA / "cfgpkg")
     assert [s.what for s in cfg.imported.skipped] == ["requirements-dev.txt"]
     pipenv = read_repository(DATA / "pipenv")
