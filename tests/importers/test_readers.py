@@ -148,3 +148,13 @@ def test_a_repository_is_merged_exact_pins_first() -> None:
     assert [s.what for s in cfg.imported.skipped] == ["requirements-dev.txt"]
     pipenv = read_repository(DATA / "pipenv")
     assert pipenv.files == ("Pipfile.lock",)
+
+
+def test_every_legacy_names_row_names_a_source() -> None:
+    import tomllib
+    from importlib import resources
+
+    data = tomllib.loads(resources.files("envforge.knowledge").joinpath("legacy_names.toml")
+                         .read_text(encoding="utf-8"))
+    rows = [row for table in data.values() for row in table]
+    assert len(rows) >= 12 and all(str(row.get("source", "")).strip() for row in rows)
