@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-gpu test-fast lint demo bench clean
+.PHONY: setup test test-gpu test-fast lint demo bench clean knowledge-check
 
 setup: $(VENV)/.installed
 
@@ -27,6 +27,11 @@ test-gpu:
 
 test-fast: lint
 	$(BIN)/pytest -m "not slow and not network and not gpu"
+
+# Every knowledge row names a source; every fetchable artifact's sha256 is its file's (network).
+knowledge-check: setup
+	$(BIN)/pytest -q tests/knowledge/test_data.py tests/knowledge/test_artifact_hashes.py \
+		tests/knowledge/test_single_source.py
 
 demo: setup
 	$(BIN)/envforge lock --check specs/theano-cpu.toml || $(BIN)/envforge lock specs/theano-cpu.toml

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envforge import __version__
-from envforge.errors import EnvforgeError, ExitCode
+from envforge.errors import EnvforgeError, ExitCode, host_refusal
 from envforge.spec import PLATFORMS
 from envforge.ui import UI
 
@@ -84,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvforgeError as exc:
         ui.error(str(exc))
         return int(exc.exit_code)
+    except OSError as exc:
+        message = host_refusal(exc)
+        if message is None:
+            raise
+        ui.error(message)
+        return int(ExitCode.FAILED)
     except KeyboardInterrupt:
         resume = "; `envforge apply` again resumes, `envforge rollback` undoes" \
             if args.command == "apply" else ""

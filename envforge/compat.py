@@ -28,6 +28,8 @@ from envforge.knowledge import (
     debian_package,
     erratum_for_flag,
     knowledge,
+    map_legacy_theano,
+    theano_distribution,
     theano_rules,
 )
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
@@ -217,6 +219,9 @@ def check_platform_spec(spec: PlatformSpec) -> list[Conflict]:
     pins = spec_pins(spec)
     _check_cudnn_cuda(spec, conflict)
     _check_debian_python(spec, conflict)
+    _check_not_on_pypi(spec, conflict)
+    if _check_theano_distributions(spec, conflict):
+        return found
     theano = _exact(pins, THEANO)
     if theano is not None:
         try:
@@ -239,6 +244,60 @@ def ensure_compatible(spec: Spec) -> None:
             first = conflicts[0]
             raise CompatibilityError(f"{platform}: {first.message}", source=first.source,
                                      fix=first.fix, path=spec.source)
+
+
+def _theano_requirements(spec: PlatformSpec) -> list[tuple[str, str, str]]:
+    """(distribution name, as written, where) of every ``theano`` package the spec names."""
+    found = []
+    for requirement in spec.pypi.packages:
+        pin = pypi_pin(requirement)
+        row = theano_distribution(pin[0]) if pin else None
+        if row is not None:
+            found.append((row.name, requirement, "pypi"))
+    for match_spec in spec.conda.packages:
+        conda = conda_pin(match_spec)
+        row = theano_distribution(conda[0]) if conda else None
+        if row is not None:
+            found.append((row.name, match_spec, "conda"))
+    return found
+
+
+def _check_theano_distributions(spec: PlatformSpec, conflict: _Report) -> bool:
+    """Theano and Theano-PyMC both install ``theano/``; envforge's rules are for Theano-PyMC.
+    True when the spec was refused here (the release rules then have nothing to judge)."""
+    named = _theano_requirements(spec)
+    originals = [(name, written, where) for name, written, where in named
+                 if (row := theano_distribution(name)) is not None and row.maps_to]
+    if not originals:
+        return False
+    name, written, where = originals[0]
+    row = theano_distribution(name)
+    assert row is not None and row.maps_to is not None
+    others = sorted({n for n, _, _ in named} - {name})
+    mapped = map_legacy_theano(written) if where == "pypi" else row.maps_to
+    if others:
+        conflict("theano-two-distributions",
+                 f"{where} {written} and {', '.join(others)} both install the `{row.installs}` "
+                 "package: the one installed last overwrites the other's files", row.source,
+                 f"drop {written}; {row.maps_to} is what envforge locks ({row.why})")
+    else:
+        conflict("theano-original",
+                 f"{where} {written} is the original Theano (PyPI {row.name}, "
+                 f"{row.releases[0]}-{row.releases[-1]}); envforge's rules are for "
+                 f"{row.maps_to.split('==')[0]}", row.source,
+                 f"replace it with {mapped} ({row.why})")
+    return True
+
+
+def _check_not_on_pypi(spec: PlatformSpec, conflict: _Report) -> None:
+    for row in knowledge().theano.blog_errata:
+        if row.package is None:
+            continue
+        for requirement in spec.pypi.packages:
+            pin = pypi_pin(requirement)
+            if pin is not None and pin[0] == canonicalize_name(row.package):
+                conflict("not-on-pypi", f"pypi {requirement}: {row.happens}", row.source,
+                         f"take it from elsewhere: {row.correct}")
 
 
 def _check_cudnn_cuda(spec: PlatformSpec, conflict: _Report) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from enum import IntEnum
 from pathlib import Path
 
@@ -76,3 +78,27 @@ class StepError(EnvforgeError):
 
 class BusyError(EnvforgeError):
     """Another envforge process holds the environment's lock."""
+
+
+# The host refusing a write: one line naming the path and what to do, exit 1 (FAILED).
+_HOST_REFUSALS = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.ENAMETOOLONG: "the name is too long",
+}
+
+
+def host_refusal(exc: OSError) -> str | None:
+    """The one-line message for an OSError the host raised on a write; None for others."""
+    if exc.errno not in _HOST_REFUSALS:
+        return None
+    name = errno.errorcode.get(exc.errno, str(exc.errno))
+    where = exc.filename if exc.filename is not None else "a file"
+    hint = ("free some space, then run the command again (`envforge apply` resumes, "
+            "`envforge rollback` undoes)" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else "envforge must write there: make it writable, or set ENVFORGE_HOME to a "
+            "folder you can write (HOME for ~/.theanorc)")
+    return f"{os.fsdecode(where)}: {_HOST_REFUSALS[exc.errno]} ({name}); {hint}"

@@ -4,8 +4,11 @@ Nothing is lost: the first time a path (or registry value) is touched, its prior
 is recorded — absent, file bytes copied to ``backups/<seq>`` with the mode, a link's
 target, a folder — and only then is it changed. Later touches record nothing more:
 the original is what rollback restores. ``rollback`` undoes the records newest first;
-each undo sets the original state whatever the current one, so an interrupted
-rollback is finished by running it again.
+each undo sets the original state, so an interrupted rollback is finished by running it
+again. Every write is journaled too (``wrote``: the state envforge is about to leave), so
+an undo first checks the path still holds what envforge wrote; a file changed since (by
+the user, another spec, doctor) is kept, the original put beside it, and the line says so:
+undos are safe in any order.
 
 ``journal.jsonl`` holds one JSON object a line, fsynced one by one. A crash can only
 leave a torn last line; its change was never started (changes follow the fsync), so
@@ -15,10 +18,13 @@ readers ignore it and the next append cuts it off.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import re
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -34,7 +40,7 @@ BACKUPS_DIR = "backups"
 LOCK_FILE = "apply.lock"
 LOCK_PID_FILE = "apply.lock.pid"
 
-Op = Literal["backup", "created", "registry", "step-begin", "step-done"]
+Op = Literal["backup", "created", "registry", "wrote", "step-begin", "step-done"]
 Kind = Literal["file", "symlink", "dir", "absent"]
 
 
@@ -45,6 +51,8 @@ class JournalEntry(Frozen):
     names its copy in backups/ and ``mode`` its permissions; for a link ``link_target``).
     ``created``: a folder ``mkdir`` made; rollback removes it only if empty.
     ``registry``: a value's state before its first change (``existed`` false: delete it).
+    ``wrote``: the state ``path`` is about to be given (``state``: ``sha256:<hex>``,
+    ``link:<target>`` or ``absent``), so an undo can tell envforge's content from a later edit.
     """
 
     seq: int
@@ -60,6 +68,7 @@ class JournalEntry(Frozen):
     value: RegistryValue | None = None
     value_type: int | None = None
     existed: bool | None = None
+    state: str | None = None
 
 
 def _abs(path: Path | str) -> Path:
@@ -71,7 +80,35 @@ def _path_key(path: Path) -> str:
     return os.path.normcase(str(path))
 
 
-def _fsync_dir(path: Path) -> None:
+def state_of(path: Path) -> str:
+    """``sha256:<hex>``, ``link:<target>``, ``folder`` or ``absent``: what ``wrote`` records."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "absent"
+    if stat.S_ISLNK(st.st_mode):
+        return f"link:{path.readlink()}"
+    if stat.S_ISDIR(st.st_mode):
+        return "folder"
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError from a bare descriptor (ENOSPC on write, fsync) names ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def fsync_dir(path: Path) -> None:
     """Make a created or renamed name durable (a no-op where folders cannot be opened)."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -101,6 +138,22 @@ class Journal:
         """Every complete entry, oldest first; a torn last line is left out."""
         return list(self._read()[0])
 
+    def salvage(self) -> tuple[list[JournalEntry], list[int]]:
+        """Every readable entry and the numbers of the lines that are not (``--force``)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return [], []
+        entries: list[JournalEntry] = []
+        bad: list[int] = []
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines[:-1], start=1):  # the last piece is torn or empty
+            try:
+                entries.append(JournalEntry.model_validate_json(line))
+            except ValidationError:
+                bad.append(number)
+        return entries, bad
+
     def completed_steps(self) -> set[str]:
         return {e.step for e in self.entries() if e.op == "step-done"}
 
@@ -122,7 +175,8 @@ class Journal:
                backup_of: Path | None = None, mode: int | None = None,
                link_target: str | None = None, key: str | None = None,
                name: str | None = None, value: RegistryValue | None = None,
-               value_type: int | None = None, existed: bool | None = None) -> JournalEntry:
+               value_type: int | None = None, existed: bool | None = None,
+               state: str | None = None) -> JournalEntry:
         """Write one entry and fsync it; with ``backup_of``, first copy that file to backups/."""
         entries = self._load()
         seq = entries[-1].seq + 1 if entries else 1
@@ -133,7 +187,7 @@ class Journal:
         entry = JournalEntry(
             seq=seq, step=step, op=op, path=None if path is None else str(_abs(path)), kind=kind,
             backup=backup, mode=mode, link_target=link_target, key=key, name=name, value=value,
-            value_type=value_type, existed=existed)
+            value_type=value_type, existed=existed, state=state)
         self._write_line(entry.model_dump_json(exclude_none=True).encode() + b"\n")
         entries.append(entry)
         self._index(entry)
@@ -145,13 +199,13 @@ class Journal:
         created = not self.backups.exists()
         self.backups.mkdir(parents=True, exist_ok=True)
         if created:
-            _fsync_dir(self.state_dir)
-        with open(source, "rb") as src, open(target, "wb") as dst:
+            fsync_dir(self.state_dir)
+        with naming(target), open(source, "rb") as src, open(target, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
             dst.flush()
             os.fsync(dst.fileno())
         shutil.copystat(source, target)
-        _fsync_dir(self.backups)
+        fsync_dir(self.backups)
 
     def _write_line(self, line: bytes) -> None:
         created = not self.path.exists()
@@ -159,14 +213,16 @@ class Journal:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         elif self.path.stat().st_size != self._valid_bytes:
             os.truncate(self.path, self._valid_bytes)  # cut a torn tail before appending
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        fd = os.open(self.path, flags, 0o644)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            with naming(self.path):
+                os.write(fd, line)
+                os.fsync(fd)
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.state_dir)
+            fsync_dir(self.state_dir)
         self._valid_bytes += len(line)
 
     def _read(self) -> tuple[list[JournalEntry], int]:
@@ -187,7 +243,8 @@ class Journal:
             except ValidationError:
                 if data.find(b"\n", end + 1) != -1:
                     raise StepError(f"{self.path}: line {number} is corrupt; the journal cannot "
-                                    "be trusted (keep it and the backups folder)") from None
+                                    "be trusted (keep it and the backups folder); undo again "
+                                    "with --force to undo what the other lines record") from None
                 break
             pos = end + 1
         return entries, pos
@@ -230,6 +287,7 @@ class Transaction:
     def write_bytes(self, path: Path, data: bytes, mode: int | None = None) -> None:
         """Replace or create a file; ``mode`` None keeps the old file's mode (new: 0o644)."""
         path = self._prepare(path)
+        self._wrote(path, "sha256:" + hashlib.sha256(data).hexdigest())
         old_mode = _file_mode(path)
         _unlink(path)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -243,12 +301,14 @@ class Transaction:
     def copy_file(self, src: Path, dst: Path) -> None:
         """Copy ``src``'s bytes and mode to ``dst``; a link at ``dst`` is replaced, not followed."""
         dst = self._prepare(dst)
+        self._wrote(dst, state_of(src))
         _unlink(dst)
         shutil.copyfile(src, dst)
         shutil.copymode(src, dst)
 
     def symlink(self, path: Path, target: str) -> None:
         path = self._prepare(path)
+        self._wrote(path, f"link:{target}")
         _unlink(path)
         path.symlink_to(target)
 
@@ -273,6 +333,7 @@ class Transaction:
         if not os.path.lexists(path):
             return
         self._record(path)
+        self._wrote(path, "absent")
         if path.is_dir() and not path.is_symlink():
             for root, dirs, files in os.walk(path):
                 for name in (*dirs, *files):
@@ -320,6 +381,9 @@ class Transaction:
             raise StepError(f"{path} is a folder; remove it first")
         return path
 
+    def _wrote(self, path: Path, state: str) -> None:
+        self.journal.append(self.step, "wrote", path=path, state=state)
+
     def _record(self, path: Path) -> None:
         if self.journal.original(path) is not None:
             return
@@ -354,11 +418,24 @@ def _unlink(path: Path) -> None:
         path.unlink()
 
 
-def _remove_any(path: Path) -> bool:
-    """Remove whatever is at ``path``; whether something was there."""
+def _remove_any(path: Path, *, settle: float = 30.0) -> bool:
+    """Remove whatever is at ``path``; whether something was there.
+
+    A tree an orphaned tool (uv, killed with envforge) is still writing into makes rmtree
+    fail with "Directory not empty": it is retried until the tree stays gone."""
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-        return True
+        deadline = time.monotonic() + settle
+        while True:
+            try:
+                shutil.rmtree(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY or time.monotonic() > deadline:
+                    raise
+            if not os.path.lexists(path):
+                return True
+            time.sleep(0.1)
     try:
         path.unlink()
     except FileNotFoundError:
@@ -368,21 +445,49 @@ def _remove_any(path: Path) -> bool:
 
 # -- rollback ----------------------------------------------------------------------------
 
-def rollback(journal: Journal, *, registry: RegistrySeam | None = None) -> list[str]:
+KEPT = "kept "  # the start of an undo line that left a changed file in place
+LOST = "could not restore "  # the start of one that --force skipped
+
+
+def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
+             force: bool = False) -> list[str]:
     """Undo everything the journal records, newest first; one line per thing undone.
 
     Afterwards the journal and its backups are renamed ``*.rolled-back-<n>``, so a second
     rollback finds nothing to do. Interrupted, it is finished by running it again.
+    ``force`` goes past corrupt lines and missing backups, and says what it could not undo.
     """
-    entries = journal.entries()
+    undone: list[str] = []
+    if force:
+        entries, bad = journal.salvage()
+        undone += [f"{LOST}line {n} of {journal.path}: it is corrupt" for n in bad]
+    else:
+        entries = journal.entries()
     if not journal.path.exists():
         _finish_archive(journal)
         return []
     if registry is None and any(e.op == "registry" for e in entries):
         raise StepError("this apply changed the Windows registry; roll it back on Windows")
-    undone: list[str] = []
+    if not force:
+        missing = [e for e in entries if e.op == "backup" and e.kind == "file"
+                   and not journal.backup_path(e).is_file()]
+        if missing:  # refused before anything is undone: nothing half-done
+            raise StepError(f"cannot restore {missing[0].path}: its backup "
+                            f"{journal.backup_path(missing[0])} is missing ({len(missing)} "
+                            "missing); undo again with --force: it undoes the rest and lists "
+                            "what it could not restore")
+    written: dict[str, set[str]] = {}
+    for entry in entries:
+        if entry.op == "wrote" and entry.path is not None and entry.state is not None:
+            written.setdefault(_path_key(Path(entry.path)), set()).add(entry.state)
     for entry in reversed(entries):
-        line = _undo(journal, entry, registry)
+        try:
+            line = _undo(journal, entry, registry, written)
+        except StepError as exc:
+            if not force:
+                raise StepError(f"{exc}; undo again with --force: it undoes the rest and "
+                                "lists what it could not restore") from None
+            line = f"{LOST}{entry.path}: {exc}"
         if line:
             undone.append(line)
     if registry is not None and any(e.op == "registry" for e in entries):
@@ -391,7 +496,8 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None) -> list[
     return undone
 
 
-def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None) -> str | None:
+def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
+          written: dict[str, set[str]]) -> str | None:
     if entry.op == "registry":
         assert registry is not None and entry.key is not None and entry.name is not None
         where = f"{entry.key}\\{entry.name}"
@@ -403,8 +509,8 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None) 
             registry.delete(entry.key, entry.name)
             return f"deleted registry value {where}"
         return None
-    if entry.path is None:
-        return None  # step markers
+    if entry.path is None or entry.op == "wrote":
+        return None  # step markers; what was written is checked through ``written``
     path = Path(entry.path)
     if entry.op == "created":
         if path.is_dir() and not path.is_symlink():
@@ -414,6 +520,11 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None) 
                 return f"left folder {path}: it holds files envforge did not put there"
             return f"removed folder {path}"
         return f"removed {path}" if _remove_any(path) else None
+    ours = written.get(_path_key(path))
+    if ours is not None and entry.kind in ("absent", "file", "symlink"):
+        kept = _keep_if_changed(journal, entry, path, ours)
+        if kept is not None:
+            return kept or None
     if entry.kind == "absent":
         return f"removed {path}" if _remove_any(path) else None
     if entry.kind == "file":
@@ -445,6 +556,44 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None) 
     return None
 
 
+def _keep_if_changed(journal: Journal, entry: JournalEntry, path: Path,
+                     ours: set[str]) -> str | None:
+    """None: ``path`` holds what this journal wrote, restore it. Otherwise it was changed
+    since: "" when it is already the original, else keep it, put the original beside it
+    (a file's backup copied to a free ``NAME.envforge-original`` name) and say so."""
+    now = state_of(path)
+    if now in ours:
+        return None
+    if entry.kind == "absent":
+        return "" if now == "absent" else (
+            f"{KEPT}{path}: changed since envforge wrote it (there was nothing before)")
+    if entry.kind == "symlink":
+        if now == f"link:{entry.link_target}":
+            return ""
+        return (f"{KEPT}{path}: changed since envforge wrote it; it was a link to "
+                f"{entry.link_target}")
+    source = journal.backup_path(entry)
+    if not source.is_file():
+        raise StepError(f"cannot restore {path}: its backup {source} is missing")
+    if now == state_of(source):
+        return ""
+    if now == "absent":
+        return None  # removed since: the original goes back, nothing is lost
+    beside = _free_name(path)
+    shutil.copy2(source, beside)
+    if entry.mode is not None:
+        beside.chmod(entry.mode)
+    return f"{KEPT}{path}: changed since envforge wrote it; its original is at {beside}"
+
+
+def _free_name(path: Path) -> Path:
+    for n in range(1, 1000):
+        candidate = path.with_name(path.name + ".envforge-original" + ("" if n == 1 else f"-{n}"))
+        if not os.path.lexists(candidate):
+            return candidate
+    raise StepError(f"no free name beside {path} for its original")
+
+
 _ARCHIVED = re.compile(r"^journal\.rolled-back-(\d+)\.jsonl$")
 
 
@@ -453,7 +602,7 @@ def _archive(journal: Journal) -> None:
     numbers = [int(m[1]) for p in journal.state_dir.iterdir() if (m := _ARCHIVED.match(p.name))]
     n = max(numbers, default=0) + 1
     journal.path.replace(journal.state_dir / f"journal.rolled-back-{n}.jsonl")
-    _fsync_dir(journal.state_dir)
+    fsync_dir(journal.state_dir)
     journal._forget()
     _finish_archive(journal)
 
@@ -468,7 +617,7 @@ def _finish_archive(journal: Journal) -> None:
     target = journal.state_dir / f"backups.rolled-back-{max(numbers)}"
     if not target.exists():
         journal.backups.replace(target)
-        _fsync_dir(journal.state_dir)
+        fsync_dir(journal.state_dir)
 
 
 # -- the environment lock ----------------------------------------------------------------

@@ -11,7 +11,6 @@ them across runs.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envforge.errors import ExitCode
-from envforge.knowledge import cudnn_version_code
+from envforge.knowledge import (
+    UnknownFactError,
+    cudnn_major,
+    cudnn_version_code,
+    error_hints,
+    theano_rules,
+)
+from envforge.knowledge.models import CudnnRuleRow
 from envforge.lockfile import Expectations, KernelExpectation
 
 Status = Literal["pass", "fail", "skip"]
@@ -32,28 +38,6 @@ REPORT_FORMAT = 1
 _MODULES = ("numpy", "scipy", "six", "pygpu", "theano")
 # The heaviest kernel decides the speedup row: tiny elementwise work is all transfer.
 _SPEEDUP_ORDER = ("conv", "gemm", "elementwise")
-
-# Failures with a known cause, and what fixes them (KNOWLEDGE.md sections 1 and 2).
-_HINTS: tuple[tuple[str, str], ...] = (
-    ("cudnnGetConvolutionForwardAlgorithm", "Theano 1.0.x's cuDNN ops do not compile against "
-                                            "cuDNN >= 8: set dnn.enabled = False"),
-    ("libnvrtc.so", "libgpuarray loads the unversioned libnvrtc.so: link it to the CUDA "
-                    "toolkit's libnvrtc.so.N in a folder on LD_LIBRARY_PATH"),
-    ("libcublas.so", "libgpuarray loads the unversioned libcublas.so: link it to the CUDA "
-                     "toolkit's libcublas.so.N in a folder on LD_LIBRARY_PATH"),
-    ("libcuda.so", "libgpuarray loads the unversioned libcuda.so: link it to the driver's "
-                   "libcuda.so.1 in a folder on LD_LIBRARY_PATH"),
-    ("blas_opt_info", "NumPy >= 1.22 has no blas_opt_info: set the blas.ldflags flag"),
-    ("has no attribute 'bool'", "NumPy >= 1.24 removed np.bool: Theano 1.0.x needs NumPy < 1.24"),
-    ("has no attribute 'complex'",
-     "NumPy >= 1.24 removed np.complex: Theano 1.0.x needs NumPy < 1.24"),
-    ("pkg_resources", "theano.gpuarray imports pkg_resources: install setuptools in the "
-                      "environment"),
-    ("No module named 'distutils'", "Python >= 3.12 has no distutils, which Theano needs: "
-                                    "use Python <= 3.11"),
-    ("the old GPU back-end", "device=gpu is gone since Theano 1.0: use device=cuda"),
-)
-
 
 # dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
 _DNN_SPELLING = {"false": "False", "disabled": "False", "true": "True", "enabled": "True"}
@@ -377,14 +361,17 @@ def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
     found_text = (f"cuDNN {version}" if isinstance(version, int) else
                   f"not present ({gpu.get('dnn_msg') or 'not checked'})")
     theano = str(expect.versions.get("theano") or _map(report.get("versions")).get("theano"))
-    major = _cudnn_major(version, expect.cudnn)
+    code = _cudnn_code(version, expect.cudnn)
     # What Theano really runs with: THEANO_FLAGS or another .theanorc can override the lock.
     seen = _map(_map(report.get("theano")).get("config")).get("dnn.enabled")
     effective = _DNN_SPELLING.get(str(seen).strip().lower(), str(seen)) if seen else dnn_flag
-    if effective != "False" and theano.startswith("1.0.") and major is not None and major >= 8:
-        return CheckRow("cudnn", f"cuDNN <= 7 for Theano {theano}", f"cuDNN major {major}",
-                        "fail", "Theano 1.0.x needs cuDNN <= 7: its conv ops do not compile "
-                        "against cuDNN >= 8; set dnn.enabled = False or use cuDNN 7.6.5")
+    rule = _conv_rule(theano)
+    if effective != "False" and rule is not None and code is not None \
+            and code >= rule.version_code:
+        return CheckRow("cudnn", f"cuDNN below {rule.version_code} for Theano {theano}",
+                        f"cuDNN major {cudnn_major(code)}", "fail",
+                        f"Theano {theano} with cuDNN {code}: {rule.effect}; set dnn.enabled = "
+                        f"False or use cuDNN 7.6.5 (source: {rule.source})")
     if not gpu_expected:
         return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", "-", "skip",
                         "no GPU on this run")
@@ -407,12 +394,20 @@ def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
     return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", found_text, "pass")
 
 
-def _cudnn_major(found: Any, locked: str | None) -> int | None:
+def _cudnn_code(found: Any, locked: str | None) -> int | None:
+    """The version code Theano compares cuDNN by: the one it reported, else the locked one's."""
     if isinstance(found, int) and found > 0:
-        return found // 10000 if found >= 90000 else found // 1000
-    if locked:
-        return int(re.findall(r"\d+", locked)[0])
-    return None
+        return found
+    return cudnn_version_code(locked) if locked else None
+
+
+def _conv_rule(theano: str) -> CudnnRuleRow | None:
+    """The knowledge base's "conv ops fail to compile from cuDNN X" rule for a release."""
+    try:
+        rules = theano_rules(theano)
+    except UnknownFactError:
+        return None
+    return next((row for row in rules.cudnn if row.kind == "conv-fails-from"), None)
 
 
 def _cuda_row(report: Mapping[str, Any], expect: Expectations, gpu_expected: bool) -> CheckRow:
@@ -549,7 +544,7 @@ def _clip(text: str, limit: int = 800) -> str:
 
 
 def _with_hint(error: str) -> str:
-    for needle, hint in _HINTS:
+    for needle, hint in error_hints():
         if needle in error:
             return f"{error} (hint: {hint})"
     return error

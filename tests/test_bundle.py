@@ -20,6 +20,7 @@ import pytest
 from envforge.bundle.build import MiB, fetch_all
 from envforge.bundle.manifest import MANIFEST, BundleFile, Manifest, read_manifest, write_manifest
 from envforge.cli import main
+from envforge.envlayout import layout_for
 from envforge.errors import InputError, StepError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, cache_path, download, obtain
@@ -446,7 +447,7 @@ def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_py
     [built] = [f for f in manifest.files if f.role == "built-wheel"]
     assert built.built_from is not None and built.built_from.pure
 
-    # The PyPI part goes into a venv of Debian's Python 3.11 (system site-packages on),
+    # The PyPI part goes into a venv of Debian's Python 3.9 (system site-packages on),
     # from the bundle, with no uv involved; the CUDA steps need the GPU host.
     script = (
         "import sys; from pathlib import Path\n"
@@ -466,12 +467,16 @@ def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_py
                             str(bundle)], cwd=REPO, env=_env(tmp_path / "fresh-home"),
                            capture_output=True, text=True, check=False)
     assert steps.returncode == 0, steps.stderr
+    # Debian's NumPy links libblas.so.3, found through the library path activation sets.
+    libs = layout_for("linux-64", "debian", prefix, "3.9").deb_lib_dirs
     check = subprocess.run(
         [str(prefix / "bin" / "python"), "-c",
          "import sys, numpy, scipy, pkg_resources, importlib.metadata as m; "
          "print(sys.version.split()[0], numpy.__version__, scipy.__version__, "
          "m.version('theano-pymc'), numpy.__file__)"],
+        env={**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(map(str, libs))},
         capture_output=True, text=True, check=True)
     python, numpy, scipy, theano, numpy_file = check.stdout.split()
-    assert (python, numpy, scipy, theano) == ("3.11.2", "1.23.5", "1.10.1", "1.0.5")
-    assert numpy_file.startswith(str(prefix / "lib" / "python3.11" / "site-packages"))
+    assert (python, numpy, scipy, theano) == ("3.9.2", "1.19.5", "1.6.0", "1.0.5")
+    # NumPy is Debian bullseye's (the mission's 1.19.5), seen through the venv.
+    assert numpy_file.startswith(str(prefix / "deb" / "usr" / "lib" / "python3" / "dist-packages"))

@@ -131,7 +131,15 @@ def test_theano_release_not_pinned_skips_release_rules() -> None:
 
 def test_python_3_12_has_no_distutils() -> None:
     text = _only("theano-python", python={"version": "3.12"})
-    assert "distutils" in text and "3.11" in text
+    assert "distutils" in text and "==3.9.*" in text
+
+
+def test_python_3_11_breaks_scan_and_the_fix_names_3_9() -> None:
+    """Measured (docs/gpu/scan-perform.md): 1.0.5's scan_perform.c fails on 3.11's headers."""
+    text = _only("theano-python", python={"version": "3.11"})
+    assert "scan_perform.c" in text and "longintrepr.h" in text
+    assert "use a Python it takes: ==3.9.*" in text
+    assert _rules(python={"version": "3.9"}) == []
 
 
 def test_pygpu_outside_0_7() -> None:
@@ -261,3 +269,53 @@ def test_releases_within_and_disjoint() -> None:
     assert not _r("~=0.7.5").disjoint(_r(">=0.7,<0.8"))
     assert _r("~=0.7.5").within(_r(">=0.7,<0.8"))
     assert interval("not a spec") is None
+
+
+def test_cudnn_8_0_5_with_cuda_11_1_passes() -> None:
+    """cuDNN 8.0.4/8.0.5 were built for CUDA 11.1 too (Spack's cudnn 8.0.5.39-11.1)."""
+    assert _rules(cuda={"version": "11.1"}, cudnn={"version": "8.0.5.39"},
+                  theano={"dnn": "disabled"}) == []
+    assert _rules(cuda={"version": "11.1"}, cudnn={"version": "8.0.3.33"},
+                  theano={"dnn": "disabled"}) == ["cudnn-cuda"]
+
+
+@pytest.mark.parametrize("packages", [
+    ["numpy==1.19.5", "Theano-PyMC==1.0.5", "Theano==1.0.5"],
+    ["numpy==1.19.5", "theano>=0.8.2", "Theano-PyMC==1.0.5"],
+])
+def test_theano_and_theano_pymc_together_are_refused(packages: list[str]) -> None:
+    (conflict,) = check_platform_spec(_platform(pypi={"packages": packages}))
+    assert conflict.rule == "theano-two-distributions"
+    assert "both install the `theano` package" in conflict.message
+    assert conflict.fix.startswith("drop ") and "Theano-PyMC==1.0.5" in conflict.fix
+    assert "pypi.org/pypi/Theano/json" in conflict.source
+
+
+def test_theano_and_theano_pymc_from_conda_and_pypi_are_refused() -> None:
+    spec = _platform(environment={"kind": "conda"}, conda={"packages": ["theano=1.0.4"]})
+    assert [c.rule for c in check_platform_spec(spec)] == ["theano-two-distributions"]
+
+
+def test_original_theano_gets_an_answer_with_a_fix() -> None:
+    (conflict,) = check_platform_spec(
+        _platform(pypi={"packages": ["numpy==1.19.5", "Theano==0.8.2"]}))
+    assert conflict.rule == "theano-original"
+    assert "knows no rules" not in conflict.message
+    assert "the original Theano (PyPI Theano, 0.8.0-1.0.5)" in conflict.message
+    assert conflict.fix.startswith("replace it with Theano-PyMC==1.0.5")
+
+
+def test_pygpu_from_pypi_is_refused() -> None:
+    (conflict,) = check_platform_spec(
+        _platform(pypi={"packages": ["numpy==1.19.5", "Theano-PyMC==1.0.5", "pygpu==0.7.6"]}))
+    assert conflict.rule == "not-on-pypi"
+    assert "from versions: none" in conflict.message
+    assert "conda" in conflict.fix and "python3-pygpu" in conflict.fix
+
+
+def test_both_theanos_refused_by_ensure_compatible(tmp_path: Path) -> None:
+    path = tmp_path / "both.toml"
+    path.write_text(_spec_text(pypi={"packages": ["Theano-PyMC==1.0.5", "Theano==1.0.5"]}))
+    with pytest.raises(CompatibilityError) as caught:
+        ensure_compatible(load_spec(path))
+    assert "fix: drop Theano==1.0.5" in str(caught.value)

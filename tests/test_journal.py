@@ -99,7 +99,7 @@ def test_only_the_first_touch_is_backed_up(tmp_path: Path, tree: Path) -> None:
     tx.write_bytes(target, b"second change")
     Transaction(journal, "another-step").write_bytes(target, b"third change")
 
-    backups = [e for e in journal.entries() if e.path == str(target)]
+    backups = [e for e in journal.entries() if e.path == str(target) and e.op != "wrote"]
     assert [(e.op, e.kind) for e in backups] == [("backup", "file")]
     assert journal.backup_path(backups[0]).read_bytes() == original
     assert backups[0].mode == 0o640
@@ -118,11 +118,14 @@ def test_entries_are_fsynced_json_lines(tmp_path: Path, tree: Path) -> None:
 
     lines = journal.path.read_text(encoding="utf-8").splitlines()
     parsed = [json.loads(line) for line in lines]
-    assert [p["seq"] for p in parsed] == [1, 2, 3, 4]
-    assert [p["op"] for p in parsed] == ["step-begin", "backup", "backup", "step-done"]
+    assert [p["seq"] for p in parsed] == [1, 2, 3, 4, 5, 6]
+    assert [p["op"] for p in parsed] == ["step-begin", "backup", "wrote", "backup", "wrote",
+                                         "step-done"]
     assert parsed[1]["backup"] == "2" and parsed[1]["kind"] == "file"
-    assert parsed[2] == {"seq": 3, "step": "demo", "op": "backup", "path": str(tree / "current"),
+    assert parsed[2]["state"] == "sha256:" + hashlib.sha256(b"x").hexdigest()
+    assert parsed[3] == {"seq": 4, "step": "demo", "op": "backup", "path": str(tree / "current"),
                          "kind": "symlink", "link_target": "etc/app.conf"}
+    assert parsed[4]["state"] == "link:elsewhere"
     assert (journal.backups / "2").read_bytes() == b"original\x00bytes\n"
     assert journal.completed_steps() == {"demo"}
 
@@ -152,11 +155,11 @@ def test_torn_last_line_is_ignored_and_cut_before_the_next_append(tmp_path: Path
         handle.write(b'{"seq": 2, "step": "demo", "op": "backup", "pa')
 
     reopened = Journal(tmp_path / "state")
-    assert [e.seq for e in reopened.entries()] == [1]
+    assert [e.seq for e in reopened.entries()] == [1, 2]  # its backup and what it wrote
 
     Transaction(reopened, "demo").write_text(tree / "added.txt", "new")
     lines = reopened.path.read_bytes().splitlines()
-    assert [json.loads(line)["seq"] for line in lines] == [1, 2]
+    assert [json.loads(line)["seq"] for line in lines] == [1, 2, 3, 4]
 
     rollback(reopened)
     assert (tree / "etc" / "app.conf").read_bytes() == b"original\x00bytes\n"

@@ -17,6 +17,7 @@ import pytest
 from envforge import __version__
 from envforge.errors import ExitCode
 from envforge.expectations import conv2d, kernel_expectations, kernel_inputs, reference_output
+from envforge.knowledge import cudnn_version_code
 from envforge.lockfile import Expectations, KernelExpectation
 from envforge.spec import ConvShape, VerifySection
 from envforge.verify import (
@@ -298,7 +299,8 @@ def test_theano_10_with_cudnn_8_fails_whatever_the_report() -> None:
     for gpu_expected in (True, False):
         row = _rows(report, expect, gpu_expected=gpu_expected)["cudnn"]
         assert row.status == "fail"
-        assert "Theano 1.0.x needs cuDNN <= 7" in row.why
+        assert "cudnnGetConvolutionForwardAlgorithm is gone" in row.why
+        assert "dnn_fwd.c" in row.why
     found = _expect(theano_flags={**GPU_FLAGS, "dnn.enabled": "auto"})
     report = _report(found)
     report["gpu"].update(dnn_present=True, dnn_version=9140)
@@ -318,7 +320,7 @@ def test_cudnn_9_as_seen_on_an_h200_fails_with_the_fix() -> None:
     assert rows["cudnn"].status == "fail"
     assert rows["cudnn"].found == "cuDNN major 9"
     why = rows["kernel.conv.checksum"].why
-    assert "set dnn.enabled = False" in why
+    assert 'set [theano] dnn = "disabled"' in why  # the hint is the knowledge row's fix
     assert len(why) < 1200  # the quoted graph is clipped, the cause kept
 
 
@@ -330,7 +332,7 @@ def test_theano_flags_enabling_dnn_over_a_lock_that_disables_it() -> None:
     report["gpu"].update(dnn_present=True, dnn_version=91400, dnn_msg=None)
     row = _rows(report, expect)["cudnn"]
     assert row.status == "fail"
-    assert "Theano 1.0.x needs cuDNN <= 7" in row.why
+    assert "set dnn.enabled = False" in row.why
 
 
 def test_missing_driver_library_gets_the_link_hint() -> None:
@@ -448,3 +450,16 @@ def test_markdown_without_timings_has_no_chart() -> None:
     rows = [CheckRow("device", "cpu", "cpu", "pass")]
     assert "<svg" not in to_markdown(rows)
     assert "**PASSED**" in to_markdown(rows)
+
+
+@pytest.mark.parametrize(("theano", "cudnn", "status"), [
+    ("1.0.5", "7.6.5.32", "pass"), ("1.0.5", "8.0.5.39", "fail"),
+    # The rule is knowledge's (theano.toml [[cudnn]] conv-fails-from), not a "1.0." prefix:
+    # 1.1.2 calls the same removed function, and a release with no rules is not judged.
+    ("1.1.2", "8.0.5.39", "fail"), ("0.9.0", "8.0.5.39", "pass")])
+def test_cudnn_rule_comes_from_the_knowledge_base(theano: str, cudnn: str, status: str) -> None:
+    expect = _expect(theano_flags={**GPU_FLAGS, "dnn.enabled": "auto"}, cudnn=cudnn,
+                     versions={**_expect().versions, "theano": theano})
+    report = _report(expect)
+    report["gpu"].update(dnn_present=True, dnn_version=cudnn_version_code(cudnn), dnn_msg=None)
+    assert _rows(report, expect)["cudnn"].status == status

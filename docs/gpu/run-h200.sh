@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Provision and verify specs/theano-gpu-linux.toml on a closed GPU host from an offline
-# bundle, then the two negative controls. Run from the repo root with the bundle at
+# Provision and verify specs/theano-gpu-linux.toml (Debian bullseye: Python 3.9.2, NumPy
+# 1.19.5) on a closed GPU host from an offline bundle, run theano.scan with device=cuda
+# (scan-gpu.txt says whether the compiled C loop ran, on the GPU), then the two negative
+# controls. Run from the repo root with the bundle at
 # .bundle/gpu (envforge bundle locks/theano-gpu-linux.lock -o .bundle/gpu --with-envforge
 # --envforge-python 3.12). Everything it reports goes to $OUT.
 set -u
@@ -35,6 +37,20 @@ timed $EF apply "$SPEC" --bundle "$BUNDLE" --yes 2>&1 | tee "$OUT/apply-noop.txt
 step "verify (first: compiles every kernel)"
 timed $EF verify "$SPEC" --junit "$OUT/verify.xml" --report "$OUT/verify.md" \
   --save-probe "$OUT/probe.json" 2>&1 | tee "$OUT/verify.txt"
+step "theano.scan with device=cuda: the compiled C loop, on the GPU? (scan_check.py)"
+# Theano-PyMC 1.0.5 compiles scan_perform.c on Python 3.9 (docs/gpu/scan-perform.md).
+THEANO_FLAGS=device=cuda,floatX=float32 timed $EF run "$SPEC" -- python docs/gpu/scan_check.py \
+  > "$OUT/scan-gpu.json" 2> "$OUT/scan-gpu.err"
+python3 - "$OUT/scan-gpu.json" <<'PY' | tee "$OUT/scan-gpu.txt"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+r = json.loads([l for l in lines if l.startswith("{")][-1])
+print("C scan ran:", "yes" if r["c_scan"] else "NO", "| scan on the GPU:",
+      "yes" if r["gpu_ok"] and r["scan_on_gpu"] == [True] else "NO",
+      "| graph:", ", ".join(r["graph"]), "| python", r["python"], "numpy", r["numpy"],
+      "| loop:", r["scan_loops"], "|", r["scan_perform"])
+PY
+
 step "verify again (per-environment compile cache)"
 t0=$SECONDS; $EF verify "$SPEC" --json > "$OUT/verify-second.json"; echo "-> exit $? in $((SECONDS - t0)) s"
 

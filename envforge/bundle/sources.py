@@ -13,7 +13,7 @@ from pathlib import Path
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import read_manifest
 from envforge.bundle.wheels import cached_built_wheel
-from envforge.errors import ArtifactError
+from envforge.errors import ArtifactError, EnvforgeError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, OfflineError, cache_path, obtain
 from envforge.host.wheelinstall import WheelToInstall
@@ -67,6 +67,31 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
             f"--offline: envforge's cache ({cache}) lacks what the lock needs, nothing was "
             f"changed: {'; '.join(problems)}; fill it with `envforge bundle LOCK -o DIR` while "
             "online, or apply with --bundle DIR")
+    return {**found, **supplied}
+
+
+def prefetch(ctx: StepContext) -> dict[str, Path]:
+    """Online, the same promise as ``preflight``: every locked file downloaded into the cache
+    and checked against the lock before the first change, so a wrong hash, a moved URL or no
+    network stops apply with nothing changed. The steps then find them in the cache."""
+    supplied = _supplied(ctx)
+    refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
+    refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
+    refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
+    roles = {}
+    for a in ctx.lock.artifacts:
+        if a.role not in supplied and a.url:  # no URL: the user supplies it, its step says how
+            roles[a.role] = FileRef(a.url, a.sha256, a.filename, a.size)
+    found: dict[str, Path] = {}
+    for role_or_none, ref in [*((None, r) for r in refs), *roles.items()]:
+        try:
+            path = obtain(ref, cache=ctx.dirs.cache)
+        except ArtifactError as exc:
+            raise ArtifactError(f"{exc}; nothing was changed") from None
+        except EnvforgeError as exc:
+            raise EnvforgeError(f"{exc}; nothing was changed") from None
+        if role_or_none is not None:
+            found[role_or_none] = path
     return {**found, **supplied}
 
 

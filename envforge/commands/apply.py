@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -19,7 +21,7 @@ from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
 from envforge.spec import Platform, Spec, load_spec
-from envforge.steps.base import StepContext
+from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
 
 
@@ -39,8 +41,17 @@ def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
     return dirs.data / "envs" / spec.name
 
 
-def env_id(spec_name: str, prefix: Path) -> str:
-    return f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
+def env_id(prefix: Path) -> str:
+    """The state folder's name: an environment is its prefix, whichever spec applied it."""
+    label = re.sub(r"[^A-Za-z0-9._-]", "_", prefix.name)[:40] or "env"
+    return f"{label}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
+
+
+def state_dir_for(dirs: EnvforgeDirs, spec_name: str, prefix: Path) -> Path:
+    """The prefix's state folder; one named after the spec by an older envforge still counts."""
+    state = dirs.env_state(env_id(prefix))
+    older = dirs.env_state(f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}")
+    return older if not state.exists() and older.is_dir() else state
 
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
@@ -79,7 +90,7 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     plock = lock.platforms[platform]
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=env, home=home or Path.home(),
-        state_dir=dirs.env_state(env_id(spec.name, prefix)), artifacts=dict(artifacts),
+        state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(artifacts),
         lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
                                                    plock.python),
         dirs=dirs, ui=ui, bundle=bundle.resolve() if bundle else None, offline=offline,
@@ -130,15 +141,25 @@ def _short(target: str, prefix: str) -> str:
     return "<env>" + target[len(prefix):] if target.startswith(prefix) else target
 
 
+def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
+    """The plan's steps; with ``sync``, the PyPI set is also made exactly the lock's."""
+    steps = list(build_steps(ctx))
+    if sync:
+        from envforge.steps.sync import SyncStep
+
+        steps.append(SyncStep())
+    return steps
+
+
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.executor import check_owner, execute
+
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)
-    steps = build_steps(ctx)
-    if getattr(args, "sync", False):
-        from envforge.steps.sync import SyncStep
-
-        steps = [*steps, SyncStep()]
+    spec_file = str(Path(args.spec).resolve())
+    check_owner(ctx.state_dir, spec_file, ctx.prefix)
+    steps = _steps(ctx, sync=getattr(args, "sync", False))
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
     if ui.json and dry:
@@ -155,15 +176,37 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not _confirm(ui):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    record = {"spec": str(Path(args.spec).resolve()), "prefix": str(ctx.prefix),
-              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
-    from envforge.executor import execute
+    writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
+    if ctx.bundle is None and not ctx.offline:
+        from envforge.bundle.sources import prefetch
 
+        ctx = _replace(ctx, artifacts=prefetch(ctx))
+        steps = _steps(ctx, sync=getattr(args, "sync", False))
+    record = {"spec": spec_file, "prefix": str(ctx.prefix),
+              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
     ran = execute(ctx, steps, record=record)
     if ui.json:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
     ui.success(f"applied {args.spec} into {ctx.prefix} ({', '.join(ran)})")
     return 0
+
+
+def writable(targets: Sequence[Path]) -> None:
+    """Refuse (OSError, one line, exit 1) before the first change when a place apply will
+    write is on a read-only file system or not writable: nothing half-done."""
+    for target in targets:
+        if not target.is_absolute():
+            continue  # a registry value (win-64 user PATH), not a file
+        probe = target
+        while not os.path.lexists(probe) and probe != probe.parent:
+            probe = probe.parent
+        if probe.is_symlink() or not probe.is_dir():
+            probe = probe.parent
+        if os.access(probe, os.W_OK):
+            continue
+        readonly = hasattr(os, "statvfs") and os.statvfs(probe).f_flag & os.ST_RDONLY
+        code = errno.EROFS if readonly else errno.EACCES
+        raise OSError(code, os.strerror(code), str(probe))
 
 
 def _confirm(ui: UI) -> bool:
@@ -177,27 +220,44 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec = load_spec(args.spec)
     dirs = envforge_dirs()
     prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
-    state = dirs.env_state(env_id(spec.name, prefix))
-    if not (state / "journal.jsonl").exists():
+    state = state_dir_for(dirs, spec.name, prefix)
+    if not any((state / name).exists() for name in ("journal.jsonl", "applied.json")):
         ui.success(f"{args.spec}: nothing applied at {prefix}")
         return 0
-    from envforge.executor import undo
+    from envforge.executor import check_owner, undo
 
-    undone = undo(state)
+    spec_file = str(Path(args.spec).resolve())
+    if not args.force:
+        check_owner(state, spec_file, prefix)  # before waiting on a running apply's lock
+    undone = undo(state, spec=spec_file, force=args.force)
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
+    report_undone(undone, ui)
     ui.success(f"rolled back {len(undone)} change(s) for {args.spec} at {prefix}")
     return 0
 
 
+def report_undone(undone: Sequence[str], ui: UI) -> None:
+    """What an undo left alone is a warning: a changed file kept, a record --force skipped."""
+    from envforge.journal import KEPT, LOST
+
+    for line in undone:
+        if line.startswith((KEPT, LOST)):
+            ui.warn(line)
+
+
 def run_status(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.executor import read_record
+    from envforge.executor import DamagedStateError, read_record
 
     dirs = envforge_dirs()
     rows = []
     if dirs.state.is_dir():
         for state in sorted(dirs.state.iterdir()):
-            record = read_record(state)
+            try:
+                record = read_record(state)
+            except DamagedStateError as exc:
+                record = {"prefix": None, "state": str(exc.path), "complete": False,
+                          "damaged": str(exc)}
             if record is not None:
                 rows.append({**record, "drift": _drift(record)})
     if ui.json:
@@ -206,7 +266,8 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
         ui.table("environments applied by envforge",
                  ["spec", "prefix", "platform", "state", "packages"],
                  [[r.get("spec_name"), r.get("prefix"), r.get("platform"),
-                   "applied" if r.get("complete") else "incomplete (apply again or roll back)",
+                   "damaged: rollback --force" if r.get("damaged") else "applied"
+                   if r.get("complete") else "incomplete (apply again or roll back)",
                    r["drift"]["summary"]] for r in rows])
         for r in rows:
             for kind in ("extra", "other_version", "modified", "missing"):
@@ -309,6 +370,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     rollback = sub.add_parser("rollback", help="undo what apply changed, byte for byte")
     rollback.add_argument("spec")
     rollback.add_argument("--prefix", type=Path)
+    rollback.add_argument("--force", action="store_true",
+                          help="go past a damaged journal or record, a missing backup or "
+                               "another spec's claim; lists what it could not restore")
     common(rollback)
     rollback.set_defaults(handler=run_rollback)
 

@@ -137,11 +137,13 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
     environ = dict(os.environ)
     state = state_dir(envforge_dirs(environ))
     if args.undo:
-        undone = undo_fixes(state)
+        undone = undo_fixes(state, force=args.force)
         if ui.json:
             ui.document("doctor-undo", {"undone": undone})
+        from envforge.journal import KEPT, LOST
+
         for line in undone:
-            ui.info(line)
+            (ui.warn if line.startswith((KEPT, LOST)) else ui.info)(line)
         ui.success(f"rolled back {len(undone)} change(s) made by `envforge doctor --fix`")
         return 0
     cwd = Path.cwd()
@@ -199,6 +201,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
     parser.add_argument("--undo", action="store_true",
                         help="roll back everything `doctor --fix` changed")
+    parser.add_argument("--force", action="store_true",
+                        help="with --undo: go past a damaged journal or a missing backup, "
+                             "listing what it could not restore")
     parser.add_argument("--report", type=Path, metavar="FILE.md",
                         help="also write the findings as Markdown")
     common(parser)

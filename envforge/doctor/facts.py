@@ -118,6 +118,8 @@ class Environment(Frozen):
     # theano, numpy, pygpu, scipy, python, ... and the metadata file each version came from
     versions: dict[str, str] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
+    # every distribution installing the `theano` package (Theano, Theano-PyMC) -> version
+    theano_distributions: dict[str, str] = Field(default_factory=dict)
 
 
 class RegistryPath(Frozen):

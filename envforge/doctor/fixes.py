@@ -142,9 +142,12 @@ def apply_fixes(steps: Sequence[FixStep], state: Path) -> list[str]:
     return ran
 
 
-def undo_fixes(state: Path) -> list[str]:
-    """Put back everything doctor's fixes changed, newest first; one line per thing undone."""
+def undo_fixes(state: Path, *, force: bool = False) -> list[str]:
+    """Put back everything doctor's fixes changed, newest first; one line per thing undone.
+
+    The same rollback as ``envforge rollback``: a file changed since is kept, its original
+    put beside it; ``force`` goes past a damaged journal."""
     if not (state / "journal.jsonl").exists():
         return []
     with env_lock(state):
-        return rollback(Journal(state))
+        return rollback(Journal(state), force=force)

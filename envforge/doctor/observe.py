@@ -12,8 +12,10 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from envforge.doctor.facts import (
     RELEVANT_VARIABLES,
@@ -51,6 +53,7 @@ from envforge.host.windows import (
     expand_vars,
     normalize_entry,
 )
+from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
 from envforge.spec import Platform
 from envforge.steps.cudnn import cudnn_header_version
 from envforge.theanoflags import parse_theanorc
@@ -73,11 +76,8 @@ FOLDER_FLAGS = ("cuda.root", "dnn.base_path", "dnn.include_path", "dnn.library_p
                 "dnn.bin_path")
 BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 
-_INTERESTING = (
-    r"cudart64_\w+\.dll", r"nvrtc64_\w+\.dll", r"cublas64_\w+\.dll", r"cudnn64_\w+\.dll",
-    r"nvcuda\.dll", r"lib(?:cudart|nvrtc|cublas|cuda|cudnn)\.so(?:\.\d+)*",
-    r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?",
-)
+# The CUDA/cuDNN/loader library names come from the knowledge base (any version).
+_TOOLS = (r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?")
 _METADATA = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
@@ -162,7 +162,12 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     )
 
 
-_LOADER_NAMES = ("libcuda.so", "libnvrtc.so", "libcublas.so")
+
+
+def _loader_names() -> tuple[str, ...]:
+    """libgpuarray's unversioned Linux names (knowledge/libgpuarray.toml)."""
+    loader = libgpuarray_names("linux-64", "0")
+    return (loader.driver, *loader.nvrtc, *loader.cublas)
 
 
 def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
@@ -180,7 +185,7 @@ def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
     for line in out.stdout.splitlines():
         library, sep, target = line.strip().partition(" => ")
         name, _, flags = library.partition(" (")
-        if sep and name in _LOADER_NAMES and "x86-64" in flags:
+        if sep and name in _loader_names() and "x86-64" in flags:
             found.setdefault(name, target.strip())
     return found
 
@@ -377,7 +382,7 @@ def _ldflag_libs(values: Iterable[str]) -> list[str]:
 def _interesting(libs: Iterable[str], windows: bool) -> re.Pattern[str]:
     names = sorted({*libs, *BLAS_LIBRARIES})
     link = rf"(?:lib)?(?:{'|'.join(map(re.escape, names))})\.(?:so(?:\.\d+)*|a|dll\.a|lib|dll)"
-    return re.compile(rf"^(?:{'|'.join((*_INTERESTING, link))})$",
+    return re.compile(rf"^(?:{'|'.join((*library_file_patterns(), *_TOOLS, link))})$",
                       re.IGNORECASE if windows else 0)
 
 
@@ -505,27 +510,19 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str], win
         return Environment(prefix=str(prefix), exists=False, found_by=found_by)
     versions, sources = installed_versions(prefix)
     return Environment(prefix=str(prefix), exists=True, found_by=found_by, activated=activated,
-                       versions=versions, sources=sources)
+                       versions=versions, sources=sources,
+                       theano_distributions=installed_theanos(prefix))
 
 
 def canonical_package(name: str) -> str:
-    """PEP 503 normalised, with Theano-PyMC counted as Theano (the rules are per release)."""
-    norm = re.sub(r"[-_.]+", "-", name).lower()
-    return "theano" if norm in ("theano-pymc", "theano") else norm
+    """PEP 503 normalised, with every distribution installing ``theano`` (Theano-PyMC, the
+    original Theano; knowledge/theano.toml) counted as Theano: the rules are per release."""
+    return "theano" if theano_distribution(name) is not None else canonicalize_name(name)
 
 
-def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Package -> version from conda-meta and dist-/egg-info names; Python from pyvenv.cfg,
-    conda-meta or the lib/pythonX.Y folder. Read, not imported: nothing is run."""
-    versions: dict[str, str] = {}
-    sources: dict[str, str] = {}
-
-    def add(name: str, version: str, source: Path) -> None:
-        key = canonical_package(name)
-        if key not in versions:
-            versions[key] = version
-            sources[key] = str(source)
-
+def _records(prefix: Path) -> Iterator[tuple[str, str, Path]]:
+    """(name, version, file) of what is installed: conda-meta, pyvenv.cfg, dist-/egg-info
+    names, the lib/pythonX.Y folder. Read, not imported: nothing is run."""
     meta = prefix / "conda-meta"
     if meta.is_dir():
         for record in sorted(meta.glob("*.json")):
@@ -534,12 +531,12 @@ def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
             except (ValueError, OSError):
                 continue
             if isinstance(data, dict) and isinstance(data.get("name"), str):
-                add(data["name"], str(data.get("version", "")), record)
+                yield data["name"], str(data.get("version", "")), record
     pyvenv = prefix / "pyvenv.cfg"
     if pyvenv.is_file():
         match = _PYVENV_VERSION.search(pyvenv.read_text(encoding="utf-8", errors="replace"))
         if match:
-            add("python", match[1], pyvenv)
+            yield "python", match[1], pyvenv
     folders = [*prefix.glob("lib/python3*/site-packages"), prefix / "Lib" / "site-packages",
                *prefix.glob("deb/usr/lib/python3*/dist-packages")]
     for folder in folders:
@@ -548,12 +545,34 @@ def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
         for entry in sorted(folder.iterdir()):
             match = _METADATA.match(entry.name)
             if match:
-                add(match["name"], match["version"], entry)
+                yield match["name"], match["version"], entry
     for folder in (*prefix.glob("lib/python3.*"), *prefix.glob("deb/usr/bin/python3.*")):
         match = re.fullmatch(r"python(3\.\d+)", folder.name)
         if match:
-            add("python", match[1], folder)
+            yield "python", match[1], folder
+
+
+def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Package -> version, and the metadata file each came from (the first record wins)."""
+    versions: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for name, version, source in _records(prefix):
+        key = canonical_package(name)
+        if key not in versions:
+            versions[key] = version
+            sources[key] = str(source)
     return versions, sources
+
+
+def installed_theanos(prefix: Path) -> dict[str, str]:
+    """Distribution (as knowledge names it: ``Theano``, ``Theano-PyMC``) -> version, for
+    every distribution installing the ``theano`` package: two of them overwrite each other."""
+    found: dict[str, str] = {}
+    for name, version, _ in _records(prefix):
+        row = theano_distribution(name)
+        if row is not None:
+            found.setdefault(row.name, version)
+    return found
 
 
 # -- Windows registry -------------------------------------------------------------------

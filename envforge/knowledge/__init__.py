@@ -15,6 +15,10 @@ import tomllib
 from importlib import resources
 from typing import Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envforge.errors import InputError
 from envforge.knowledge.models import (
     ArchiveLayoutRow,
     ArtifactsFile,
@@ -26,11 +30,13 @@ from envforge.knowledge.models import (
     CudnnSupportRow,
     DebianFile,
     DebianPackageRow,
+    DistributionRow,
     Fact,
     FlagSchema,
     KnownArtifact,
     LibgpuarrayFile,
     LoaderNames,
+    NameMismatchRow,
     ReferenceFile,
     TheanoFile,
     TheanoRules,
@@ -53,20 +59,29 @@ __all__ = [
     "compute_capability_range",
     "conda_package",
     "cuda_library_name",
+    "cuda_runtime_release",
     "cudnn_archive_layout",
     "cudnn_library_name",
+    "cudnn_major",
     "cudnn_support",
     "cudnn_supports",
     "cudnn_version_code",
     "debian_package",
+    "driver_library",
     "erratum_for_flag",
+    "error_hints",
     "find_artifact",
     "in_range",
     "knowledge",
     "libgpuarray_names",
+    "library_file_patterns",
+    "loader_name_mismatch",
     "major_minor",
+    "map_legacy_theano",
     "max_host_gcc",
     "min_driver",
+    "reference_theano",
+    "theano_distribution",
     "theano_rules",
 ]
 
@@ -101,12 +116,26 @@ def knowledge() -> Knowledge:
 # Lookups
 
 def min_driver(cuda: str, platform: Platform) -> Fact[str] | None:
-    """The oldest driver a toolkit release runs on; None where NVIDIA lists none."""
-    wanted = major_minor(cuda)
-    for row in knowledge().cuda.drivers:
-        if major_minor(row.cuda) == wanted and platform in row.minimum:
-            return Fact[str](value=row.minimum[platform], source=row.source)
-    return None
+    """The oldest driver a toolkit release runs on; None where NVIDIA lists none.
+
+    Keyed by the release named: ``11.0.2`` gets 11.0.2's row, a release NVIDIA does not list
+    (``10.1.243``) the newest listed one of its major.minor below it ("and updates"), a bare
+    ``11.0`` the oldest listed release of 11.0.
+    """
+    rows = [row for row in knowledge().cuda.drivers
+            if major_minor(row.cuda) == major_minor(cuda) and platform in row.minimum]
+    if not rows:
+        return None
+    if len(_numbers(cuda)) > 2:
+        below = [row for row in rows if _numbers(row.cuda) <= _numbers(cuda)]
+        row = max(below, key=lambda r: _numbers(r.cuda)) if below else rows[0]
+    else:
+        row = min(rows, key=lambda r: _numbers(r.cuda))
+    return Fact[str](value=row.minimum[platform], source=row.source)
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
 def compute_capability_range(cuda: str) -> Fact[tuple[int, int]] | None:
@@ -135,14 +164,44 @@ def _full(cuda: str) -> str:
     return cuda
 
 
-def cuda_library_name(cuda: str, library: Literal["cudart", "cublas", "nvrtc"],
+def cuda_library_name(cuda: str, library: Literal["driver", "cudart", "cublas", "nvrtc"],
                       platform: Platform) -> Fact[str] | None:
     """The file a toolkit ships for a library: ``nvrtc64_102_0.dll`` for 10.2 on Windows."""
-    wanted = major_minor(cuda)
+    release = ".".join(map(str, major_minor(cuda)))
     for row in knowledge().cuda.libraries:
-        if row.library == library and major_minor(row.cuda) == wanted and platform in row.files:
+        if row.library == library and in_range(release, row.cuda) and platform in row.files:
             return Fact[str](value=row.files[platform], source=row.source)
     return None
+
+
+def cuda_runtime_release(filename: str, platform: Platform) -> str | None:
+    """The CUDA release a runtime file belongs to, by cuda.toml's cudart rows: ``10.2`` for
+    ``cudart64_102.dll``, ``11`` where one runtime serves a major (``libcudart.so.11.0``);
+    None for anything else. Windows names compare case-insensitively; on Linux a longer
+    name of the same library (``libcudart.so.10.2.89``) belongs to its row too."""
+    for row in knowledge().cuda.libraries:
+        shipped = row.files.get(platform)
+        if row.library != "cudart" or shipped is None:
+            continue
+        same = (filename.casefold() == shipped.casefold() if platform == "win-64"
+                else filename == shipped or filename.startswith(shipped + "."))
+        if same:
+            return row.cuda.removeprefix("==").removesuffix(".*")
+    return None
+
+
+def driver_library(platform: Platform) -> str:
+    """The NVIDIA driver's library: ``nvcuda.dll`` / ``libcuda.so.1``."""
+    fact = cuda_library_name("99", "driver", platform)
+    assert fact is not None, "cuda.toml has a driver row for every platform"
+    return fact.value
+
+
+def loader_name_mismatch(cuda: str) -> NameMismatchRow | None:
+    """The row saying libgpuarray 0.7.6 never asks for a toolkit's shipped DLL names."""
+    release = ".".join(map(str, major_minor(cuda)))
+    return next((row for row in knowledge().libgpuarray.name_mismatch
+                 if in_range(release, row.cuda)), None)
 
 
 def cudnn_support(cudnn: str) -> CudnnSupportRow | None:
@@ -163,6 +222,11 @@ def cudnn_version_code(cudnn: str) -> int:
     parts = [int(p) for p in re.findall(r"\d+", cudnn)[:3]]
     parts += [0] * (3 - len(parts))
     return parts[0] * (10000 if parts[0] >= 9 else 1000) + parts[1] * 100 + parts[2]
+
+
+def cudnn_major(code: int) -> int:
+    """The cuDNN major of a version code Theano reports: 7 for 7605, 9 for 91400."""
+    return code // 10000 if code >= cudnn_version_code("9") else code // 1000
 
 
 def cudnn_library_name(cudnn: str, platform: Platform) -> Fact[str] | None:
@@ -206,7 +270,8 @@ def libgpuarray_names(platform: Platform, driver_cuda: str) -> LoaderNames:
     """What libgpuarray 0.7.6 asks the loader for, given the driver's CUDA version.
 
     On Windows ``nvrtc64_%d%d.dll`` takes the driver's major and minor (10.2 gives
-    ``nvrtc64_102.dll``), then the fallback versions in order; Linux names are unversioned.
+    ``nvrtc64_102.dll``), then the fallback versions below the driver's, in order;
+    ``cublas[i]`` is asked for when ``nvrtc[i]`` loaded. Linux names are unversioned.
     """
     data = knowledge().libgpuarray
     names = {row.library: row.names[platform] for row in data.loader}
@@ -215,7 +280,7 @@ def libgpuarray_names(platform: Platform, driver_cuda: str) -> LoaderNames:
         return LoaderNames(driver=names["driver"], nvrtc=(names["nvrtc"],),
                            cublas=(names["cublas"],), source="; ".join(sources))
     versions = [major_minor(driver_cuda)]
-    versions += [v for v in map(major_minor, data.fallback.versions) if v not in versions]
+    versions += [v for v in map(major_minor, data.fallback.versions) if v < versions[0]]
 
     def candidates(pattern: str) -> tuple[str, ...]:
         return tuple(pattern.replace("%d%d", f"{major}{minor}") for major, minor in versions)
@@ -246,7 +311,8 @@ def theano_rules(theano_version: str) -> TheanoRules:
     names = pick(data.flag_names)
     if not spelling or not names:
         raise UnknownFactError(f"envforge knows no rules for Theano-PyMC {theano_version} "
-                          f"(it knows {', '.join(row.theano for row in data.spelling)})")
+                               f"(it knows {', '.join(row.theano for row in data.spelling)}); "
+                               f"fix: pin {_pymc().name}=={_pymc().releases[-1]}")
     return TheanoRules(
         version=theano_version,
         spelling=spelling[0].spelling,
@@ -263,7 +329,25 @@ def theano_rules(theano_version: str) -> TheanoRules:
         python=pick(data.python),
         classifiers=pick(data.classifiers),
         requires=pick(data.requires),
+        preallocate=pick(data.preallocate),
     )
+
+
+def error_hints() -> tuple[tuple[str, str], ...]:
+    """(text a failure prints, what fixes it): cuDNN rules' symptoms, libgpuarray's Linux
+    library names (longest first, so ``libcuda.so`` does not shadow the others), the rest."""
+    data = knowledge()
+    hints = [(row.symptom, f"Theano-PyMC {row.theano}: {row.effect}; {row.fix}")
+             for row in data.theano.cudnn if row.symptom]
+    loader = libgpuarray_names("linux-64", "0")
+    fact = next(r for r in data.libgpuarray.facts if r.id == "linux-unversioned")
+    for asked, target in ((loader.nvrtc[0], f"the CUDA toolkit's {loader.nvrtc[0]}.N"),
+                          (loader.cublas[0], f"the CUDA toolkit's {loader.cublas[0]}.N"),
+                          (loader.driver, f"the driver's {driver_library('linux-64')}")):
+        hints.append((asked, f"libgpuarray loads the unversioned {asked}: link it to "
+                             f"{target} in a folder on LD_LIBRARY_PATH ({fact.source})"))
+    hints += [(row.needle, row.hint) for row in data.theano.error_hints]
+    return tuple(dict.fromkeys(hints))
 
 
 def blog_errata() -> tuple[BlogErratum, ...]:
@@ -273,3 +357,54 @@ def blog_errata() -> tuple[BlogErratum, ...]:
 
 def erratum_for_flag(name: str) -> BlogErratum | None:
     return next((row for row in knowledge().theano.blog_errata if row.flag == name), None)
+
+
+def theano_distribution(name: str) -> DistributionRow | None:
+    """The row of a distribution installing the ``theano`` package, by PyPI or conda name."""
+    wanted = canonicalize_name(name)
+    return next((row for row in knowledge().theano.distributions
+                 if canonicalize_name(row.name) == wanted or wanted in row.conda_names), None)
+
+
+def _pymc() -> DistributionRow:
+    return next(row for row in knowledge().theano.distributions if row.maps_to is None)
+
+
+def reference_theano() -> str:
+    """The Theano-PyMC release the project is built around (theano.toml [[distributions]]):
+    what doctor assumes, and a legacy ``theano`` requirement maps to, when nothing says."""
+    return _pymc().releases[-1]
+
+
+def library_file_patterns() -> tuple[str, ...]:
+    """Regular expressions for every CUDA, cuDNN and loader library file the knowledge base
+    names, any version: ``cudart64_\\w+\\.dll``, ``libcudart\\.so(?:\\.\\d+)*``."""
+    data = knowledge()
+    names = {*(f for row in data.cuda.libraries for f in row.files.values()),
+             *(f for row in data.cudnn.libraries for f in row.files.values()),
+             *(f for row in data.libgpuarray.loader for f in row.names.values())}
+    patterns = set()
+    for name in names:
+        stem, so, _ = name.partition(".so")
+        if so:
+            patterns.add(re.escape(stem) + r"\.so(?:\.\d+)*")
+            continue
+        head, underscore, _ = name.partition("_")
+        patterns.add(re.escape(head + underscore) + r"\w+\.dll" if underscore
+                     else re.escape(name))
+    return tuple(sorted(patterns))
+
+
+def map_legacy_theano(requirement: str) -> str:
+    """What a requirement of a ``theano`` distribution becomes for envforge: a legacy
+    ``theano>=0.8.2`` (the original Theano) -> ``Theano-PyMC==1.0.5``, markers kept; a
+    requirement of any other distribution is returned unchanged. InputError if unparsable."""
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as exc:
+        raise InputError(f"not a requirement: {requirement!r} ({exc})") from None
+    row = theano_distribution(parsed.name)
+    if row is None or row.maps_to is None:
+        return requirement
+    marker = f"; {parsed.marker}" if parsed.marker is not None else ""
+    return f"{row.maps_to}{marker}"

@@ -84,8 +84,8 @@ class HostCompilerRow(Row):
 
 
 class CudaLibraryRow(Row):
-    cuda: str
-    library: Literal["cudart", "cublas", "nvrtc"]
+    cuda: Range
+    library: Literal["driver", "cudart", "cublas", "nvrtc"]
     files: dict[Platform, str]
 
 
@@ -165,8 +165,8 @@ class FallbackRow(Row):
 
 
 class NameMismatchRow(Row):
-    cuda: str
-    shipped: tuple[str, ...]
+    cuda: Range
+    fact: str
     fix: str
 
 
@@ -222,7 +222,12 @@ class CondaPackageRow(Row):
     python: tuple[str, ...] = ()
     subdirs: tuple[str, ...] = ()
     depends: tuple[str, ...] = ()
+    subdir_depends: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     note: str = ""
+
+    def run_depends(self, subdir: str) -> tuple[str, ...]:
+        """The rendered run requirements on one subdir."""
+        return (*self.depends, *self.subdir_depends.get(subdir, ()))
 
 
 class CondaFile(Frozen):
@@ -296,6 +301,8 @@ class FlagSchema(Row):
     theano: Range
     type: Literal["str", "bool", "float", "enum", "device"]
     choices: tuple[str, ...] = ()
+    # values Theano converts before checking (floatX "32")
+    aliases: dict[str, str] = Field(default_factory=dict)
     default: str
     section: str
     key: str
@@ -303,6 +310,7 @@ class FlagSchema(Row):
 
     def problem(self, value: str) -> str | None:
         """Why Theano would refuse ``value`` at import, or None when it takes it."""
+        value = self.aliases.get(value, value)
         if self.type == "bool" and value not in _BOOLS:
             return f"{self.name}={value!r} is not a boolean (True, False, 1, 0)"
         if self.type == "float":
@@ -338,6 +346,7 @@ class BlogErratum(Row):
     correct: str
     flag: str | None = None
     replacement: str | None = None
+    package: str | None = None  # a package the wrong form installs from PyPI
 
 
 class ConfigReadingRow(Row):
@@ -358,6 +367,7 @@ class CudnnRuleRow(Row):
     version_code: int
     effect: str
     fix: str = ""
+    symptom: str | None = None  # what the failure prints
 
 
 class CudnnNamesRow(Row):
@@ -391,6 +401,42 @@ class RequiresRow(Row):
     packages: tuple[str, ...]
 
 
+class PreallocateRow(Row):
+    """How gpuarray.preallocate is read: below ``disables_below`` the cache is off, up to
+    ``fraction_up_to`` (inclusive) a fraction of memory capped at ``fraction_cap``, above
+    that megabytes."""
+
+    theano: Range
+    disables_below: float
+    fraction_up_to: float
+    fraction_cap: float
+
+    def megabytes(self, value: float, total_mib: float) -> float:
+        """The MiB Theano preallocates for ``value`` on a GPU of ``total_mib``; 0 for none."""
+        if value <= self.disables_below:
+            return 0.0
+        if value <= self.fraction_up_to:
+            return min(value, self.fraction_cap) * total_mib
+        return value
+
+
+class DistributionRow(Row):
+    """A distribution that installs the ``theano`` package, and what a requirement of it
+    maps to where envforge's rules are for another one."""
+
+    name: str
+    releases: tuple[str, ...]
+    installs: str
+    conda_names: tuple[str, ...] = ()
+    maps_to: str | None = None
+    why: str = ""
+
+
+class ErrorHintRow(Row):
+    needle: str
+    hint: str
+
+
 class GpuProbeRow(Row):
     id: str
     expression: str
@@ -412,6 +458,9 @@ class TheanoFile(Frozen):
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
     gpu_probe: tuple[GpuProbeRow, ...]
+    preallocate: tuple[PreallocateRow, ...]
+    distributions: tuple[DistributionRow, ...]
+    error_hints: tuple[ErrorHintRow, ...]
 
 
 class TheanoRules(Frozen):
@@ -432,6 +481,7 @@ class TheanoRules(Frozen):
     python: tuple[PythonRuleRow, ...]
     classifiers: tuple[ClassifiersRow, ...]
     requires: tuple[RequiresRow, ...]
+    preallocate: tuple[PreallocateRow, ...]
 
     @property
     def separator(self) -> str:

@@ -55,6 +55,8 @@ def default_virtual_packages(platform: Platform, *,
         encoding="utf-8")
     packages = []
     for name, value in tomllib.loads(text)[platform].items():
+        if name == "source":
+            continue
         version, _, build = str(value).partition(" ")
         packages.append(VirtualPackage(name, version, build or "0"))
     if cuda is not None:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from envforge.errors import ArtifactError, StepError
 from envforge.host.archives import extract_archive, verify_artifact
-from envforge.host.platform import CudaLayout, cuda_layout, cudnn_library_name
+from envforge.host.platform import CudaLayout, cuda_layout
 from envforge.journal import Transaction
+from envforge.knowledge import cudnn_library_name
 from envforge.lockfile import LockedArtifact
 from envforge.spec import Platform
 from envforge.steps.base import (
@@ -64,7 +65,11 @@ def cudnn_wants(platform: Platform, unpacked: Path, layout: CudaLayout,
     if version is None:
         raise ArtifactError(f"{archive}: not a cuDNN archive for {platform}: no cuda/include/"
                             "cudnn.h with CUDNN_MAJOR, CUDNN_MINOR and CUDNN_PATCHLEVEL")
-    library = f"{_LIBRARY_FOLDER[platform]}/{cudnn_library_name(platform, version[0])}"
+    known = cudnn_library_name(".".join(map(str, version)), platform)
+    if known is None:
+        raise ArtifactError(f"{archive}: cuDNN {version[0]}: envforge knows no library name "
+                            f"for this major on {platform} (knowledge/cudnn.toml)")
+    library = f"{_LIBRARY_FOLDER[platform]}/{known.value}"
     if not (unpacked / library).exists():
         raise ArtifactError(f"{archive}: not a cuDNN {version[0]} archive for {platform}: "
                             f"no {library}")

@@ -17,13 +17,15 @@ import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from envforge.envlayout import LINKS_DIR
 from envforge.errors import StepError, ToolError
 from envforge.host import proc
 from envforge.host.cuda import read_driver, toolkit_version
-from envforge.host.platform import cuda_layout, cuda_library_names, gpuarray_loader_names
+from envforge.host.platform import cuda_layout
 from envforge.journal import Transaction
+from envforge.knowledge import cuda_library_name, driver_library, libgpuarray_names
 from envforge.steps.base import (
     Change,
     StepContext,
@@ -129,20 +131,23 @@ class LibgpuarrayLinksStep:
     def _linux(self, ctx: StepContext, root: Path) -> list[Want]:
         folder = links_dir(ctx.prefix)
         wants: list[Want] = []
+        driver = libgpuarray_names("linux-64", "0").driver
         try:
-            wants.append(WantLink(folder / "libcuda.so", str(self._driver_library())))
+            wants.append(WantLink(folder / driver, str(self._driver_library())))
         except StepError as missing:
             # An environment may be provisioned before it reaches its GPU host; verify
             # then fails naming libcuda.so, and a re-apply on the GPU host adds the link.
-            ctx.ui.warn(f"{missing}; libcuda.so is left out until a driver is there")
+            ctx.ui.warn(f"{missing}; {driver} is left out until a driver is there")
         version = self._toolkit(root)
-        names = cuda_library_names("linux-64", version) if version else None
         major = int(version.split(".")[0]) if version else None
         dirs = (root / "lib64", root / "targets" / "x86_64-linux" / "lib")
-        for library, expected in (("nvrtc", names.nvrtc if names else None),
-                                  ("cublas", names.cublas if names else None)):
-            found = find_soname(library, dirs, expected, major)
-            wants.append(WantLink(folder / f"lib{library}.so", str(found)))
+        loader = libgpuarray_names("linux-64", version or "0")
+        libraries: tuple[tuple[Literal["nvrtc", "cublas"], str], ...] = (
+            ("nvrtc", loader.nvrtc[0]), ("cublas", loader.cublas[0]))
+        for library, asked in libraries:
+            fact = cuda_library_name(version, library, "linux-64") if version else None
+            found = find_soname(library, dirs, fact.value if fact else None, major)
+            wants.append(WantLink(folder / asked, str(found)))
         return wants
 
     def _driver_library(self) -> Path:
@@ -150,12 +155,13 @@ class LibgpuarrayLinksStep:
             listed: list[Path] = []
             dirs = self.driver_dirs
         else:
-            listed = parse_ldconfig(_ldconfig_cache(), "libcuda.so.1")
+            listed = parse_ldconfig(_ldconfig_cache(), driver_library("linux-64"))
             dirs = DRIVER_DIRS
-        for candidate in (*listed, *(d / "libcuda.so.1" for d in dirs)):
+        for candidate in (*listed, *(d / driver_library("linux-64") for d in dirs)):
             if candidate.exists():
                 return candidate
-        raise StepError("libcuda.so.1 (the NVIDIA driver's library) is missing: looked in "
+        raise StepError(f"{driver_library('linux-64')} (the NVIDIA driver's library) is "
+                        "missing: looked in "
                         f"{'ldconfig -p, ' if self.driver_dirs is None else ''}"
                         f"{', '.join(str(d) for d in dirs)}; is the NVIDIA driver installed?")
 
@@ -167,13 +173,14 @@ class LibgpuarrayLinksStep:
         version = self._toolkit(root)
         if version is None:
             raise StepError(f"{root} has no version.json or version.txt saying its CUDA version")
-        names = cuda_library_names("win-64", version)
-        if names is None:
+        nvrtc = cuda_library_name(version, "nvrtc", "win-64")
+        cublas = cuda_library_name(version, "cublas", "win-64")
+        if nvrtc is None or cublas is None:
             raise StepError(f"no DLL names known for CUDA {version}")
-        loader = gpuarray_loader_names("win-64", driver)
+        loader = libgpuarray_names("win-64", driver)
         bin_dir = cuda_layout("win-64", root).bin
         wants: list[Want] = []
-        for asked, shipped in ((loader.nvrtc[0], names.nvrtc), (loader.cublas[0], names.cublas)):
+        for asked, shipped in ((loader.nvrtc[0], nvrtc.value), (loader.cublas[0], cublas.value)):
             source = bin_dir / shipped
             if not source.is_file():
                 raise StepError(f"{shipped} is missing: looked in {bin_dir}")

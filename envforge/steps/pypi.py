@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
 from envforge.host import proc
+from envforge.host.fetch import FileRef, cache_path, obtain
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
 from envforge.resolve.pypi import uv_binary, uv_environ
@@ -49,14 +50,14 @@ def _uv() -> str | None:
 
 
 def requirement_line(ctx: StepContext, f: LockedPypiFile) -> str:
-    """Index files by name and version; a git, local or find-links file by its verified copy
-    (the index has no such file to look up)."""
-    if f.origin is None:
-        return f"{f.name}=={f.version}"
-    from envforge.host.fetch import FileRef, obtain
-
-    path = obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=ctx.dirs.cache)
-    return f"{f.name} @ {path.as_uri()}"
+    """The copy apply's prefetch put in envforge's cache (checked), else the index's by name
+    and version; a git, local or find-links file always by its verified copy (the index has
+    no such file to look up)."""
+    ref = FileRef(f.url, f.sha256, f.filename, f.size)
+    if f.origin is not None:
+        return f"{f.name} @ {obtain(ref, cache=ctx.dirs.cache).as_uri()}"
+    cached = cache_path(ctx.dirs.cache, ref)
+    return f"{f.name} @ {cached.as_uri()}" if cached.is_file() else f"{f.name}=={f.version}"
 
 
 class PypiInstallStep:

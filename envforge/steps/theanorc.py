@@ -11,6 +11,7 @@ import difflib
 from pathlib import Path
 
 from envforge.journal import Transaction
+from envforge.knowledge import reference_theano
 from envforge.steps.base import Change, StepContext, text_digest
 from envforge.theanoflags import render_theanorc
 
@@ -42,7 +43,7 @@ def theanorc_target(ctx: StepContext) -> Path:
 
 
 def rendered(ctx: StepContext) -> str:
-    version = ctx.lock.expect.versions.get("theano", "1.0.5")
+    version = ctx.lock.expect.versions.get("theano") or reference_theano()
     return render_theanorc(expanded_flags(ctx), version)
 
 

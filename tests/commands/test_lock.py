@@ -72,6 +72,55 @@ def test_cudnn8_with_theano_105_is_refused_before_resolving(
     assert not (tmp_path / "locks").exists()
 
 
+CUDNN8_CUDA111 = """\
+[project]
+name = "cudnn8"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[pypi]
+packages = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]
+
+[cuda]
+version = "11.1"
+
+[cudnn]
+version = "8.0.5.39"
+
+[theano]
+device = "cuda"
+dnn = "disabled"
+"""
+
+
+@pytest.mark.network
+def test_cudnn_8_0_5_with_cuda_11_1_locks(tmp_path: Path) -> None:
+    """A valid pair (Spack's cudnn 8.0.5.39-11.1) that the 8.0.* row used to refuse; the
+    archive comes from the knowledge base's artifacts, with its hash."""
+    spec = project_with(tmp_path, "cudnn8", CUDNN8_CUDA111)
+    assert main(["lock", str(spec), "--quiet"]) == 0
+    (cudnn,) = [a for a in load_lock(tmp_path / "locks" / "cudnn8.lock")
+                .platforms["linux-64"].artifacts if a.role == "cudnn"]
+    assert cudnn.filename == "cudnn-11.1-linux-x64-v8.0.5.39.tgz"
+    assert cudnn.sha256 == "1d046bfa79399dabcc6f6cb1507918754439442ea0ca9e0fbecdd446f9b00cce"
+
+
+def test_theano_and_theano_pymc_together_refused_before_resolving(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    text = CUDNN8_CUDA111.replace('"Theano-PyMC==1.0.5"]', '"Theano-PyMC==1.0.5", "Theano==1.0.5"]')
+    spec = project_with(tmp_path, "both", text)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "both install the `theano` package" in err and "fix: drop Theano==1.0.5" in err
+    assert not (tmp_path / "locks").exists()
+
+
 def test_check_is_fresh_then_stale_without_network(tmp_path: Path, no_resolvers: None,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "specs").mkdir()
@@ -124,6 +173,31 @@ def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: P
     assert main(["lock", str(spec), "-q"]) == 0  # resolved again from scratch
     assert lock_file.read_bytes() == first
     assert "pypi.org/simple" in first.decode() and "file://" not in first.decode()
+
+
+@pytest.mark.network
+def test_gpu_spec_locks_debian_bullseyes_stack(tmp_path: Path) -> None:
+    """Python 3.9.2, NumPy 1:1.19.5 and pygpu from bullseye; from PyPI only Theano and
+    setuptools (pkg_resources); the lock's expectations carry the stack's versions."""
+    spec = project_with(tmp_path, "theano-gpu-linux",
+                        (REPO / "specs" / "theano-gpu-linux.toml").read_text())
+    assert main(["lock", str(spec), "-q"]) == 0
+    lock = load_lock(tmp_path / "locks" / "theano-gpu-linux.lock")
+    assert lock.meta.debian_suite == "bullseye"
+    linux = lock.platforms["linux-64"]
+    assert (linux.python, linux.environment) == ("3.9.2", "debian")
+    debs = {d.name: d for d in linux.deb}
+    assert debs["python3-numpy"].version == "1:1.19.5-1"
+    assert debs["python3-scipy"].version.startswith("1.6.0-")
+    assert debs["python3-pygpu"].version.startswith("0.7.6-")
+    assert debs["python3.9-dev"].version == "3.9.2-1"
+    assert {"python3-distutils", "libpython3.9-dev", "libgpuarray-dev"} <= set(debs)
+    files = {f.name: f for f in linux.pypi}
+    assert sorted(files) == ["setuptools", "theano-pymc"]
+    assert files["theano-pymc"].sha256 == THEANO_SDIST_SHA
+    assert {k: linux.expect.versions[k] for k in ("python", "numpy", "scipy", "pygpu")} == {
+        "python": "3.9.2", "numpy": "1.19.5", "scipy": "1.6.0", "pygpu": "0.7.6"}
+    assert linux.expect.theano_flags["dnn.enabled"] == "False"
 
 
 def test_conda_spec_locks_against_a_local_channel(tmp_path: Path, conda_channel: Path) -> None:

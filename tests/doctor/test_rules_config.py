@@ -152,6 +152,36 @@ def test_preallocation_above_the_free_memory(tmp_path: Path) -> None:
     assert "config.preallocate-exceeds-free" not in ids(judge(look(tmp_path, env)))
 
 
+def test_preallocate_one_is_95_percent_not_one_megabyte(tmp_path: Path) -> None:
+    """`if preallocate <= 1` is a fraction (capped 0.95): 1 asks for 5837 MiB of 6144."""
+    nvidia_smi(tmp_path / "bin", query="NVIDIA GeForce GTX 1660 SUPER, 7.5, 6144 MiB, 2048 MiB\n")
+    env = _env(tmp_path, "[global]\ndevice = cuda\n\n[gpuarray]\npreallocate = 1\n",
+               PATH=str(tmp_path / "bin"))
+    finding = only(judge(look(tmp_path, env)), "config.preallocate-exceeds-free")
+    assert "asks for 5837 MiB of GPU 0" in finding.title
+    assert "gpuarray/__init__.py:153-159" in finding.source
+
+
+def test_floatx_32_is_not_an_error(tmp_path: Path) -> None:
+    """Theano 1.0.5 converts "32" to float32 (floatX_convert)."""
+    env = _env(tmp_path, "[global]\nfloatX = 32\n")
+    assert not [f for f in judge(look(tmp_path, env)) if f.id.startswith("config.")]
+    (Path(env["HOME"]) / ".theanorc").write_text("[global]\nfloatX = 33\n")
+    finding = only(judge(look(tmp_path, env)), "config.invalid-value")
+    assert "floatX='33'" in finding.title
+
+
+def test_compiler_is_the_blogs_name_for_cxx(tmp_path: Path) -> None:
+    env = _env(tmp_path, "[global]\ncompiler = g++\n")
+    findings = judge(look(tmp_path, env))
+    finding = only(findings, "config.blog-form")
+    assert "`[global] compiler = g++`" in finding.title and "[global] cxx = g++" in finding.title
+    assert finding.fix is not None and "`[global] cxx = g++`" in finding.fix.text
+    assert "compiledir" not in finding.fix.text
+    apply_fixes(fix_steps(findings), tmp_path / "state")
+    assert "cxx = g++" in (Path(env["HOME"]) / ".theanorc").read_text()
+
+
 def test_unparsable_theanorc(tmp_path: Path) -> None:
     env = _env(tmp_path, "device = cuda\n")  # no section header
     finding = only(judge(look(tmp_path, env)), "config.unparsable")

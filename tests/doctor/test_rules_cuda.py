@@ -31,24 +31,41 @@ def _set_value(fix: str) -> str:
     return match[1]
 
 
-def test_windows_wrong_cuda_first_on_path(tmp_path: Path) -> None:
-    program_files = tmp_path / "Program Files"
-    old, new = windows_cuda(program_files, "9.0"), windows_cuda(program_files, "10.2")
-    env = {"PATH": f"{old / 'bin'};{new / 'bin'};C:\\Windows", "CUDA_PATH": str(new),
+def test_windows_putting_the_right_cuda_first_is_undone_by_theano(tmp_path: Path) -> None:
+    # The user followed the old advice: CUDA 10.2 first on PATH. Theano's dnn import
+    # re-sorts PATH (lower-cased), and C:\...\A\... sorts before ...\Program Files\...
+    old = windows_cuda(tmp_path / "A", "9.0")
+    new = windows_cuda(tmp_path / "Program Files", "10.2")
+    env = {"PATH": f"{new / 'bin'};{old / 'bin'};C:\\Windows", "CUDA_PATH": str(new),
            "USERPROFILE": str(home(tmp_path))}
 
     finding = only(judge(look(tmp_path, env, platform="win-64"),
                          expected(platform="win-64")), "cuda.several-on-path")
 
     assert finding.severity == "error"
-    assert "CUDA 9.0's runtime first" in finding.title
+    assert "after Theano's PATH rewrite (sorted, lower-cased) CUDA 9.0's runtime" in finding.title
     assert [e.text.split("  ")[1] for e in finding.evidence] == [
         "(cudart64_90.dll: CUDA 9.0)", "(cudart64_102.dll: CUDA 10.2)"]
+    assert "theano/pathparse.py" in finding.source
     assert finding.fix is not None and not finding.fix.safe
     env["PATH"] = _set_value(finding.fix.text)
-    assert env["PATH"].startswith(str(new / "bin") + ";")
+    # The fix does not depend on order: the other CUDA is gone, nothing else moved.
+    assert env["PATH"] == f"{new / 'bin'};C:\\Windows"
     assert "cuda.several-on-path" not in ids(judge(look(tmp_path, env, platform="win-64"),
                                                    expected(platform="win-64")))
+
+
+def test_windows_right_cuda_sorting_first_is_only_luck(tmp_path: Path) -> None:
+    program_files = tmp_path / "Program Files"
+    old, new = windows_cuda(program_files, "9.0"), windows_cuda(program_files, "10.2")
+    env = {"PATH": f"{old / 'bin'};{new / 'bin'};C:\\Windows", "CUDA_PATH": str(new),
+           "USERPROFILE": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env, platform="win-64"),
+                         expected(platform="win-64")), "cuda.several-on-path")
+    assert finding.severity == "warning"
+    assert "sorts first once Theano rewrites PATH" in finding.title
+    assert finding.fix is not None
+    assert _set_value(finding.fix.text) == f"{new / 'bin'};C:\\Windows"
 
 
 def test_linux_several_runtimes_without_a_lock(tmp_path: Path) -> None:

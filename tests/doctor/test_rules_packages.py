@@ -98,3 +98,25 @@ def test_environment_against_the_lock(tmp_path: Path, installed: dict[str, str] 
     assert found.fix is not None and found.fix.text == "envforge apply specs/theano-cuda102.toml"
     if installed is not None:
         assert found.title == f"numpy 1.19.4 in {prefix}; the lock has 1.19.5"
+
+
+def test_theano_and_theano_pymc_in_one_environment(tmp_path: Path) -> None:
+    prefix = venv(tmp_path / "env", {"Theano": "1.0.4", "Theano-PyMC": "1.0.5"})
+    env = {"VIRTUAL_ENV": str(prefix), "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env)), "packages.two-theanos")
+    assert finding.severity == "error"
+    assert "both install the `theano` package" in finding.title
+    assert finding.fix is not None and finding.fix.text == (
+        'pip uninstall -y Theano Theano-PyMC && pip install "Theano-PyMC==1.0.5"')
+
+
+def test_original_theano_gets_the_legacy_mapping(tmp_path: Path) -> None:
+    prefix = venv(tmp_path / "env", {"Theano": "0.8.2", "numpy": "1.19.5"})
+    env = {"VIRTUAL_ENV": str(prefix), "HOME": str(home(tmp_path))}
+    finding = only(judge(look(tmp_path, env)), "packages.original-theano")
+    assert "the original Theano 0.8.2 (PyPI Theano)" in finding.title
+    assert finding.fix is not None and 'pip install "Theano-PyMC==1.0.5"' in finding.fix.text
+    prefix_ok = venv(tmp_path / "ok", {"Theano-PyMC": "1.0.5"})
+    env["VIRTUAL_ENV"] = str(prefix_ok)
+    assert not {"packages.original-theano", "packages.two-theanos"} & set(
+        ids(judge(look(tmp_path, env))))

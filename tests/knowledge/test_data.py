@@ -10,7 +10,6 @@ import pytest
 
 from envforge.knowledge import (
     KNOWLEDGE_FILES,
-    cuda_library_name,
     cudnn_archive_layout,
     cudnn_library_name,
     cudnn_version_code,
@@ -34,7 +33,7 @@ def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
-@pytest.mark.parametrize("name", KNOWLEDGE_FILES)
+@pytest.mark.parametrize("name", [*KNOWLEDGE_FILES, "virtual_packages"])
 def test_every_row_names_a_source(name: str) -> None:
     rows = _rows(name)
     assert rows
@@ -45,7 +44,7 @@ def test_every_row_names_a_source(name: str) -> None:
 def test_every_file_loads_into_the_typed_models() -> None:
     loaded = knowledge()
     assert {name for name in type(loaded).model_fields} == set(KNOWLEDGE_FILES)
-    assert len(loaded.cuda.drivers) == 26
+    assert len(loaded.cuda.drivers) == 29
 
 
 def test_inferred_and_observed_rows_say_so() -> None:
@@ -92,12 +91,6 @@ def test_cudnn_archive_layout_holds_the_library_name() -> None:
     assert linux is not None and linux.format == "tgz"
     assert "cuda/include/cudnn.h" in linux.members
     assert cudnn_archive_layout("8.0.5", "linux-64") is None
-
-
-def test_name_mismatch_rows_are_the_names_cuda_ships() -> None:
-    (row,) = [r for r in knowledge().libgpuarray.name_mismatch if r.cuda == "10"]
-    shipped = {cuda_library_name("10.2", lib, "win-64") for lib in ("nvrtc", "cublas")}
-    assert {fact.value for fact in shipped if fact is not None} == set(row.shipped)
 
 
 def test_artifact_rows_are_consistent() -> None:

@@ -28,8 +28,22 @@ def test_min_driver_cites_nvidias_table() -> None:
     assert linux is not None and linux.value == "440.33"
     assert windows is not None and windows.value == "441.22"
     assert "CUDA Toolkit and Corresponding Driver Versions" in linux.source
-    eleven = min_driver("11.0", "linux-64")
-    assert eleven is not None and eleven.value == "450.51.06"
+
+
+
+@pytest.mark.parametrize(("cuda", "platform", "minimum"), [
+    # Keyed by the release named, not by major.minor (11.0.2 used to get 11.0.3's 450.51.06).
+    ("11.0.2", "linux-64", "450.51.05"), ("11.0.3", "linux-64", "450.51.06"),
+    ("11.0.2", "win-64", "451.48"), ("9.2.88", "linux-64", "396.26"),
+    ("9.2.148", "linux-64", "396.37"), ("8.0.44", "win-64", "369.30"),
+    # A bare major.minor: its oldest listed release (the GA); an unlisted update: the newest
+    # listed release below it ("10.1.105 general release, and updates").
+    ("11.0", "linux-64", "450.51.05"), ("9.2", "win-64", "397.44"),
+    ("10.1.243", "linux-64", "418.39"), ("9.2.150", "linux-64", "396.37"),
+])
+def test_min_driver_of_the_release_named(cuda: str, platform: Platform, minimum: str) -> None:
+    fact = min_driver(cuda, platform)
+    assert fact is not None and fact.value == minimum
 
 
 def test_min_driver_is_none_where_nvidia_lists_none() -> None:
@@ -40,7 +54,7 @@ def test_min_driver_is_none_where_nvidia_lists_none() -> None:
 @pytest.mark.parametrize(("cuda", "expected"), [
     ("8.0", (20, 62)), ("9.1", (30, 72)), ("10.2.89", (30, 75)), ("11.0", (35, 80)),
     ("11.1", (35, 86)), ("11.4", (35, 87)), ("11.8", (35, 90)), ("12.0", (50, 90)),
-    ("12.8", (50, 120)), ("13.0", (75, 120)),
+    ("12.8", (50, 120)), ("12.9", (50, 121)), ("13.0", (75, 121)),
 ])
 def test_compute_capability_range(cuda: str, expected: tuple[int, int]) -> None:
     found = compute_capability_range(cuda)
@@ -71,13 +85,15 @@ def test_cuda_10_2_library_names(library: Literal["cudart", "cublas", "nvrtc"],
 
 
 def test_cuda_library_names_unknown_toolkit() -> None:
-    assert cuda_library_name("11.8", "nvrtc", "win-64") is None
+    assert cuda_library_name("7.5", "nvrtc", "win-64") is None
 
 
 @pytest.mark.parametrize(("cudnn", "cuda", "expected"), [
     ("7.6.5.32", "10.2", True), ("7.6.5.32", "9.0", True), ("7.6.5", "10.1.105", True),
     ("7.6.5.32", "9.1", False), ("7.6.5.32", "11.0", False),
-    ("8.0.5.39", "11.0", True), ("8.0.5.39", "11.1", False), ("8.0.5.39", "10.1", True),
+    ("8.0.5.39", "11.0", True), ("8.0.5.39", "11.1", True), ("8.0.5.39", "10.1", True),
+    ("8.0.4.30", "11.1", True), ("8.0.3.33", "11.1", False), ("8.0.0.180", "10.1", False),
+    ("8.0.0.180", "11.0", True), ("8.0.2.39", "10.1", True),
     ("8.1.1.33", "11.4", True), ("8.2.0.53", "11.8", True), ("8.1.0.77", "10.1", False),
     ("9.1.0", "12.0", None), ("8.2.1.32", "11.3", None),
 ])
@@ -155,7 +171,9 @@ def test_conda_and_debian_rows() -> None:
     pygpu = debian_package("bookworm", "python3-pygpu")
     assert pygpu is not None and (pygpu.provides, pygpu.version, pygpu.python) == \
         ("pygpu", "0.7.6", "3.11")
-    assert debian_package("bullseye", "python3-pygpu") is None
+    bullseye = debian_package("bullseye", "python3-pygpu")
+    assert bullseye is not None and (bullseye.version, bullseye.python) == ("0.7.6", "3.9")
+    assert debian_package("buster", "python3-pygpu") is None
 
 
 def test_major_minor() -> None:

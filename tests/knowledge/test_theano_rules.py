@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from envforge.errors import InputError
-from envforge.knowledge import UnknownFactError, blog_errata, erratum_for_flag, theano_rules
+from envforge.knowledge import (
+    UnknownFactError,
+    blog_errata,
+    erratum_for_flag,
+    map_legacy_theano,
+    theano_distribution,
+    theano_rules,
+)
 
 
 @pytest.mark.parametrize(("version", "spelling"), [
@@ -115,11 +122,71 @@ def test_blog_errata() -> None:
     assert wrong["[lib] cnmem = 0.8"] == "[gpuarray] preallocate = 0.8"
     assert wrong["[cudnn] enable = True"] == "[dnn] enabled = True"
     assert wrong["device = gpu"].startswith("device = cuda")
-    assert len(wrong) == 6
+    assert wrong["[global] compiler = g++"] == "[global] cxx = g++"
+    assert "init_dev" in wrong["from theano.gpuarray import init_devices"]
+    assert "conda" in wrong["pip install pygpu"]
+    assert len(wrong) == 9
     erratum = erratum_for_flag("cudnn.enable")
     assert erratum is not None and erratum.replacement == "dnn.enabled"
+    compiler = erratum_for_flag("compiler")
+    assert compiler is not None and compiler.replacement == "cxx"
+    assert "compiler" not in theano_rules("1.0.5").known_flags
+    assert "cxx" in theano_rules("1.0.5").known_flags
 
 
 def test_config_reading_facts_are_available_per_release() -> None:
     ids = {row.id for row in theano_rules("1.0.5").config_reading}
     assert {"precedence", "theanorc-win32", "theanorc-cwd", "theano-flags-syntax"} <= ids
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("32", False), ("64", False), ("16", False), ("float32", False), ("8", True),
+    ("Float32", True)])
+def test_floatx_takes_the_short_forms(value: str, problem: bool) -> None:
+    """floatX_convert ([TP] configdefaults.py:37) turns "32" into float32 before checking."""
+    schema = theano_rules("1.0.5").flags["floatX"]
+    assert (schema.problem(value) is not None) is problem
+
+
+@pytest.mark.parametrize(("value", "mib"), [
+    (-1.0, 0.0), (0.0, 0.0), (0.5, 4000.0), (0.99, 7600.0), (1.0, 7600.0), (1.5, 1.5),
+    (2048.0, 2048.0)])
+def test_preallocate_one_is_a_fraction(value: float, mib: float) -> None:
+    """`if preallocate <= 1` ([TP] gpuarray/__init__.py:156): exactly 1 is 95 % of memory."""
+    (row,) = theano_rules("1.0.5").preallocate
+    assert row.megabytes(value, 8000.0) == pytest.approx(mib)
+
+
+def test_win32_path_rewrite_is_a_fact() -> None:
+    rows = {row.id: row for row in theano_rules("1.0.5").config_reading}
+    row = rows["win32-dnn-rewrites-path"]
+    assert "sorted" in row.fact and "lower-cased" in row.fact
+    assert "dnn.py:94" in row.source and "pathparse.py" in row.source
+
+
+def test_original_theano_is_known_and_maps_to_theano_pymc() -> None:
+    original = theano_distribution("theano")
+    assert original is not None and original.name == "Theano"
+    assert {"0.8.2", "1.0.5"} <= set(original.releases)
+    assert original.installs == theano_distribution("Theano_PyMC").installs == "theano"  # type: ignore[union-attr]
+    assert theano_distribution("numpy") is None
+
+
+@pytest.mark.parametrize(("legacy", "mapped"), [
+    ("theano>=0.8.2", "Theano-PyMC==1.0.5"), ("Theano==0.8.2", "Theano-PyMC==1.0.5"),
+    ("theano", "Theano-PyMC==1.0.5"),
+    ('theano>=0.8; python_version < "3.8"', 'Theano-PyMC==1.0.5; python_version < "3.8"'),
+    ("Theano-PyMC==1.0.5", "Theano-PyMC==1.0.5"), ("numpy==1.19.5", "numpy==1.19.5"),
+])
+def test_legacy_theano_requirement_maps_to_what_works(legacy: str, mapped: str) -> None:
+    assert map_legacy_theano(legacy) == mapped
+
+
+def test_unparsable_requirement_is_input_error() -> None:
+    with pytest.raises(InputError, match="not a requirement"):
+        map_legacy_theano("theano >>= 1")
+
+
+def test_unknown_release_says_what_to_pin() -> None:
+    with pytest.raises(UnknownFactError, match=r"fix: pin Theano-PyMC==1\.0\.5"):
+        theano_rules("0.8.2")

@@ -18,6 +18,7 @@ from envforge.host.archives import sha256_file
 from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.proc import run
 from envforge.lockfile import LockedDeb
+from envforge.lockplan import stack_versions
 from envforge.resolve.deb import (
     DebStanza,
     HttpFetch,
@@ -34,9 +35,11 @@ from envforge.resolve.deb import (
     unmet_dependencies,
     version_key,
 )
-from envforge.spec import DEBIAN_MIRROR, DebianSection
+from envforge.spec import DEBIAN_MIRROR, DebianSection, load_spec
 from tests.host.test_debunpack import LIBDIR, build_deb
 from tests.testing.conda_channel import serve
+
+REPO = Path(__file__).resolve().parents[2]
 
 # --- dpkg version ordering ----------------------------------------------------------------
 
@@ -363,6 +366,92 @@ def test_select_packages_refuses_unsafe_pool_paths() -> None:
         select_packages(index, ["python3-six"], mirror=DEBIAN_MIRROR, suite="bookworm")
 
 
+# Verbatim from bullseye's main/binary-amd64/Packages (Description, Tag and MD5sum trimmed):
+# the GPU spec's Python, NumPy (with an epoch) and pygpu.
+BULLSEYE_PACKAGES = """\
+Package: python3-numpy
+Source: numpy
+Version: 1:1.19.5-1
+Installed-Size: 14375
+Maintainer: Sandro Tosi <morph@debian.org>
+Architecture: amd64
+Provides: dh-sequence-numpy3, python3-f2py, python3-numpy-abi9, python3-numpy-api13, python3-numpy-dev, python3.9-numpy
+Depends: python3-pkg-resources, python3 (<< 3.10), python3 (>= 3.9~), python3.9:any, python3:any, libblas3 | libblas.so.3, libc6 (>= 2.29), liblapack3 | liblapack.so.3
+Suggests: gcc (>= 4:4.6.1-5), gfortran, python-numpy-doc, python3-dev, python3-numpy-dbg, python3-pytest
+Breaks: python3-aplpy (<< 2.0~rc2-1), python3-astropy (<< 3.1-1), python3-ccdproc (<< 1.3.0-5), python3-dask (<< 1.0.0+dfsg-2), python3-skimage (<< 0.14.1-3), python3-tables (<< 3.4.4-2), python3-theano (<< 1.0.3+dfsg-1)
+Homepage: http://www.numpy.org/
+Section: python
+Priority: optional
+Filename: pool/main/n/numpy/python3-numpy_1.19.5-1_amd64.deb
+Size: 2693312
+SHA256: fe8c8955be71be9f744729b73c73cc6bc01184daf253604f1d3ee16a8d64d30d
+
+Package: python3-pygpu
+Source: libgpuarray (0.7.6-5)
+Version: 0.7.6-5+b3
+Installed-Size: 4705
+Maintainer: Debian Science Maintainers <debian-science-maintainers@lists.alioth.debian.org>
+Architecture: amd64
+Depends: python3 (<< 3.10), python3 (>= 3.9~), python3-mako (>= 0.7), python3-numpy (>= 1:1.16.0~rc1), python3-numpy-abi9, python3-six, python3:any, libc6 (>= 2.14), libgpuarray3 (= 0.7.6-5+b3)
+Suggests: libgpuarray-doc
+Homepage: https://github.com/Theano/libgpuarray
+Section: python
+Priority: optional
+Filename: pool/main/libg/libgpuarray/python3-pygpu_0.7.6-5+b3_amd64.deb
+Size: 435952
+SHA256: 9b92287eaf221cd89267c47139954ba514f86ff1cd3f0c38f0b81cf73e8f06a5
+
+Package: python3.9-minimal
+Source: python3.9
+Version: 3.9.2-1
+Installed-Size: 5476
+Maintainer: Matthias Klose <doko@debian.org>
+Architecture: amd64
+Depends: libpython3.9-minimal (= 3.9.2-1), libexpat1 (>= 2.1~beta3), zlib1g (>= 1:1.2.0)
+Pre-Depends: libc6 (>= 2.29)
+Recommends: python3.9
+Suggests: binfmt-support
+Conflicts: binfmt-support (<< 1.1.2)
+Multi-Arch: allowed
+Cnf-Visible-Pkgname: python3.9
+Section: python
+Priority: optional
+Filename: pool/main/p/python3.9/python3.9-minimal_3.9.2-1_amd64.deb
+Size: 1955456
+SHA256: 5d6003c5c20223a2547ac4976e09a9ec778dbe351507a6292bef3b60df5f4aa7
+"""  # noqa: E501
+
+
+def test_bullseye_stanzas_lock_the_gpu_stack_versions() -> None:
+    """NumPy's epoch, pygpu's needs met through NumPy's Provides, Python 3.9.2 read."""
+    index = parse_packages(BULLSEYE_PACKAGES)
+    names = ["python3-numpy", "python3-pygpu", "python3.9-minimal"]
+    resolution = select_packages(index, names, mirror=DEBIAN_MIRROR, suite="bullseye")
+    records = {r.name: r for r in resolution.records}
+    assert records["python3-numpy"].version == "1:1.19.5-1"
+    assert records["python3-numpy"].url == \
+        f"{DEBIAN_MIRROR}/pool/main/n/numpy/python3-numpy_1.19.5-1_amd64.deb"
+    assert records["python3-pygpu"].sha256 == \
+        "9b92287eaf221cd89267c47139954ba514f86ff1cd3f0c38f0b81cf73e8f06a5"
+    hints = "\n".join(resolution.warnings)
+    # python3-numpy (>= 1:1.16.0~rc1) holds for 1:1.19.5-1 only with the epoch compared;
+    # python3-numpy-abi9 is a virtual package NumPy provides.
+    assert not [w for w in resolution.warnings if w.startswith("python3-numpy")]
+    assert "libpython3.9-minimal (= 3.9.2-1) (needed by python3.9-minimal)" in hints
+    assert "python3.9:any" not in hints and "zlib1g" not in hints and "libc6" not in hints
+    without_numpy = select_packages(index, ["python3-pygpu"], mirror=DEBIAN_MIRROR,
+                                    suite="bullseye")
+    assert any(w.startswith("python3-numpy (>= 1:1.16.0~rc1) (needed by python3-pygpu)")
+               for w in without_numpy.warnings)
+    assert any(w.startswith("python3-numpy-abi9 (needed by python3-pygpu)")
+               for w in without_numpy.warnings)
+    versions = stack_versions(load_spec(REPO / "specs" / "theano-gpu-linux.toml")
+                              .for_platform("linux-64"),
+                              pypi=(), conda=(), deb=resolution.records)
+    assert (versions["python"], versions["numpy"], versions["pygpu"]) == \
+        ("3.9.2", "1.19.5", "0.7.6")
+
+
 # --- a local archive of real .deb files -------------------------------------------------------
 
 SUITE = "envforge-test"
@@ -674,6 +763,23 @@ def test_bookworm(tmp_path: Path) -> None:
     # Its doc folder is a link into gcc-N-base, a package not unpacked here.
     assert [link.name for link, _ in unpacked.dangling] == ["libquadmath0"]
     assert missing_dev_links(root) == [(lib / "libquadmath.so", "libquadmath.so.0")]
+
+
+@pytest.mark.network
+def test_bullseye_is_authenticated_by_debians_keyring(tmp_path: Path) -> None:
+    """bullseye's InRelease (signed by the bookworm automatic and bullseye stable keys)
+    checks out against debian-archive-keyring.gpg; its Python is 3.9.2, NumPy 1.19.5."""
+    section = DebianSection(suite="bullseye", packages=(
+        "python3.9-minimal", "python3-numpy", "python3-pygpu", "python3-distutils"))
+    result = resolve_debs(section, "linux-64", cache_dir=tmp_path / "cache")
+    records = {r.name: r for r in result.records}
+    assert records["python3.9-minimal"].version == "3.9.2-1"
+    assert records["python3-numpy"].version == "1:1.19.5-1"
+    assert records["python3-pygpu"].version.startswith("0.7.6-")
+    assert records["python3-distutils"].architecture == "all"
+    warnings = "\n".join(result.warnings)
+    assert "signature" not in warnings and "unsigned" not in warnings
+    assert "python3-numpy (>= 1:1.16.0~rc1)" not in warnings
 
 
 @pytest.mark.network

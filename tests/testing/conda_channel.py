@@ -44,8 +44,8 @@ class FakePackage:
 PACKAGES: tuple[FakePackage, ...] = (
     FakePackage("python", "3.7.16"),
     FakePackage("python", "3.8.18"),
-    FakePackage("libgpuarray", "0.7.6", linux_depends=("__glibc >=2.17",)),
-    FakePackage("libgpuarray", "0.8.0", linux_depends=("__glibc >=2.17",)),
+    FakePackage("libgpuarray", "0.7.6", linux_depends=("__glibc >=2.12",)),
+    FakePackage("libgpuarray", "0.8.0", linux_depends=("__glibc >=2.12",)),
     FakePackage("pygpu", "0.7.6", depends=("libgpuarray >=0.7.6,<0.8", "python >=3.7,<3.8")),
     # Newer and satisfiable on its own: theano-pymc must still get 0.7.6.
     FakePackage("pygpu", "0.8.0", depends=("libgpuarray >=0.8.0,<0.9", "python >=3.7,<3.9")),

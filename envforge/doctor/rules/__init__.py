@@ -26,6 +26,7 @@ RULES: tuple[Rule, ...] = (
     compilers.compiler_rules,
     compilers.windows_rules,
     packages.environment_rules,
+    packages.distribution_rules,
     packages.release_rules,
     packages.blas_rules,
     config.config_rules,

@@ -9,11 +9,9 @@ from dataclasses import dataclass
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
 from envforge.doctor.flags import parse_theano_flags
 from envforge.doctor.model import Evidence
-from envforge.knowledge import TheanoRules, UnknownFactError, theano_rules
+from envforge.knowledge import TheanoRules, UnknownFactError, reference_theano, theano_rules
 from envforge.spec import Platform
 
-# The release the project is built around; rules assume it when nothing says otherwise.
-ASSUMED_THEANO = "1.0.5"
 THEANO_FLAGS = "THEANO_FLAGS"
 
 
@@ -28,7 +26,7 @@ class TheanoRelease:
 def theano_release(facts: HostFacts, expected: Expected | None) -> TheanoRelease:
     """The installed Theano, else the locked one, else the project's reference release."""
     found = installed(facts, expected, "theano")
-    version, how = found if found else (ASSUMED_THEANO, "assumed (no environment or lock "
+    version, how = found if found else (reference_theano(), "assumed (no environment or lock "
                                                          "says which Theano)")
     try:
         return TheanoRelease(version, how, theano_rules(version), found is not None)

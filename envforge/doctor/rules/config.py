@@ -248,10 +248,11 @@ def _preallocate(facts: HostFacts, rules: TheanoRules) -> Iterator[Finding]:
     number = re.fullmatch(r"cuda(\d*)", device)
     index = int(number[1]) if number and number[1] else 0
     gpu = next((g for g in facts.gpus if g.index == index), None)
-    if fraction <= 0 or gpu is None or gpu.memory_total_mib is None or \
+    if not rules.preallocate or gpu is None or gpu.memory_total_mib is None or \
             gpu.memory_free_mib is None:
         return
-    wanted = min(fraction, 0.95) * gpu.memory_total_mib if fraction < 1 else fraction
+    reading = rules.preallocate[0]
+    wanted = reading.megabytes(fraction, gpu.memory_total_mib)
     if wanted <= gpu.memory_free_mib:
         return
     fits = math.floor(gpu.memory_free_mib / gpu.memory_total_mib * 0.9 * 100) / 100
@@ -266,4 +267,4 @@ def _preallocate(facts: HostFacts, rules: TheanoRules) -> Iterator[Finding]:
                   *((command_evidence(facts.gpu_query),) if facts.gpu_query else ())),
         fix=Fix(text=f"set [gpuarray] preallocate = {fits} (or free GPU memory)"
                 if fits > 0 else "free GPU memory, or set [gpuarray] preallocate = 0"),
-        source=f"{row.source} ({row.note}); {probe.source}")
+        source=f"{reading.source}; {row.source} ({row.note}); {probe.source}")

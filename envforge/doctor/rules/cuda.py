@@ -3,7 +3,6 @@ Theano's own ``cuda.root``, and (Windows) a PATH older than the registry's."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts, SearchEntry
@@ -21,34 +20,13 @@ from envforge.doctor.rules.common import (
     theano_release,
 )
 from envforge.host.windows import normalize_entry
-from envforge.knowledge import cuda_library_name, knowledge
-
-_WIN_CUDART = re.compile(r"^cudart64_(\d+)\.dll$", re.IGNORECASE)
-_LINUX_CUDART = re.compile(r"^libcudart\.so\.(\d+)(?:\.(\d+))?")
+from envforge.knowledge import cuda_library_name, cuda_runtime_release, knowledge
 
 
 def runtime_version(name: str, windows: bool) -> str | None:
     """The CUDA release a runtime library belongs to: ``10.2``, or ``11``/``12`` where one
     runtime serves a whole major release (``cudart64_110.dll``, ``libcudart.so.12``)."""
-    if windows:
-        match = _WIN_CUDART.match(name)
-        if match is None:
-            return None
-        digits = match[1]  # 90 (9.0), 102 (10.2), 110 (11.x), 12 (12.x)
-        if len(digits) == 3:
-            major, rest = digits[:2], digits[2]
-        elif digits.startswith("1"):
-            major, rest = digits, ""
-        else:
-            major, rest = digits[:1], digits[1:]
-    else:
-        linux = _LINUX_CUDART.match(name)
-        if linux is None:
-            return None
-        major, rest = linux[1], linux[2] or ""
-    if int(major) >= 11 or not rest:
-        return major
-    return f"{major}.{rest}"
+    return cuda_runtime_release(name, "win-64" if windows else "linux-64")
 
 
 def runtime_matches(runtime: str, wanted: str) -> bool:
@@ -83,8 +61,16 @@ def toolkit_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
         source=f"{expected.spec} ([cuda] version, locked)")
 
 
+def _theano_path_order(order: list[tuple[SearchEntry, str, str]]) -> \
+        list[tuple[SearchEntry, str, str]]:
+    """The order after Theano's win32 PATH rewrite: folders lower-cased and sorted."""
+    return sorted(order, key=lambda found: normalize_entry(found[0].path))
+
+
 def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """Several CUDA runtimes on the loader's search path: the first folder wins."""
+    """Several CUDA runtimes on the loader's search path: the first folder wins. On Windows
+    Theano re-sorts PATH before pygpu loads NVRTC and cuBLAS, so the order the user gave
+    decides nothing: the fix there is one CUDA on PATH, never "put it first"."""
     windows = facts.platform == "win-64"
     order: list[tuple[SearchEntry, str, str]] = []
     for entry in library_entries(facts):
@@ -95,6 +81,11 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
                 order.append((entry, name, version))
     if len(order) < 2:
         return
+    rewrite = next(r for r in knowledge().theano.config_reading
+                   if r.id == "win32-dnn-rewrites-path")
+    source = f"{_source()}; {rewrite.source}" if windows else _source()
+    if windows:
+        order = _theano_path_order(order)
     variable = order[0][0].variable
     evidence = tuple(entry_evidence(e, f"{name}: CUDA {v}") for e, name, v in order)
     wanted = expected.cuda if expected is not None else None
@@ -102,25 +93,40 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         yield Finding(
             id="cuda.several-on-path", severity="warning",
             title=f"{variable} holds {len(order)} CUDA runtimes "
-                  f"({', '.join(v for _, _, v in order)}); the first, CUDA {order[0][2]}, wins",
+                  f"({', '.join(v for _, _, v in order)}); "
+                  + (f"Theano re-sorts PATH, so CUDA {order[0][2]}'s folder comes first"
+                     if windows else f"the first, CUDA {order[0][2]}, wins"),
             evidence=evidence,
-            fix=Fix(text=f"keep only the toolkit you use in {variable}, or put its folder first"),
-            source=_source())
-        return
-    if runtime_matches(order[0][2], wanted):
+            fix=Fix(text=f"keep only the toolkit you use in {variable}"
+                    + ("" if windows else ", or put its folder first")),
+            source=source)
         return
     right = next((e for e, _, v in order if runtime_matches(v, wanted)), None)
-    entries = library_entries(facts)
-    if right is not None:
+    if right is None:
+        fix = Fix(text=f"add CUDA {wanted}'s library folder to {variable}"
+                       + (" and remove the other CUDA folders" if windows else " first"))
+    elif windows:
+        others = {e.index for e, _, _ in order if e.index != right.index}
         value = pathsep(facts.platform).join(
-            [right.entry, *(e.entry for e in entries if e.index != right.index)])
+            e.entry for e in library_entries(facts) if e.index not in others)
         fix = Fix(text=set_variable(facts.platform, variable, value))
+    elif runtime_matches(order[0][2], wanted):
+        return
     else:
-        fix = Fix(text=f"add CUDA {wanted}'s library folder to the front of {variable}")
-    yield Finding(
-        id="cuda.several-on-path", severity="error",
-        title=f"{variable} finds CUDA {order[0][2]}'s runtime first; the lock wants CUDA {wanted}",
-        evidence=evidence, fix=fix, source=_source())
+        value = pathsep(facts.platform).join(
+            [right.entry, *(e.entry for e in library_entries(facts) if e.index != right.index)])
+        fix = Fix(text=set_variable(facts.platform, variable, value))
+    first = (f"after Theano's PATH rewrite (sorted, lower-cased) CUDA {order[0][2]}'s runtime "
+             "comes first" if windows else f"{variable} finds CUDA {order[0][2]}'s runtime first")
+    if windows and runtime_matches(order[0][2], wanted):
+        title = (f"PATH holds {len(order)} CUDA runtimes; CUDA {wanted} loads only because "
+                 "its folder sorts first once Theano rewrites PATH")
+        severity = "warning"
+    else:
+        title = f"{first}; the lock wants CUDA {wanted}"
+        severity = "error"
+    yield Finding(id="cuda.several-on-path", severity=severity, title=title,
+                  evidence=evidence, fix=fix, source=source)
 
 
 def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:

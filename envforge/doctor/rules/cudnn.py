@@ -17,7 +17,7 @@ from envforge.doctor.rules.common import (
     theano_flags_pairs,
     theano_release,
 )
-from envforge.knowledge import cudnn_support, cudnn_version_code
+from envforge.knowledge import cudnn_library_name, cudnn_support, cudnn_version_code
 
 
 def _header_evidence(header: CudnnHeader) -> Evidence:
@@ -151,6 +151,11 @@ def theano_rules_for_cudnn(facts: HostFacts, expected: Expected | None) -> Itera
                 evidence=tuple(evidence), source=row.source)
 
 
+def _dll(cudnn: str) -> str:
+    known = cudnn_library_name(cudnn, "win-64")
+    return known.value if known is not None else f"the cuDNN {cudnn} DLL"
+
+
 def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """(Windows) the cuDNN DLL Theano loads by name is in neither dnn.bin_path nor PATH."""
     release = theano_release(facts, expected)
@@ -162,8 +167,10 @@ def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         return
     header = theano_cudnn(facts, eff)
     wanted = header.version if header else expected.cudnn if expected else None
-    if wanted is None or cudnn_version_code(wanted) >= 8000:
-        return  # no cuDNN meant; >= 8 is judged by cudnn.too-new-for-theano
+    fails_from = next((r.version_code for r in release.rules.cudnn
+                       if r.kind == "conv-fails-from"), None)
+    if wanted is None or (fails_from is not None and cudnn_version_code(wanted) >= fails_from):
+        return  # no cuDNN meant; one too new is judged by cudnn.too-new-for-theano
     names = next((r.names for r in release.rules.cudnn_names if r.platform == "win-64"), ())
     row_source = next((r.source for r in release.rules.cudnn_names if r.platform == "win-64"), "")
     folders = []
@@ -180,7 +187,7 @@ def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
     target = folders[0] if folders and folders[0] not in (e.path for e in facts.path) \
         else "a folder on PATH"
     fix = (f'copy "{known[0][0]}\\{known[0][1]}" "{target}"' if known else
-           f"put {names[0] if names else 'cudnn64_7.dll'} in {target} (envforge apply does, "
+           f"put {names[0] if names else _dll(wanted)} in {target} (envforge apply does, "
            "from the cuDNN archive)")
     yield Finding(
         id="cudnn.dll-unreachable", severity="error",

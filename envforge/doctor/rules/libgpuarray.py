@@ -20,9 +20,13 @@ from envforge.doctor.rules.common import (
     installed,
     library_entries,
 )
-from envforge.host.platform import cuda_library_names
 from envforge.host.windows import normalize_entry
-from envforge.knowledge import cuda_library_name, knowledge, libgpuarray_names
+from envforge.knowledge import (
+    cuda_library_name,
+    knowledge,
+    libgpuarray_names,
+    loader_name_mismatch,
+)
 
 
 def _bin(root: str) -> str:
@@ -46,10 +50,7 @@ def _on_path(facts: HostFacts, folder: str) -> str | None:
 
 def _shipped(version: str, library: Literal["nvrtc", "cublas"]) -> str | None:
     fact = cuda_library_name(version, library, "win-64")
-    if fact is not None:
-        return fact.value
-    names = cuda_library_names("win-64", version)
-    return getattr(names, library) if names is not None else None
+    return fact.value if fact is not None else None
 
 
 def _toolkit(facts: HostFacts, expected: Expected | None, driver_cuda: str) -> Toolkit | None:
@@ -77,7 +78,9 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
 
     loaded = next((i for i, n in enumerate(names.nvrtc) if found(n)), None)
     toolkit = _toolkit(facts, expected, facts.driver.cuda)
-    mismatch = knowledge().libgpuarray.name_mismatch[0]
+    mismatch = loader_name_mismatch(toolkit.version) if toolkit and toolkit.version else None
+    mismatch_source = mismatch.source if mismatch is not None else \
+        knowledge().libgpuarray.name_mismatch[0].source
     libraries: tuple[tuple[Literal["nvrtc", "cublas"], tuple[str, ...]], ...] = (
         ("nvrtc", names.nvrtc), ("cublas", names.cublas))
     for library, asked_all in libraries:
@@ -114,7 +117,7 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                    + (f", so it loads {fallback} of an older CUDA" if fallback else
                       ": pygpu fails to start and Theano runs on the CPU")),
             evidence=tuple(evidence), fix=fix,
-            source=f"{names.source}; {mismatch.source}")
+            source=f"{names.source}; {mismatch_source}")
 
 
 def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -124,7 +127,8 @@ def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding
         return
     fact = next(r for r in knowledge().libgpuarray.facts if r.id == "linux-unversioned")
     folders = [e.path for e in library_entries(facts)] + list(facts.system_lib_dirs)
-    missing = [n for n in ("libcuda.so", "libnvrtc.so", "libcublas.so")
+    loader = libgpuarray_names("linux-64", "0")
+    missing = [n for n in (loader.driver, *loader.nvrtc, *loader.cublas)
                if not any(facts.holds(f, n) for f in folders) and n not in facts.ld_cache]
     if not missing:
         return

@@ -13,7 +13,7 @@ from envforge.doctor.rules.common import (
     installed,
     theano_release,
 )
-from envforge.knowledge import in_range, knowledge
+from envforge.knowledge import in_range, knowledge, map_legacy_theano, theano_distribution
 
 
 def _evidence(name: str, found: tuple[str, str]) -> Evidence:
@@ -59,6 +59,39 @@ def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
                 source=f"{expected.spec} (its lock)")
 
 
+def distribution_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """The original Theano installed, alone or next to Theano-PyMC (both install theano/)."""
+    env = facts.env
+    if env is None or not env.exists:
+        return
+    found = env.theano_distributions
+    originals = [(name, row) for name in found
+                 if (row := theano_distribution(name)) is not None and row.maps_to]
+    if not originals:
+        return
+    name, row = originals[0]
+    assert row.maps_to is not None
+    evidence = tuple(Evidence(kind="value", where=env.prefix, text=f"{n} {v}")
+                     for n, v in found.items())
+    target = map_legacy_theano(f"{name}=={found[name]}")
+    uninstall = " ".join(sorted(found))
+    fix = (f"envforge apply {expected.spec}" if expected is not None else
+           f'pip uninstall -y {uninstall} && pip install "{target}"')
+    if len(found) > 1:
+        yield Finding(
+            id="packages.two-theanos", severity="error",
+            title=f"{env.prefix} holds {' and '.join(f'{n} {v}' for n, v in found.items())}: "
+                  f"both install the `{row.installs}` package, so its files are a mix of the "
+                  "two",
+            evidence=evidence, fix=Fix(text=fix), source=row.source)
+        return
+    yield Finding(
+        id="packages.original-theano", severity="warning",
+        title=f"{env.prefix} holds the original Theano {found[name]} (PyPI {name}); envforge's "
+              f"rules are for {row.maps_to.split('==')[0]}",
+        evidence=evidence, fix=Fix(text=fix + f"  ({row.why})"), source=row.source)
+
+
 def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """pygpu outside 0.7; NumPy or Python too new for the installed Theano."""
     release = theano_release(facts, expected)
@@ -85,7 +118,7 @@ def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                 title=f"NumPy {numpy[0]} is too new for Theano {release.version}: "
                       f"{breaks.effect}",
                 evidence=(_evidence("numpy", numpy),),
-                fix=Fix(text="install numpy<1.24 (1.19.5 for Python 3.7, 1.23.5 for 3.11) "
+                fix=Fix(text="install numpy<1.24 (1.19.5 for Python 3.7 and 3.9) "
                              "and set [blas] ldflags for NumPy >= 1.22"),
                 source=breaks.source)
         else:
@@ -107,7 +140,7 @@ def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                 id="packages.python", severity="error",
                 title=f"Python {python[0]} with Theano {release.version}: {python_row.effect}",
                 evidence=(_evidence("python", python),),
-                fix=Fix(text="use Python 3.7 (or 3.11 for the GPU back-end on Linux)"),
+                fix=Fix(text="use Python 3.7 (or 3.9 for the GPU back-end on Linux)"),
                 source=python_row.source)
 
 

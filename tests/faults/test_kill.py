@@ -1,0 +1,80 @@
+"""kill -9 at every line of the journal: apply again converges, rollback restores exactly.
+
+A first apply runs to the end to learn the journal's lines; then, for each line N, a fresh
+apply is SIGKILLed (its whole process group) right after line N reached the disk, and
+
+- ``apply`` again completes, and a plan afterwards has nothing left to do;
+- the environment works (its Python imports the locked wheel);
+- ``rollback`` leaves the home folder and the prefix's parent exactly as they were.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envforge.cli import main
+from tests.faults.conftest import World, count
+from tests.faults.harness import faulty, journal_lines, snapshot
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+STEPS = ["prefix", "debian-packages", "environment", "pypi-packages", "theanorc", "activation"]
+
+
+_LINES: list[dict[str, object]] = []
+
+
+def _full_journal(world: World, prefix: Path) -> list[dict[str, object]]:
+    """The journal of a whole apply (learnt once: every world starts alike)."""
+    if not _LINES:
+        assert main(["apply", str(world.spec("a")), "--yes", "--prefix", str(prefix), "-q"]) == 0
+        _LINES.extend(journal_lines(world.state))
+        assert main(["rollback", str(world.spec("a")), "--prefix", str(prefix), "-q"]) == 0
+    return _LINES
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill_at_every_journal_line_of_a_step(step: str, world: World, tmp_path: Path) -> None:
+    prefix = tmp_path / "envs" / "p"
+    spec = str(world.spec("a"))
+    lines = _full_journal(world, prefix)
+    milestones = [n for n, line in enumerate(lines, start=1) if line["step"] == step]
+    assert milestones, f"the journal has no line of step {step}"
+    before = snapshot(world.home, prefix.parent)
+    for n in milestones:
+        child = faulty(["apply", spec, "--yes", "--prefix", str(prefix)], env=world.env, at=n,
+                       action="kill")
+        child.communicate(timeout=300)
+        assert child.returncode == -signal.SIGKILL, f"line {n}: apply was not killed"
+        assert len(journal_lines(world.state)) == n
+
+        assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0, f"line {n}"
+        assert main(["plan", spec, "--prefix", str(prefix), "-q"]) == 0, f"line {n}: pending"
+        imported = subprocess.run([str(prefix / "bin" / "python"), "-c",
+                                   "import six; print(six.__version__)"],
+                                  capture_output=True, text=True, check=False)
+        assert imported.stdout.strip() == "1.16.0", f"line {n}: {imported.stderr}"
+
+        assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0, f"line {n}"
+        assert snapshot(world.home, prefix.parent) == before, f"line {n}: not restored"
+        count("kill -9 at a journal line, re-apply, rollback")
+
+
+@pytest.mark.parametrize("step", ["prefix", "theanorc"])
+def test_rollback_right_after_kill(step: str, world: World, tmp_path: Path) -> None:
+    """No re-apply in between: rollback alone undoes a killed apply exactly."""
+    prefix = tmp_path / "envs" / "p"
+    spec = str(world.spec("a"))
+    lines = _full_journal(world, prefix)
+    before = snapshot(world.home, prefix.parent)
+    for n in [n for n, line in enumerate(lines, start=1) if line["step"] == step]:
+        child = faulty(["apply", spec, "--yes", "--prefix", str(prefix)], env=world.env, at=n,
+                       action="kill")
+        child.communicate(timeout=300)
+        assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0, f"line {n}"
+        assert snapshot(world.home, prefix.parent) == before, f"line {n}: not restored"
+        count("kill -9 at a journal line, rollback")

@@ -1,0 +1,93 @@
+"""Undo in any order: a restore checks the file still holds what envforge wrote; if not,
+it keeps the current file, puts the original beside it and says so. Rollback and
+``doctor --undo`` share the rule (one journal code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envforge.cli import main
+from tests.faults.conftest import World, count
+from tests.faults.harness import USER_RC
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+ORIGINAL = ".theanorc.envforge-original"
+
+
+def test_two_home_specs_rolled_back_newest_first_restore_exactly(world: World,
+                                                                 tmp_path: Path) -> None:
+    rc = world.home / ".theanorc"
+    for name in ("a", "b"):
+        assert main(["apply", str(world.spec(name)), "--yes", "--prefix",
+                     str(tmp_path / name), "-q"]) == 0
+    for name in ("b", "a"):
+        assert main(["rollback", str(world.spec(name)), "--prefix", str(tmp_path / name),
+                     "-q"]) == 0
+    assert rc.read_bytes() == USER_RC and rc.stat().st_mode & 0o777 == 0o600
+    assert not (world.home / ORIGINAL).exists()
+    count("undo order: newest first, exact")
+
+
+def test_two_home_specs_rolled_back_oldest_first_lose_nothing(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = world.home / ".theanorc"
+    assert main(["apply", str(world.spec("a")), "--yes", "--prefix", str(tmp_path / "a"),
+                 "-q"]) == 0
+    rendered_a = rc.read_bytes()
+    assert main(["apply", str(world.spec("b")), "--yes", "--prefix", str(tmp_path / "b"),
+                 "-q"]) == 0
+    rendered_b = rc.read_bytes()
+    capsys.readouterr()
+
+    assert main(["rollback", str(world.spec("a")), "--prefix", str(tmp_path / "a")]) == 0
+    assert (f"warning: kept {rc}: changed since envforge wrote it; its original is at "
+            f"{world.home / ORIGINAL}") in capsys.readouterr().err
+    assert rc.read_bytes() == rendered_b  # b's file, still in use by b
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC
+    assert (world.home / ORIGINAL).stat().st_mode & 0o777 == 0o600
+
+    assert main(["rollback", str(world.spec("b")), "--prefix", str(tmp_path / "b")]) == 0
+    assert rc.read_bytes() == rendered_a  # what b found there, given back
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC
+    count("undo order: oldest first, nothing lost and said so")
+
+
+def test_apply_edit_doctor_fix_rollback_doctor_undo(world: World, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    rc = world.home / ".theanorc"
+    prefix = tmp_path / "a"
+    assert main(["apply", str(world.spec("a")), "--yes", "--prefix", str(prefix), "-q"]) == 0
+    edited = rc.read_bytes() + b"\n[lib]\ncnmem = 0.8\n"  # the user's own edit
+    rc.write_bytes(edited)
+    assert main(["doctor", "--fix", "--yes", "-q"]) in (0, 1)
+    fixed = rc.read_bytes()
+    assert fixed != edited and b"preallocate = 0.8" in fixed
+    capsys.readouterr()
+
+    assert main(["rollback", str(world.spec("a")), "--prefix", str(prefix)]) == 0
+    assert f"warning: kept {rc}: changed since envforge wrote it" in capsys.readouterr().err
+    assert rc.read_bytes() == fixed
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC
+
+    assert main(["doctor", "--undo"]) == 0
+    assert rc.read_bytes() == edited  # doctor's own undo: it still held what doctor wrote
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC
+    count("undo order: apply, edit, doctor --fix, rollback, doctor --undo")
+
+
+def test_doctor_undo_keeps_a_file_changed_after_the_fix(world: World,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    rc = world.home / ".theanorc"
+    rc.write_bytes(USER_RC + b"\n[lib]\ncnmem = 0.8\n")
+    assert main(["doctor", "--fix", "--yes", "-q"]) in (0, 1)
+    later = rc.read_bytes() + b"# and mine after the fix\n"
+    rc.write_bytes(later)
+    capsys.readouterr()
+    assert main(["doctor", "--undo"]) == 0
+    assert "warning: kept" in capsys.readouterr().err
+    assert rc.read_bytes() == later
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC + b"\n[lib]\ncnmem = 0.8\n"
+    count("undo order: doctor --undo after a later edit keeps both")
