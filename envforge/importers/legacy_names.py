@@ -1,7 +1,7 @@
-"""Legacy names mapped to what installs today, by the rows of knowledge/legacy_names.toml.
-
-``theano>=0.8.2`` becomes ``Theano-PyMC==1.0.5`` (it admits 1.0.5); ``theano==0.8.2`` stays
-the original Theano. Conda names become PyPI names, and conda-only packages are reported.
+"""Legacy names mapped to what installs today: the original ``theano`` by theano.toml's
+[[distributions]] row (to ``Theano-PyMC==1.0.5``, the only Theano envforge locks), others by
+the rows of knowledge/legacy_names.toml (``tensorflow-gpu`` admitting 1.15 -> ``tensorflow``).
+Conda names become PyPI names, and conda-only packages are reported.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ def map_requirement(text: str) -> tuple[str, str]:
     except InvalidRequirement:
         return text, ""
     name = canonicalize_name(requirement.name)
+    from envforge.knowledge import map_legacy_theano, theano_distribution
+
+    theano = theano_distribution(name)
+    if theano is not None and theano.maps_to is not None and not requirement.url:
+        mapped = map_legacy_theano(text)
+        return mapped, (f"was {text}: the original Theano; envforge's rules are for "
+                        f"{theano.maps_to} (knowledge/theano.toml [[distributions]])")
     for row in legacy_names().rename:
         if row.name != name or requirement.url:
             continue

@@ -55,7 +55,11 @@ def test_conda_files_become_a_pypi_spec(tmp_path: Path) -> None:
     out = tmp_path / "env.toml"
     assert main(["init", str(DATA / "condaenv"), "-o", str(out), "--offline"]) == 0
     pspec = load_spec(out).for_platform("linux-64")
-    assert "theano==1.0.4" in pspec.pypi.packages  # the exact pin wins; 1.0.4 is not mapped
+    assert "Theano-PyMC==1.0.5" in pspec.pypi.packages  # theano==1.0.4 won, then was mapped
+    assert not any(p.lower().startswith("theano=") for p in pspec.pypi.packages)
+    from envforge.compat import ensure_compatible
+
+    ensure_compatible(load_spec(out))  # lock would not refuse it (no original Theano)
     assert "numpy==1.19.5" in pspec.pypi.packages and "torch==1.4.0" in pspec.pypi.packages
     assert pspec.python.version == "3.7"  # environment.yml's python=3.7 comes first
     assert "cudatoolkit" not in out.read_text() and "m2w64-toolchain: a native library" \

@@ -126,10 +126,11 @@ def test_explicit_and_export_lists() -> None:
 def test_legacy_names_follow_the_knowledge_rows() -> None:
     assert map_requirement("theano>=0.8.2")[0] == "Theano-PyMC==1.0.5"
     assert map_requirement("Theano")[0] == "Theano-PyMC==1.0.5"
-    kept, why = map_requirement("theano==0.8.2")
-    assert kept == "theano==0.8.2" and "does not admit 1.0.5" in why
+    mapped, why = map_requirement("theano==0.8.2")  # lock refuses the original: always mapped
+    assert mapped == "Theano-PyMC==1.0.5" and "knowledge/theano.toml" in why
     assert map_requirement("tensorflow-gpu==1.15.0")[0] == "tensorflow==1.15.0"
-    assert map_requirement("tensorflow-gpu==1.14.0")[0] == "tensorflow-gpu==1.14.0"
+    kept, why = map_requirement("tensorflow-gpu==1.14.0")
+    assert kept == "tensorflow-gpu==1.14.0" and "does not admit 1.15.0" in why
     assert map_requirement('theano; python_version < "3.8"')[0] == \
         'Theano-PyMC==1.0.5; python_version < "3.8"'
     assert conda_to_pypi("cudatoolkit")[0] is None and conda_to_pypi("numpy") == ("numpy", "")
@@ -157,4 +158,4 @@ def test_every_legacy_names_row_names_a_source() -> None:
     data = tomllib.loads(resources.files("envforge.knowledge").joinpath("legacy_names.toml")
                          .read_text(encoding="utf-8"))
     rows = [row for table in data.values() for row in table]
-    assert len(rows) >= 12 and all(str(row.get("source", "")).strip() for row in rows)
+    assert len(rows) >= 11 and all(str(row.get("source", "")).strip() for row in rows)
