@@ -31,8 +31,9 @@ kind = "venv"
 ]
 """
 
-# DeepSurv's requirements.txt without lasagne (a git-only version; see test_init)
-DEEPSURV = ["theano>=0.8.2", "h5py", "lifelines", "Optunity", "tensorboard_logger"]
+# DeepSurv's requirements.txt as init writes it: lasagne (git-only) aside, its theano>=0.8.2
+# mapped to Theano-PyMC==1.0.5 (lock refuses the original Theano)
+DEEPSURV = ["Theano-PyMC==1.0.5", "h5py", "lifelines", "Optunity", "tensorboard_logger"]
 
 
 def spec_text(name: str, packages: list[str], *, python: str = "3.7",
@@ -106,3 +107,4 @@ def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
     assert version["protobuf"].startswith("4.") and dated["protobuf"].startswith("3.")
     assert then.meta.pypi_as_of == "2019-09-01" and now.meta.pypi_as_of is None
     assert Version(dated["h5py"]) < Version(version["h5py"])
+    assert dated["theano-pymc"] == "1.0.5"  # an exact pin newer than the day is taken as is
