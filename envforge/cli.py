@@ -101,5 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ui.error(message)
         return int(ExitCode.FAILED)
     except KeyboardInterrupt:
-        ui.error("interrupted; `envforge apply` again resumes, `envforge rollback` undoes")
+        resume = "; `envforge apply` again resumes, `envforge rollback` undoes" \
+            if args.command == "apply" else ""
+        ui.error(f"interrupted{resume}")
         return int(ExitCode.FAILED)

@@ -49,7 +49,12 @@ def requirements_txt(lock: Lockfile, platform: Platform) -> str:
     lines = [f"# {lock.meta.spec_name} for {platform}, exported by envforge {__version__}",
              f"--index-url {lock.meta.pypi_index or 'https://pypi.org/simple'}"]
     for file in lock.platforms[platform].pypi:
-        lines.append(f"{file.name}=={file.version} \\\n    --hash=sha256:{file.sha256}")
+        if file.origin == "git":
+            raise InputError(f"{file.name} is a git dependency: pip cannot hash-check a git "
+                             "source; export --format pylock instead")
+        what = f"{file.name}=={file.version}" if file.origin is None \
+            else f"{file.name} @ {file.url}"
+        lines.append(f"{what} \\\n    --hash=sha256:{file.sha256}")
     return "\n".join(lines) + "\n"
 
 
@@ -70,13 +75,19 @@ def pylock_toml(lock: Lockfile, platform: Platform) -> str:
     marker = 'sys_platform == "win32"' if platform == "win-64" else 'sys_platform == "linux"'
     packages: list[dict[str, Any]] = []
     for file in plock.pypi:
-        entry: dict[str, Any] = {"name": file.name, "version": file.version,
-                                 "index": lock.meta.pypi_index or "https://pypi.org/simple"}
+        entry: dict[str, Any] = {"name": file.name, "version": file.version}
+        if file.origin is None:
+            entry["index"] = lock.meta.pypi_index or "https://pypi.org/simple"
         artifact: dict[str, Any] = {"name": file.filename, "url": file.url,
                                     "hashes": {"sha256": file.sha256}}
         if file.size is not None:
             artifact["size"] = file.size
-        if file.kind == "wheel":
+        if file.origin == "git":  # PEP 751 names the commit; the archive's hash is envforge's
+            repo = file.url.removeprefix("git+").rsplit("@", 1)[0]
+            entry["vcs"] = {"type": "git", "url": repo, "commit-id": file.commit}
+        elif file.origin == "path":
+            entry["archive"] = {k: v for k, v in artifact.items() if k != "name"}
+        elif file.kind == "wheel":
             entry["wheels"] = [artifact]
         else:
             entry["sdist"] = artifact

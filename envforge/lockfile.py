@@ -60,6 +60,10 @@ class LockedPypiFile(Frozen):
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
     built: BuiltWheelHash | None = None  # sdists only
+    # Where a file from outside the index came from (None: the index). Such files are
+    # installed by their cached copy, not looked up on the index by name.
+    origin: Literal["git", "path", "find-links"] | None = None
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")  # git: the commit
 
 
 class LockedCondaPackage(Frozen):
@@ -177,6 +181,7 @@ class PlatformLock(Frozen):
     theano_flag_spelling: Literal["dots", "double-underscores"] | None = None
     expect: Expectations
     suite: SuiteLock | None = None
+    pypi_python: str | None = None  # the full Python version PyPI was resolved for
 
 
 class LockMeta(Frozen):
@@ -186,6 +191,9 @@ class LockMeta(Frozen):
     spec_name: str
     spec_hash: str
     pypi_index: str | None = None
+    pypi_as_of: str | None = None  # files uploaded after this day were not considered
+    pypi_find_links: tuple[str, ...] | None = None  # None: none given
+    pypi_extra_indexes: tuple[str, ...] | None = None
     conda_channels: tuple[str, ...] = ()
     debian_suite: str | None = None
 

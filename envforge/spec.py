@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import tomllib
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -98,6 +99,24 @@ class PypiSection(Frozen):
     packages: tuple[str, ...] = ()
     # Dependencies another source (Debian, conda) already provides: resolved, not installed.
     provided_elsewhere: tuple[str, ...] = ()
+    # Resolve as of this day (uv's --exclude-newer): only files uploaded before it count, so a
+    # legacy project gets the versions of its era (e.g. protobuf 3.x, not 4.x).
+    as_of: date | None = None
+    # Folders or pages of distribution files looked at besides the index (pip's --find-links);
+    # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
+    find_links: tuple[str, ...] = ()
+    # Indexes searched after ``index`` (uv's --extra-index-url; a name is taken from the first
+    # index that has it, so a public name cannot shadow a private one).
+    extra_indexes: tuple[str, ...] = ()
+    # Requirement lines that limit versions without adding packages (uv's --constraint),
+    # replace every package's requirement on a name (--override), limit the packages an sdist
+    # build installs (--build-constraints, e.g. gensim 3.8.3's Cython==0.29.14).
+    constraints: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    build_constraints: tuple[str, ...] = ()
+    # Package names (or ":all:") to take only as wheels, or only from their sdist.
+    only_binary: tuple[str, ...] = ()
+    no_binary: tuple[str, ...] = ()
 
 
 class DebianSection(Frozen):

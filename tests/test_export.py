@@ -89,3 +89,31 @@ def test_requirements_and_pylock_install_with_uv(cpu_lock: Lockfile, tmp_path: P
                               capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
         assert "numpy==1.19.5" in done.stderr and "theano-pymc==1.0.5" in done.stderr
+
+
+def test_git_and_local_files_export_as_pep751_sources(cpu_lock: Lockfile) -> None:
+    from envforge.lockfile import LockedPypiFile
+
+    commit = "a" * 40
+    extra = (
+        LockedPypiFile(name="lasagne", version="0.2.dev1", kind="sdist",
+                       filename="lasagne-0.2.dev1.tar.gz", url=f"git+file:///src/lasagne@{commit}",
+                       sha256="b" * 64, origin="git", commit=commit),
+        LockedPypiFile(name="tiny", version="1.0", kind="sdist", filename="tiny-1.0.tar.gz",
+                       url="file:///src/tiny-1.0.tar.gz", sha256="c" * 64, origin="path"))
+    plock = cpu_lock.platforms["linux-64"]
+    lock = cpu_lock.model_copy(update={"platforms": {"linux-64": plock.model_copy(
+        update={"pypi": (*plock.pypi, *extra)})}})
+    parsed = Pylock.from_dict(tomllib.loads(export_lock(lock, "pylock", "linux-64")))
+    by_name = {str(p.name): p for p in parsed.packages}
+    vcs = by_name["lasagne"].vcs
+    assert vcs is not None and (vcs.url, vcs.commit_id) == ("file:///src/lasagne", commit)
+    archive = by_name["tiny"].archive
+    assert archive is not None and archive.hashes == {"sha256": "c" * 64}
+    assert by_name["numpy"].index == "https://pypi.org/simple"
+    with pytest.raises(InputError, match="git dependency"):
+        export_lock(lock, "requirements", "linux-64")
+    only_path = lock.model_copy(update={"platforms": {"linux-64": plock.model_copy(
+        update={"pypi": (*plock.pypi, extra[1])})}})
+    assert "tiny @ file:///src/tiny-1.0.tar.gz \\\n    --hash=sha256:" + "c" * 64 in \
+        export_lock(only_path, "requirements", "linux-64")

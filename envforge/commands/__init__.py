@@ -20,6 +20,7 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "envforge.commands.apply", "verify": "envforge.commands.verify",
     "bundle": "envforge.commands.bundle", "doctor": "envforge.commands.doctor",
     "image": "envforge.commands.image",
+    "init": "envforge.commands.init",
 }
 
 

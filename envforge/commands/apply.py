@@ -7,7 +7,7 @@ import errno
 import hashlib
 import os
 import re
-import subprocess
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +23,7 @@ from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
 from envforge.spec import Platform, Spec, load_spec
-from envforge.steps.base import StepContext
+from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
 
 
@@ -153,14 +153,25 @@ def _short(target: str, prefix: str) -> str:
     return "<env>" + target[len(prefix):] if target.startswith(prefix) else target
 
 
+def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
+    """The plan's steps; with ``sync``, the PyPI set is also made exactly the lock's."""
+    steps = list(build_steps(ctx))
+    if sync:
+        from envforge.steps.sync import SyncStep
+
+        steps.append(SyncStep())
+    return steps
+
+
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
     from envforge.executor import check_owner, execute
 
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
-                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True)
+                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
+                  locks_dir=args.locks_dir)
     spec_file = str(Path(args.spec).resolve())
     check_owner(ctx.state_dir, spec_file, ctx.prefix)
-    steps = build_steps(ctx)
+    steps = _steps(ctx, sync=getattr(args, "sync", False))
     plan = make_plan(ctx, steps, spec=args.spec)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
     if ui.json and dry:
@@ -182,7 +193,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         from envforge.bundle.sources import prefetch
 
         ctx = _replace(ctx, artifacts=prefetch(ctx))
-        steps = build_steps(ctx)
+        steps = _steps(ctx, sync=getattr(args, "sync", False))
     record = {"spec": spec_file, "prefix": str(ctx.prefix),
               "platform": ctx.platform, "spec_name": Path(args.spec).stem}
     ran = execute(ctx, steps, record=record)
@@ -260,16 +271,40 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
                 record = {"prefix": None, "state": str(exc.path), "complete": False,
                           "damaged": str(exc)}
             if record is not None:
-                rows.append(record)
+                rows.append({**record, "drift": _drift(record)})
     if ui.json:
         ui.document("status", {"environments": rows})
     else:
-        ui.table("environments applied by envforge", ["spec", "prefix", "platform", "state"],
+        ui.table("environments applied by envforge",
+                 ["spec", "prefix", "platform", "state", "packages"],
                  [[r.get("spec_name"), r.get("prefix"), r.get("platform"),
                    "damaged: rollback --force" if r.get("damaged") else "applied"
-                   if r.get("complete") else "incomplete (apply again or roll back)"]
-                  for r in rows])
+                   if r.get("complete") else "incomplete (apply again or roll back)",
+                   r["drift"]["summary"]] for r in rows])
+        for r in rows:
+            for kind in ("extra", "other_version", "modified", "missing"):
+                for item in r["drift"].get(kind, [])[:20]:
+                    ui.info(f"{r.get('spec_name')}: {kind.replace('_', ' ')}: {item}")
     return 0
+
+
+def _drift(record: Mapping[str, object]) -> dict[str, object]:
+    """The environment's PyPI packages against its lock (envforge/drift.py)."""
+    from envforge.drift import find_drift
+    from envforge.errors import EnvforgeError
+
+    try:
+        spec_path = Path(str(record["spec"]))
+        platform: Platform = record["platform"]  # type: ignore[assignment]
+        plock = load_lock(lock_path_for(spec_path)).platforms[platform]
+        prefix = Path(str(record["prefix"]))
+        site = Path(layout_for(platform, plock.environment, prefix, plock.python).site_packages)
+    except (EnvforgeError, KeyError, OSError) as exc:
+        return {"summary": f"not checked ({str(exc).splitlines()[0]})"}
+    drift = find_drift(site, plock.pypi, also_expected=[c.name for c in plock.conda])
+    return {"summary": drift.summary(), "extra": drift.extra,
+            "other_version": drift.other_version, "modified": drift.modified,
+            "missing": drift.missing}
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
@@ -277,19 +312,48 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
 
     words = list(args.cmd)
     prefix = args.prefix
+    locks_dir = args.locks_dir
     if "--" in words:  # envforge's own options may sit between SPEC and "--"
         options, words = words[: words.index("--")], words[words.index("--") + 1:]
         parsed = argparse.ArgumentParser(prog="envforge run", add_help=False)
         parsed.add_argument("--prefix", type=Path)
+        parsed.add_argument("--locks-dir", type=Path)
         known, unknown = parsed.parse_known_args(options)
         if unknown:
             raise InputError(f"envforge run: unknown option {unknown[0]!r} before '--'")
         prefix = known.prefix or prefix
+        locks_dir = known.locks_dir or locks_dir
     if not words:
-        raise InputError("envforge run SPEC [--prefix P] -- COMMAND [ARGS...]: no command given")
-    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui)
-    env = apply_edits(load_edits(ctx.prefix), os.environ, pathsep=os.pathsep)
-    return subprocess.call(words, env=env)
+        raise InputError(f"{RUN_USAGE}: no command given")
+    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui,
+                  locks_dir=locks_dir)
+    try:
+        edits = load_edits(ctx.prefix)
+    except (OSError, ValueError):
+        raise InputError(f"{args.spec}: not applied at {ctx.prefix}: run `envforge apply "
+                         f"{args.spec}` first") from None
+    env = apply_edits(edits, os.environ, pathsep=os.pathsep)
+    _refuse_outside_pip(words[0], Path(ctx.layout.python).parent, args.spec)
+    if shutil.which(words[0], path=env.get("PATH")) is None:
+        raise InputError(f"envforge run: {words[0]}: command not found in the environment "
+                         f"({ctx.prefix}) or on PATH")
+    from envforge.host.child import run_child
+
+    return run_child(words, env)
+
+
+def _refuse_outside_pip(command: str, bin_dir: Path, spec: str) -> None:
+    """``pip`` from the host's PATH would install into the host, not the environment."""
+    name = Path(command).name.removesuffix(".exe")
+    is_pip = (name.startswith("pip") and name.removeprefix("pip").replace(".", "").isdigit()) \
+        or name == "pip"
+    if is_pip and not any((bin_dir / f"{name}{ext}").is_file() for ext in ("", ".exe")):
+        raise InputError(f"envforge run: the environment has no {name} (the host's would "
+                         f"install outside it): add \"pip\" to [pypi] packages in {spec} and "
+                         "lock and apply again, or install through the spec")
+
+
+RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
@@ -298,12 +362,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
         parser = sub.add_parser(name, help=help_text)
         parser.add_argument("spec")
         parser.add_argument("--prefix", type=Path, help="where the environment goes")
+        parser.add_argument("--locks-dir", type=Path, default=None,
+                            help="where the lock is (default: locks/ beside the specs folder)")
         parser.add_argument("--artifact", action="append", default=[], metavar="ROLE=PATH",
                             help="a file you downloaded, e.g. cudnn=cudnn-10.2-...zip")
         parser.add_argument("--bundle", type=Path, metavar="DIR",
                             help="provision from a bundle (`envforge bundle`), no network")
         parser.add_argument("--offline", action="store_true",
                             help="no network: use only envforge's cache")
+        parser.add_argument("--sync", action="store_true",
+                            help="also uninstall what the lock does not name and reinstall "
+                                 "locked packages whose files changed")
         if name == "apply":
             parser.add_argument("--dry-run", action="store_true", help="same as plan")
         parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
@@ -323,9 +392,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     common(status)
     status.set_defaults(handler=run_status)
 
-    run = sub.add_parser("run", help="run a command inside an applied environment")
+    run = sub.add_parser(
+        "run", help="run a command inside an applied environment", usage=RUN_USAGE,
+        description="Runs COMMAND with the environment's variables (PATH, library path, "
+        "THEANORC). Put `--` before COMMAND so its own options are not taken for envforge's. "
+        "Ctrl-C and SIGTERM reach COMMAND, envforge waits for it and exits with its status "
+        "(128+N when signal N ended it).")
     run.add_argument("spec")
     run.add_argument("--prefix", type=Path)
+    run.add_argument("--locks-dir", type=Path, default=None)
     run.add_argument("cmd", nargs=argparse.REMAINDER)
     common(run)
     run.set_defaults(handler=run_in_env)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envforge import __version__
 from envforge.errors import InputError, ResolveError, StaleLockError
@@ -27,6 +28,9 @@ from envforge.lockfile import (
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
+if TYPE_CHECKING:
+    from envforge.resolve.pypi import BuildControls
+
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
@@ -40,21 +44,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
-    if pspec.pypi.packages:
-        from envforge.resolve.pypi import resolve_pypi
-
-        pypi = resolve_pypi(pspec.pypi.packages, platform=pspec.platform,
-                            python=pspec.python.minor, index=pspec.pypi.index,
-                            exclude=pspec.pypi.provided_elsewhere)
-        missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
-        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
-            pypi = resolve_pypi([*pspec.pypi.packages, *(row.requirement for row in missing)],
-                                platform=pspec.platform, python=pspec.python.minor,
-                                index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)
-            if notes is not None:
-                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
-                             f"{row.module} ({row.imported_at}) without declaring it"
-                             for row in missing)
+    pypi_python: str | None = None
     if pspec.environment.kind == "conda":
         from envforge.resolve.conda import solve_conda
 
@@ -68,6 +58,30 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         deb = resolution.records
         if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
             notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+    if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
+        from envforge.resolve.pypi import resolve_pypi
+        from envforge.resolve.pyversion import resolver_python
+
+        target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
+        pypi_python = target.version
+        if notes is not None and target.version != pspec.python.version:
+            notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
+                         f"({target.origin})")
+        def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
+            return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
+                                index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
+                                as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
+                                controls=_controls(pspec),
+                                extra_indexes=pspec.pypi.extra_indexes)
+
+        pypi = resolve(pspec.pypi.packages)
+        missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
+        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
+            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in missing)])
+            if notes is not None:
+                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
+                             f"{row.module} ({row.imported_at}) without declaring it"
+                             for row in missing)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, pypi, versions.get("theano"))
     return PlatformLock(
@@ -78,6 +92,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
         suite=suite,
+        pypi_python=pypi_python,
     )
 
 
@@ -118,6 +133,26 @@ def suite_missing(plock: PlatformLock) -> bool:
         for f in plock.pypi)
 
 
+def _controls(pspec: PlatformSpec) -> BuildControls:
+    from envforge.resolve.pypi import BuildControls
+
+    section = pspec.pypi
+    return BuildControls(constraints=section.constraints, overrides=section.overrides,
+                         build_constraints=section.build_constraints,
+                         only_binary=section.only_binary, no_binary=section.no_binary)
+
+
+def _host_python(minor: str) -> str | None:
+    """The version of the interpreter apply would use for a venv, when this host has one."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    try:
+        return find_interpreter(minor).version
+    except StepError:
+        return None
+
+
 def _spelling(theano: str | None) -> str | None:
     if theano is None:
         return None
@@ -141,9 +176,18 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         reusable and previous is not None and p in previous.platforms
         and not suite_missing(previous.platforms[p]))]
     # Platforms resolve independently; their uv runs and downloads overlap in threads.
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes), todo),
-                         strict=True))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
+                                             todo), strict=True))
+    except ResolveError as exc:
+        from envforge.resolve.pypi import UnsatisfiableError
+
+        if not isinstance(exc, UnsatisfiableError):
+            raise
+        from envforge.resolve.pypi_explain import explain_unsatisfiable
+
+        raise explain_unsatisfiable(spec, exc) from None
     locked: dict[Platform, PlatformLock] = {}
     for platform in spec.project.platforms:
         if platform in fresh:
@@ -158,6 +202,9 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
             spec_hash=spec.content_hash,
             pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
             else None,
+            pypi_as_of=first.pypi.as_of.isoformat() if first.pypi.as_of else None,
+            pypi_find_links=first.pypi.find_links or None,
+            pypi_extra_indexes=first.pypi.extra_indexes or None,
             conda_channels=first.environment.channels if first.environment.kind == "conda" else (),
             debian_suite=first.debian.suite if first.debian else None,
         ),

@@ -90,7 +90,16 @@ def _check(path: Path, ref: FileRef, *, where: str) -> None:
 
 def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
              session: requests.Session | None = None) -> None:
-    """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place."""
+    """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place.
+    A ``git+<repository>@<commit>`` URL is the commit's ``git archive`` (host/gitsource.py)."""
+    if ref.url.startswith("git+"):
+        from envforge.host.gitsource import archive_commit, parse_git_url
+
+        repo, commit = parse_git_url(ref.url)
+        part = target.with_name(target.name + ".part")
+        archive_commit(repo, commit, ref.filename.removesuffix(".tar.gz"), part)
+        _finish(part, target, ref, sha256_file(part))
+        return
     if ref.url.startswith("file://"):
         source = Path(url2pathname(urlsplit(ref.url).path))  # Windows: /C:/x -> C:\x
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,15 +11,18 @@ import os
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from envforge.errors import ResolveError, ToolError
+from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
@@ -73,10 +76,69 @@ def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class BuildControls:
+    """The spec's constraints, overrides and wheel/sdist choices, as uv takes them."""
+
+    constraints: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    build_constraints: tuple[str, ...] = ()
+    only_binary: tuple[str, ...] = ()
+    no_binary: tuple[str, ...] = ()
+
+    def uv_args(self, folder: Path) -> list[str]:
+        """uv's options, the requirement lists written as files into ``folder``."""
+        args: list[str] = []
+        for option, lines in (("--constraint", self.constraints),
+                              ("--override", self.overrides),
+                              ("--build-constraints", self.build_constraints)):
+            if lines:
+                path = folder / f"{option.strip('-')}.txt"
+                path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                args += [option, str(path)]
+        for option, names in (("--only-binary", self.only_binary),
+                              ("--no-binary", self.no_binary)):
+            for name in names:
+                args += [option, name]
+        return args
+
+    def wants(self, name: str, names: tuple[str, ...]) -> bool:
+        return ":all:" in names or canonicalize_name(name) in {
+            canonicalize_name(n) for n in names if n != ":all:"}
+
+
+GitFile = Callable[[str, str, Mapping[str, Any]], LockedPypiFile]
+
+# Build back-ends uv puts into the isolated build of a legacy sdist (``setuptools>=40.8.0``
+# for a bare setup.py): exempt from ``as_of``, or any cut-off before 2018-04 fails every build.
+BUILD_BACKENDS = ("setuptools", "wheel")
+
+
+class UnsatisfiableError(ResolveError):
+    """uv found no solution: the requirements themselves, not the host or the network."""
+
+    def __init__(self, *, requirements: tuple[str, ...], platform: Platform, python: str,
+                 index: str, as_of: date | None, uv_output: str) -> None:
+        self.requirements = requirements
+        self.platform = platform
+        self.python = python
+        self.index = index
+        self.as_of = as_of
+        self.uv_output = uv_output
+        super().__init__(f"PyPI resolution for {platform} (Python {python}) found no solution")
+
+
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
                  index: str, exclude: Iterable[str] = (),
-                 constraints: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
+                 constraints: Iterable[str] = (),
+                 as_of: date | None = None,
+                 find_links: Iterable[str] = (),
+                 controls: BuildControls | None = None,
+                 extra_indexes: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
+
+    ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
+    as 3.7.0 and refuses anything that requires ``>=3.7.1`` (pandas 1.2-1.3.5).
     ``constraints`` pin versions without requiring the packages; ``exclude`` leaves
     packages out of the result."""
     reqs = list(requirements)
@@ -99,37 +161,121 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             args += ["--constraint", str(constraints_in)]
         for name in exclude:
             args += ["--no-emit-package", name]
-        try:
-            proc.run(args, env=uv_environ())
-        except ToolError as exc:
-            raise ResolveError(f"PyPI resolution for {platform} (Python {python}) failed: {exc}") \
-                from None
+        links = tuple(find_links)
+        for link in links:
+            args += ["--find-links", link]
+        controls = controls or BuildControls()
+        args += controls.uv_args(Path(tmp))
+        for extra_index in extra_indexes:
+            args += ["--extra-index-url", extra_index]
+        if as_of is not None:
+            args += ["--exclude-newer", as_of.isoformat()]
+            for name in (*BUILD_BACKENDS, *exact_names(reqs)):
+                args += ["--exclude-newer-package", f"{name}=false"]
+        done = proc.run(args, env=uv_environ(), check=False)
+        if done.returncode != 0:
+            where = f"PyPI resolution for {platform} (Python {python})"
+            if "No solution found" in done.stderr:
+                raise UnsatisfiableError(requirements=tuple(reqs), platform=platform,
+                                         python=python, index=index, as_of=as_of,
+                                         uv_output=done.stderr)
+            raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
-    return pick_files(pylock, platform=platform, python=python)
+    return pick_files(pylock, platform=platform, python=python, find_links=links,
+                      git_file=archive_git_dependency, controls=controls)
 
 
-def pick_files(pylock: Mapping[str, Any], *, platform: Platform,
-               python: str) -> tuple[LockedPypiFile, ...]:
-    """From a PEP 751 document, the one file per package that the target installs."""
+def archive_git_dependency(name: str, version: str, vcs: Mapping[str, Any]) -> LockedPypiFile:
+    """A git dependency as the locked file: its commit's archive, made once into envforge's
+    content-addressed cache (where apply and bundle find it by sha256)."""
+    from envforge.host.archives import sha256_file
+    from envforge.host.fetch import FileRef, cache_path
+    from envforge.host.gitsource import archive_commit, git_url
+
+    repo, commit = str(vcs["url"]), str(vcs["commit-id"])
+    filename = f"{name.replace('-', '_')}-{version}.tar.gz"
+    with tempfile.TemporaryDirectory(prefix="envforge-git-") as tmp:
+        made = Path(tmp) / filename
+        archive_commit(repo, commit, filename.removesuffix(".tar.gz"), made)
+        sha = sha256_file(made)
+        ref = FileRef(git_url(repo, commit), sha, filename, made.stat().st_size)
+        target = cache_path(envforge_dirs().cache, ref)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(made, target)
+    return LockedPypiFile(name=name, version=version, kind="sdist", filename=filename,
+                          url=ref.url, sha256=sha, size=ref.size, origin="git", commit=commit)
+
+
+def exact_names(requirements: Iterable[str]) -> list[str]:
+    """The names pinned with ``==``: taken as written, whatever ``as_of`` says (their own
+    dependencies still follow it), so a pin newer than the era does not need a later day."""
+    names: list[str] = []
+    for text in requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if any(s.operator in ("==", "===") and "*" not in s.version
+               for s in requirement.specifier):
+            names.append(canonicalize_name(requirement.name))
+    return names
+
+
+def pick_files(pylock: Mapping[str, Any], *, platform: Platform, python: str,
+               find_links: tuple[str, ...] = (),
+               git_file: GitFile | None = None,
+               controls: BuildControls | None = None) -> tuple[LockedPypiFile, ...]:
+    """From a PEP 751 document, the one file per package that the target installs; a git
+    dependency becomes the file ``git_file`` makes of its commit."""
     ranks = {tag: rank for rank, tag in enumerate(target_tags(platform, python))}
     locked = []
+    controls = controls or BuildControls()
     for package in pylock.get("packages", []):
         name, version = package["name"], package["version"]
+        direct = _direct_file(package, git_file)
+        if direct is not None:
+            locked.append(direct)
+            continue
         best: tuple[int, Mapping[str, Any]] | None = None
-        for wheel in package.get("wheels", []):
+        wheels = [] if controls.wants(name, controls.no_binary) else package.get("wheels", [])
+        for wheel in wheels:
             filename = _filename(wheel)
             tags = parse_wheel_filename(filename)[3]
             rank = min((ranks[t] for t in tags if t in ranks), default=None)
             if rank is not None and (best is None or rank < best[0]):
                 best = (rank, wheel)
         if best is not None:
-            locked.append(_locked(name, version, "wheel", best[1]))
+            locked.append(_locked(name, version, "wheel", best[1], find_links))
+        elif controls.wants(name, controls.only_binary):
+            raise ResolveError(f"{name} {version} has no wheel for {platform} (Python {python}) "
+                               "and [pypi] only_binary names it")
         elif "sdist" in package:
-            locked.append(_locked(name, version, "sdist", package["sdist"]))
+            locked.append(_locked(name, version, "sdist", package["sdist"], find_links))
         else:
             raise ResolveError(f"{name} {version} has no file for {platform} "
                                f"(Python {python}) and no sdist")
     return tuple(sorted(locked, key=lambda f: f.name))
+
+
+def _direct_file(package: Mapping[str, Any], git_file: GitFile | None) -> LockedPypiFile | None:
+    """A package given by URL rather than found on an index: git, or a local archive."""
+    name, version = package["name"], package["version"]
+    if "vcs" in package:
+        if package["vcs"].get("type") != "git" or git_file is None:
+            raise ResolveError(f"{name}: only git dependencies can be locked "
+                               f"({package['vcs'].get('type')} given)")
+        return git_file(name, version, package["vcs"])
+    if "directory" in package:
+        raise ResolveError(f"{name}: a local folder ({package['directory'].get('path')}) has no "
+                           "hash to lock: commit it and give `name @ git+file:///…@REV`, or "
+                           "build an sdist and give `name @ file:///…/name-1.0.tar.gz`")
+    if "archive" not in package:
+        return None
+    archive = package["archive"]
+    where = archive.get("url") or Path(str(archive["path"])).absolute().as_uri()
+    entry = {**archive, "url": where}
+    kind: Literal["wheel", "sdist"] = "wheel" if _filename(entry).endswith(".whl") else "sdist"
+    return _locked(name, version, kind, entry, (), origin="path")
 
 
 def _filename(entry: Mapping[str, Any]) -> str:
@@ -139,12 +285,16 @@ def _filename(entry: Mapping[str, Any]) -> str:
 
 
 def _locked(name: str, version: str, kind: Literal["wheel", "sdist"],
-            entry: Mapping[str, Any]) -> LockedPypiFile:
+            entry: Mapping[str, Any], find_links: tuple[str, ...],
+            origin: Literal["path"] | None = None) -> LockedPypiFile:
     sha = entry.get("hashes", {}).get("sha256")
     if not sha:
         raise ResolveError(f"{name} {version}: the index gave no sha256 for {_filename(entry)}")
+    url = str(entry["url"])
+    linked = url.startswith("file:") or any(url.startswith(link) for link in find_links)
     return LockedPypiFile(name=name, version=version, kind=kind,
-                          filename=_filename(entry), url=str(entry["url"]), sha256=sha,
-                          size=entry.get("size"))
+                          filename=_filename(entry), url=url, sha256=sha,
+                          size=entry.get("size"),
+                          origin=origin or ("find-links" if linked else None))
 
 

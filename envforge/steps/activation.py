@@ -7,7 +7,13 @@ import json
 from pathlib import Path
 
 from envforge.envlayout import env_edits
-from envforge.envvars import EnvEdit, render_activation
+from envforge.envvars import (
+    EnvEdit,
+    render_activation,
+    render_sh_restore,
+    render_sh_save,
+    render_venv_block,
+)
 from envforge.journal import Transaction
 from envforge.steps.base import Change, StepContext, text_digest
 
@@ -29,8 +35,11 @@ def activation_files(ctx: StepContext) -> dict[Path, str]:
     files = {prefix / EDITS_FILE: json.dumps([e.model_dump() for e in edits], indent=2) + "\n"}
     if ctx.layout.kind == "conda":
         activate_d = prefix / "etc" / "conda" / "activate.d"
-        files[activate_d / "envforge.sh"] = render_activation(edits, "sh")
+        files[activate_d / "envforge.sh"] = render_sh_save(edits) + render_activation(edits,
+                                                                                     "sh")
         files[activate_d / "envforge.bat"] = render_activation(edits, "bat")
+        files[prefix / "etc" / "conda" / "deactivate.d" / "envforge.sh"] = \
+            render_sh_restore(edits)
         return files
     if ctx.layout.windows:
         scripts = prefix / "Scripts"
@@ -40,7 +49,7 @@ def activation_files(ctx: StepContext) -> dict[Path, str]:
     activate = prefix / "bin" / "activate"
     if activate.is_file():
         files[activate] = _with_block(activate.read_text(encoding="utf-8"),
-                                      render_activation(edits, "sh"))
+                                      render_venv_block(edits))
     return files
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from envforge.errors import ResolveError
@@ -59,3 +61,40 @@ def test_real_pypi_resolution_for_each_platform(platform: str, suffix: str) -> N
     theano = files["theano-pymc"]
     assert (theano.kind, theano.sha256) == ("sdist", THEANO_SDIST_SHA)
     assert "six" in files and "scipy" in files  # Theano's own requirements came along
+
+
+def test_no_binary_takes_the_sdist_and_only_binary_refuses_one() -> None:
+    from envforge.resolve.pypi import BuildControls
+
+    doc = {"packages": [{"name": "numpy", "version": "1.19.5", "wheels": [
+        _wheel("numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl")],
+        "sdist": _wheel("numpy-1.19.5.zip")},
+        {"name": "theano-pymc", "version": "1.0.5", "sdist": _wheel("Theano-PyMC-1.0.5.tar.gz")}]}
+    [numpy, _] = pick_files(doc, platform="linux-64", python="3.7",
+                            controls=BuildControls(no_binary=("NumPy",)))
+    assert (numpy.kind, numpy.filename) == ("sdist", "numpy-1.19.5.zip")
+    with pytest.raises(ResolveError, match=r"theano-pymc 1\.0\.5 has no wheel.*only_binary"):
+        pick_files(doc, platform="linux-64", python="3.7",
+                   controls=BuildControls(only_binary=(":all:",)))
+
+
+def test_controls_become_uv_options(tmp_path: Path) -> None:
+    from envforge.resolve.pypi import BuildControls
+
+    args = BuildControls(constraints=("numpy<1.20",), build_constraints=("Cython==0.29.14",),
+                         no_binary=("gensim",)).uv_args(tmp_path)
+    assert args == ["--constraint", str(tmp_path / "constraint.txt"), "--build-constraints",
+                    str(tmp_path / "build-constraints.txt"), "--no-binary", "gensim"]
+    assert (tmp_path / "build-constraints.txt").read_text() == "Cython==0.29.14\n"
+
+
+@pytest.mark.network
+def test_constraints_and_overrides_shape_a_real_resolution() -> None:
+    from envforge.resolve.pypi import BuildControls
+
+    files = {f.name: f.version for f in resolve_pypi(
+        ["python-dateutil==2.8.2", "h5py"], platform="linux-64", python="3.7.16",
+        index="https://pypi.org/simple",
+        controls=BuildControls(constraints=("numpy<1.20",), overrides=("six==1.15.0",)))}
+    # numpy is only h5py's dependency: the constraint limits it without naming it a package
+    assert files["numpy"].startswith("1.19.") and files["six"] == "1.15.0"

@@ -1,0 +1,76 @@
+"""What changed in an environment behind envforge's back: distributions the lock does not
+name (installed by hand), locked ones at another version, and locked ones whose files no longer
+match their RECORD (edited in place). Read-only; ``envforge status`` shows it."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from envforge.lockfile import LockedPypiFile
+
+
+@dataclass
+class Drift:
+    extra: list[str] = field(default_factory=list)  # "name version"
+    other_version: list[str] = field(default_factory=list)  # "name: locked X, found Y"
+    modified: list[str] = field(default_factory=list)  # "name: path"
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.extra or self.other_version or self.modified or self.missing)
+
+    def summary(self) -> str:
+        parts = [f"{len(items)} {what}" for what, items in (
+            ("not in the lock", self.extra), ("at another version", self.other_version),
+            ("with changed files", self.modified), ("missing", self.missing)) if items]
+        return "; ".join(parts) or "as locked"
+
+
+def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
+               also_expected: Iterable[str] = ()) -> Drift:
+    """Compare ``site_packages``' ``*.dist-info`` with the lock; ``also_expected`` names
+    distributions another source (conda) put there."""
+    wanted = {canonicalize_name(f.name): f.version for f in locked}
+    known = set(wanted) | {canonicalize_name(n) for n in also_expected}
+    drift = Drift()
+    seen: set[str] = set()
+    for info in sorted(site_packages.glob("*.dist-info")):
+        name, _, version = info.name.removesuffix(".dist-info").partition("-")
+        key = canonicalize_name(name)
+        seen.add(key)
+        if key not in known:
+            drift.extra.append(f"{name} {version}")
+        elif key in wanted and wanted[key] != version:
+            drift.other_version.append(f"{name}: locked {wanted[key]}, found {version}")
+        elif key in wanted:
+            drift.modified += [f"{name}: {path}" for path in changed_files(info, site_packages)]
+    drift.missing = sorted(n for n in wanted if n not in seen)
+    return drift
+
+
+def changed_files(info: Path, site_packages: Path) -> list[str]:
+    """Files RECORD lists with a sha256 that is no longer theirs (or that are gone)."""
+    record = info / "RECORD"
+    if not record.is_file():
+        return []
+    changed = []
+    with record.open(newline="", encoding="utf-8") as handle:
+        for row in csv.reader(handle):
+            if len(row) < 2 or not row[1].startswith("sha256="):
+                continue
+            path = (site_packages / row[0]).resolve()
+            if not path.is_file():
+                changed.append(row[0])
+                continue
+            digest = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest())
+            if digest.rstrip(b"=").decode() != row[1].removeprefix("sha256="):
+                changed.append(row[0])
+    return changed

@@ -1,0 +1,45 @@
+"""Reading a legacy repository's own dependency files into requirements with their origin.
+
+Every reader is pure over the file's text (setup.py is parsed, never executed) and returns
+what it found with ``file:line`` and what it could not use with the reason, so ``envforge
+init`` can write a spec whose every pin says where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Found:
+    """One requirement as a file states it (PEP 508 text) and where."""
+
+    requirement: str
+    origin: str  # e.g. requirements.txt:3
+    note: str = ""  # what init changed, e.g. a legacy name mapped
+    mapped: bool = False  # envforge's choice, not the project's: it does not date the project
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something a file asks for that the spec cannot carry, and why."""
+
+    what: str
+    origin: str
+    reason: str
+
+
+@dataclass
+class Imported:
+    """What one file (or a whole repository) contributes."""
+
+    requirements: list[Found] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    python: list[tuple[str, str]] = field(default_factory=list)  # (version or range, origin)
+    index: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
+
+    def extend(self, other: Imported) -> None:
+        self.requirements += other.requirements
+        self.skipped += other.skipped
+        self.python += other.python
+        self.index += other.index

@@ -1,0 +1,259 @@
+"""requirements*.txt, setup.py, setup.cfg, Pipfile and Pipfile.lock, read without running them."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envforge.importers import Found, Imported, Skipped
+from envforge.tomlpos import key_lines, line_of
+
+Reader = Callable[[str], str | None]  # relative path -> text, None when absent
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9_.-]+)")
+_VCS = ("git+", "hg+", "svn+", "bzr+")
+
+
+def read_requirements(name: str, text: str, read: Reader, *, seen: frozenset[str] = frozenset()
+                      ) -> Imported:
+    """A pip requirements file, following ``-r`` includes relative to it."""
+    out = Imported()
+    for number, line in _logical_lines(text):
+        origin = f"{name}:{number}"
+        words = line.split()
+        option = words[0]
+        if option in ("-r", "--requirement", "-c", "--constraint") and len(words) > 1:
+            target = str(PurePosixPath(name).parent / words[1])
+            if option in ("-c", "--constraint"):
+                out.skipped.append(Skipped(line, origin, "a constraints file: not imported"))
+            elif target in seen or target == name:
+                out.skipped.append(Skipped(line, origin, "included twice"))
+            else:
+                included = read(target)
+                if included is None:
+                    out.skipped.append(Skipped(line, origin, f"{target} does not exist"))
+                else:
+                    out.extend(read_requirements(target, included, read,
+                                                 seen=seen | {name}))
+        elif option in ("-i", "--index-url") and len(words) > 1:
+            out.index.append((words[1], origin))
+        elif option.startswith("--index-url="):
+            out.index.append((option.split("=", 1)[1], origin))
+        elif option in ("-e", "--editable"):
+            out.skipped.append(Skipped(line, origin, _editable_reason(words[1:])))
+        elif option.startswith("-"):
+            out.skipped.append(Skipped(line, origin, f"pip option {option}: not imported"))
+        else:
+            add_requirement(line.split(" --hash", 1)[0].strip(), origin, out)
+    return out
+
+
+def _editable_reason(rest: list[str]) -> str:
+    target = rest[0] if rest else ""
+    if target in (".", "./") or not target:
+        return "the repository itself (editable): not a dependency"
+    return "an editable install: not locked; give it as a git or local source"
+
+
+def add_requirement(text: str, origin: str, out: Imported) -> None:
+    """One requirement line or list item: PEP 508, a bare VCS/archive URL, or unusable."""
+    if text.startswith(_VCS) or re.match(r"^[a-z]+://", text):
+        egg = _EGG.search(text)
+        name = re.split(r"==|-\d", egg.group(1))[0] if egg else None
+        if text.startswith("git+") and name:  # pip's legacy spelling of a git dependency
+            url = re.sub(r"[#&]egg=[^&]*", "", text).rstrip("#&")
+            out.requirements.append(Found(f"{name} @ {url}", origin,
+                                          "a git dependency, locked by its commit"))
+            return
+        out.skipped.append(Skipped(text, origin, f"{name or text} from a URL ({_kind(text)}): "
+                                   "only git URLs are locked; pin a release from the index "
+                                   "if one will do"))
+        return
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        out.skipped.append(Skipped(text, origin, f"not a requirement: {exc}"))
+        return
+    if requirement.url and not requirement.url.startswith(("git+", "file:")):
+        out.skipped.append(Skipped(text, origin, f"{requirement.name} from a URL "
+                                   f"({_kind(requirement.url)}): only git and local files are "
+                                   "locked"))
+        return
+    out.requirements.append(Found(str(requirement), origin))
+
+
+def _kind(url: str) -> str:
+    return "git" if url.startswith("git+") or ".git" in url else "archive"
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Non-empty lines without comments, backslash continuations joined, first line's number."""
+    lines: list[tuple[int, str]] = []
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            lines.append((start, line))
+    return lines
+
+
+def read_setup_py(name: str, text: str) -> Imported:
+    """``setup(install_requires=..., python_requires=...)`` from literals in the module: the
+    file is parsed, never run; anything computed is reported, not guessed."""
+    out = Imported()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        out.skipped.append(Skipped(name, f"{name}:{exc.lineno}", f"cannot parse: {exc.msg}"))
+        return out
+    assigned: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            assigned[node.targets[0].id] = node.value
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_setup(n.func)]
+    if not calls:
+        out.skipped.append(Skipped(name, name, "no setup() call found"))
+    for call in calls:
+        for keyword in call.keywords:
+            if keyword.arg not in ("install_requires", "python_requires"):
+                continue
+            value = keyword.value
+            if isinstance(value, ast.Name) and value.id in assigned:
+                value = assigned[value.id]
+            origin = f"{name}:{value.lineno}"
+            try:
+                literal = ast.literal_eval(value)
+            except ValueError:
+                out.skipped.append(Skipped(f"{keyword.arg}={ast.unparse(keyword.value)}",
+                                           f"{name}:{keyword.value.lineno}",
+                                           "computed at run time: setup.py is not executed"))
+                continue
+            if keyword.arg == "python_requires" and isinstance(literal, str):
+                out.python.append((literal, origin))
+            elif isinstance(literal, (list, tuple)):
+                for item, element in zip(literal, _elements(value), strict=False):
+                    add_requirement(str(item), f"{name}:{element.lineno}", out)
+            elif isinstance(literal, str):
+                for offset, line in enumerate(literal.splitlines()):
+                    if line.strip():
+                        add_requirement(line.strip(), f"{name}:{value.lineno + offset}", out)
+    return out
+
+
+def _is_setup(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Name) and func.id == "setup") or \
+        (isinstance(func, ast.Attribute) and func.attr == "setup")
+
+
+def _elements(node: ast.expr) -> list[ast.expr]:
+    return list(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else []
+
+
+def read_setup_cfg(name: str, text: str) -> Imported:
+    """``[options] install_requires`` and ``python_requires``."""
+    out = Imported()
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        out.skipped.append(Skipped(name, name, f"cannot parse: {exc.message}"))
+        return out
+    if not parser.has_section("options"):
+        return out
+    options = parser["options"]
+    if "python_requires" in options:
+        out.python.append((options["python_requires"].strip(),
+                           f"{name}:{_line(text, 'python_requires')}"))
+    for item in options.get("install_requires", "").splitlines():
+        item = item.split("#", 1)[0].strip()
+        if item:
+            add_requirement(item, f"{name}:{_line(text, item)}", out)
+    return out
+
+
+def read_pipfile(name: str, text: str) -> Imported:
+    """``[packages]`` (``*``, a specifier, or a table with ``version``/``git``) and
+    ``[requires] python_version``."""
+    out = Imported()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        out.skipped.append(Skipped(name, name, f"cannot parse: {exc}"))
+        return out
+    lines = key_lines(text)
+    for package, value in data.get("packages", {}).items():
+        origin = f"{name}:{line_of(lines, ('packages', package)) or 1}"
+        if isinstance(value, dict):
+            if "git" in value:
+                add_requirement(_git_requirement(package, value), origin, out)
+                continue
+            if any(k in value for k in ("path", "file", "editable")):
+                out.skipped.append(Skipped(package, origin, "a git or path source: not locked "
+                                           "by init yet"))
+                continue
+            value = value.get("version", "*")
+        add_requirement(package if value in ("*", "") else f"{package}{value}", origin, out)
+    requires = data.get("requires", {})
+    for key in ("python_full_version", "python_version"):
+        if key in requires:
+            out.python.append((f"=={requires[key]}",
+                               f"{name}:{line_of(lines, ('requires', key)) or 1}"))
+            break
+    return out
+
+
+def read_pipfile_lock(name: str, text: str) -> Imported:
+    """The ``default`` section's exact versions (the ``develop`` one is development only)."""
+    out = Imported()
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        out.skipped.append(Skipped(name, name, f"cannot parse: {exc}"))
+        return out
+    for package, entry in sorted(data.get("default", {}).items()):
+        origin = f"{name}:{_line(text, json.dumps(package) + ':')}"
+        if "git" in entry:
+            add_requirement(_git_requirement(package, entry), origin, out)
+        elif "version" in entry:
+            markers = entry.get("markers")
+            add_requirement(f"{package}{entry['version']}" + (f"; {markers}" if markers else ""),
+                         origin, out)
+        else:
+            out.skipped.append(Skipped(package, origin, "a git or path source: not locked by "
+                                       "init yet"))
+    python = data.get("_meta", {}).get("requires", {}).get("python_version")
+    if python:
+        out.python.append((f"=={python}", f"{name}:{_line(text, 'python_version')}"))
+    return out
+
+
+def _git_requirement(package: str, entry: dict[str, Any]) -> str:
+    """Pipenv's ``{git = URL, ref = REV}`` as PEP 508: ``name @ git+URL@REV``."""
+    url = str(entry["git"])
+    url = url if url.startswith("git+") else f"git+{url}"
+    ref = entry.get("ref")
+    return f"{package} @ {url}@{ref}" if ref else f"{package} @ {url}"
+
+
+def _line(text: str, needle: str) -> int:
+    """The first line holding ``needle`` (1 when none does)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    return 1

@@ -1,0 +1,81 @@
+"""The spec init writes: TOML whose every pin says, in a comment, where it came from."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from packaging.requirements import Requirement
+
+from envforge.importers.propose import Proposal
+from envforge.importers.repository import Repository
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Everything the spec says, before it is text."""
+
+    name: str
+    source: str  # the repository as the user named it
+    repository: Repository
+    platform: str
+    python: Proposal
+    as_of: Proposal
+    as_of_refused: str | None = None  # why the proposed day is left commented out
+    left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
+    index: str | None = None
+
+
+def render_spec(draft: Draft) -> str:
+    """The spec's text; deterministic for the same draft."""
+    repo = draft.repository
+    lines = [f"# Written by `envforge init {draft.source}` from {', '.join(repo.files)}.",
+             "# Every pin's comment names the file and line it came from; check them, then",
+             "# `envforge lock` this file.", ""]
+    if repo.imported.skipped:
+        lines.append("# Not imported (fix by hand if the project needs them):")
+        lines += [_comment(f"#   {s.origin}: {s.what}: {s.reason}")
+                  for s in repo.imported.skipped]
+        lines.append("")
+    lines += ["[project]", f"name = {json.dumps(draft.name)}",
+              f"platforms = [{json.dumps(draft.platform)}]",
+              f"description = {json.dumps('imported from ' + ', '.join(repo.files))}", "",
+              "[python]", f"# {draft.python.why}", f"version = {json.dumps(draft.python.value)}",
+              "", "[environment]", 'kind = "venv"', "", "[pypi]"]
+    if draft.index:
+        lines.append(f"index = {json.dumps(draft.index)}")
+    if draft.as_of.value is not None:
+        lines.append(f"# resolve as of {draft.as_of.why}")
+        if draft.as_of_refused:
+            lines.append(_comment(f"# left out: {draft.as_of_refused}"))
+            lines.append(f"# as_of = {draft.as_of.value}")
+        else:
+            lines.append(f"as_of = {draft.as_of.value}")
+    else:
+        lines.append(f"# as_of: not proposed ({draft.as_of.why})")
+    lines.append("packages = [")
+    for found in repo.imported.requirements:
+        comment = found.origin + (f"; {found.note}" if found.note else "")
+        why = draft.left_out.get(found.requirement)
+        if why is not None:
+            lines.append(_comment(f"    # {json.dumps(found.requirement)},  # {comment}; "
+                                  f"left out: {why}"))
+            continue
+        lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
+    lines.append("]")
+    if any(_is_theano(f.requirement) for f in repo.imported.requirements
+           if f.requirement not in draft.left_out):
+        lines += ["", "[compiler]", "# Theano compiles its kernels with the host's g++",
+                  'kind = "gcc"']
+    return "\n".join(lines) + "\n"
+
+
+def _comment(line: str) -> str:
+    """A comment stays one line whatever a file or a resolver put in it."""
+    return re.sub(r"\s*[\r\n]+\s*", " ", line).rstrip()
+
+
+def _is_theano(text: str) -> bool:
+    return Requirement(text).name.lower() in ("theano", "theano-pymc")

@@ -1,0 +1,114 @@
+"""A repository's dependency files, found, read and merged into one list of requirements."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from envforge.importers import Found, Imported, Skipped
+from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
+from envforge.importers.legacy_names import map_requirement
+from envforge.importers.pyfiles import (
+    read_pipfile,
+    read_pipfile_lock,
+    read_requirements,
+    read_setup_cfg,
+    read_setup_py,
+)
+
+_DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
+_CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
+
+
+@dataclass(frozen=True)
+class Repository:
+    """What init read: the files, the merged requirements, what it left out."""
+
+    files: tuple[str, ...]
+    imported: Imported
+
+
+def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
+    """The files init reads, relative to ``root``; development-only ones are reported."""
+    names = sorted(p.name for p in root.iterdir() if p.is_file())
+    chosen: list[str] = []
+    skipped: list[Skipped] = []
+    for name in names:
+        wanted = (name.startswith("requirements") and name.endswith(".txt")) or name in (
+            "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", *_CONDA_NAMES) or (
+            name.endswith(".txt") and is_conda_list(_text(root / name)))
+        if not wanted:
+            continue
+        if name.startswith("requirements") and _DEV.search(name.removeprefix("requirements")):
+            skipped.append(Skipped(name, name, "development requirements: not imported"))
+        else:
+            chosen.append(name)
+    if "Pipfile.lock" in chosen and "Pipfile" in chosen:
+        chosen.remove("Pipfile")
+        skipped.append(Skipped("Pipfile", "Pipfile", "Pipfile.lock pins the same packages"))
+    return chosen, skipped
+
+
+def read_repository(root: Path) -> Repository:
+    """Every dependency file of the repository, merged: one requirement per distribution (an
+    exact pin wins over a range, the first file over a later one), legacy names mapped."""
+    files, skipped = dependency_files(root)
+    everything = Imported(skipped=list(skipped))
+
+    def read(relative: str) -> str | None:
+        path = root / relative
+        return _text(path) if path.is_file() else None
+
+    for name in files:
+        text = _text(root / name)
+        if name == "setup.py":
+            everything.extend(read_setup_py(name, text))
+        elif name == "setup.cfg":
+            everything.extend(read_setup_cfg(name, text))
+        elif name == "Pipfile":
+            everything.extend(read_pipfile(name, text))
+        elif name == "Pipfile.lock":
+            everything.extend(read_pipfile_lock(name, text))
+        elif name in _CONDA_NAMES:
+            everything.extend(read_environment_yml(name, text))
+        elif is_conda_list(text):
+            everything.extend(read_conda_list(name, text))
+        else:
+            everything.extend(read_requirements(name, text, read))
+    everything.requirements = merge(everything.requirements)
+    return Repository(tuple(files), everything)
+
+
+def merge(found: list[Found]) -> list[Found]:
+    """One entry per distribution as the files name it (an exact pin wins over a range, the
+    first file over a later one; the others' origins are kept), then legacy names mapped."""
+    merged: dict[str, Found] = {}
+    for item in found:
+        key = canonicalize_name(Requirement(item.requirement).name)
+        kept = merged.get(key)
+        if kept is None:
+            merged[key] = item
+            continue
+        first, second = (item, kept) if _exact(item) and not _exact(kept) else (kept, item)
+        merged[key] = Found(first.requirement, f"{first.origin}, also {second.origin}",
+                            first.note)
+    mapped = []
+    for item in merged.values():
+        text, note = map_requirement(item.requirement)
+        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
+    return mapped
+
+
+def _exact(found: Found) -> bool:
+    return any(s.operator in ("==", "===") for s in Requirement(found.requirement).specifier)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,144 @@
+"""uv's "No solution found" turned into one line: spec file and line, the package, what the
+index has for the target Python, and the fix (another pin, ``as_of``, another Python).
+
+The culprit is found from the index, not from uv's prose: the first requirement of the spec
+that no release usable by the target satisfies. A conflict between dependencies falls back
+to uv's first reason, still without its command line or its own option names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import date
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envforge.errors import SpecError
+from envforge.resolve.pypi import UnsatisfiableError, exact_names
+from envforge.resolve.releases import Release, supports, usable
+from envforge.spec import Spec
+from envforge.tomlpos import key_lines, line_of
+
+Lookup = Callable[[str, str], "list[Release] | None"]
+_SHOWN = 4  # newest usable versions named in the message
+
+
+def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
+                          lookup: Lookup | None = None) -> SpecError:
+    """The error to show; ``lookup(index, name)`` lists a project's releases (default: the
+    index's JSON API)."""
+    if lookup is None:
+        from envforge.host.pypi_index import index_releases
+
+        lookup = index_releases
+    text = _spec_text(spec.source)
+    for requirement in _suspects(exc.requirements, exc.uv_output):
+        releases = lookup(exc.index, requirement.name)
+        if releases is None:
+            continue
+        dated = canonicalize_name(requirement.name) not in exact_names(exc.requirements)
+        message = culprit_message(requirement, releases, python=exc.python,
+                                  as_of=exc.as_of if dated else None, platform=exc.platform)
+        if message is not None:
+            raw = next(r for r in exc.requirements if _name(r) == canonicalize_name(
+                requirement.name))
+            return SpecError(spec.source, message, line=requirement_line(text, raw),
+                             key="pypi.packages")
+    reason = uv_reason(exc.uv_output)
+    return SpecError(spec.source, f"[pypi] packages cannot be installed together on Python "
+                     f"{exc.python} ({exc.platform}): {reason}; fix: relax or change one of "
+                     "these pins, set [pypi] as_of to the project's era, or another "
+                     "[python] version", line=line_of(key_lines(text), ("pypi", "packages")),
+                     key="pypi.packages")
+
+
+def culprit_message(requirement: Requirement, releases: Sequence[Release], *, python: str,
+                    as_of: date | None, platform: str) -> str | None:
+    """The message when no usable release satisfies ``requirement``; None when one does."""
+    fit = usable(releases, python, as_of)
+    if any(requirement.specifier.contains(r.version, prereleases=True) for r in fit):
+        return None
+    era = f" uploaded by {as_of.isoformat()}" if as_of else ""
+    if fit:
+        newest = [str(r.version) for r in fit[-_SHOWN:]]
+        has = (f"releases for Python {python}{era}: {', '.join(newest)} (newest last; "
+               f"{len(fit)} in all)")
+    else:
+        has = f"no release for Python {python}{era}"
+    wanted = [r for r in releases if requirement.specifier.contains(r.version, prereleases=True)]
+    fixes = []
+    if fit:
+        fixes.append(f'pin one of those ("{requirement.name}=={fit[-1].version}")')
+    too_new = [r for r in wanted if supports(r, python) and r.uploaded is not None
+               and as_of is not None and r.uploaded > as_of]
+    if too_new:
+        fixes.append(f"set [pypi] as_of to {too_new[0].uploaded} or later")
+    other_python = [r for r in wanted if not supports(r, python)]
+    if other_python:
+        fixes.append(f"set [python] version to one {requirement.name} {other_python[-1].version} "
+                     f"supports (Requires-Python {other_python[-1].requires_python})")
+    if not wanted:
+        fixes.append(f"the index has no release matching {requirement.specifier or 'it'} at all")
+    elif as_of is None and not too_new and not other_python:
+        fixes.append("set [pypi] as_of to the project's era")
+    return (f"{requirement} cannot be installed on Python {python} ({platform}): the index has "
+            f"{has}; fix: {'; or '.join(fixes)}")
+
+
+def uv_reason(output: str) -> str:
+    """uv's first reason (``cause:`` and its continuation lines) on one line, without its
+    hints, which name uv's options rather than envforge's."""
+    reason: list[str] = []
+    for line in output.splitlines():
+        stripped = line.strip()
+        if not reason:
+            if stripped.startswith("cause:"):
+                reason.append(stripped.removeprefix("cause:"))
+            continue
+        if not stripped or stripped.startswith(("hint:", "cause:", "error:")):
+            break
+        reason.append(stripped)
+    joined = re.sub(r"\s+", " ", " ".join(reason)).strip().rstrip(".,")
+    return joined or "uv found no solution"
+
+
+def requirement_line(text: str, requirement: str) -> int | None:
+    """The line that spells the requirement as a TOML string, first one wins."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if f'"{requirement}"' in line or f"'{requirement}'" in line:
+            return number
+    return None
+
+
+def _suspects(requirements: Sequence[str], uv_output: str) -> list[Requirement]:
+    """The spec's named requirements, those uv's output mentions first."""
+    parsed = []
+    for raw in requirements:
+        try:
+            parsed.append(Requirement(raw))
+        except InvalidRequirement:
+            continue
+    lowered = uv_output.lower()
+    return sorted((r for r in parsed if r.url is None),
+                  key=lambda r: canonicalize_name(r.name) not in _names_in(lowered))
+
+
+def _names_in(output: str) -> set[str]:
+    return {canonicalize_name(m) for m in re.findall(r"[a-z0-9][a-z0-9._-]*", output)}
+
+
+def _name(raw: str) -> str | None:
+    try:
+        return canonicalize_name(Requirement(raw).name)
+    except InvalidRequirement:
+        return None
+
+
+def _spec_text(source: str) -> str:
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except OSError:
+        return ""

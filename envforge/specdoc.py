@@ -1,0 +1,238 @@
+"""The spec reference (docs/spec-reference.md) and JSON Schema (docs/envforge-spec.schema.json),
+generated from the spec's models so they cannot drift: a test compares them with this output,
+and a key without a line in ``KEYS`` fails that test. ``python -m envforge.specdoc`` rewrites
+both files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from envforge.spec import PLATFORMS, PlatformSpec, ProjectSection
+
+REFERENCE = Path("docs/spec-reference.md")
+SCHEMA = Path("docs/envforge-spec.schema.json")
+
+# "section.key" -> (what it means, an example value as TOML)
+KEYS: dict[str, tuple[str, str]] = {
+    "project.name": ("the spec's name: the lock is `locks/NAME.lock`, the environment "
+                     "`envs/NAME`", '"theano-cpu"'),
+    "project.platforms": ("the platforms to lock (each gets its own merged view)",
+                          '["linux-64", "win-64"]'),
+    "project.description": ("one line for people", '"Python 3.7, Theano-PyMC 1.0.5"'),
+    "python.version": ("the environment's Python; a patch (`3.7.16`) is what PyPI is resolved "
+                       "for, else the Python found for it", '"3.7"'),
+    "environment.kind": ("venv (a discovered Python), conda (rattler) or debian (Debian's "
+                         "python3.X from the archive)", '"venv"'),
+    "environment.name": ("the conda environment's name (default: the spec's)", '"theano"'),
+    "environment.channels": ("conda channels, in priority order", '["conda-forge"]'),
+    "conda.packages": ("conda match specs", '["numpy=1.19.5", "mkl"]'),
+    "pypi.index": ("the index that replaces PyPI", '"https://pypi.org/simple"'),
+    "pypi.packages": ("PEP 508 requirements; `name @ git+URL@REV` and `name @ file:///…` "
+                      "are locked as files with their sha256", '["numpy==1.19.5"]'),
+    "pypi.provided_elsewhere": ("dependencies Debian or conda already provide: resolved, "
+                                "not installed", '["numpy"]'),
+    "pypi.as_of": ("resolve as of this day (uv's exclude-newer; exact pins exempt)",
+                   "2019-08-15"),
+    "pypi.find_links": ("folders or pages of distribution files besides the index",
+                        '["./wheels"]'),
+    "pypi.extra_indexes": ("indexes searched after `index` (a name comes from the first "
+                           "that has it); recorded in the lock", '["https://mirror.example/simple"]'),
+    "pypi.constraints": ("requirement lines that limit versions without adding packages "
+                         "(uv's --constraint)", '["numpy<1.20"]'),
+    "pypi.overrides": ("requirement lines that replace every package's requirement on that "
+                       "name (uv's --override)", '["protobuf<4"]'),
+    "pypi.build_constraints": ("pins for what sdist builds install, at lock and apply",
+                               '["Cython==0.29.14"]'),
+    "pypi.only_binary": ("packages (or \":all:\") taken only as wheels", '["numpy"]'),
+    "pypi.no_binary": ("packages (or \":all:\") installed from their sdist", '["gensim"]'),
+    "debian.suite": ("the Debian release whose archive provides packages", '"bookworm"'),
+    "debian.mirror": ("the archive's URL", '"https://deb.debian.org/debian"'),
+    "debian.components": ("archive components", '["main"]'),
+    "debian.packages": ("binary packages, unpacked into the environment (no root)",
+                        '["libopenblas0-pthread"]'),
+    "debian.keyring": ("the OpenPGP keyring InRelease is checked against (default: Debian's)",
+                       '"/usr/share/keyrings/debian-archive-keyring.gpg"'),
+    "cuda.version": ("the CUDA toolkit: `X.Y` exactly or `>=X.Y`", '">=11.8"'),
+    "cuda.source": ("`system`: found and checked on the host, never installed", '"system"'),
+    "cudnn.version": ("the cuDNN release", '"7.6.5"'),
+    "cudnn.archive": ("the archive's file name (when not a known artifact)",
+                      '"cudnn-10.2-linux-x64-v7.6.5.32.tgz"'),
+    "cudnn.url": ("where the archive can be downloaded, when it can", '"https://…"'),
+    "cudnn.sha256": ("the archive's sha256 (with `archive`)", '"0123…"'),
+    "compiler.kind": ("the C++ compiler Theano uses", '"gcc"'),
+    "compiler.version": ("MinGW-w64's release", '"8.1.0"'),
+    "compiler.threads": ("MinGW-w64's thread model", '"posix"'),
+    "compiler.exceptions": ("MinGW-w64's exception model", '"seh"'),
+    "theano.device": ("cpu, cuda, cudaN or openclN:M", '"cuda"'),
+    "theano.floatX": ("Theano's default float type", '"float32"'),
+    "theano.mode": ("Theano's compilation mode", '"FAST_RUN"'),
+    "theano.allow_gc": ("free intermediate results between calls", "true"),
+    "theano.preallocate": ("GPU memory to preallocate (fraction, or MiB when > 1)", "0.8"),
+    "theano.dnn": ("use cuDNN: auto, enabled, disabled or no_check", '"auto"'),
+    "theano.blas_ldflags": ("BLAS link flags; `{prefix}` is the environment's folder",
+                            '"-lopenblas"'),
+    "theano.cxxflags": ("extra C++ flags", '"-O3"'),
+    "theano.cxx": ("the C++ compiler's path or name", '"g++"'),
+    "theano.compiledir": ("where Theano keeps compiled modules (default: in the environment)",
+                          '"{prefix}/theano-cache"'),
+    "theano.theanorc": ("where `.theanorc` goes: the environment (THEANORC) or the home folder",
+                        '"env"'),
+    "theano.flags": ("any other Theano flag, by its dotted name", '{ "nvcc.fastmath" = "True" }'),
+    "verify.kernels": ("the kernels verify compiles and checks against NumPy",
+                       '["elementwise", "gemm", "conv"]'),
+    "verify.seed": ("the inputs' random seed", "22"),
+    "verify.elementwise_size": ("the elementwise kernel's length", "10000"),
+    "verify.gemm_size": ("the GEMM kernel's matrix side", "256"),
+    "verify.conv": ("the convolution kernel's shape", "{ batch = 2, size = 32 }"),
+    "verify.conv.batch": ("images per batch", "2"),
+    "verify.conv.size": ("image side", "32"),
+    "verify.conv.channels": ("input channels, then each layer's output channels",
+                             "[3, 32, 64, 64, 64]"),
+    "verify.rtol": ("relative tolerance against the references", "1e-4"),
+    "verify.atol": ("absolute tolerance against the references", "1e-6"),
+    "verify.min_gpu_speedup": ("the least GPU speed-up over the CPU that passes", "5.0"),
+    "verify.repeats": ("timed runs per kernel; the best counts", "3"),
+    "path.scope": ("where the environment's PATH goes: only its activation (env) or the "
+                   "Windows user PATH (user)", '"env"'),
+}
+
+
+def sections() -> dict[str, tuple[type[BaseModel], bool]]:
+    """Each top-level table, its model, and whether a spec must have it."""
+    found: dict[str, tuple[type[BaseModel], bool]] = {"project": (ProjectSection, True)}
+    for name, field in PlatformSpec.model_fields.items():
+        if name == "platform":
+            continue
+        model = next(a for a in _args(field.annotation) if isinstance(a, type)
+                     and issubclass(a, BaseModel))
+        found[name] = (model, field.is_required())
+    return found
+
+
+def _args(annotation: Any) -> tuple[Any, ...]:
+    return getattr(annotation, "__args__", None) or (annotation,)
+
+
+def json_schema() -> dict[str, Any]:
+    """The whole spec file's schema; every section but project takes ``platform.<name>``."""
+    defs: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    for name, (model, _) in sections().items():
+        schema = model.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        _describe(schema, name, defs)
+        if name != "project":
+            override = copy.deepcopy(schema)
+            override.pop("required", None)
+            override["title"] = f"[{name}] for one platform"
+            schema["properties"]["platform"] = {
+                "type": "object", "additionalProperties": False,
+                "description": "values that replace the general ones for one platform "
+                               "(`packages` lists are added to)",
+                "properties": {p: override for p in PLATFORMS}}
+        properties[name] = schema
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://envforge.invalid/envforge-spec.schema.json",
+            "title": "envforge spec", "type": "object", "additionalProperties": False,
+            "required": ["project"], "properties": properties, "$defs": defs}
+
+
+def _describe(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> None:
+    for key, prop in schema.get("properties", {}).items():
+        path = f"{prefix}.{key}"
+        if path in KEYS:
+            prop["description"] = KEYS[path][0]
+        ref = prop.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            _describe(defs[ref.removeprefix("#/$defs/")], path, defs)
+
+
+def reference() -> str:
+    """The Markdown reference: every section and key with type, default and example."""
+    schema = json_schema()
+    lines = ["# Spec reference", "",
+             "Generated from `envforge/spec.py` by `python -m envforge.specdoc` (a test keeps it "
+             "current). Every section but `[project]` may carry `[SECTION.platform.win-64]` / "
+             "`[SECTION.platform.linux-64]` tables whose values replace the general ones for "
+             "that platform (`packages` lists are added to). Editors: point Taplo / Even Better "
+             "TOML at [envforge-spec.schema.json](envforge-spec.schema.json), e.g. with "
+             "`#:schema ../docs/envforge-spec.schema.json` as a spec's first line.", ""]
+    for name, (_, required) in sections().items():
+        lines += [f"## [{name}]" + (" (required)" if required else ""), "",
+                  "| key | type | default | meaning | example |", "|---|---|---|---|---|"]
+        lines += _rows(schema["properties"][name], name, schema["$defs"])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _rows(section: dict[str, Any], prefix: str, defs: dict[str, Any]) -> list[str]:
+    rows = []
+    required = set(section.get("required", []))
+    for key, prop in section.get("properties", {}).items():
+        if key == "platform":
+            continue
+        path = f"{prefix}.{key}"
+        meaning, example = KEYS[path]
+        default = "required" if key in required else _toml(prop.get("default"))
+        rows.append(f"| `{key}` | {_type(prop)} | {default} | {meaning} | `{example}` |")
+        ref = prop.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            rows += [row.replace("| `", f"| `{key}.", 1)
+                     for row in _rows(defs[ref.removeprefix("#/$defs/")], path, defs)]
+    return rows
+
+
+def _type(prop: dict[str, Any]) -> str:
+    if "anyOf" in prop:
+        kinds = [_type(p) for p in prop["anyOf"] if p.get("type") != "null"]
+        return " or ".join(kinds)
+    if "enum" in prop:
+        return " \\| ".join(f'"{v}"' for v in prop["enum"])
+    if "const" in prop:
+        return f'"{prop["const"]}"'
+    if "$ref" in prop:
+        return "table"
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"array of {_type(prop.get('items', {}))}"
+    if kind == "object":
+        return "table of strings" if prop.get("additionalProperties") else "table"
+    if kind == "string" and prop.get("format") == "date":
+        return "date"
+    if "pattern" in prop:
+        return f"string `{prop['pattern']}`".replace("|", "\\|")
+    names = {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean"}
+    return names.get(str(kind), str(kind))
+
+
+def _toml(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"`{json.dumps(value)}`"
+
+
+def main(argv: list[str]) -> int:
+    """Write (or with ``--check``, compare) both files, relative to the repository root."""
+    root = Path(argv[0]) if argv and argv[0] != "--check" else Path.cwd()
+    wanted = {root / REFERENCE: reference(),
+              root / SCHEMA: json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"}
+    if "--check" in argv:
+        stale = [str(p) for p, text in wanted.items()
+                 if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        if stale:
+            print(f"stale: {', '.join(stale)}; run `python -m envforge.specdoc`")
+        return 1 if stale else 0
+    for path, text in wanted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

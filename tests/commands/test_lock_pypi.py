@@ -1,0 +1,110 @@
+"""Locking PyPI packages as the environment will see them: its Python patch version, the
+project's era (``[pypi] as_of``) and one clear line when a pin cannot be satisfied."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from envforge.cli import main
+from envforge.commands.lock import lock_spec
+from envforge.lockfile import load_lock
+from envforge.spec import load_spec, parse_spec
+
+SPEC = """\
+[project]
+name = "{name}"
+platforms = ["linux-64"]
+
+[python]
+version = "{python}"
+
+[environment]
+kind = "venv"
+
+[pypi]
+{as_of}packages = [
+{packages}
+]
+"""
+
+# DeepSurv's requirements.txt as init writes it: lasagne (git-only) aside, its theano>=0.8.2
+# mapped to Theano-PyMC==1.0.5 (lock refuses the original Theano)
+DEEPSURV = ["Theano-PyMC==1.0.5", "h5py", "lifelines", "Optunity", "tensorboard_logger"]
+
+
+def spec_text(name: str, packages: list[str], *, python: str = "3.7",
+              as_of: str | None = None) -> str:
+    return SPEC.format(name=name, python=python,
+                       as_of=f'as_of = "{as_of}"\n' if as_of else "",
+                       packages="\n".join(f'    "{p}",' for p in packages))
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    path = tmp_path / "specs" / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_as_of_is_a_date_and_part_of_the_spec_hash() -> None:
+    plain = parse_spec(spec_text("p", ["six"]), source="p.toml")
+    dated = parse_spec(spec_text("p", ["six"], as_of="2019-09-01"), source="p.toml")
+    assert dated.for_platform("linux-64").pypi.as_of == date(2019, 9, 1)
+    assert plain.content_hash != dated.content_hash
+
+
+def test_an_invalid_as_of_names_its_line(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "bad", spec_text("bad", ["six"], as_of="June 2018"))
+    assert main(["lock", str(path)]) == 2
+    assert f"{path}:12: pypi.as_of:" in capsys.readouterr().err
+
+
+@pytest.mark.network
+def test_a_minor_only_spec_resolves_for_the_hosts_patch_version(tmp_path: Path) -> None:
+    """pandas 1.3.5 requires >= 3.7.1; with "3.7" the host's 3.7.x is what uv sees."""
+    spec = load_spec(write(tmp_path, "pandas", spec_text("pandas", ["pandas==1.3.5"])))
+    notes: list[str] = []
+    lock = lock_spec(spec, notes=notes)
+    plock = lock.platforms["linux-64"]
+    assert plock.pypi_python is not None and plock.pypi_python.startswith("3.7.")
+    assert "pandas" in {f.name for f in plock.pypi}
+    assert any("found on this host" in n for n in notes)
+
+
+@pytest.mark.network
+def test_an_unsatisfiable_pin_is_one_line_with_file_line_versions_and_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "ll", spec_text("ll", ["numpy==1.19.5", "lifelines==0.28.0"],
+                                           python="3.7.16"))
+    assert main(["lock", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"error: {path}:14: pypi.packages: lifelines==0.28.0 cannot be "
+                          "installed on Python 3.7.16 (linux-64)")
+    assert "0.27.8" in err and 'pin one of those ("lifelines==0.27.8")' in err
+    assert "[python] version" in err and "--python-version" not in err
+    assert not (tmp_path / "locks" / "ll.lock").exists()
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
+    """Without a date, tensorboard_logger gets protobuf 4.x (whose generated code it cannot
+    import); as of 2019-09-01 it gets protobuf 3.x, and the lock records the date."""
+    now = lock_spec(load_spec(write(tmp_path, "now", spec_text("now", DEEPSURV,
+                                                                   python="3.7.16"))))
+    then_path = write(tmp_path, "then", spec_text("then", DEEPSURV, python="3.7.16",
+                                                  as_of="2019-09-01"))
+    assert main(["lock", str(then_path)]) == 0
+    then = load_lock(tmp_path / "locks" / "then.lock")
+    version = {f.name: f.version for f in now.platforms["linux-64"].pypi}
+    dated = {f.name: f.version for f in then.platforms["linux-64"].pypi}
+    assert version["protobuf"].startswith("4.") and dated["protobuf"].startswith("3.")
+    assert then.meta.pypi_as_of == "2019-09-01" and now.meta.pypi_as_of is None
+    assert Version(dated["h5py"]) < Version(version["h5py"])
+    assert dated["theano-pymc"] == "1.0.5"  # an exact pin newer than the day is taken as is

@@ -1,0 +1,62 @@
+"""init's proposals from release data: the era first, then the newest Python of that era."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from envforge.importers.propose import propose_as_of, propose_python, supports_python
+
+
+def _wheel(name: str, day: str, requires: str | None = None) -> dict[str, object]:
+    return {"filename": name, "upload-time": f"{day}T10:00:00Z", "requires-python": requires}
+
+
+NUMPY_1162 = [  # numpy 1.16.2 as PyPI lists it (a few of its files)
+    _wheel("numpy-1.16.2-cp27-cp27mu-manylinux1_x86_64.whl", "2019-02-26"),
+    _wheel("numpy-1.16.2-cp36-cp36m-manylinux1_x86_64.whl", "2019-02-26"),
+    _wheel("numpy-1.16.2-cp37-cp37m-manylinux1_x86_64.whl", "2019-02-26"),
+    _wheel("numpy-1.16.2.zip", "2019-02-26", ">=2.7,!=3.0.*,!=3.1.*,!=3.2.*,!=3.3.*"),
+]
+SIX_1120 = [_wheel("six-1.12.0-py2.py3-none-any.whl", "2018-12-10"),
+            _wheel("six-1.12.0.tar.gz", "2018-12-10")]
+SDIST_ONLY = [_wheel("Optunity-1.1.1.tar.gz", "2017-02-01")]
+ABI3 = [_wheel("cryptography-3.3-cp36-abi3-manylinux2010_x86_64.whl", "2020-12-08")]
+
+
+def test_supports_python_reads_wheel_tags_and_requires_python() -> None:
+    assert supports_python(NUMPY_1162, "3.7") and not supports_python(NUMPY_1162, "3.8")
+    assert supports_python(SIX_1120, "3.11")
+    assert supports_python(SDIST_ONLY, "3.10")  # nothing binary to say otherwise
+    assert supports_python(ABI3, "3.9") and not supports_python(
+        [_wheel("x-1-cp38-abi3-manylinux1_x86_64.whl", "2020-01-01")], "3.7")
+    assert not supports_python([_wheel("y-1-py3-none-any.whl", "2021-01-01", ">=3.8")], "3.7")
+
+
+def test_as_of_is_the_newest_pin_or_a_later_commit() -> None:
+    pins = {"numpy==1.16.2": NUMPY_1162, "six==1.12.0": SIX_1120}
+    assert propose_as_of(pins, None).value == "2019-02-26"
+    assert "numpy==1.16.2" in propose_as_of(pins, None).why
+    assert propose_as_of(pins, date(2019, 8, 15)).value == "2019-08-15"
+    assert propose_as_of(pins, date(2018, 1, 1)).value == "2019-02-26"
+    assert propose_as_of({}, None).value is None
+
+
+def test_python_is_the_newest_of_the_era_that_every_pin_supports() -> None:
+    assert propose_python({"numpy==1.16.2": NUMPY_1162}, "2019-02-26", []).value == "3.7"
+    assert propose_python({"six==1.12.0": SIX_1120}, "2020-01-01", []).value == "3.8"
+    assert propose_python({"six==1.12.0": SIX_1120}, None, []).value == "3.11"
+    assert propose_python({}, "2019-08-15", []).value == "3.7"
+    early = propose_python({"six==1.12.0": SIX_1120}, "2017-01-01", [])
+    assert early.value == "3.7" and "none was released by 2017-01-01" in early.why
+
+
+def test_a_stated_python_wins_and_a_range_limits() -> None:
+    assert propose_python({}, None, [("==3.6", "Pipfile:15")]).value == "3.6"
+    assert propose_python({"six==1.12.0": SIX_1120}, None,
+                          [(">=3.6, <3.9", "setup.cfg:6")]).value == "3.8"
+
+
+def test_no_python_fits_every_pin_falls_back_with_the_reason() -> None:
+    only36 = [_wheel("z-1-cp36-cp36m-manylinux1_x86_64.whl", "2018-01-01")]
+    proposal = propose_python({"z==1": only36}, None, [])
+    assert proposal.value == "3.7" and "z==1" in proposal.why

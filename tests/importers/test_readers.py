@@ -1,0 +1,161 @@
+"""Each dependency file format read into requirements with file:line, and what is left out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
+from envforge.importers.legacy_names import conda_to_pypi, map_requirement
+from envforge.importers.pyfiles import (
+    read_pipfile,
+    read_pipfile_lock,
+    read_requirements,
+    read_setup_cfg,
+    read_setup_py,
+)
+from envforge.importers.repository import read_repository
+
+DATA = Path(__file__).parent / "data"
+LASAGNE = "a61b76fd991f84c50d9fd2ccdc01a9ed1a9f0c5b"  # the commit DeepSurv's line names
+
+
+def _text(relative: str) -> str:
+    return (DATA / relative).read_text()
+
+
+def _pins(imported: object) -> list[tuple[str, str]]:
+    return [(f.requirement, f.origin) for f in imported.requirements]  # type: ignore[attr-defined]
+
+
+def test_requirements_txt_with_a_git_line() -> None:
+    got = read_requirements("requirements.txt", _text("deepsurv/requirements.txt"),
+                            lambda _: None)
+    assert _pins(got) == [
+        (f"lasagne @ git+https://github.com/Lasagne/Lasagne.git@{LASAGNE}", "requirements.txt:2"),
+        ("theano>=0.8.2", "requirements.txt:3"), ("h5py", "requirements.txt:4"),
+        ("lifelines", "requirements.txt:5"), ("Optunity", "requirements.txt:6"),
+        ("tensorboard_logger", "requirements.txt:7")]
+    assert got.skipped == []
+    archive = read_requirements("r.txt", "https://example.org/x-1.0.tar.gz#egg=x\n",
+                                lambda _: None)
+    assert archive.requirements == [] and "only git URLs" in archive.skipped[0].reason
+
+
+def test_requirements_includes_options_continuations_and_hashes() -> None:
+    files = {"base.txt": "six==1.12.0\n"}
+    text = ("-r base.txt\n-i https://mirror.example/simple\nnumpy==1.16.2 \\\n"
+            "    --hash=sha256:abc\n-e .\n--trusted-host x\nscipy ; python_version < '3.8'\n")
+    got = read_requirements("requirements.txt", text, files.get)
+    assert _pins(got) == [("six==1.12.0", "base.txt:1"), ("numpy==1.16.2", "requirements.txt:3"),
+                          ('scipy; python_version < "3.8"', "requirements.txt:7")]
+    assert got.index == [("https://mirror.example/simple", "requirements.txt:2")]
+    reasons = [s.reason for s in got.skipped]
+    assert "the repository itself (editable): not a dependency" in reasons
+    assert any("--trusted-host" in r for r in reasons)
+
+
+def test_setup_py_literal_and_computed() -> None:
+    got = read_setup_py("setup.py", _text("deepsurv/setup.py"))
+    assert _pins(got) == [("theano", "setup.py:8"), ("lasagne", "setup.py:9"),
+                          ("lifelines", "setup.py:10")]
+    computed = read_setup_py("setup.py", _text("computed/setup.py"))
+    assert computed.requirements == [] and computed.python == [(">=3.5", "setup.py:10")]
+    [skipped] = computed.skipped
+    assert skipped.what == "install_requires=requirements()" and "not executed" in skipped.reason
+
+
+def test_setup_py_is_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    text = (f"open({str(marker)!r}, 'w').close()\nfrom setuptools import setup\n"
+            "setup(install_requires=['six'])\n")
+    assert _pins(read_setup_py("setup.py", text)) == [("six", "setup.py:3")]
+    assert not marker.exists()
+
+
+def test_setup_cfg() -> None:
+    got = read_setup_cfg("setup.cfg", _text("cfgpkg/setup.cfg"))
+    assert _pins(got) == [("numpy<1.20,>=1.16", "setup.cfg:8"),
+                          ("tensorflow-gpu==1.15.0", "setup.cfg:9"),
+                          ("scikit-learn", "setup.cfg:10")]
+    assert got.python == [(">=3.6, <3.9", "setup.cfg:6")]
+
+
+def test_pipfile_and_its_lock() -> None:
+    pipfile = read_pipfile("Pipfile", _text("pipenv/Pipfile"))
+    assert _pins(pipfile) == [
+        ("numpy==1.16.2", "Pipfile:7"), ("six", "Pipfile:8"),
+        ("lasagne @ git+https://github.com/Lasagne/Lasagne.git@master", "Pipfile:9")]
+    assert pipfile.python == [("==3.7", "Pipfile:15")]
+    lock = read_pipfile_lock("Pipfile.lock", _text("pipenv/Pipfile.lock"))
+    assert _pins(lock) == [
+        (f"lasagne @ git+https://github.com/Lasagne/Lasagne.git@{LASAGNE}", "Pipfile.lock:11"),
+        ("numpy==1.16.2", "Pipfile.lock:15"), ("six==1.12.0", "Pipfile.lock:20")]
+    assert lock.skipped == []  # pytest is development only
+
+
+def test_environment_yml_maps_conda_names_and_reports_native_ones() -> None:
+    got = read_environment_yml("environment.yml", _text("condaenv/environment.yml"))
+    assert _pins(got) == [
+        ("numpy==1.19.*", "environment.yml:7"), ("scipy==1.7.3", "environment.yml:8"),
+        ("theano>=1.0.4", "environment.yml:10"), ("six", "environment.yml:14"),
+        ("lifelines==0.25.0", "environment.yml:17"), ("h5py>=2.9", "environment.yml:18")]
+    assert got.python == [("==3.7", "environment.yml:6")]
+    assert sorted(s.what for s in got.skipped) == ["libpython", "m2w64-toolchain", "mkl",
+                                                   "pip", "pygpu"]
+
+
+def test_explicit_and_export_lists() -> None:
+    explicit = _text("condaenv/explicit.txt")
+    export = _text("condaenv/conda-export.txt")
+    assert is_conda_list(explicit) and is_conda_list(export)
+    assert not is_conda_list(_text("deepsurv/requirements.txt"))
+    got = read_conda_list("explicit.txt", explicit)
+    assert _pins(got) == [("numpy==1.19.5", "explicit.txt:7"), ("six==1.16.0", "explicit.txt:8"),
+                          ("torch==1.4.0", "explicit.txt:9")]
+    assert got.python == [("==3.7.12", "explicit.txt:6")]
+    assert got.requirements[2].note == "conda's pytorch is torch on PyPI"
+    exported = read_conda_list("conda-export.txt", export)
+    assert _pins(exported) == [("numpy==1.19.5", "conda-export.txt:6"),
+                               ("scipy==1.7.3", "conda-export.txt:7"),
+                               ("theano==1.0.4", "conda-export.txt:8")]
+    assert {s.what for s in exported.skipped} == {"libgcc-ng==9.3.0", "mkl==2020.2"}
+
+
+def test_legacy_names_follow_the_knowledge_rows() -> None:
+    assert map_requirement("theano>=0.8.2")[0] == "Theano-PyMC==1.0.5"
+    assert map_requirement("Theano")[0] == "Theano-PyMC==1.0.5"
+    mapped, why = map_requirement("theano==0.8.2")  # lock refuses the original: always mapped
+    assert mapped == "Theano-PyMC==1.0.5" and "knowledge/theano.toml" in why
+    assert map_requirement("tensorflow-gpu==1.15.0")[0] == "tensorflow==1.15.0"
+    kept, why = map_requirement("tensorflow-gpu==1.14.0")
+    assert kept == "tensorflow-gpu==1.14.0" and "does not admit 1.15.0" in why
+    assert map_requirement('theano; python_version < "3.8"')[0] == \
+        'Theano-PyMC==1.0.5; python_version < "3.8"'
+    assert conda_to_pypi("cudatoolkit")[0] is None and conda_to_pypi("numpy") == ("numpy", "")
+
+
+def test_a_repository_is_merged_exact_pins_first() -> None:
+    repo = read_repository(DATA / "deepsurv")
+    assert repo.files == ("requirements.txt", "setup.py")
+    by_name = {Requirement(f.requirement).name: f for f in repo.imported.requirements}
+    theano = by_name["Theano-PyMC"]
+    assert theano.origin == "requirements.txt:3, also setup.py:8" and theano.mapped
+    lasagne = by_name["lasagne"]
+    assert lasagne.requirement.startswith("lasagne @ git+https://github.com/Lasagne/")
+    assert lasagne.origin == "requirements.txt:2, also setup.py:9"  # git, not PyPI's 0.1
+    cfg = read_repository(DATA / "cfgpkg")
+    assert [s.what for s in cfg.imported.skipped] == ["requirements-dev.txt"]
+    pipenv = read_repository(DATA / "pipenv")
+    assert pipenv.files == ("Pipfile.lock",)
+
+
+def test_every_legacy_names_row_names_a_source() -> None:
+    import tomllib
+    from importlib import resources
+
+    data = tomllib.loads(resources.files("envforge.knowledge").joinpath("legacy_names.toml")
+                         .read_text(encoding="utf-8"))
+    rows = [row for table in data.values() for row in table]
+    assert len(rows) >= 11 and all(str(row.get("source", "")).strip() for row in rows)

@@ -1,0 +1,77 @@
+"""An index's files grouped into releases, and which ones a target Python can use by a date."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from packaging.requirements import Requirement
+
+from envforge.resolve.pypi_explain import culprit_message, requirement_line, uv_reason
+from envforge.resolve.releases import releases_from_files, usable
+
+FILES = [
+    {"filename": "lifelines-0.27.8-py3-none-any.whl", "requires-python": ">=3.7",
+     "upload-time": "2023-09-13T15:29:58.123Z"},
+    {"filename": "lifelines-0.27.8.tar.gz", "requires-python": ">=3.7",
+     "upload-time": "2023-09-13T15:30:01Z"},
+    {"filename": "lifelines-0.28.0-py3-none-any.whl", "requires-python": ">=3.9",
+     "upload-time": "2024-01-03T10:00:00Z"},
+    {"filename": "lifelines-0.14.6.tar.gz", "upload-time": "2018-07-18T01:02:03Z"},
+    {"filename": "lifelines-0.14.0.tar.gz", "upload-time": "2018-03-01T01:02:03Z"},
+    {"filename": "lifelines-0.13.0.tar.gz", "upload-time": "2018-01-01T00:00:00Z",
+     "yanked": True},
+    {"filename": "lifelines-0.9.2.win32.exe", "upload-time": "2016-01-01T00:00:00Z"},
+]
+
+
+def test_releases_group_files_skip_yanked_and_unreadable() -> None:
+    releases = releases_from_files(FILES)
+    assert [str(r.version) for r in releases] == ["0.14.0", "0.14.6", "0.27.8", "0.28.0"]
+    assert releases[2].uploaded == date(2023, 9, 13)
+    assert releases[3].requires_python == ">=3.9"
+
+
+def test_usable_filters_by_python_and_date() -> None:
+    releases = releases_from_files(FILES)
+    assert [str(r.version) for r in usable(releases, "3.7.16", None)] == [
+        "0.14.0", "0.14.6", "0.27.8"]
+    assert [str(r.version) for r in usable(releases, "3.7.16", date(2018, 6, 1))] == ["0.14.0"]
+
+
+def test_a_pin_that_needs_a_newer_python_names_versions_and_fixes() -> None:
+    message = culprit_message(Requirement("lifelines==0.28.0"), releases_from_files(FILES),
+                              python="3.7.16", as_of=None, platform="linux-64")
+    assert message is not None
+    assert "0.14.0, 0.14.6, 0.27.8" in message
+    assert 'pin one of those ("lifelines==0.27.8")' in message
+    assert "Requires-Python >=3.9" in message
+
+
+def test_a_pin_newer_than_as_of_proposes_a_later_date() -> None:
+    message = culprit_message(Requirement("lifelines==0.27.8"), releases_from_files(FILES),
+                              python="3.7.16", as_of=date(2018, 6, 1), platform="linux-64")
+    assert message is not None and "as_of to 2023-09-13 or later" in message
+    assert "uploaded by 2018-06-01: 0.14.0" in message
+
+
+def test_a_satisfiable_pin_is_not_the_culprit() -> None:
+    assert culprit_message(Requirement("lifelines>=0.14"), releases_from_files(FILES),
+                           python="3.7.16", as_of=None, platform="linux-64") is None
+
+
+def test_a_version_that_never_existed_says_so() -> None:
+    message = culprit_message(Requirement("lifelines==9.9"), releases_from_files(FILES),
+                              python="3.7.16", as_of=None, platform="linux-64")
+    assert message is not None and "no release matching ==9.9 at all" in message
+
+
+def test_uv_reason_and_line() -> None:
+    output = ("error: No solution found when resolving dependencies\n"
+              "  cause: Because a==1 depends on b>2 and b>2 has no version,\n"
+              "         we can conclude that a==1 cannot be used.\n"
+              "hint: Consider using a higher `--python-version` value.\n")
+    assert uv_reason(output) == ("Because a==1 depends on b>2 and b>2 has no version, we can "
+                                "conclude that a==1 cannot be used")
+    assert uv_reason("error: boom\n") == "uv found no solution"
+    text = '[pypi]\npackages = [\n    "numpy",\n    "a==1",\n]\n'
+    assert requirement_line(text, "a==1") == 4

@@ -1,0 +1,102 @@
+"""Drift: what was installed by hand, changed in place or replaced, against the lock."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envforge.drift import find_drift
+from envforge.lockfile import LockedPypiFile
+
+
+def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    rows = []
+    for path, text in files.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
+        rows.append(f"{path},sha256={digest.rstrip(b'=').decode()},{len(text)}")
+    rows.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+
+
+def _locked(name: str, version: str) -> LockedPypiFile:
+    return LockedPypiFile(name=name, version=version, kind="wheel", filename=f"{name}.whl",
+                          url="https://x/y.whl", sha256="a" * 64)
+
+
+def test_extra_other_version_modified_and_missing(tmp_path: Path) -> None:
+    _dist(tmp_path, "six", "1.16.0", {"six.py": "ok\n"})
+    _dist(tmp_path, "numpy", "1.21.6", {"numpy/__init__.py": "x\n"})
+    _dist(tmp_path, "toml", "0.10.2", {"toml/__init__.py": "t\n"})
+    _dist(tmp_path, "mkl_service", "2.4", {"mkl/__init__.py": "m\n"})
+    lock = [_locked("six", "1.16.0"), _locked("numpy", "1.19.5"), _locked("scipy", "1.7.3")]
+    assert find_drift(tmp_path, lock, also_expected=["mkl-service"]).summary() == (
+        "1 not in the lock; 1 at another version; 1 missing")
+    (tmp_path / "six.py").write_text("edited\n")
+    drift = find_drift(tmp_path, lock, also_expected=["mkl-service"])
+    assert drift.extra == ["toml 0.10.2"]
+    assert drift.other_version == ["numpy: locked 1.19.5, found 1.21.6"]
+    assert drift.modified == ["six: six.py"] and drift.missing == ["scipy"]
+    (tmp_path / "six.py").unlink()
+    assert find_drift(tmp_path, lock).modified == ["six: six.py"]
+
+
+SPEC = """\
+[project]
+name = "drifty"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7.16"
+
+[environment]
+kind = "venv"
+
+[pypi]
+packages = ["six==1.16.0"]
+"""
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> None:
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "drifty.toml"
+    spec.write_text(SPEC)
+    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+    prefix = tmp_path / "env"
+
+    def envforge(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "envforge", *args], env=env, check=True,
+                              capture_output=True, text=True, timeout=600).stdout
+
+    envforge("lock", str(spec), "-q")
+    envforge("apply", str(spec), "--yes", "--prefix", str(prefix), "-q")
+    [clean] = json.loads(envforge("status", "--json"))["environments"]
+    assert clean["drift"]["summary"] == "as locked"
+    from envforge.resolve.pypi import uv_binary
+
+    subprocess.run([uv_binary(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python"),
+                    "toml==0.10.2"], check=True, env={**env, "UV_NO_CONFIG": "1"})
+    [six] = prefix.glob("lib/python3.7/site-packages/six.py")
+    six.write_text(six.read_text() + "# edited by hand\n")
+    [drifted] = json.loads(envforge("status", "--json"))["environments"]
+    assert drifted["drift"]["extra"] == ["toml 0.10.2"]
+    assert drifted["drift"]["modified"] == ["six: six.py"]
+    assert subprocess.run([sys.executable, "-m", "envforge", "plan", str(spec), "--sync",
+                           "--prefix", str(prefix)], env=env, timeout=600).returncode == 3
+    envforge("apply", str(spec), "--sync", "--yes", "--prefix", str(prefix), "-q")
+    [synced] = json.loads(envforge("status", "--json"))["environments"]
+    assert synced["drift"]["summary"] == "as locked"
+    assert "# edited by hand" not in six.read_text()
+    assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))
