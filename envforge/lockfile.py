@@ -32,7 +32,7 @@ Sha256 = str
 # and every file name passes the one confinement rule (envforge/confine.py).
 FileName = Annotated[str, AfterValidator(lambda v: check_relative(v, single=True))]
 RelativePath = Annotated[str, AfterValidator(check_relative)]
-Url = Annotated[str, Field(pattern=r"^(https?|file)://[^\s]+$")]
+Url = Annotated[str, Field(pattern=r"^(git\+)?(https?|file)://[^\s]+$")]  # git+: a git dependency
 PypiName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
 PypiVersion = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$", max_length=64)]
 CondaWord = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$", max_length=128)]
