@@ -60,6 +60,8 @@ prefix:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.envforge.core.plugins.module_utils.envforge_cli import (
@@ -96,14 +98,13 @@ def absent(module):
 
 
 def _applied_here(status, prefix, spec):
-    """The prefix of this spec's environment if envforge's state records one, else None."""
-    import os
-
+    """The prefix of this spec's environment if envforge's state records one, else None: a
+    record of another spec, even at the same prefix, is never this module's to roll back."""
     wanted_spec = os.path.realpath(spec)
     for record in (status or {}).get("environments", []):
         if prefix and os.path.realpath(record.get("prefix", "")) != os.path.realpath(prefix):
             continue
-        if os.path.realpath(record.get("spec", "")) == wanted_spec or prefix:
+        if os.path.realpath(record.get("spec", "")) == wanted_spec:
             return record.get("prefix")
     return None
 
