@@ -612,7 +612,7 @@ def summarize_profile(path: Path) -> list[dict[str, Any]]:
 def lock_breakdown_worker(spec: str) -> dict[str, float]:
     """Run ``envforge lock`` in-process with timing wrappers around its stages."""
     started = time.perf_counter()
-    import envforge.commands.lock as lock_cmd
+    import envforge.app.locking as lock_cmd
     import envforge.resolve.deb as deb
     import envforge.resolve.pypi as pypi
     from envforge.ui import UI

@@ -29,6 +29,11 @@ class InputError(EnvforgeError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class OfflineError(InputError):
+    """A needed file is neither in the bundle nor in the cache, and the network is off: the
+    user must bring it (a bundle, ``--artifact``, or the network), as preflight says."""
+
+
 class SpecError(InputError):
     """A spec or lock that cannot be read; names the file, line and key."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from envforge.errors import SpecError
+from envforge.errors import SpecError, StaleLockError
 from envforge.lockfile import Lockfile, PlatformLock
 from envforge.spec import PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -114,3 +114,25 @@ def _unique(names: list[str], at: KeyPath, fail: Fail, *, key: str = "name") -> 
         if name in seen:
             raise fail((*at, index, key), f"{name!r} is listed twice")
         seen.add(name)
+
+
+def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
+    """Why a lock no longer satisfies its spec; empty when it does. Pure, no network."""
+    reasons = []
+    if lock.meta.spec_hash != spec.content_hash:
+        reasons.append(f"the spec changed since it was locked ({lock.meta.spec_hash[:19]}… -> "
+                       f"{spec.content_hash[:19]}…)")
+    extra = [p for p in lock.platforms if p not in spec.project.platforms]
+    if extra:
+        reasons.append(f"the lock has platforms the spec no longer targets: {', '.join(extra)}")
+    if lock.meta.spec_name != spec.name:
+        reasons.append(f"the lock is for {lock.meta.spec_name!r}, not {spec.name!r}")
+    return reasons
+
+
+def ensure_fresh(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
+    """StaleLockError (exit 3) naming every reason, and the command that fixes it."""
+    reasons = stale_reasons(spec, lock)
+    if reasons:
+        raise StaleLockError(f"{lock_path} is stale: {'; '.join(reasons)}; run `envforge lock "
+                             f"{spec.source}`")

@@ -6,7 +6,6 @@ from observing the host (``describe``), which never changes anything.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -78,10 +77,10 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
     steps.append(TheanorcStep())
     steps.append(ActivationStep())
     if ctx.platform == "win-64" and pspec.path.scope == "user":
-        if registry is None and sys.platform == "win32":
-            from envforge.host.windows import WinRegistry
+        if registry is None:
+            from envforge.host.windows import host_registry
 
-            registry = WinRegistry()
+            registry = host_registry()
         if registry is not None:
             from envforge.steps.userpath import UserPathStep
 

@@ -19,6 +19,7 @@ import pytest
 
 from envforge.bundle.build import MiB, fetch_all
 from envforge.bundle.manifest import MANIFEST, BundleFile, Manifest, read_manifest, write_manifest
+from envforge.bundle.sources import bundle_lookup
 from envforge.cli import main
 from envforge.envlayout import layout_for
 from envforge.errors import InputError, StepError
@@ -251,11 +252,13 @@ def test_conda_packages_are_fetched_in_parallel_then_installed_from_the_bundle(
                             spec="specs/x.toml", lock="locks/x.lock", lock_sha256="0" * 64,
                             platform="linux-64", python="3.7", files=tuple(files)), bundle)
     local = {r.sha256: obtain(FileRef(r.url, r.sha256, r.filename), cache=tmp_path / "empty",
-                              bundle=bundle) for r in records}
+                              bundle=bundle_lookup(bundle)) for r in records}
     assert all(path.parent == bundle / "conda" for path in local.values())
 
     prefix = tmp_path / "env"
-    install_conda(records, prefix, cache_dir=tmp_path / "empty", bundle=bundle)
+    install_conda(records, prefix, cache_dir=tmp_path / "empty",
+                  fetch=lambda ref: obtain(ref, cache=tmp_path / "empty",
+                                           bundle=bundle_lookup(bundle)))
     for r in records:
         meta = json.loads((prefix / "conda-meta" / f"{r.name}-{r.version}-{r.build}.json")
                           .read_text())
@@ -471,7 +474,7 @@ def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_py
     # from the bundle, with no uv involved; the CUDA steps need the GPU host.
     script = (
         "import sys; from pathlib import Path\n"
-        "from envforge.commands.apply import prepare\n"
+        "from envforge.app.context import prepare\n"
         "from envforge.executor import execute\n"
         "from envforge.steps.debs import DebUnpackStep\n"
         "from envforge.steps.env import EnvironmentStep\n"

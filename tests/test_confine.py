@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from envforge.bundle.manifest import MANIFEST, bundle_index
+from envforge.bundle.sources import in_bundle
 from envforge.confine import EscapeError, inside, link_target_inside, relative_parts
 from envforge.errors import ArtifactError
 from envforge.host.archives import safe_member_name
-from envforge.host.fetch import FileRef, cache_path, in_bundle
+from envforge.host.fetch import FileRef, cache_path
 from envforge.lockfile import LockedDeb
 from envforge.steps.debs import _marker
 

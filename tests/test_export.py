@@ -10,8 +10,8 @@ import pytest
 from conda_lock.lockfile import parse_conda_lock_file
 from packaging.pylock import Pylock
 
+from envforge.app.locking import lock_spec
 from envforge.cli import main
-from envforge.commands.lock import lock_spec
 from envforge.errors import InputError
 from envforge.export import export_lock
 from envforge.host.interpreters import find_interpreter

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.commands.apply import prepare
+from envforge.app.context import prepare
 from envforge.executor import execute
 from envforge.plan import build_steps
 from envforge.ui import UI

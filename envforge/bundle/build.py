@@ -39,10 +39,10 @@ from envforge.bundle.wheels import (
     envforge_source_root,
     resolve_envforge_deps,
 )
-from envforge.commands.lock import ensure_fresh
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Progress, cache_path, obtain
+from envforge.lockcheck import ensure_fresh
 from envforge.lockfile import (
     BuiltWheelHash,
     LockedArtifact,

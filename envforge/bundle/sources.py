@@ -2,7 +2,8 @@
 
 ``preflight`` answers for the whole lock before any step runs, so a missing or altered
 file stops apply with one error and nothing changed. The steps then ask for single files
-(``pypi_wheels``, ``fetch.obtain``) and get the same verified copies.
+through ``LockedSources`` (the ``Sources`` the app layer puts in their context) and get the
+same verified copies; host/ and steps/ never read a bundle's manifest themselves.
 """
 
 from __future__ import annotations
@@ -11,15 +12,52 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from envforge.bundle.check import check_bundle
-from envforge.bundle.manifest import read_manifest
+from envforge.bundle.manifest import bundle_index, read_manifest
 from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, check_built_wheel
 from envforge.confine import inside
-from envforge.errors import ArtifactError, EnvforgeError
+from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
-from envforge.host.fetch import FileRef, OfflineError, cache_path, obtain
+from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext
+
+
+class LockedSources:
+    """The ``Sources`` of a run: the context's bundle when it has one, else envforge's cache,
+    else the network unless the context is offline; every copy checked against the lock."""
+
+    def obtain(self, ctx: StepContext, ref: FileRef, *, offline: bool = False,
+               progress: Progress | None = None) -> Path:
+        return obtain(ref, cache=ctx.dirs.cache, bundle=bundle_lookup(ctx.bundle),
+                      offline=offline or ctx.offline, progress=progress)
+
+    def pypi_wheels(self, ctx: StepContext,
+                    files: Sequence[LockedPypiFile]) -> list[WheelToInstall]:
+        return pypi_wheels(ctx, files)
+
+    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
+        return preflight(ctx, lock)
+
+    def prefetch(self, ctx: StepContext) -> dict[str, Path]:
+        return prefetch(ctx)
+
+
+def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
+    """The bundle's copy of ``ref`` (unchecked): by sha256 through its manifest, else by name."""
+    listed = bundle_index(bundle).get(ref.sha256)
+    named = inside(bundle, ref.filename, what="locked file name")
+    for candidate in (listed, named, bundle / named.name):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def bundle_lookup(bundle: Path | None) -> Lookup | None:
+    """What ``fetch.obtain`` takes for a bundle folder (None: no bundle)."""
+    if bundle is None:
+        return None
+    return lambda ref: in_bundle(bundle, ref)
 
 
 def preflight(ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
@@ -134,12 +172,13 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
     for f in files:
         ref = FileRef(f.url, f.sha256, f.filename, f.size)
         if f.kind == "wheel":
-            path = obtain(ref, cache=ctx.dirs.cache, bundle=ctx.bundle, offline=offline)
+            path = obtain(ref, cache=ctx.dirs.cache, bundle=bundle_lookup(ctx.bundle),
+                          offline=offline)
             wheels.append(WheelToInstall(path, f.sha256))
             continue
         try:
-            sdist: Path | None = obtain(ref, cache=ctx.dirs.cache, bundle=ctx.bundle,
-                                        offline=offline)
+            sdist: Path | None = obtain(ref, cache=ctx.dirs.cache,
+                                        bundle=bundle_lookup(ctx.bundle), offline=offline)
         except OfflineError:
             sdist = None  # a bundle carries the wheel, not the sdist
         wheel = _built_wheel(ctx, f, sdist, offline=offline)

@@ -4,56 +4,25 @@ from __future__ import annotations
 
 import argparse
 import errno
-import hashlib
 import os
-import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
+from envforge.app.context import default_prefix, host_platform, prepare, state_dir_for
 from envforge.commands import Common
-from envforge.commands.lock import ensure_fresh
 from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.lockcheck import check_lock
 from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
-from envforge.paths import EnvforgeDirs, envforge_dirs
+from envforge.paths import envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
-from envforge.spec import Platform, Spec, load_spec
+from envforge.spec import Platform, load_spec
 from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
-
-
-def host_platform() -> Platform:
-    return "win-64" if sys.platform == "win32" else "linux-64"
-
-
-def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
-    """conda: the conda installation's envs folder when there is one; else envforge's data."""
-    pspec = spec.for_platform(platform)
-    if pspec.environment.kind == "conda":
-        from envforge.host.conda_install import conda_envs_dir
-
-        envs = conda_envs_dir()
-        if envs is not None:
-            return envs / (pspec.environment.name or spec.name)
-    return dirs.data / "envs" / spec.name
-
-
-def env_id(prefix: Path) -> str:
-    """The state folder's name: an environment is its prefix, whichever spec applied it."""
-    label = re.sub(r"[^A-Za-z0-9._-]", "_", prefix.name)[:40] or "env"
-    return f"{label}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}"
-
-
-def state_dir_for(dirs: EnvforgeDirs, spec_name: str, prefix: Path) -> Path:
-    """The prefix's state folder; one named after the spec by an older envforge still counts."""
-    state = dirs.env_state(env_id(prefix))
-    older = dirs.env_state(f"{spec_name}-{hashlib.sha256(str(prefix).encode()).hexdigest()[:10]}")
-    return older if not state.exists() and older.is_dir() else state
 
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
@@ -71,63 +40,6 @@ def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
             raise InputError(f"--artifact {role}: no such file {path}")
         found[role] = Path(path).resolve()
     return found
-
-
-def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Path],
-            bundle: Path | None, offline: bool, ui: UI,
-            environ: Mapping[str, str] | None = None, home: Path | None = None,
-            locks_dir: Path | None = None, check_sources: bool = False) -> StepContext:
-    """Spec + fresh lock + host facts -> the context every step reads.
-
-    With ``check_sources`` and a bundle or ``offline``, every locked file is checked to be at
-    hand and unaltered first (ArtifactError, exit 2, before anything changes)."""
-    spec = load_spec(spec_path)
-    platform = host_platform()
-    if platform not in spec.project.platforms:
-        raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
-    lock_path = lock_path_for(spec_path, locks_dir)
-    lock = load_lock(lock_path)
-    ensure_fresh(spec, lock, lock_path)
-    check_lock(spec, lock, lock_path)
-    if platform not in lock.platforms:
-        raise InputError(f"{lock_path} has no {platform} section; run `envforge lock`")
-    env = dict(os.environ if environ is None else environ)
-    dirs = envforge_dirs(env)
-    prefix = (prefix or default_prefix(spec, dirs, platform)).absolute()
-    pspec = spec.for_platform(platform)
-    plock = lock.platforms[platform]
-    unused = sorted(set(artifacts) - {a.role for a in plock.artifacts})
-    if unused:
-        raise InputError(f"--artifact {unused[0]}: {lock_path} locks no {unused[0]} archive for "
-                         f"{platform}, so the file would not be used; leave it out")
-    ctx = StepContext(
-        platform=platform, prefix=prefix, environ=env, home=home or Path.home(),
-        state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(artifacts),
-        lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
-                                                   plock.python),
-        dirs=dirs, ui=ui, bundle=bundle.resolve() if bundle else None, offline=offline,
-        pypi_index=lock.meta.pypi_index or "https://pypi.org/simple",
-    )
-    if check_sources and (ctx.bundle is not None or offline):
-        from envforge.bundle.sources import preflight
-
-        ctx = _replace(ctx, artifacts=preflight(ctx, lock))
-    if pspec.cuda is not None:
-        from envforge.errors import StepError
-        from envforge.steps.cuda import select_toolkit
-
-        try:
-            root = select_toolkit(ctx).root
-        except StepError:
-            root = None  # the CUDA step reports it with the remedy
-        ctx = _replace(ctx, cuda_root=root)
-    return ctx
-
-
-def _replace(ctx: StepContext, **changes: object) -> StepContext:
-    from dataclasses import replace
-
-    return replace(ctx, **changes)  # type: ignore[arg-type]
 
 
 def show_plan(plan: Plan, ui: UI) -> None:
@@ -190,9 +102,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         return int(ExitCode.PENDING)
     writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
     if ctx.bundle is None and not ctx.offline:
-        from envforge.bundle.sources import prefetch
-
-        ctx = _replace(ctx, artifacts=prefetch(ctx))
+        ctx = replace(ctx, artifacts=ctx.sources.prefetch(ctx))
         steps = _steps(ctx, sync=getattr(args, "sync", False))
     record = {"spec": spec_file, "prefix": str(ctx.prefix),
               "platform": ctx.platform, "spec_name": Path(args.spec).stem}

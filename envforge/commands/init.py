@@ -81,7 +81,7 @@ def git_commit_day(root: Path) -> date | None:
 
 def try_lock(text: str, source: str, platform: Platform) -> str | None:
     """Resolve the draft for ``platform`` once; None when it locks, else the one-line reason."""
-    from envforge.commands.lock import lock_platform
+    from envforge.app.locking import lock_platform
     from envforge.resolve.pypi import UnsatisfiableError
     from envforge.resolve.pypi_explain import explain_unsatisfiable
 

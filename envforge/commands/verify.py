@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from envforge.app.context import prepare
 from envforge.commands import Common
-from envforge.commands.apply import prepare
 from envforge.envvars import apply_edits
 from envforge.errors import InputError, StepError
 from envforge.host import proc
@@ -99,6 +99,7 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     """The framework's own tests (the knowledge base's subset for the lock's device) run in
     the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
     lacks (its row is then skipped). ``time_limit_s`` replaces the subset's own bound."""
+    from envforge.bundle.sources import bundle_lookup
     from envforge.host import testsuite
     from envforge.knowledge import known_bad_tests
     from envforge.suite.results import judge, read_run, suite_rows
@@ -113,7 +114,7 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     folder = testsuite.prepare_folder(suite, ctx.lock.pypi, python=python, cache=ctx.dirs.cache,
-                                      bundle=bundle, offline=bundle is not None)
+                                      bundle=bundle_lookup(bundle), offline=bundle is not None)
     count = workers or testsuite.workers_for(os.cpu_count())
     bound = time_limit_s or subset.time_limit_s
     place = hashlib.sha256(str(ctx.prefix).encode()).hexdigest()[:16]

@@ -25,16 +25,17 @@ from envforge.lockfile import LockedCondaPackage
 
 
 def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path,
-                  bundle: Path | None = None, offline: bool = False) -> None:
+                  fetch: Callable[[FileRef], Path] | None = None) -> None:
     """Make ``prefix`` hold exactly ``records``; a tampered archive is refused before any change.
 
-    Every archive comes through ``fetch.obtain`` (a bundle, envforge's cache, or its URL),
-    hash-checked there: rattler itself checks nothing for ``file://`` channels."""
+    Every archive comes through ``fetch`` (the run's sources: a bundle, envforge's cache, or
+    its URL; default ``fetch.obtain`` from the cache or the network), hash-checked there:
+    rattler itself checks nothing for ``file://`` channels."""
     subdirs = {r.subdir for r in records} - {"noarch"}
     if len(subdirs) > 1:
         raise ArtifactError(f"locked conda packages mix platforms ({', '.join(sorted(subdirs))})")
-    archives = [obtain(FileRef(r.url, r.sha256, r.filename, r.size), cache=cache_dir,
-                       bundle=bundle, offline=offline) for r in records]
+    get = fetch or (lambda ref: obtain(ref, cache=cache_dir))
+    archives = [get(FileRef(r.url, r.sha256, r.filename, r.size)) for r in records]
     try:
         asyncio.run(_install(records, archives, prefix, cache_dir / "conda-pkgs",
                              subdirs.pop() if subdirs else None))

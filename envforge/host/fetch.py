@@ -1,8 +1,9 @@
 """Downloads into a content-addressed cache: each file checked against its sha256 as it lands.
 
-A file is looked for in a bundle folder first, then the cache, then fetched (unless offline),
-resuming a partial download with an HTTP range request. Nothing unverified is ever returned.
-A bundle's files are found by sha256 through its manifest, so its folder layout is its own.
+A file is looked for in a local copy first (a bundle: the caller passes its lookup, which
+bundle/sources.py makes from the manifest, so the folder layout stays the bundle's own), then
+the cache, then fetched (unless offline), resuming a partial download with an HTTP range
+request. Nothing unverified is ever returned.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from envforge.bundle.manifest import bundle_index
 from envforge.confine import inside
-from envforge.errors import ArtifactError, EnvforgeError
+from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
 
 if TYPE_CHECKING:
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 Progress = Callable[[int], None]
-
-
-class OfflineError(EnvforgeError):
-    """A needed file is neither in the bundle nor in the cache, and the network is off."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +40,9 @@ class FileRef:
     size: int | None = None
 
 
+Lookup = Callable[[FileRef], Path | None]  # a bundle's (unchecked) copy of a file, if it has one
+
+
 def cache_path(cache: Path, ref: FileRef) -> Path:
     """Where the cache keeps ``ref``: below its sha256, under its (confined) file name."""
     if not _SHA256.fullmatch(ref.sha256):
@@ -52,11 +51,12 @@ def cache_path(cache: Path, ref: FileRef) -> Path:
                   what="locked file name")
 
 
-def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bool = False,
+def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: bool = False,
            progress: Progress | None = None, session: requests.Session | None = None) -> Path:
-    """A verified local copy of ``ref``; a tampered bundle or cache file is refused, not used."""
+    """A verified local copy of ``ref``; a tampered bundle or cache file is refused, not used.
+    With a ``bundle`` there is no network: what it and the cache lack is an OfflineError."""
     if bundle is not None:
-        candidate = in_bundle(bundle, ref)
+        candidate = bundle(ref)
         if candidate is not None:
             _check(candidate, ref, where="bundle")
             return candidate
@@ -69,16 +69,6 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Path | None = None, offline: bo
                            f"{'bundle' if bundle else 'cache'} and the network is off")
     download(ref, target, progress=progress, session=session)
     return target
-
-
-def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
-    """The bundle's copy of ``ref`` (unchecked): by sha256 through its manifest, else by name."""
-    listed = bundle_index(bundle).get(ref.sha256)
-    named = inside(bundle, ref.filename, what="locked file name")
-    for candidate in (listed, named, bundle / named.name):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
 
 
 def _check(path: Path, ref: FileRef, *, where: str) -> None:

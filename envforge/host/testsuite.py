@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import ArtifactError, InputError
 from envforge.host.archives import extract_archive
-from envforge.host.fetch import FileRef, obtain
+from envforge.host.fetch import FileRef, Lookup, obtain
 from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 from envforge.knowledge.models import SuiteSubsetRow
 from envforge.lockfile import LockedPypiFile, SuiteLock
@@ -75,8 +75,9 @@ def tests_sdist(suite: SuiteLock, pypi: Sequence[LockedPypiFile]) -> LockedPypiF
 
 
 def prepare_folder(suite: SuiteLock, pypi: Sequence[LockedPypiFile], *, python: Path,
-                   cache: Path, bundle: Path | None = None, offline: bool = False) -> SuiteFolder:
-    """The runner installed and the tests unpacked, every file checked against the lock."""
+                   cache: Path, bundle: Lookup | None = None, offline: bool = False) -> SuiteFolder:
+    """The runner installed and the tests unpacked, every file checked against the lock;
+    ``bundle`` is a bundle's lookup (``bundle.sources.bundle_lookup``)."""
     sdist = tests_sdist(suite, pypi)
     plugin = PLUGIN.read_bytes()
     key = hashlib.sha256("\n".join([sdist.sha256, *(f.sha256 for f in suite.runner),

@@ -162,6 +162,14 @@ class WinRegistry:
 
 # --- PATH as strings -------------------------------------------------------------------
 
+def host_registry() -> RegistrySeam | None:
+    """This host's registry on Windows (the user PATH lives there); None elsewhere. The one
+    place that decides it: plan, the executor and doctor get theirs here."""
+    if sys.platform == "win32":  # pragma: no cover - only a Windows host has a registry
+        return WinRegistry()
+    return None
+
+
 def split_path(value: str) -> list[str]:
     """``;``-separated entries, empty ones dropped, each kept exactly as written."""
     return [entry for entry in value.split(";") if entry.strip()]

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from envforge.envlayout import EnvLayout
 from envforge.host.archives import sha256_file
-from envforge.lockfile import PlatformLock
+from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
 from envforge.paths import EnvforgeDirs
 from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.host.fetch import FileRef, Progress
+    from envforge.host.wheelinstall import WheelToInstall
     from envforge.journal import Transaction
 
 
@@ -39,6 +41,23 @@ class Change(Frozen):
     before: str | None
     after: str | None
     detail: str = ""
+
+
+class Sources(Protocol):
+    """Where a run's locked files come from, verified: a bundle, envforge's cache or the
+    network. ``bundle/sources.LockedSources`` implements it and the app layer injects it, so
+    steps (and host/) never read a bundle's layout. Each call reads the context it is given
+    (its bundle, cache and ``offline``)."""
+
+    def obtain(self, ctx: StepContext, ref: FileRef, *, offline: bool = False,
+               progress: Progress | None = None) -> Path: ...
+
+    def pypi_wheels(self, ctx: StepContext,
+                    files: Sequence[LockedPypiFile]) -> list[WheelToInstall]: ...
+
+    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]: ...
+
+    def prefetch(self, ctx: StepContext) -> dict[str, Path]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +74,7 @@ class StepContext:
     pspec: PlatformSpec
     layout: EnvLayout
     dirs: EnvforgeDirs
+    sources: Sources
     ui: UI = field(default_factory=UI)
     bundle: Path | None = None
     offline: bool = False

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 
-from envforge.errors import ArtifactError, StepError, ToolError
+from envforge.errors import ArtifactError, OfflineError, StepError, ToolError
 from envforge.host import proc
 from envforge.host.archives import (
     check_unpacked_size,
@@ -31,7 +31,7 @@ from envforge.host.archives import (
     safe_member_name,
     verify_artifact,
 )
-from envforge.host.fetch import FileRef, OfflineError, obtain
+from envforge.host.fetch import FileRef
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.spec import Platform
@@ -348,7 +348,7 @@ class CompilerStep:
         ref = FileRef(url=artifact.url or "", sha256=artifact.sha256, filename=artifact.filename,
                       size=artifact.size)
         try:
-            return obtain(ref, cache=ctx.dirs.cache, bundle=ctx.bundle, offline=True)
+            return ctx.sources.obtain(ctx, ref, offline=True)
         except OfflineError:
             if ctx.offline or ctx.bundle is not None:
                 raise
@@ -358,7 +358,7 @@ class CompilerStep:
         if not fetch:
             return None
         with ctx.ui.progress(f"downloading {artifact.filename}", total=artifact.size) as hook:
-            return obtain(ref, cache=ctx.dirs.cache, progress=hook.advance)
+            return ctx.sources.obtain(ctx, ref, progress=hook.advance)
 
 
 def _installed(home: Path, artifact: LockedArtifact, variant: MingwVariant) -> bool:

@@ -45,4 +45,4 @@ class CondaInstallStep:
         from envforge.host.conda_install import install_conda
 
         install_conda(ctx.lock.conda, Path(ctx.layout.prefix), cache_dir=ctx.dirs.cache,
-                      bundle=ctx.bundle, offline=ctx.offline)
+                      fetch=lambda ref: ctx.sources.obtain(ctx, ref))

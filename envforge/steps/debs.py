@@ -11,7 +11,7 @@ from pathlib import Path
 
 from envforge.confine import inside
 from envforge.host.debunpack import missing_dev_links, unpack_deb
-from envforge.host.fetch import FileRef, obtain
+from envforge.host.fetch import FileRef
 from envforge.journal import Transaction
 from envforge.lockfile import LockedDeb
 from envforge.steps.base import Change, StepContext
@@ -37,8 +37,8 @@ class DebUnpackStep:
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         root = Path(ctx.layout.deb_root)
         wanted = [deb for deb in ctx.lock.deb if not _marker(root, deb).exists()]
-        files = [obtain(FileRef(d.url, d.sha256, d.filename, d.size), cache=ctx.dirs.cache,
-                        bundle=ctx.bundle, offline=ctx.offline) for d in wanted]
+        files = [ctx.sources.obtain(ctx, FileRef(d.url, d.sha256, d.filename, d.size))
+                 for d in wanted]
         for deb, path in zip(wanted, files, strict=True):
             unpack_deb(path, root, replace=True)  # inside the prefix: a re-run after a crash
             marker = _marker(root, deb)

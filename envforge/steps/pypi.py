@@ -54,7 +54,6 @@ class PypiInstallStep:
         todo = missing_files(ctx)
         if not todo:
             return
-        from envforge.bundle.sources import pypi_wheels
         from envforge.host.wheelinstall import install_wheels
 
-        install_wheels(pypi_wheels(ctx, todo), Path(ctx.layout.python))
+        install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python))

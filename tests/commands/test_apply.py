@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app.locking import lock_spec
 from envforge.cli import main
-from envforge.commands.lock import lock_spec
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
 

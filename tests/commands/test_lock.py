@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app import locking as lock_command
 from envforge.cli import main
-from envforge.commands import lock as lock_command
 from envforge.lockfile import load_lock
 from tests.testing.conda_channel import conda_spec_text
 

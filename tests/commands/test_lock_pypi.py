@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from envforge.app.locking import lock_spec
 from envforge.cli import main
-from envforge.commands.lock import lock_spec
 from envforge.lockfile import load_lock
 from envforge.spec import load_spec, parse_spec
 

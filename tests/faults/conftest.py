@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.commands.lock import lock_spec
+from envforge.app.locking import lock_spec
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
 from tests.faults.harness import TINY, USER_RC

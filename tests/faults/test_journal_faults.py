@@ -186,8 +186,8 @@ def test_a_record_without_a_journal_is_rolled_back_too(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed after its record and before its first journal line, an apply still claims the
     prefix: rollback must clear that claim, or no other spec could ever use the prefix."""
+    from envforge.app.context import state_dir_for
     from envforge.cli import main
-    from envforge.commands.apply import state_dir_for
     from envforge.paths import envforge_dirs
 
     spec = Path(__file__).resolve().parents[2] / "specs" / "theano-cpu.toml"

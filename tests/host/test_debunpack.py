@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.bundle.sources import bundle_lookup
 from envforge.errors import ArtifactError
 from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.fetch import FileRef, obtain
@@ -308,7 +309,7 @@ def test_a_tampered_deb_is_refused_where_apply_gets_it(demo_deb: Path, tmp_path:
     bundle.mkdir()
     (bundle / demo_deb.name).write_bytes(data[:-10] + bytes([data[-10] ^ 1]) + data[-9:])
     with pytest.raises(ArtifactError, match=r"the bundle copy was altered; refusing it"):
-        obtain(ref, cache=tmp_path / "cache", bundle=bundle)
+        obtain(ref, cache=tmp_path / "cache", bundle=bundle_lookup(bundle))
     demo_deb.write_bytes(data + b"\0")
     with pytest.raises(ArtifactError, match=f"does not match the lock's {ref.sha256}"):
         obtain(ref, cache=tmp_path / "other-cache")

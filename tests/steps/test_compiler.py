@@ -17,9 +17,10 @@ import py7zr
 import pytest
 from rich.console import Console
 
+from envforge.bundle.sources import LockedSources
 from envforge.envlayout import layout_for
-from envforge.errors import ArtifactError, StepError
-from envforge.host.fetch import FileRef, OfflineError, cache_path
+from envforge.errors import ArtifactError, OfflineError, StepError
+from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Journal, Transaction, rollback
 from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
 from envforge.paths import EnvforgeDirs
@@ -114,7 +115,7 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
                            theano=theano or TheanoSection()),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
-        ui=ui or UI(quiet=True), cuda_root=cuda_root)
+        sources=LockedSources(), ui=ui or UI(quiet=True), cuda_root=cuda_root)
 
 
 MINGW = CompilerSection(kind="mingw-w64", version="8.1.0", threads="posix", exceptions="seh")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app.context import prepare
 from envforge.cli import main
-from envforge.commands.apply import prepare
 from envforge.envvars import apply_edits
 from envforge.host import testsuite
 from envforge.knowledge import known_bad_tests, suite_subset

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from envforge.bundle.sources import LockedSources
 from envforge.envlayout import layout_for
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import Expectations, PlatformLock
@@ -29,7 +30,7 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
                            cuda=CudaSection(version=cuda) if cuda else None),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        ui=UI(quiet=True), cuda_root=cuda_root, cuda_search=cuda_search)
+        sources=LockedSources(), ui=UI(quiet=True), cuda_root=cuda_root, cuda_search=cuda_search)
 
 
 def apply_step(step: Step, ctx: StepContext) -> Journal:

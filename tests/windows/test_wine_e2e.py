@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from envforge.bundle.sources import LockedSources
 from envforge.envlayout import layout_for
 from envforge.executor import execute, undo
 from envforge.expectations import kernel_expectations
@@ -83,7 +84,7 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
                            path=PathSection(scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        ui=UI(quiet=True), cuda_root=cuda_root)
+        sources=LockedSources(), ui=UI(quiet=True), cuda_root=cuda_root)
 
 
 def steps(archive: Path) -> list[Step]:

@@ -1,0 +1,68 @@
+"""What ``envforge doctor`` judges: this host observed once, against a spec's lock if given.
+
+The lock's own problems (missing, stale, no section for this host) are findings too, so a
+stale lock still gets the host judged rather than refused as apply would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envforge.app.context import default_prefix, host_platform
+from envforge.doctor import Expected, Finding, HostFacts, diagnose, expected_from_lock, observe
+from envforge.doctor.model import Evidence, Fix, sort_findings
+from envforge.errors import InputError
+from envforge.host.windows import host_registry
+from envforge.lockcheck import stale_reasons
+from envforge.lockfile import load_lock, lock_path_for
+from envforge.paths import envforge_dirs
+from envforge.spec import Platform, load_spec
+
+
+def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str],
+                  platform: Platform) -> tuple[Expected | None, Path, list[Finding]]:
+    """The lock's expectations, the environment's prefix, and findings about the lock itself."""
+    spec_path = Path(spec_arg)
+    spec = load_spec(spec_path)
+    if platform not in spec.project.platforms:
+        raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
+    prefix = (prefix_arg or default_prefix(spec, envforge_dirs(environ), platform)).absolute()
+    lock_path = lock_path_for(spec_path)
+    if not lock_path.exists():
+        return None, prefix, [Finding(
+            id="lock.missing", severity="warning",
+            title=f"{spec_path} has no lock at {lock_path}: nothing to compare the host with",
+            fix=Fix(text=f"envforge lock {spec_path}"), source=str(spec_path))]
+    lock = load_lock(lock_path)
+    findings = [Finding(
+        id="lock.stale", severity="warning",
+        title=f"{lock_path} is stale ({reason}); the host is judged against it anyway",
+        evidence=(Evidence(kind="file", where=str(lock_path), text=lock.meta.spec_hash),),
+        fix=Fix(text=f"envforge lock {spec_path}"), source=str(lock_path))
+        for reason in stale_reasons(spec, lock)]
+    expected = expected_from_lock(spec, lock, platform, prefix)
+    if expected is None:
+        findings.append(Finding(
+            id="lock.platform", severity="warning",
+            title=f"{lock_path} has no {platform} section", source=str(lock_path),
+            fix=Fix(text=f"envforge lock {spec_path}")))
+    return expected, prefix, findings
+
+
+def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str],
+            cwd: Path) -> tuple[HostFacts, tuple[Finding, ...], Expected | None]:
+    """Observe this host and judge it; what ``envforge doctor`` shows."""
+    platform = host_platform()
+    lock_findings: list[Finding] = []
+    if spec is None:
+        expected, env_prefix = None, prefix
+    else:
+        expected, env_prefix, lock_findings = _expectations(spec, prefix, environ, platform)
+    python = expected.versions.get("python", "3.7") if expected else "3.7"
+    facts = observe(environ=environ, platform=platform, cwd=cwd,
+                    prefix=env_prefix.absolute() if env_prefix else None,
+                    prefix_from="spec" if spec else "--prefix",
+                    python=python, expected_flags=expected.theano_flags if expected else None,
+                    registry=host_registry())
+    findings = sort_findings([*lock_findings, *diagnose(facts, expected)])
+    return facts, findings, expected

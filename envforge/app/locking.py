@@ -1,0 +1,230 @@
+"""Locking a spec: compatibility check -> resolvers -> lockfile.
+
+Compatibility is checked from the spec alone first, so a known-bad stack fails offline and
+fast. An unchanged spec reuses its lock without touching the network. Whether a lock is
+still its spec's is judged in ``lockcheck`` (pure, below this layer: bundle needs it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envforge import __version__
+from envforge.errors import InputError, ResolveError
+from envforge.lockfile import (
+    LockedCondaPackage,
+    LockedDeb,
+    LockedPypiFile,
+    Lockfile,
+    LockMeta,
+    PlatformLock,
+    SuiteLock,
+)
+from envforge.spec import Platform, PlatformSpec, Spec
+
+if TYPE_CHECKING:
+    from envforge.resolve.pypi import BuildControls
+
+
+def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
+    """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+    from envforge.lockplan import (
+        expectations_for,
+        locked_artifacts,
+        stack_versions,
+        undeclared_missing,
+    )
+
+    pypi: tuple[LockedPypiFile, ...] = ()
+    conda: tuple[LockedCondaPackage, ...] = ()
+    deb: tuple[LockedDeb, ...] = ()
+    pypi_python: str | None = None
+    if pspec.environment.kind == "conda":
+        from envforge.resolve.conda import solve_conda
+
+        conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
+                            python=pspec.python.version,
+                            cuda=pspec.cuda.number if pspec.cuda else None)
+    if pspec.debian is not None and pspec.platform == "linux-64":
+        from envforge.resolve.deb import resolve_debs
+
+        resolution = resolve_debs(pspec.debian, pspec.platform)
+        deb = resolution.records
+        if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
+            notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+    if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
+        from envforge.resolve.pypi import resolve_pypi
+        from envforge.resolve.pyversion import resolver_python
+
+        target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
+        pypi_python = target.version
+        if notes is not None and target.version != pspec.python.version:
+            notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
+                         f"({target.origin})")
+        def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
+            return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
+                                index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
+                                as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
+                                controls=_controls(pspec),
+                                extra_indexes=pspec.pypi.extra_indexes)
+
+        pypi = resolve(pspec.pypi.packages)
+        missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
+        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
+            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in missing)])
+            if notes is not None:
+                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
+                             f"{row.module} ({row.imported_at}) without declaring it"
+                             for row in missing)
+    versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
+    suite = lock_suite(pspec, pypi, versions.get("theano"))
+    return PlatformLock(
+        python=versions.get("python", pspec.python.version),
+        environment=pspec.environment.kind,
+        pypi=pypi, conda=conda, deb=deb,
+        artifacts=locked_artifacts(pspec),
+        theano_flag_spelling=_spelling(versions.get("theano")),
+        expect=expectations_for(pspec, versions),
+        suite=suite,
+        pypi_python=pypi_python,
+    )
+
+
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
+               theano: str | None) -> SuiteLock | None:
+    """``verify --suite``'s runner, resolved under the environment's own pins so that a
+    shared dependency keeps the environment's version (and is left to it); None where the
+    knowledge base knows no suite for the release or its sdist is not locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+    from envforge.resolve.pypi import resolve_pypi
+
+    row = suite_runner(theano) if theano else None
+    if row is None:
+        return None
+    distribution = canonicalize_name(row.distribution)
+    if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
+        return None
+    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
+                          index=pspec.pypi.index,
+                          exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
+                          constraints=[f"{f.name}=={f.version}" for f in pypi])
+    return SuiteLock(distribution=distribution, runner=runner)
+
+
+def suite_missing(plock: PlatformLock) -> bool:
+    """A lock written before the knowledge base knew its release's test suite: re-resolve it
+    rather than reuse it, so ``verify --suite`` finds its runner locked."""
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge import suite_runner
+
+    theano = plock.expect.versions.get("theano")
+    row = suite_runner(theano) if theano else None
+    return plock.suite is None and row is not None and any(
+        canonicalize_name(f.name) == canonicalize_name(row.distribution) and f.kind == "sdist"
+        for f in plock.pypi)
+
+
+def _controls(pspec: PlatformSpec) -> BuildControls:
+    from envforge.resolve.pypi import BuildControls
+
+    section = pspec.pypi
+    return BuildControls(constraints=section.constraints, overrides=section.overrides,
+                         build_constraints=section.build_constraints,
+                         only_binary=section.only_binary, no_binary=section.no_binary)
+
+
+def _host_python(minor: str) -> str | None:
+    """The version of the interpreter apply would use for a venv, when this host has one."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    try:
+        return find_interpreter(minor).version
+    except StepError:
+        return None
+
+
+def _spelling(theano: str | None) -> str | None:
+    if theano is None:
+        return None
+    from envforge.knowledge import theano_rules
+
+    return theano_rules(theano).spelling
+
+
+def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
+              previous: Lockfile | None = None, lock_path: Path | None = None,
+              notes: list[str] | None = None) -> Lockfile:
+    """The lock for a spec; platforms already locked for this exact spec are reused.
+    Resolvers' remarks that do not stop the lock are appended to ``notes``."""
+    from envforge.compat import ensure_compatible
+
+    wanted = _wanted_platforms(spec, platforms)
+    ensure_compatible(spec)
+    reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
+        and previous.meta.envforge == __version__
+    todo = [p for p in spec.project.platforms if p in wanted and not (
+        reusable and previous is not None and p in previous.platforms
+        and not suite_missing(previous.platforms[p]))]
+    # Platforms resolve independently; their uv runs and downloads overlap in threads.
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
+                                             todo), strict=True))
+    except ResolveError as exc:
+        from envforge.resolve.pypi import UnsatisfiableError
+
+        if not isinstance(exc, UnsatisfiableError):
+            raise
+        from envforge.resolve.pypi_explain import explain_unsatisfiable
+
+        raise explain_unsatisfiable(spec, exc) from None
+    locked: dict[Platform, PlatformLock] = {}
+    for platform in spec.project.platforms:
+        if platform in fresh:
+            locked[platform] = fresh[platform]
+        elif reusable and previous is not None and platform in previous.platforms:
+            locked[platform] = previous.platforms[platform]
+    first = next(iter(spec.platforms.values()))
+    return Lockfile(
+        meta=LockMeta(
+            envforge=__version__, spec=spec_label(Path(spec.source), lock_path),
+            spec_name=spec.name,
+            spec_hash=spec.content_hash,
+            pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
+            else None,
+            pypi_as_of=first.pypi.as_of.isoformat() if first.pypi.as_of else None,
+            pypi_find_links=first.pypi.find_links or None,
+            pypi_extra_indexes=first.pypi.extra_indexes or None,
+            conda_channels=first.environment.channels if first.environment.kind == "conda" else (),
+            debian_suite=first.debian.suite if first.debian else None,
+        ),
+        platforms=locked,
+    )
+
+
+def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:
+    if not platforms:
+        return spec.project.platforms
+    unknown = [p for p in platforms if p not in spec.project.platforms]
+    if unknown:
+        raise InputError(f"{spec.source}: platform {unknown[0]} is not among the spec's "
+                         f"platforms ({', '.join(spec.project.platforms)})")
+    return tuple(platforms)
+
+
+def spec_label(spec_path: Path, lock_path: Path | None) -> str:
+    """The spec as the lock names it: relative to the project the lock lives in, so the
+    same project gives the same bytes wherever it is checked out."""
+    if lock_path is not None:
+        try:
+            return spec_path.resolve().relative_to(lock_path.resolve().parent.parent).as_posix()
+        except ValueError:
+            pass
+    return spec_path.name

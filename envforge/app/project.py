@@ -1,0 +1,56 @@
+"""A project: one spec file, read and validated, and where its lock lives.
+
+Every command that starts from a spec (lock, plan/apply, verify, doctor, bundle) loads it
+here, so "which lock belongs to this spec" and "is it still the spec's" have one answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.app.locking import lock_spec
+from envforge.lockcheck import check_lock, ensure_fresh, stale_reasons
+from envforge.lockfile import Lockfile, load_lock, lock_path_for
+from envforge.spec import Platform, Spec, load_spec
+
+
+@dataclass(frozen=True)
+class Project:
+    """A validated spec and its lock's path; the lock itself is read when asked for."""
+
+    spec_path: Path
+    spec: Spec
+    lock_path: Path
+
+    @classmethod
+    def load(cls, spec_path: Path | str, locks_dir: Path | None = None) -> Project:
+        """SpecError (exit 2, file:line:key) for a bad spec; no lock is read yet."""
+        path = Path(spec_path)
+        return cls(spec_path=path, spec=load_spec(path), lock_path=lock_path_for(path, locks_dir))
+
+    def previous_lock(self) -> Lockfile | None:
+        """The lock on disk, or None where there is none yet (it may be stale)."""
+        return load_lock(self.lock_path) if self.lock_path.exists() else None
+
+    def fresh_lock(self) -> Lockfile:
+        """The lock, refused unless it is its spec's (exit 3) and says what the spec would
+        lock (a tampered one: exit 2): what plan, apply, verify and run may use."""
+        lock = load_lock(self.lock_path)
+        ensure_fresh(self.spec, lock, self.lock_path)
+        check_lock(self.spec, lock, self.lock_path)
+        return lock
+
+    def stale_reasons(self) -> list[str]:
+        """Why the lock on disk is not the spec's; ``["no lock file"]`` where there is none."""
+        previous = self.previous_lock()
+        return ["no lock file"] if previous is None else stale_reasons(self.spec, previous)
+
+
+def lock(project: Project, platforms: Sequence[Platform] = (),
+         notes: list[str] | None = None) -> Lockfile:
+    """The project's lock (not written): platforms already locked for this exact spec are
+    reused from the lock on disk; resolvers' remarks are appended to ``notes``."""
+    return lock_spec(project.spec, platforms=platforms or None, previous=project.previous_lock(),
+                     lock_path=project.lock_path, notes=notes)
