@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml
 lint: setup
 	$(BIN)/ruff check envforge tests bench
 	$(BIN)/mypy envforge
+	$(BIN)/lint-imports --no-logo
 
 # GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
 test: lint

@@ -166,7 +166,7 @@ class Bench:
 
     def _tools(self) -> Tools:
         from envforge.host.interpreters import find_interpreter
-        from envforge.resolve.pypi import uv_binary
+        from envforge.host.uv import uv_binary
 
         bindir = Path(sys.executable).parent
         envforge = [str(bindir / "envforge")] if (bindir / "envforge").is_file() \
@@ -216,7 +216,7 @@ class Bench:
         return [*self.tools.envforge, *map(str, args)]
 
     def envforge_env(self, home: Path, xdg_cache: Path, **extra: str) -> dict[str, str]:
-        # envforge strips UV_* before it runs uv (resolve/pypi.py uv_environ), so UV_CACHE_DIR
+        # envforge strips UV_* before it runs uv (host/uv.py uv_environ), so UV_CACHE_DIR
         # alone does not reach the lock's uv: XDG_CACHE_HOME is what points uv's cache here.
         return clean_environ(ENVFORGE_HOME=str(home), XDG_CACHE_HOME=str(xdg_cache),
                              UV_CACHE_DIR=str(xdg_cache / "uv"), **extra)

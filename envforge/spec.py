@@ -16,13 +16,14 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
 from envforge.errors import SpecError
+from envforge.model import PLATFORMS as PLATFORMS
+from envforge.model import Frozen as Frozen
+from envforge.model import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
-Platform = Literal["win-64", "linux-64"]
-PLATFORMS: tuple[Platform, ...] = ("win-64", "linux-64")
 PYPI_SIMPLE = "https://pypi.org/simple"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 MAX_REPEATS = 1000
@@ -60,12 +61,6 @@ def _project_name(value: str) -> str:
     if _WINDOWS_RESERVED.match(value):
         raise ValueError(f"{value!r} is a device name Windows reserves; pick another name")
     return value
-
-
-class Frozen(BaseModel):
-    """Immutable, strict base for every model envforge reads or writes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ProjectSection(Frozen):
@@ -177,7 +172,7 @@ class TheanoSection(Frozen):
     cxx: FlagValue | None = None
     compiledir: FlagValue | None = None
     theanorc: Literal["home", "env"] = "env"
-    flags: dict[FlagName, FlagValue] = {}
+    flags: dict[FlagName, FlagValue] = {}  # noqa: RUF012 (pydantic copies it per model)
 
 
 class ConvShape(Frozen):

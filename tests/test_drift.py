@@ -84,7 +84,7 @@ def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> 
     envforge("apply", str(spec), "--yes", "--prefix", str(prefix), "-q")
     [clean] = json.loads(envforge("status", "--json"))["environments"]
     assert clean["drift"]["summary"] == "as locked"
-    from envforge.resolve.pypi import uv_binary
+    from envforge.host.uv import uv_binary
 
     subprocess.run([uv_binary(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python"),
                     "toml==0.10.2"], check=True, env={**env, "UV_NO_CONFIG": "1"})

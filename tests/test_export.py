@@ -15,8 +15,8 @@ from envforge.cli import main
 from envforge.errors import InputError
 from envforge.export import export_lock
 from envforge.host.interpreters import find_interpreter
+from envforge.host.uv import uv_binary
 from envforge.lockfile import Lockfile, load_lock
-from envforge.resolve.pypi import uv_binary
 from envforge.spec import parse_spec
 from tests.testing.conda_channel import conda_spec_text
 

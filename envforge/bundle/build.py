@@ -135,7 +135,7 @@ def suite_items(plock: PlatformLock) -> list[Item]:
     """``verify --suite --bundle`` on a closed host: the runner's wheels and the sdist the tests
     come from (kept as it is, under suite/: the pypi/ copy is replaced by its built wheel).
     Empty where the lock has no test group or no such sdist."""
-    from envforge.host.testsuite import find_tests_sdist
+    from envforge.suite.runner import find_tests_sdist
 
     if plock.suite is None:
         return []

@@ -159,7 +159,7 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
 def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],
                 cache: Path) -> Path:
     """Build one wheel from an sdist or a source folder: uv when installed, else pip."""
-    from envforge.resolve.pypi import uv_binary, uv_environ
+    from envforge.host.uv import uv_binary, uv_environ
 
     try:
         uv = uv_binary()

@@ -105,7 +105,7 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
         raise InputError(f"{output} exists: pass --force to replace it, or -o another file")
     lookup = None
     if not offline:
-        from envforge.host.pypi_index import index_files
+        from envforge.resolve.pypi_index import index_files
 
         lookup = index_files
     with ui.progress(f"reading {root}"):

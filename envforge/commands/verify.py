@@ -100,8 +100,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
     lacks (its row is then skipped). ``time_limit_s`` replaces the subset's own bound."""
     from envforge.bundle.sources import bundle_lookup
-    from envforge.host import testsuite
     from envforge.knowledge import known_bad_tests
+    from envforge.suite import runner as testsuite
     from envforge.suite.results import judge, read_run, suite_rows
 
     suite, runner, subset = suite_selection(ctx)

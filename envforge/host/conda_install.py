@@ -12,7 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import rattler
 from rattler.exceptions import ExtractError, InstallerError, LinkError, TransactionError
@@ -21,10 +21,34 @@ from rattler.prefix import PrefixRecord
 from envforge.confine import inside
 from envforge.errors import ArtifactError, StepError
 from envforge.host.fetch import FileRef, obtain
-from envforge.lockfile import LockedCondaPackage
 
 
-def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path,
+class CondaRecord(Protocol):
+    """What installing reads of a locked conda package (``lockfile.LockedCondaPackage``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def build(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def subdir(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def md5(self) -> str: ...
+    @property
+    def size(self) -> int | None: ...
+
+
+def install_conda(records: Sequence[CondaRecord], prefix: Path, *, cache_dir: Path,
                   fetch: Callable[[FileRef], Path] | None = None) -> None:
     """Make ``prefix`` hold exactly ``records``; a tampered archive is refused before any change.
 
@@ -50,7 +74,7 @@ def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_
         installed.write_to_path(meta, pretty=True)
 
 
-async def _install(records: Sequence[LockedCondaPackage], archives: Sequence[Path], prefix: Path,
+async def _install(records: Sequence[CondaRecord], archives: Sequence[Path], prefix: Path,
                    package_cache: Path, subdir: str | None) -> None:
     rattler_records = []
     for record, archive in zip(records, archives, strict=True):

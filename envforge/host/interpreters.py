@@ -124,7 +124,7 @@ def _py_launcher(minor: str) -> Interpreter | None:  # pragma: no cover - Window
 def install_with_uv(minor: str, environ: Mapping[str, str]) -> Interpreter:
     """A uv-managed Python, downloaded where downloads are allowed; StepError naming uv's
     reason otherwise (python-build-standalone lives on GitHub, unreachable on closed hosts)."""
-    from envforge.resolve.pypi import uv_binary
+    from envforge.host.uv import uv_binary
 
     uv = uv_binary()
     env = {k: v for k, v in environ.items() if not k.startswith("UV_NO_")}

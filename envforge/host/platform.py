@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
-from envforge.spec import Platform
+from envforge.model import Platform
 
 
 @dataclass(frozen=True)

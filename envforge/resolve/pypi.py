@@ -7,7 +7,6 @@ target would install (the best-ranked wheel, else the sdist) and nothing else.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import tomllib
@@ -24,6 +23,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from envforge.errors import ResolveError
 from envforge.host import proc
+from envforge.host.uv import uv_binary, uv_environ
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
 from envforge.spec import Platform
@@ -50,30 +50,6 @@ def target_tags(platform: Platform, python: str) -> list[Tag]:
     tags = list(cpython_tags((major, minor), abis=[abi, "abi3", "none"], platforms=platforms))
     tags += list(compatible_tags((major, minor), f"cp{major}{minor}", platforms=platforms))
     return tags
-
-
-def uv_binary() -> str:
-    """uv from this interpreter's environment (the ``uv`` wheel), else from PATH."""
-    try:
-        from uv import find_uv_bin
-
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        if found is None:
-            raise ResolveError("uv is needed to resolve PyPI packages: "
-                               "pip install 'envforge[resolve]'") from None
-        return found
-
-
-def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for uv: no user config or index settings leak into a lock, and lock,
-    apply and bundle share one uv cache inside envforge's (so --offline can rely on it)."""
-    source = os.environ if base is None else base
-    env = {k: v for k, v in source.items() if not k.startswith(("UV_", "PIP_"))}
-    env["UV_NO_CONFIG"] = "1"
-    env["UV_CACHE_DIR"] = str(envforge_dirs(dict(source)).cache / "uv")
-    return env
 
 
 @dataclass(frozen=True)

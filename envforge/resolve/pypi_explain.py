@@ -31,7 +31,7 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
     """The error to show; ``lookup(index, name)`` lists a project's releases (default: the
     index's JSON API)."""
     if lookup is None:
-        from envforge.host.pypi_index import index_releases
+        from envforge.resolve.pypi_index import index_releases
 
         lookup = index_releases
     text = _spec_text(spec.source)

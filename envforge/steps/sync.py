@@ -41,7 +41,7 @@ class SyncStep:
                             for name in changed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        from envforge.resolve.pypi import uv_binary, uv_environ
+        from envforge.host.uv import uv_binary, uv_environ
 
         drift = _drift(ctx)
         uv = uv_binary()

@@ -131,7 +131,7 @@ def test_a_local_sdist_and_a_find_links_wheel_are_locked_with_their_hashes(
 
     links = tmp_path / "links"
     links.mkdir()
-    from envforge.resolve.pypi import uv_binary
+    from envforge.host.uv import uv_binary
 
     subprocess.run([uv_binary(), "build", "--wheel", "-q", "-o", str(links), str(repo)],
                    check=True)
@@ -167,7 +167,7 @@ def test_an_extra_index_is_searched_recorded_and_applied_from(
     import http.server
     import threading
 
-    from envforge.resolve.pypi import uv_binary
+    from envforge.host.uv import uv_binary
 
     repo, _ = git_repo
     root = tmp_path / "index"

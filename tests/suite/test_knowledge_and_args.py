@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from envforge.bundle.build import lock_items, suite_items
-from envforge.host.testsuite import SuiteFolder, pytest_args, suite_environ, workers_for
 from envforge.knowledge import knowledge, known_bad_tests, suite_runner, suite_subset
 from envforge.lockfile import load_lock
+from envforge.suite.runner import SuiteFolder, pytest_args, suite_environ, workers_for
 
 REPO = Path(__file__).resolve().parents[2]
 _NODE = re.compile(r"^theano/[\w/]+\.py(::\w+)*$")

@@ -29,7 +29,7 @@ from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, targ
 from envforge.knowledge.models import SuiteSubsetRow
 from envforge.lockfile import LockedPypiFile, SuiteLock
 
-PLUGIN = Path(__file__).resolve().parent.parent / "suite" / "plugin.py"
+PLUGIN = Path(__file__).resolve().parent / "plugin.py"
 PLUGIN_MODULE = "envforge_suite_plugin"
 # After the bound, pytest gets SIGINT (it still writes its JUnit XML), then this long.
 _GRACE_S = 30.0

@@ -1,0 +1,38 @@
+"""uv, the one PyPI engine envforge drives: where its binary is and the environment it runs in.
+
+Lock (resolve), apply (sync, interpreters) and bundle (builds) all run uv through these two,
+so none of them picks up a user's uv or pip configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+
+from envforge.errors import ResolveError
+from envforge.paths import envforge_dirs
+
+
+def uv_binary() -> str:
+    """uv from this interpreter's environment (the ``uv`` wheel), else from PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise ResolveError("uv is needed to resolve PyPI packages: "
+                               "pip install 'envforge[resolve]'") from None
+        return found
+
+
+def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for uv: no user config or index settings leak into a lock, and lock,
+    apply and bundle share one uv cache inside envforge's (so --offline can rely on it)."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith(("UV_", "PIP_"))}
+    env["UV_NO_CONFIG"] = "1"
+    env["UV_CACHE_DIR"] = str(envforge_dirs(dict(source)).cache / "uv")
+    return env
