@@ -94,14 +94,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvforgeError as exc:
         ui.error(str(exc))
         return int(exc.exit_code)
-    except OSError as exc:
-        message = host_refusal(exc)
-        if message is None:
-            raise
-        ui.error(message)
-        return int(ExitCode.FAILED)
     except KeyboardInterrupt:
         resume = "; `envforge apply` again resumes, `envforge rollback` undoes" \
             if args.command == "apply" else ""
         ui.error(f"interrupted{resume}")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        message = host_refusal(exc) if isinstance(exc, OSError) else None
+        if message is not None:
+            ui.error(message)
+            return int(ExitCode.FAILED)
+        log = _log_unexpected(words)
+        where = f"; the traceback is in {log}" if log else ""
+        ui.error(f"unexpected error, please report it: {type(exc).__name__}: {exc}{where}")
         return int(ExitCode.FAILED)
+
+
+def _log_unexpected(words: Sequence[str]) -> Path | None:
+    """The current exception's traceback, with the command and versions, written to
+    envforge's cache (pre-commit's error_handler does the same); None where that cannot be
+    written, and the traceback goes to stderr instead."""
+    import platform
+    import traceback
+
+    from envforge.paths import envforge_dirs
+
+    text = (f"envforge {__version__}, Python {platform.python_version()} on "
+            f"{platform.platform()}\n$ envforge {' '.join(words)}\n{traceback.format_exc()}")
+    log = envforge_dirs().cache / "envforge.log"
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(text, encoding="utf-8")
+    except OSError:
+        sys.stderr.write(text)
+        return None
+    return log

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     FAILED = 1  # a step or a check failed
     BAD_INPUT = 2  # usage, invalid spec or lock, refused artifact
     PENDING = 3  # changes pending (dry run) or stale lock
+    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
 
 
 class EnvforgeError(Exception):
@@ -75,7 +76,17 @@ class StaleLockError(EnvforgeError):
 
 
 class ToolError(EnvforgeError):
-    """A subprocess failed; carries the command and its output."""
+    """A subprocess failed. The message says what ran, how it ended and its output's tail;
+    the fields keep them whole, so callers read ``stderr`` rather than parse the message.
+    ``returncode`` is None where the command did not run to an exit (not found, timed out)."""
+
+    def __init__(self, message: str, *, command: tuple[str, ...] = (),
+                 returncode: int | None = None, stdout: str = "", stderr: str = "") -> None:
+        super().__init__(message)
+        self.command = command
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
 
 
 class StepError(EnvforgeError):

@@ -14,7 +14,7 @@ import tomli_w
 from envforge import __version__
 from envforge.errors import InputError
 from envforge.lockfile import Lockfile
-from envforge.spec import Platform
+from envforge.spec import PYPI_SIMPLE, Platform
 
 ExportFormat = Literal["conda-lock", "pylock", "requirements", "explicit"]
 FORMATS: tuple[ExportFormat, ...] = ("conda-lock", "pylock", "requirements", "explicit")
@@ -47,7 +47,7 @@ def _one_platform(lock: Lockfile, platform: Platform | None) -> Platform:
 def requirements_txt(lock: Lockfile, platform: Platform) -> str:
     """pip's hash-checking mode: every file pinned by its sha256."""
     lines = [f"# {lock.meta.spec_name} for {platform}, exported by envforge {__version__}",
-             f"--index-url {lock.meta.pypi_index or 'https://pypi.org/simple'}"]
+             f"--index-url {lock.meta.pypi_index or PYPI_SIMPLE}"]
     for file in lock.platforms[platform].pypi:
         if file.origin == "git":
             raise InputError(f"{file.name} is a git dependency: pip cannot hash-check a git "
@@ -77,7 +77,7 @@ def pylock_toml(lock: Lockfile, platform: Platform) -> str:
     for file in plock.pypi:
         entry: dict[str, Any] = {"name": file.name, "version": file.version}
         if file.origin is None:
-            entry["index"] = lock.meta.pypi_index or "https://pypi.org/simple"
+            entry["index"] = lock.meta.pypi_index or PYPI_SIMPLE
         artifact: dict[str, Any] = {"name": file.filename, "url": file.url,
                                     "hashes": {"sha256": file.sha256}}
         if file.size is not None:

@@ -132,7 +132,8 @@ def install_with_uv(minor: str, environ: Mapping[str, str]) -> Interpreter:
         proc.run([uv, "python", "install", minor], env=env, timeout=600)
         found = proc.run([uv, "python", "find", minor], env=env, timeout=60).stdout.strip()
     except ToolError as exc:
-        reason = str(exc).strip().splitlines()[-1].strip()
+        said = (exc.stderr.strip() or exc.stdout.strip() or str(exc)).splitlines()
+        reason = said[-1].strip() if said else str(exc)
         raise StepError(f"`uv python install {minor}` failed: {reason}") from None
     interpreter = query_version(Path(found))
     if interpreter is None or interpreter.minor != minor:

@@ -25,20 +25,28 @@ class Completed:
 def run(args: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
         env: Mapping[str, str] | None = None, input_text: str | None = None,
         check: bool = True, timeout: float | None = None) -> Completed:
-    """Run a command to completion; with check, a failure raises ToolError with its output."""
+    """Run a command to completion; with check, a failure raises ToolError with its output.
+
+    Output is read as UTF-8 with undecodable bytes replaced, whatever the host's code page:
+    a tool's odd byte must not turn its failure into a UnicodeDecodeError."""
     argv = tuple(str(a) for a in args)
     try:
         proc = subprocess.run(
             argv, cwd=cwd, env=None if env is None else dict(env), input=input_text,
-            capture_output=True, text=True, timeout=timeout, check=False,
+            capture_output=True, text=True, encoding="utf-8", errors="replace",
+            timeout=timeout, check=False,
         )
     except FileNotFoundError as exc:
-        raise ToolError(f"command not found: {argv[0]}") from exc
+        raise ToolError(f"command not found: {argv[0]}", command=argv) from exc
     except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"command timed out after {timeout}s: {shlex.join(argv)}") from exc
+        raise ToolError(f"command timed out after {timeout}s: {shlex.join(argv)}",
+                        command=argv) from exc
+    except OSError as exc:  # not executable, a bad interpreter line, too many open files
+        raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}", command=argv) from exc
     done = Completed(argv, proc.returncode, proc.stdout, proc.stderr)
     if check and proc.returncode != 0:
-        raise ToolError(describe_failure(done))
+        raise ToolError(describe_failure(done), command=argv, returncode=proc.returncode,
+                        stdout=proc.stdout, stderr=proc.stderr)
     return done
 
 

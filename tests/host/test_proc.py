@@ -1,0 +1,41 @@
+"""proc.run: a failure keeps its command, status and output as fields; odd bytes do not crash."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from envforge.errors import ToolError
+from envforge.host import proc
+
+
+def test_a_failure_carries_its_command_status_and_output() -> None:
+    script = "import sys; print('out'); sys.stderr.write('bad thing\\n'); sys.exit(3)"
+    with pytest.raises(ToolError) as caught:
+        proc.run([sys.executable, "-c", script])
+    exc = caught.value
+    assert exc.command == (sys.executable, "-c", script)
+    assert (exc.returncode, exc.stdout.strip(), exc.stderr.strip()) == (3, "out", "bad thing")
+    assert "exited 3" in str(exc) and "bad thing" in str(exc)
+
+
+def test_undecodable_output_is_replaced_not_raised() -> None:
+    done = proc.run([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'a\\xff\\xfeb')"])
+    assert done.stdout == "a\ufffd\ufffdb"
+
+
+def test_a_missing_command_has_no_status() -> None:
+    with pytest.raises(ToolError, match="command not found") as caught:
+        proc.run(["envforge-no-such-tool"])
+    assert caught.value.returncode is None
+
+
+@pytest.mark.posix_only("execute permission is a POSIX mode bit")
+def test_a_file_that_cannot_be_run_is_a_tool_error(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho hi\n", encoding="utf-8")
+    script.chmod(0o644)
+    with pytest.raises(ToolError, match=f"cannot run {script}"):
+        proc.run([script])
