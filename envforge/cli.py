@@ -22,7 +22,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.commands.lock import run_lock
+    from envforge.commands.lock_command import run_lock
 
     return run_lock([Path(p) for p in args.specs], platforms=args.platform or (),
                     check=args.check, locks_dir=args.locks_dir, ui=ui)

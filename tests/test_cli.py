@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envforge import cli
-from envforge.commands import lock as lock_command
+from envforge.commands import lock_command
 from envforge.errors import ExitCode, OfflineError
 
 

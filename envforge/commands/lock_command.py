@@ -1,4 +1,6 @@
-"""``envforge lock [SPEC ...] [--platform P] [--check]``: parse, call envforge.app, render."""
+"""``envforge lock [SPEC ...] [--platform P] [--check]``: call ``app.locking``, render.
+
+cli.py registers the command's arguments itself (``commands.BUILT_IN``)."""
 
 from __future__ import annotations
 
