@@ -1,11 +1,12 @@
 """The layering in pyproject.toml's import-linter contract holds, and would catch a back-arrow.
 
 The contract is run by ``make lint``; here it runs on the real tree and on a copy of the
-package with one planted import from host/ up into the application layer, which must break it.
+package with one planted back-arrow (host/ -> app/, steps/ -> bundle/), which must break it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -23,10 +24,10 @@ RUN = "from importlinter.cli import lint_imports_command; lint_imports_command()
 
 def _lint(root: Path, config: Path) -> subprocess.CompletedProcess[str]:
     """lint-imports with ``config`` on the ``envforge`` package found first under ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONUTF8": "1"}
     return subprocess.run([sys.executable, "-c", RUN, "--config", str(config), "--no-cache",
-                           "--no-logo"], cwd=root, env={"PYTHONPATH": str(root),
-                                                        "PATH": "", "PYTHONUTF8": "1"},
-                          capture_output=True, text=True, timeout=300, check=False)
+                           "--no-logo"], cwd=root, env=env, capture_output=True, text=True,
+                          encoding="utf-8", timeout=300, check=False)
 
 
 def _config(into: Path) -> Path:
@@ -43,15 +44,27 @@ def test_the_package_keeps_its_layers(tmp_path: Path) -> None:
     assert "1 kept, 0 broken" in done.stdout
 
 
-def test_a_back_arrow_from_host_to_the_app_layer_breaks_the_contract(tmp_path: Path) -> None:
+# (module, what it is made to import, the line lint-imports must print)
+PLANTED = [
+    ("host/fetch.py", "envforge.app.context",
+     "envforge.host is not allowed to import envforge.app"),
+    ("steps/pypi.py", "envforge.bundle.sources",  # the edge the Sources protocol removed
+     "envforge.steps is not allowed to import envforge.bundle"),
+]
+
+
+@pytest.mark.parametrize(("module", "planted", "broken"), PLANTED)
+def test_a_planted_back_arrow_breaks_the_contract(tmp_path: Path, module: str, planted: str,
+                                                  broken: str) -> None:
     copy = tmp_path / "src"
     shutil.copytree(REPO / "envforge", copy / "envforge",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    fetch = copy / "envforge" / "host" / "fetch.py"
-    fetch.write_text(fetch.read_text(encoding="utf-8")
-                     + "\n\ndef _planted() -> None:\n    from envforge.app import context\n",
-                     encoding="utf-8")
+    target = copy / "envforge" / module
+    target.write_text(target.read_text(encoding="utf-8")
+                      + f"\n\ndef _planted() -> None:\n    import {planted}\n",
+                      encoding="utf-8")
     done = _lint(copy, _config(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "envforge.host is not allowed to import envforge.app" in done.stdout
-    assert "envforge.host.fetch -> envforge.app.context" in done.stdout
+    importer = "envforge." + module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {planted}" in done.stdout, done.stdout
+    assert broken in done.stdout, done.stdout
