@@ -9,31 +9,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from envforge.app.context import default_prefix, host_platform
+from envforge.app.project import Project
 from envforge.doctor import Expected, Finding, HostFacts, diagnose, expected_from_lock, observe
 from envforge.doctor.model import Evidence, Fix, sort_findings
 from envforge.errors import InputError
 from envforge.host.windows import host_registry
 from envforge.lockcheck import stale_reasons
-from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import envforge_dirs
-from envforge.spec import Platform, load_spec
+from envforge.spec import Platform
 
 
 def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str],
                   platform: Platform) -> tuple[Expected | None, Path, list[Finding]]:
     """The lock's expectations, the environment's prefix, and findings about the lock itself."""
-    spec_path = Path(spec_arg)
-    spec = load_spec(spec_path)
+    project = Project.load(spec_arg)
+    spec, spec_path, lock_path = project.spec, project.spec_path, project.lock_path
     if platform not in spec.project.platforms:
         raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
     prefix = (prefix_arg or default_prefix(spec, envforge_dirs(environ), platform)).absolute()
-    lock_path = lock_path_for(spec_path)
-    if not lock_path.exists():
+    lock = project.previous_lock()
+    if lock is None:
         return None, prefix, [Finding(
             id="lock.missing", severity="warning",
             title=f"{spec_path} has no lock at {lock_path}: nothing to compare the host with",
             fix=Fix(text=f"envforge lock {spec_path}"), source=str(spec_path))]
-    lock = load_lock(lock_path)
     findings = [Finding(
         id="lock.stale", severity="warning",
         title=f"{lock_path} is stale ({reason}); the host is judged against it anyway",
