@@ -45,6 +45,14 @@ class UI:
     def error(self, message: str) -> None:
         self.err.print(Text.assemble(("error: ", "red"), message))
 
+    def confirm(self, question: str, *, what: str) -> bool:
+        """Ask ``question [y/N]`` on a terminal; with no terminal, say that ``what`` are
+        pending and ``--yes`` is needed, and answer no (apply and doctor --fix ask here)."""
+        if not sys.stdin.isatty():
+            self.error(f"{what} pending and no terminal to confirm them: pass --yes")
+            return False
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json or self.quiet:
             return

@@ -6,7 +6,6 @@ import argparse
 import errno
 import os
 import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -97,7 +96,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         if ui.json:
             ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
         return 0
-    if not args.yes and not _confirm(ui):
+    if not args.yes and not ui.confirm("apply these changes?", what="changes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
     writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
@@ -129,13 +128,6 @@ def writable(targets: Sequence[Path]) -> None:
         readonly = hasattr(os, "statvfs") and os.statvfs(probe).f_flag & os.ST_RDONLY
         code = errno.EROFS if readonly else errno.EACCES
         raise OSError(code, os.strerror(code), str(probe))
-
-
-def _confirm(ui: UI) -> bool:
-    if not sys.stdin.isatty():
-        ui.error("changes pending and no terminal to confirm them: pass --yes")
-        return False
-    return input("apply these changes? [y/N] ").strip().lower() in ("y", "yes")
 
 
 def run_rollback(args: argparse.Namespace, ui: UI) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from rich.markup import escape
@@ -60,13 +59,6 @@ def _document(ui: UI, facts: HostFacts, findings: tuple[Finding, ...], **extra: 
                            "facts": facts.model_dump(mode="json"), **extra})
 
 
-def _confirm(ui: UI) -> bool:
-    if not sys.stdin.isatty():
-        ui.error("fixes pending and no terminal to confirm them: pass --yes")
-        return False
-    return input("apply these fixes? [y/N] ").strip().lower() in ("y", "yes")
-
-
 def run_doctor(args: argparse.Namespace, ui: UI) -> int:
     environ = dict(os.environ)
     state = state_dir(envforge_dirs(environ))
@@ -106,7 +98,7 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
         if ui.json:
             _document(ui, facts, findings, fixed=[])
         return _exit(findings)
-    if not args.yes and not _confirm(ui):
+    if not args.yes and not ui.confirm("apply these fixes?", what="fixes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
     ran = apply_fixes(steps, state)
