@@ -16,7 +16,7 @@ from typing import Any
 
 from envforge.errors import InputError, StepError
 from envforge.journal import Journal, Transaction, env_lock, fsync_dir, naming, rollback
-from envforge.steps.base import Step, StepContext
+from envforge.steps.base import Step, StepContext, after
 
 APPLIED = "applied.json"
 
@@ -32,15 +32,15 @@ def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any]) 
         journal = Journal(ctx.state_dir)
         _write_record(ctx.state_dir, {**record, "complete": False})
         for step in steps:
-            if not step.describe(ctx):
-                continue
-            ctx.ui.info(f"• {step.name}")
-            tx = Transaction(journal, step.name)
-            tx.begin()
-            with ctx.ui.progress(step.name):  # a spinner with elapsed time on a terminal
-                step.apply(ctx, tx)
-            tx.done()
-            ran.append(step.name)
+            if step.describe(ctx):
+                ctx.ui.info(f"• {step.name}")
+                tx = Transaction(journal, step.name)
+                tx.begin()
+                with ctx.ui.progress(step.name):  # a spinner with elapsed time on a terminal
+                    step.apply(ctx, tx)
+                tx.done()
+                ran.append(step.name)
+            ctx = after(step, ctx)  # what it found, for the steps after it
         _write_record(ctx.state_dir, {**record, "complete": True, "applied_at": time.time()})
     return ran
 

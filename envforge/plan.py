@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from envforge.spec import Frozen
-from envforge.steps.base import Change, Step, StepContext
+from envforge.steps.base import Change, Step, StepContext, after
 
 if TYPE_CHECKING:
     from envforge.host.windows import RegistrySeam
@@ -89,5 +89,9 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
 
 
 def make_plan(ctx: StepContext, steps: Sequence[Step], *, spec: str) -> Plan:
-    return Plan(spec=spec, platform=ctx.platform, prefix=str(ctx.prefix),
-                steps=tuple(StepPlan(step=s.name, changes=s.describe(ctx)) for s in steps))
+    """Each step described with what the steps before it found (``steps.base.after``)."""
+    planned = []
+    for step in steps:
+        planned.append(StepPlan(step=step.name, changes=step.describe(ctx)))
+        ctx = after(step, ctx)
+    return Plan(spec=spec, platform=ctx.platform, prefix=str(ctx.prefix), steps=tuple(planned))

@@ -113,15 +113,6 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     )
     if options.check_sources and (ctx.bundle is not None or options.offline):
         ctx = replace(ctx, artifacts=ctx.sources.preflight(ctx, lock))
-    if pspec.cuda is not None:
-        from envforge.errors import StepError
-        from envforge.steps.cuda import select_toolkit
-
-        try:
-            root = select_toolkit(ctx).root
-        except StepError:
-            root = None  # the CUDA step reports it with the remedy
-        ctx = replace(ctx, cuda_root=root)
     return ctx
 
 

@@ -15,9 +15,9 @@ import hashlib
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from envforge.envlayout import EnvLayout
 from envforge.host.archives import sha256_file
@@ -60,6 +60,15 @@ class Sources(Protocol):
     def prefetch(self, ctx: StepContext) -> dict[str, Path]: ...
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a step found that later steps read. The plan and the executor hand each step's
+    findings (``FindsFacts``) to the steps after it, so no one calls into another step's code
+    for them, and the context stays frozen."""
+
+    cuda_root: Path | None = None  # the selected CUDA toolkit: the CUDA step finds it
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepContext:
     """What steps know about the target; keyword-only, so fields can be added in any place."""
@@ -79,8 +88,13 @@ class StepContext:
     bundle: Path | None = None
     offline: bool = False
     pypi_index: str = PYPI_SIMPLE
-    cuda_root: Path | None = None  # the selected toolkit; None until the CUDA step found one
+    facts: Facts = field(default_factory=Facts)  # from the steps before this one
     cuda_search: tuple[Path, ...] | None = None  # where to look for toolkits (tests: a tmp tree)
+
+    @property
+    def cuda_root(self) -> Path | None:
+        """The selected toolkit; None until the CUDA step found one."""
+        return self.facts.cuda_root
 
 
 class Step(Protocol):
@@ -90,6 +104,18 @@ class Step(Protocol):
     def describe(self, ctx: StepContext) -> tuple[Change, ...]: ...
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None: ...
+
+
+@runtime_checkable
+class FindsFacts(Protocol):
+    """A step whose findings later steps read (the CUDA step's toolkit)."""
+
+    def facts(self, ctx: StepContext) -> Facts: ...
+
+
+def after(step: Step, ctx: StepContext) -> StepContext:
+    """The context for the steps after ``step``: with what it found, if it finds anything."""
+    return replace(ctx, facts=step.facts(ctx)) if isinstance(step, FindsFacts) else ctx
 
 
 @dataclass(frozen=True)

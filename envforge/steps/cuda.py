@@ -6,13 +6,15 @@ URL, sha256) as the remedy; a driver too old for it is named with the rule's sou
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from packaging.version import Version
 
 from envforge.errors import StepError
 from envforge.host.cuda import CudaToolkit, DriverInfo, find_toolkits, read_driver
 from envforge.journal import Transaction
 from envforge.knowledge import min_driver
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, Facts, StepContext
 
 
 def matches(wanted: str, toolkit: CudaToolkit) -> bool:
@@ -64,3 +66,7 @@ class CudaToolkitStep:
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         check_driver(select_toolkit(ctx), read_driver(ctx.environ), ctx)
+
+    def facts(self, ctx: StepContext) -> Facts:
+        """The toolkit's root, for cuDNN, libgpuarray's links, PATH and the activation."""
+        return replace(ctx.facts, cuda_root=select_toolkit(ctx).root)

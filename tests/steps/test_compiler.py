@@ -34,7 +34,7 @@ from envforge.spec import (
     PythonSection,
     TheanoSection,
 )
-from envforge.steps.base import StepContext
+from envforge.steps.base import Facts, StepContext
 from envforge.steps.compiler import (
     MARKER,
     CompilerStep,
@@ -115,7 +115,7 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
                            theano=theano or TheanoSection()),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=ui or UI(quiet=True), cuda_root=cuda_root)
+        sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root))
 
 
 MINGW = CompilerSection(kind="mingw-w64", version="8.1.0", threads="posix", exceptions="seh")

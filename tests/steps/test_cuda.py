@@ -52,6 +52,8 @@ def test_exact_and_minimum_versions_pick_the_right_tree(tmp_path: Path, trees: P
                        cuda_search=(trees,))
         assert select_toolkit(ctx).version == found
         assert CudaToolkitStep().describe(ctx) == ()
+        # what later steps (cuDNN, links, PATH, activation) get as the CUDA root
+        assert CudaToolkitStep().facts(ctx).cuda_root == trees / f"cuda-{found[:4]}"
 
 
 def test_missing_toolkit_names_the_locked_installer(tmp_path: Path, trees: Path) -> None:

@@ -11,7 +11,7 @@ from envforge.journal import Journal, Transaction
 from envforge.lockfile import Expectations, PlatformLock
 from envforge.paths import EnvforgeDirs
 from envforge.spec import CudaSection, EnvironmentSection, Platform, PlatformSpec, PythonSection
-from envforge.steps.base import Step, StepContext
+from envforge.steps.base import Facts, Step, StepContext
 from envforge.ui import UI
 
 
@@ -30,7 +30,8 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
                            cuda=CudaSection(version=cuda) if cuda else None),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=UI(quiet=True), cuda_root=cuda_root, cuda_search=cuda_search)
+        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
+        cuda_search=cuda_search)
 
 
 def apply_step(step: Step, ctx: StepContext) -> Journal:

@@ -39,7 +39,7 @@ from envforge.spec import (
     TheanoSection,
     VerifySection,
 )
-from envforge.steps.base import Step, StepContext
+from envforge.steps.base import Facts, Step, StepContext
 from envforge.steps.cudnn import CudnnInstallStep
 from envforge.steps.theanorc import TheanorcStep
 from envforge.steps.userpath import UserPathStep
@@ -84,7 +84,7 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
                            path=PathSection(scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=UI(quiet=True), cuda_root=cuda_root)
+        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root))
 
 
 def steps(archive: Path) -> list[Step]:
