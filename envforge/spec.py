@@ -19,10 +19,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from envforge.errors import SpecError
+from envforge.platforms import PLATFORMS as TARGETS
+from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
-Platform = Literal["win-64", "linux-64"]
-PLATFORMS: tuple[Platform, ...] = ("win-64", "linux-64")
+PLATFORMS: tuple[Platform, ...] = tuple(TARGETS)
 PYPI_SIMPLE = "https://pypi.org/simple"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 MAX_REPEATS = 1000
