@@ -18,6 +18,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import SpecError
 from envforge.lockfile import Lockfile, PlatformLock
+from envforge.platforms import PLATFORMS
 from envforge.spec import PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
@@ -80,7 +81,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
             match = _CONDA_NAME.match(requirement)
             if match and match[1] not in have_conda:
                 raise fail((*at, "conda"), f"no entry for {match[1]}, which the spec requires")
-    if pspec.debian is not None and pspec.platform == "linux-64":
+    if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         have_deb = {d.name for d in plock.deb}
         for name in pspec.debian.packages:
             if name not in have_deb:

@@ -51,11 +51,11 @@ from envforge.lockfile import (
     load_lock,
     write_lock,
 )
+from envforge.platforms import PLATFORMS, host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
 
 MiB = 1 << 20
-_UV_PLATFORM = {"linux-64": "x86_64-manylinux_2_17", "win-64": "x86_64-pc-windows-msvc"}
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,13 @@ def find_spec(lock_path: Path, lock: Lockfile) -> Path:
                      f"{', '.join(str(c) for c in candidates)}); a bundle carries it")
 
 
-def host_platform() -> Platform:
-    return "win-64" if sys.platform == "win32" else "linux-64"
-
-
 def pick_platform(lock: Lockfile, lock_path: Path, wanted: Platform | None) -> Platform:
     if wanted is not None:
         if wanted not in lock.platforms:
             raise InputError(f"{lock_path} has no {wanted} section (it has "
                              f"{', '.join(lock.platforms)})")
         return wanted
-    host = host_platform()
+    host = host_platform().name
     if host in lock.platforms:
         return host
     if len(lock.platforms) == 1:
@@ -254,7 +250,7 @@ def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
         items.append(Item(f"{FOLDERS['envforge']}/{own.name}", "envforge", "envforge",
                           "envforge", __version__, sha256_file(own), local=own))
         wheels_info = EnvforgeWheels(
-            python=request.envforge_python, platform=_UV_PLATFORM[platform],
+            python=request.envforge_python, platform=PLATFORMS[platform].uv_triple,
             folder=FOLDERS["envforge"],
             install=f"python3 -m pip install --no-index --find-links BUNDLE/"
                     f"{FOLDERS['envforge']} envforge")
@@ -281,7 +277,7 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
     """envforge's dependencies as wheels for the Python envforge will run on there."""
     root = envforge_source_root()  # before any download: a non-checkout fails fast
     ui.info(f"resolving envforge's dependencies for Python {request.envforge_python} "
-            f"({_UV_PLATFORM[platform]})")
+            f"({PLATFORMS[platform].uv_triple})")
     return [Item(f"{FOLDERS['envforge']}/{f.filename}", "envforge", "dependency", f.name,
                  f.version, f.sha256, ref=FileRef(f.url, f.sha256, f.filename, f.size))
             for f in resolve_envforge_deps(root, python=request.envforge_python,
@@ -326,7 +322,7 @@ def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform
         ui.info(f"building a wheel from {sdist.filename} for Python {plock.python}")
         built = build_sdist_wheel(sdist, item.local, target_python=plock.python, cache=cache,
                                   environ=environ)
-        if not built.pure and platform != host_platform():
+        if not built.pure and platform != host_platform().name:
             raise EnvforgeError(f"{built.path.name} is not pure Python, and it was built on "
                                 f"this host, not {platform}")
         dest = f"{FOLDERS['pypi']}/{built.path.name}"

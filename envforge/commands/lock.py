@@ -25,6 +25,7 @@ from envforge.lockfile import (
     lock_path_for,
     write_lock,
 )
+from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
@@ -51,7 +52,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None)
-    if pspec.debian is not None and pspec.platform == "linux-64":
+    if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.resolve.deb import resolve_debs
 
         resolution = resolve_debs(pspec.debian, pspec.platform)

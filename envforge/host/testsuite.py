@@ -28,6 +28,7 @@ from envforge.host.fetch import FileRef, obtain
 from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 from envforge.knowledge.models import SuiteSubsetRow
 from envforge.lockfile import LockedPypiFile, SuiteLock
+from envforge.platforms import Os, host_platform
 
 PLUGIN = Path(__file__).resolve().parent.parent / "suite" / "plugin.py"
 PLUGIN_MODULE = "envforge_suite_plugin"
@@ -156,7 +157,8 @@ def run_pytest(python: Path, args: Sequence[str], *, env: Mapping[str, str], cwd
     started = time.perf_counter()
     with log.open("wb") as out:
         child = subprocess.Popen([str(python), *args], cwd=cwd, env=dict(env), stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=os.name != "nt")
+                                 stderr=subprocess.STDOUT,
+                                 start_new_session=host_platform().os is not Os.WINDOWS)
         returncode: int | None
         try:
             returncode = child.wait(timeout=timeout)
@@ -170,7 +172,7 @@ def run_pytest(python: Path, args: Sequence[str], *, env: Mapping[str, str], cwd
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
-    if os.name == "nt":
+    if host_platform().os is Os.WINDOWS:  # no process groups: the child alone is stopped
         child.kill()
         child.wait()
         return

@@ -77,7 +77,6 @@ def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Fin
 def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | None:
     """The cuDNN header Theano compiles against: dnn.include_path, else ``<base>/include``
     (base: dnn.base_path or cuda.root), then the compiler's default include folders."""
-    windows = facts.target.os is Os.WINDOWS
     folders = []
     if "dnn.include_path" in eff:
         folders.append(eff["dnn.include_path"].value)
@@ -85,7 +84,7 @@ def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | Non
         base = (eff["dnn.base_path"].value if "dnn.base_path" in eff else
                 eff["cuda.root"].value if "cuda.root" in eff else facts.theano_cuda_root)
         if base:
-            sep = "\\" if windows and "\\" in base else "/"
+            sep = "\\" if facts.target.os is Os.WINDOWS and "\\" in base else "/"
             folders.append(base.rstrip("/\\") + sep + "include")
     folders += facts.system_include_dirs
     for folder in folders:

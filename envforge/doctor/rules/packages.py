@@ -169,7 +169,7 @@ def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     if setting is None or not setting.value.strip():
         return
     row = next(r for r in knowledge().theano.flags if r.name == "blas.ldflags")
-    windows = facts.target.os is Os.WINDOWS
+    mingw = facts.target.os is Os.WINDOWS  # MinGW's ld, whose own folders are not known here
     dirs, libs = ldflags_parts(setting.value)
     for folder in dirs:
         listing = facts.listing(folder)
@@ -182,9 +182,9 @@ def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
                 fix=Fix(text=f"fix blas.ldflags in {setting.origin} to name the folder that "
                              "holds the BLAS library"),
                 source=row.source)
-    if windows and not dirs:
-        return  # MinGW's own library folders are not known here
-    search = [*dirs, *([] if windows else facts.system_lib_dirs)]
+    if mingw and not dirs:
+        return
+    search = [*dirs, *([] if mingw else facts.system_lib_dirs)]
     for lib in libs:
         names = facts.target.linker_files(lib)
         if any(facts.holds(folder, name) for folder in search for name in names):
