@@ -114,12 +114,15 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     if prefix is not None:
         env, activated = _activated(prefix, env, target.pathsep)
     match target.os:
-        case Os.WINDOWS:  # DLLs load from PATH; no system folders, no loader cache
+        case Os.WINDOWS:  # DLLs load from PATH: no library path, system folders, loader cache
             default_libs: tuple[Path, ...] = ()
             default_includes: tuple[Path, ...] = ()
+            library_path: tuple[SearchEntry, ...] = ()
         case Os.LINUX:
             default_libs = tuple(map(Path, LINUX_LIB_DIRS))
             default_includes = tuple(map(Path, LINUX_INCLUDE_DIRS))
+            library_path = _entries(target.library_path_var,
+                                    env.get(target.library_path_var, ""), target, env)
         case _:
             assert_never(target.os)
     lib_dirs = [str(p) for p in (default_libs if system_lib_dirs is None else system_lib_dirs)]
@@ -127,9 +130,6 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
                                      else system_include_dirs)]
 
     path = _entries("PATH", target.getenv(env, "PATH") or "", target, env)
-    # Where the loader's variable is PATH itself (Windows), it was read just above.
-    library_path = () if target.library_path_var == "PATH" else _entries(
-        target.library_path_var, target.getenv(env, target.library_path_var) or "", target, env)
     rc_files, write_to, cwd_rc = _theanorc(platform, env, cwd, python)
     theano_flags = target.getenv(env, "THEANO_FLAGS")
     flag_values = _flag_values(rc_files, theano_flags, expected_flags or {})

@@ -109,7 +109,7 @@ def candidate_roots(environ: Mapping[str, str], *, platform: TargetPlatform,
         if not base.is_dir():
             continue
         if link is not None and (base / link).is_dir():
-            yield base / "cuda", str(base / "cuda")
+            yield base / link, str(base / link)
         for entry in sorted(base.iterdir(), reverse=True):
             if re.fullmatch(r"(cuda-|v)\d+\.\d+", entry.name):
                 yield entry, str(base)

@@ -43,7 +43,7 @@ def candidates(minor: str, environ: Mapping[str, str], *, platform: TargetPlatfo
     """Where a ``minor`` interpreter may live, most explicit first; existence is not checked."""
     exe = platform.exe_suffix
     match platform.os:
-        case Os.WINDOWS:  # python.org's installer makes no python3.7.exe; pyenv-win, uv: bare
+        case Os.WINDOWS:  # no pythonX.Y.exe; pyenv-win and uv keep python.exe at the top
             names, pyenv_exe, uv_exe = [], f"python{exe}", f"python{exe}"
         case Os.LINUX:
             names, pyenv_exe, uv_exe = [f"python{minor}"], f"bin/python{minor}", \
