@@ -89,9 +89,6 @@ class TargetPlatform:
         """Whether two file names name the same file there (NTFS ignores case)."""
         return a.casefold() == b.casefold() if self.case_insensitive_files else a == b
 
-    def path(self, value: str | PurePath) -> PurePath:
-        return self.pure_path(value)
-
     def __str__(self) -> str:
         return self.name
 

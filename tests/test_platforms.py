@@ -100,7 +100,7 @@ def test_platform_of() -> None:
 
 def test_paths_and_names() -> None:
     assert WINDOWS.pure_path is PureWindowsPath and LINUX.pure_path is PurePosixPath
-    assert WINDOWS.path(r"C:\a") / "b" == PureWindowsPath(r"C:\a\b")
+    assert WINDOWS.pure_path(r"C:\a") / "b" == PureWindowsPath(r"C:\a\b")
     assert LINUX.shared_lib("gomp", "1") == "libgomp.so.1"
     assert LINUX.shared_lib("gomp") == "libgomp.so"
     assert WINDOWS.shared_lib("zlib") == "zlib.dll"
