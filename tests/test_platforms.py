@@ -3,7 +3,9 @@ against the tools and files that define them (uv, packaging, the knowledge base,
 
 from __future__ import annotations
 
+import ast
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -120,3 +122,31 @@ def test_environment_and_file_names_by_case() -> None:
 
 def test_library_path_variable() -> None:
     assert (LINUX.library_path_var, WINDOWS.library_path_var) == ("LD_LIBRARY_PATH", "PATH")
+
+
+@pytest.mark.slow
+def test_mypy_lists_every_place_a_new_os_must_handle(tmp_path: Path) -> None:
+    """Add an OS to a copy of the package: mypy --strict fails at every ``match platform.os``
+    (each ``assert_never`` it can now reach), and only there."""
+    root = Path(__file__).resolve().parents[1]
+    copy = tmp_path / "envforge"
+    shutil.copytree(root / "envforge", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", tmp_path)
+    model = copy / "platforms.py"
+    text = model.read_text(encoding="utf-8")
+    model.write_text(text.replace('    WINDOWS = "windows"\n',
+                                  '    WINDOWS = "windows"\n    MACOS = "macos"\n'),
+                     encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mypy", "envforge"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, check=False)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert errors and all("assert_never" in line for line in errors), done.stdout
+    calls = {p.relative_to(root).as_posix(): _assert_never_calls(p)
+             for p in (root / "envforge").rglob("*.py")}
+    assert {line.split(":")[0] for line in errors} == {f for f, n in calls.items() if n}
+    assert len(errors) == sum(calls.values())
+
+
+def _assert_never_calls(path: Path) -> int:
+    return sum(isinstance(node, ast.Call) and ast.unparse(node.func) == "assert_never"
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))

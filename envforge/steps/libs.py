@@ -122,13 +122,14 @@ class LibgpuarrayLinksStep:
     def wants(self, ctx: StepContext) -> list[Want]:
         if ctx.cuda_root is None:
             raise StepError("libgpuarray needs a CUDA toolkit's NVRTC and cuBLAS; none was found")
-        match PLATFORMS[ctx.platform].os:
+        target = PLATFORMS[ctx.platform]
+        match target.os:
             case Os.WINDOWS:
                 return self._windows(ctx, ctx.cuda_root)
             case Os.LINUX:
                 return self._linux(ctx, ctx.cuda_root)
             case _:
-                assert_never(PLATFORMS[ctx.platform].os)
+                assert_never(target.os)
 
     def _toolkit(self, root: Path) -> str | None:
         return self.toolkit_cuda or toolkit_version(root)

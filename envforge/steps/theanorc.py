@@ -38,15 +38,16 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
 def theanorc_target(ctx: StepContext) -> Path:
     if ctx.pspec.theano.theanorc == "env":
         return Path(ctx.layout.theanorc)
-    match PLATFORMS[ctx.platform].os:
+    target = PLATFORMS[ctx.platform]
+    match target.os:
         case Os.WINDOWS:
             from envforge.host.windows import theanorc_paths
 
-            return Path(theanorc_paths(ctx.platform, dict(ctx.environ)).write_to)
+            return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
         case Os.LINUX:
             return ctx.home / ".theanorc"
         case _:
-            assert_never(PLATFORMS[ctx.platform].os)
+            assert_never(target.os)
 
 
 def rendered(ctx: StepContext) -> str:
