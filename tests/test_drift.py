@@ -22,7 +22,7 @@ def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
     rows = []
     for path, text in files.items():
         (site / path).parent.mkdir(parents=True, exist_ok=True)
-        (site / path).write_text(text)
+        (site / path).write_bytes(text.encode())  # as a wheel has them: no \r\n on Windows
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
         rows.append(f"{path},sha256={digest.rstrip(b'=').decode()},{len(text)}")
     rows.append(f"{info.name}/RECORD,,")
