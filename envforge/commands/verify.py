@@ -122,7 +122,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     env = testsuite.suite_environ(apply_edits(load_edits(ctx.prefix), ctx.environ,
                                               pathsep=os.pathsep),
                                   folder, package=runner.package,
-                                  compiledir=run_dir / "compiledir")
+                                  compiledir=run_dir / "compiledir",
+                                  theano_flags=subset.theano_flags)
     ctx.ui.info(f"running Theano-PyMC {theano}'s {subset.name} tests ({count} workers, at most "
                 f"{bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
@@ -131,7 +132,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                timeout=bound)
     results, problem = read_run(run.junit, run.returncode, run.output_tail,
                                 bound_s=bound, subset=subset.name)
-    verdict = judge(results, known_bad_tests(theano, expect.device), subset=subset.name,
+    verdict = judge(results, known_bad_tests(theano, expect.device, expect.versions),
+                    subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)
     return suite_rows(verdict), verdict
 
