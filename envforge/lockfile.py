@@ -167,6 +167,9 @@ class SuiteLock(Frozen):
 
     distribution: str
     runner: tuple[LockedPypiFile, ...] = Field(min_length=1)
+    # The full Python version the runner was resolved for (None in locks written before it
+    # was recorded: lockcheck then judges by the wheels' tags alone).
+    python: str | None = Field(default=None, pattern=r"^3\.\d+(\.\d+)?$")
 
 
 class PlatformLock(Frozen):
