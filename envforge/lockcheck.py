@@ -95,6 +95,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
     if plock.python != versions.get("python", pspec.python.version):
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
     _check_group_python(plock, pspec.platform, at, fail)
+    _check_build(pspec, plock, at, fail)
     flags = expected_flags(pspec, versions.get("theano"))
     if expect.theano_flags != flags:
         wrong = sorted(set(expect.theano_flags.items()) ^ set(flags.items()))[0][0]
@@ -145,6 +146,26 @@ def _check_group_python(plock: PlatformLock, platform: Platform, at: KeyPath,
                 raise fail((*where, index, "filename"), f"is a wheel for {shown}, which "
                            f"Python {plock.python} on {platform} cannot install (this group "
                            "was resolved for another Python or platform)")
+
+
+def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
+    """The build table is what the spec gives: a build constraint edited out of the lock
+    would build an sdist with what the spec forbids. A lock written before the table was
+    recorded has none, and passes where the spec constrains no build."""
+    from envforge.lockplan import build_record
+
+    wanted = build_record(pspec, plock.pypi)
+    if plock.build is None:
+        if wanted is not None and wanted.constraints:
+            raise fail(at, "no build table, and the spec's build_constraints must shape the "
+                       "build of its sdists")
+        return
+    if wanted is None:
+        raise fail((*at, "build"), "a build table, and the lock has no sdist to build")
+    for key in ("constraints", "index", "find_links", "extra_indexes"):
+        if getattr(plock.build, key) != getattr(wanted, key):
+            raise fail((*at, "build", key), f"{getattr(plock.build, key)!r} but the spec "
+                       f"gives {getattr(wanted, key)!r}")
 
 
 def _minor(version: str) -> str:

@@ -47,6 +47,21 @@ class BuiltWheelHash(Frozen):
 
     filename: FileName
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+    # What the build environment held (``name==version``, as the build installed it): a
+    # rebuild is pinned to it, and the lock says which build requirements made the wheel.
+    build_requires: tuple[str, ...] = ()
+
+
+class PypiBuild(Frozen):
+    """How a platform's locked sdists are built into wheels wherever envforge builds one
+    (apply online, bundle): the spec's ``build_constraints`` and where build requirements
+    come from, recorded at lock time so that a build from the lock alone is the one the spec
+    asked for. Locks written before it have none: PyPI, no constraints."""
+
+    constraints: tuple[str, ...] = ()
+    index: Url
+    find_links: tuple[str, ...] = ()
+    extra_indexes: tuple[Url, ...] = ()
 
 
 class LockedPypiFile(Frozen):
@@ -185,6 +200,7 @@ class PlatformLock(Frozen):
     expect: Expectations
     suite: SuiteLock | None = None
     pypi_python: str | None = None  # the full Python version PyPI was resolved for
+    build: PypiBuild | None = None  # where an sdist is locked: how it is built
 
 
 class LockMeta(Frozen):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.lockplan import (
+        build_record,
         expectations_for,
         locked_artifacts,
         stack_versions,
@@ -93,6 +94,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         expect=expectations_for(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
+        build=build_record(pspec, pypi),
     )
 
 
