@@ -59,9 +59,9 @@ class PypiBuild(Frozen):
     asked for. Locks written before it have none: PyPI, no constraints."""
 
     constraints: tuple[str, ...] = ()
-    index: Url
+    index: str  # as the spec gives them (LockMeta's index and find-links have the same shape)
     find_links: tuple[str, ...] = ()
-    extra_indexes: tuple[Url, ...] = ()
+    extra_indexes: tuple[str, ...] = ()
 
 
 class LockedPypiFile(Frozen):
