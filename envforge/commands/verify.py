@@ -15,6 +15,7 @@ from rich.text import Text
 
 from envforge.commands import Common
 from envforge.commands.apply import prepare
+from envforge.drift import drift_rows, find_drift
 from envforge.envvars import apply_edits
 from envforge.errors import InputError, StepError
 from envforge.host import proc
@@ -60,13 +61,17 @@ def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def verify_environment(ctx: StepContext) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
-    """Rows for every expectation the lock holds; the probe's report alongside."""
+def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --sync",
+                       ) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
+    """Rows for every expectation the lock holds and for drift (``sync``: the command that
+    restores the locked set); the probe's report alongside."""
     expect = ctx.lock.expect
     gpu = expect.device.startswith("cuda") and host_has_gpu(dict(ctx.environ))
     report = run_probe(ctx, build_request(expect))
     rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
-    return rows, report
+    drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
+                       also_expected=[c.name for c in ctx.lock.conda])
+    return (*rows, *drift_rows(drift, sync=sync)), report
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         suite_selection(ctx)
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
-    rows, report = verify_environment(ctx)
+    prefix = f" --prefix {args.prefix}" if args.prefix else ""
+    rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None
     if args.suite:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,
