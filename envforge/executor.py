@@ -51,7 +51,7 @@ def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> li
     With ``spec``, only the spec that applied it may (``force``: whichever asks)."""
     from envforge.host.windows import host_registry
 
-    registry = host_registry()
+    registry = host_registry()  # on Windows: the user PATH lives in the registry
     with env_lock(state_dir):
         if spec is not None and not force:
             check_owner(state_dir, spec, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Frozen
 from envforge.steps.base import Change, Step, StepContext, after
 
@@ -76,7 +77,7 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             steps.append(LibgpuarrayLinksStep())
     steps.append(TheanorcStep())
     steps.append(ActivationStep())
-    if ctx.platform == "win-64" and pspec.path.scope == "user":
+    if PLATFORMS[ctx.platform].os is Os.WINDOWS and pspec.path.scope == "user":
         if registry is None:
             from envforge.host.windows import host_registry
 

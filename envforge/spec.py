@@ -18,12 +18,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
+from envforge import platforms as _platforms
 from envforge.errors import SpecError
-from envforge.model import PLATFORMS as PLATFORMS
 from envforge.model import Frozen as Frozen
-from envforge.model import Platform as Platform
+from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
+PLATFORMS: tuple[Platform, ...] = tuple(_platforms.PLATFORMS)  # names, in the model's order
 PYPI_SIMPLE = "https://pypi.org/simple"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 MAX_REPEATS = 1000

@@ -11,7 +11,7 @@ The layers, each importing only those below it (``make lint`` enforces it with i
 the contract in pyproject.toml):
 
     cli -> commands -> app -> {plan, executor, verify, doctor, bundle, ...}
-        -> {steps | resolve | compat | lockcheck} -> lockplan
+        -> lockcheck -> {steps | resolve | compat} -> lockplan
         -> {lockfile, spec, knowledge, journal, ...} -> {host, ui, paths}
-        -> {model, errors, confine, tomlpos}
+        -> {model, platforms, errors, confine, tomlpos}
 """

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,13 +18,10 @@ from envforge.app.project import Project
 from envforge.envlayout import layout_for
 from envforge.errors import InputError
 from envforge.paths import EnvforgeDirs, envforge_dirs
+from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, Spec
 from envforge.steps.base import StepContext
 from envforge.ui import UI
-
-
-def host_platform() -> Platform:
-    return "win-64" if sys.platform == "win32" else "linux-64"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +35,7 @@ class Host:
     @classmethod
     def current(cls, environ: Mapping[str, str] | None = None,
                 home: Path | None = None) -> Host:
-        return cls(platform=host_platform(), environ=dict(os.environ if environ is None
+        return cls(platform=host_platform().name, environ=dict(os.environ if environ is None
                                                           else environ),
                    home=home or Path.home())
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envforge.app.context import default_prefix, host_platform
+from envforge.app.context import default_prefix
 from envforge.app.project import Project
 from envforge.doctor import Expected, Finding, HostFacts, diagnose, expected_from_lock, observe
 from envforge.doctor.model import Evidence, Fix, sort_findings
@@ -16,6 +16,7 @@ from envforge.errors import InputError
 from envforge.host.windows import host_registry
 from envforge.lockcheck import stale_reasons
 from envforge.paths import envforge_dirs
+from envforge.platforms import host_platform
 from envforge.spec import Platform
 
 
@@ -51,7 +52,7 @@ def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str
 def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str],
             cwd: Path) -> tuple[HostFacts, tuple[Finding, ...], Expected | None]:
     """Observe this host and judge it; what ``envforge doctor`` shows."""
-    platform = host_platform()
+    platform = host_platform().name
     lock_findings: list[Finding] = []
     if spec is None:
         expected, env_prefix = None, prefix

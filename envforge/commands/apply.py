@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
-from envforge.app.context import default_prefix, host_platform, prepare, state_dir_for
+from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
 from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
@@ -19,6 +19,7 @@ from envforge.errors import ExitCode, InputError
 from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
+from envforge.platforms import host_platform
 from envforge.spec import Platform, load_spec
 from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
@@ -133,7 +134,7 @@ def writable(targets: Sequence[Path]) -> None:
 def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec = load_spec(args.spec)
     dirs = envforge_dirs()
-    prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
+    prefix = (args.prefix or default_prefix(spec, dirs, host_platform().name)).absolute()
     state = state_dir_for(dirs, spec.name, prefix)
     if not any((state / name).exists() for name in ("journal.jsonl", "applied.json")):
         ui.success(f"{args.spec}: nothing applied at {prefix}")

@@ -31,7 +31,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         suite_selection(ctx)
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
-    rows, report = verify_environment(ctx)
+    prefix = f" --prefix {args.prefix}" if args.prefix else ""
+    rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None
     if args.suite:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,

@@ -160,15 +160,12 @@ class WinRegistry:
         raise StepError("the Windows registry can only be reached on Windows")
 
 
+def host_registry() -> WinRegistry | None:
+    """This machine's registry where it has one (Windows), else None."""
+    return WinRegistry() if sys.platform == "win32" else None
+
+
 # --- PATH as strings -------------------------------------------------------------------
-
-def host_registry() -> RegistrySeam | None:
-    """This host's registry on Windows (the user PATH lives there); None elsewhere. The one
-    place that decides it: plan, the executor and doctor get theirs here."""
-    if sys.platform == "win32":  # pragma: no cover - only a Windows host has a registry
-        return WinRegistry()
-    return None
-
 
 def split_path(value: str) -> list[str]:
     """``;``-separated entries, empty ones dropped, each kept exactly as written."""
