@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # argparse and the rest load after the no-op fast path has ha
     Handler = Callable[[argparse.Namespace, UI], int]
 # envforge.spec.PLATFORMS, spelt here so that start-up does not import pydantic (a test
 # keeps the two equal)
-PLATFORMS = ("linux-64", "win-64")
+PLATFORMS = ("win-64", "linux-64")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
