@@ -41,6 +41,12 @@ def upstream_version(debian_version: str) -> str:
     return re.split(r"[+~]", version, maxsplit=1)[0]
 
 
+def debian_python(packages: Sequence[str]) -> bool:
+    """Whether a ``[debian]`` list provides the environment's Python (then PyPI must wait
+    for Debian's resolution to know which Python it resolves for)."""
+    return any(_DEB_PYTHON.match(name) for name in packages)
+
+
 def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
                    conda: Sequence[LockedCondaPackage],
                    deb: Sequence[LockedDeb]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
 
 
@@ -51,13 +52,14 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None)
+    debs = None
     if pspec.debian is not None and pspec.platform == "linux-64":
-        from envforge.resolve.deb import resolve_debs
+        from envforge.lockplan import debian_python
+        from envforge.resolve.deb import resolve_debs_in_background
 
-        resolution = resolve_debs(pspec.debian, pspec.platform)
-        deb = resolution.records
-        if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
-            notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+        debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
+        if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
+            deb, debs = _debs(debs.result(), pspec, notes), None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
         from envforge.resolve.pyversion import resolver_python
@@ -82,6 +84,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                 notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
                              f"{row.module} ({row.imported_at}) without declaring it"
                              for row in missing)
+    if debs is not None:
+        deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, pypi, versions.get("theano"))
     return PlatformLock(
@@ -94,6 +98,13 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         suite=suite,
         pypi_python=pypi_python,
     )
+
+
+def _debs(resolution: DebResolution, pspec: PlatformSpec,
+          notes: list[str] | None) -> tuple[LockedDeb, ...]:
+    if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
+        notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+    return resolution.records
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],

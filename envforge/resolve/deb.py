@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cmp_to_key
 from pathlib import Path
@@ -638,6 +639,17 @@ def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, comp
         raise ResolveError(f"Debian {suite}: cannot read {folder}/{name}: {exc}") from None
     _write_parsed(parsed, sha, index)
     return index
+
+
+def resolve_debs_in_background(section: DebianSection,
+                               platform: Platform) -> Future[DebResolution]:
+    """``resolve_debs`` started in a thread of its own: its fetch, gpgv and parse overlap
+    uv's resolution instead of following it; ``result()`` waits and raises what it raised."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-deb")
+    try:
+        return pool.submit(resolve_debs, section, platform)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | None = None,
