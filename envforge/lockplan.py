@@ -97,6 +97,29 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
     return tuple(missing)
 
 
+def undeclared_expected(packages: Sequence[str],
+                        exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
+    """What a Theano pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
+    undeclared, known before resolving: resolved together with the spec's packages, it
+    spares the second resolution (``undeclared_missing`` still checks the result). Rows
+    for names the spec itself names or leaves to another source are left to that check."""
+    from envforge.knowledge import UnknownFactError, theano_rules
+
+    named: dict[str, Requirement] = {canonicalize_name(Requirement(p).name): Requirement(p)
+                                     for p in packages}
+    pin = named.get("theano-pymc") or named.get("theano")
+    exact = [s.version for s in pin.specifier if s.operator == "=="] if pin else []
+    if pin is None or pin.url or len(exact) != 1 or "*" in exact[0]:
+        return ()
+    try:
+        rows = theano_rules(exact[0]).undeclared
+    except UnknownFactError:
+        return ()
+    skip = set(named) | {canonicalize_name(name) for name in exclude}
+    return tuple(r for r in rows if canonicalize_name(Requirement(r.requirement).name)
+                 not in skip)
+
+
 def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
     """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes."""
     from envforge.knowledge import find_artifact

@@ -39,6 +39,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         expectations_for,
         locked_artifacts,
         stack_versions,
+        undeclared_expected,
         undeclared_missing,
     )
 
@@ -76,14 +77,18 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                                 controls=_controls(pspec),
                                 extra_indexes=pspec.pypi.extra_indexes)
 
-        pypi = resolve(pspec.pypi.packages)
+        # what Theano imports undeclared joins the lock, resolved with the rest: known
+        # beforehand for an exact pin, else found in the result and resolved again
+        added = undeclared_expected(pspec.pypi.packages, pspec.pypi.provided_elsewhere)
+        pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
         missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
-        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
-            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in missing)])
-            if notes is not None:
-                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
-                             f"{row.module} ({row.imported_at}) without declaring it"
-                             for row in missing)
+        if missing:
+            added = (*added, *missing)
+            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
+        if notes is not None:
+            notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
+                         f"{row.module} ({row.imported_at}) without declaring it"
+                         for row in added)
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
