@@ -97,6 +97,17 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
     return tuple(missing)
 
 
+def exact_theano(packages: Sequence[str]) -> str | None:
+    """The Theano (or Theano-PyMC) version the packages pin with one exact ``==``."""
+    named: dict[str, Requirement] = {canonicalize_name(Requirement(p).name): Requirement(p)
+                                     for p in packages}
+    pin = named.get("theano-pymc") or named.get("theano")
+    exact = [str(s.version) for s in pin.specifier if s.operator == "=="] if pin else []
+    if pin is None or pin.url or len(exact) != 1 or "*" in exact[0]:
+        return None
+    return exact[0]
+
+
 def undeclared_expected(packages: Sequence[str],
                         exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
     """What a Theano pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
@@ -105,17 +116,15 @@ def undeclared_expected(packages: Sequence[str],
     for names the spec itself names or leaves to another source are left to that check."""
     from envforge.knowledge import UnknownFactError, theano_rules
 
-    named: dict[str, Requirement] = {canonicalize_name(Requirement(p).name): Requirement(p)
-                                     for p in packages}
-    pin = named.get("theano-pymc") or named.get("theano")
-    exact = [s.version for s in pin.specifier if s.operator == "=="] if pin else []
-    if pin is None or pin.url or len(exact) != 1 or "*" in exact[0]:
+    pinned = exact_theano(packages)
+    if pinned is None:
         return ()
     try:
-        rows = theano_rules(exact[0]).undeclared
+        rows = theano_rules(pinned).undeclared
     except UnknownFactError:
         return ()
-    skip = set(named) | {canonicalize_name(name) for name in exclude}
+    named = {canonicalize_name(Requirement(p).name) for p in packages}
+    skip = named | {canonicalize_name(name) for name in exclude}
     return tuple(r for r in rows if canonicalize_name(Requirement(r.requirement).name)
                  not in skip)
 

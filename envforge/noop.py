@@ -21,7 +21,8 @@ from envforge.steps.base import Step, StepContext
 
 
 def eligible(args: argparse.Namespace) -> bool:
-    return (args.command == "apply" and bool(args.yes) and isinstance(args.words, list)
+    return (getattr(args, "command", None) == "apply" and bool(getattr(args, "yes", False))
+            and isinstance(getattr(args, "words", None), list)
             and not any(getattr(args, name, None) for name in
                         ("dry_run", "sync", "bundle", "offline", "artifact", "json")))
 
@@ -61,8 +62,9 @@ class NoopProbe:
                  str(theanorc_target(ctx)), os.path.realpath(ctx.layout.python),
                  *noopstamp.environment_files(prefix, site, skip=[prefix / COMPILEDIR_IN_ENV]),
                  *noopstamp.own_files(), *(_gxx_paths(ctx) if "compiler" in names else ())]
+        quiet = bool(getattr(self.args, "quiet", False))
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
-                        environ=os.environ, message=message, quiet=bool(self.args.quiet))
+                        environ=os.environ, message=message, quiet=quiet)
 
 
 def _gxx_paths(ctx: StepContext) -> list[str]:

@@ -6,8 +6,9 @@ fast. An unchanged spec reuses its lock without touching the network.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,8 @@ from envforge.ui import UI
 if TYPE_CHECKING:
     from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
+
+    Runner = tuple[Sequence[str], tuple[LockedPypiFile, ...]]  # requirements, resolution
 
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
@@ -61,6 +64,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
             deb, debs = _debs(debs.result(), pspec, notes), None
+    early = runner_in_background(pspec)  # beside the main resolution; checked after it
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
         from envforge.resolve.pyversion import resolver_python
@@ -92,7 +96,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"))
+    suite = lock_suite(pspec, pypi, versions.get("theano"), early=early)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -112,8 +116,32 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
-def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
-               theano: str | None) -> SuiteLock | None:
+def runner_in_background(pspec: PlatformSpec) -> Future[Runner] | None:
+    """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
+    environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
+    package with the environment, where those pins could not have changed it."""
+    from envforge.lockplan import exact_theano
+
+    pinned = exact_theano(pspec.pypi.packages)
+    if pinned is None:
+        return None
+    from envforge.knowledge import suite_runner
+    from envforge.resolve.pypi import resolve_pypi
+
+    row = suite_runner(pinned)
+    if row is None:
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-runner")
+    try:
+        return pool.submit(lambda: (row.requirements, resolve_pypi(
+            row.requirements, platform=pspec.platform, python=pspec.python.minor,
+            index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
+    finally:
+        pool.shutdown(wait=False)
+
+
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None,
+               early: Future[Runner] | None = None) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it); None where the
     knowledge base knows no suite for the release or its sdist is not locked."""
@@ -128,6 +156,15 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
     distribution = canonicalize_name(row.distribution)
     if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
         return None
+    if early is not None:
+        try:
+            requirements, runner = early.result()
+        except ResolveError:
+            requirements, runner = (), ()  # resolved again below, under the pins
+        shared = {canonicalize_name(f.name) for f in pypi} & {
+            canonicalize_name(f.name) for f in runner}
+        if requirements == row.requirements and runner and not shared:
+            return SuiteLock(distribution=distribution, runner=runner)
     runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
@@ -158,15 +195,23 @@ def _controls(pspec: PlatformSpec) -> BuildControls:
                          only_binary=section.only_binary, no_binary=section.no_binary)
 
 
+_HOST_PYTHONS: dict[str, str | None] = {}
+_HOST_PYTHONS_LOCK = threading.Lock()
+
+
 def _host_python(minor: str) -> str | None:
-    """The version of the interpreter apply would use for a venv, when this host has one."""
+    """The version of the interpreter apply would use for a venv, when this host has one;
+    asked once per process (each platform's thread wants it, and it runs interpreters)."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
 
-    try:
-        return find_interpreter(minor).version
-    except StepError:
-        return None
+    with _HOST_PYTHONS_LOCK:
+        if minor not in _HOST_PYTHONS:
+            try:
+                _HOST_PYTHONS[minor] = find_interpreter(minor).version
+            except StepError:
+                _HOST_PYTHONS[minor] = None
+        return _HOST_PYTHONS[minor]
 
 
 def _spelling(theano: str | None) -> str | None:
