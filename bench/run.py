@@ -45,7 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(SIZES),
                         help=f"comma-separated, of {', '.join(SIZES)}")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of network-bound pairs")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the lock pairs")
+    parser.add_argument("--apply-rounds", type=int, default=2,
+                        help="rounds of the cold/warm apply and bundle pairs (the longest)")
+    parser.add_argument("--bundle-sizes", default="theano-cpu",
+                        help="sizes whose bundle is measured (comma-separated)")
     parser.add_argument("--local-rounds", type=int, default=9,
                         help="rounds of the local pairs (no-op, start-up)")
     parser.add_argument("--only", choices=("lock", "apply", "startup"), action="append",
@@ -76,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if project is not None:
                 counts[size] = locked_files(project)
             if "apply" in only and project is not None:
-                home = run_apply(bench, tools, scratch, project, args.local_rounds)
+                home = run_apply(bench, tools, scratch, project, rounds=args.apply_rounds,
+                                 noop_rounds=args.local_rounds,
+                                 bundle=size in args.bundle_sizes.split(","))
                 status_home = status_home or home
         if "startup" in only:
             print("== start-up", flush=True)
@@ -94,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{load_average()} at end: other jobs share this machine, so absolute times vary; "
         "the ratios are taken within each round (the tools of one round run back to back, "
         "in an order reversed every other round). Rounds: "
-        f"{args.rounds} for network-bound pairs, {args.local_rounds} for local ones. "
+        f"{args.rounds} for lock, {args.apply_rounds} for cold/warm apply and bundle, "
+        f"{args.local_rounds} for the no-op and start-up. "
         f"envforge at `{_git('rev-parse', '--short=12', 'HEAD')}`"
         + (" with uncommitted changes" if _git("status", "--porcelain", "--",
                                                  "envforge", "bench") else "")

@@ -57,7 +57,7 @@ class NoopProbe:
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
         state = ctx.state_dir
-        paths = [str(self.spec_path), str(self.lock_path), str(state),
+        paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
                  str(theanorc_target(ctx)), os.path.realpath(ctx.layout.python),
                  *noopstamp.environment_files(prefix, site, skip=[prefix / COMPILEDIR_IN_ENV]),

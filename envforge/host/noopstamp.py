@@ -106,20 +106,23 @@ def own_files() -> list[str]:
 def environment_files(prefix: Path, site_packages: Path,
                       skip: Iterable[Path] = ()) -> list[str]:
     """What the real path's no-op decision reads inside an environment: every folder and
-    entry, except inside site-packages, where only its entries, the ``*.dist-info`` folders
-    and their files count (the real path reads no package's code), and ``skip`` (folders
-    no step reads, such as Theano's compile cache)."""
+    entry, except inside site-packages, where it reads only the ``*.dist-info`` names (the
+    folder's own stat covers its listing), so only those folders and their files count, and
+    ``skip`` (folders no step reads, such as Theano's compile cache). A package's code, and
+    the ``__pycache__`` that running it writes, are not read and do not count."""
     found: list[str] = []
     site, skipped = str(site_packages), {str(p) for p in skip}
     for folder, dirs, files in os.walk(prefix):
         found.append(folder)
         dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped]
-        found.extend(os.path.join(folder, n) for n in [*dirs, *files])
         if folder == site:
             for info in (d for d in dirs if d.endswith(".dist-info")):
                 path = os.path.join(folder, info)
+                found.append(path)
                 found.extend(os.path.join(path, n) for n in os.listdir(path))
             dirs[:] = []
+            continue
+        found.extend(os.path.join(folder, n) for n in [*dirs, *files])
     return found
 
 

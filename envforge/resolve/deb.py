@@ -14,6 +14,7 @@ lock needs from one (``parsed_cache``) are cached beside it, so it is not even r
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import lzma
 import os
@@ -219,7 +220,7 @@ def parse_packages_subset(chunks: Iterable[bytes], wanted: Iterable[str]) -> dic
     pattern = re.compile(rb"\n(?:Package: (?:" + alternatives + rb")|Essential: yes)[ \t]*\r?\n")
     index: dict[str, DebStanza] = {}
     rest = b"\n"  # each piece starts at a line's "\n", so its first line can match too
-    for chunk in (*chunks, None):
+    for chunk in itertools.chain(chunks, [None]):  # one piece at a time, never all of them
         text = rest + chunk if chunk is not None else rest + b"\n\n"
         cut = text.rfind(b"\n\n")
         if cut < 0:
@@ -242,7 +243,7 @@ def parse_packages_subset(chunks: Iterable[bytes], wanted: Iterable[str]) -> dic
     return index
 
 
-def index_chunks(data: bytes, name: str, size: int = 1 << 20) -> Iterator[bytes]:
+def index_chunks(data: bytes, name: str, size: int = 1 << 16) -> Iterator[bytes]:
     """The index's text, decompressed a piece at a time (never the whole 45 MB at once)."""
     if name.endswith(".xz"):
         unxz = lzma.LZMADecompressor()
