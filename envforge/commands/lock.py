@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+    from envforge.expectations import kernel_expectations_in_background
     from envforge.lockplan import (
         expectations_for,
         locked_artifacts,
@@ -46,6 +47,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         undeclared_missing,
     )
 
+    kernel_expectations_in_background(pspec.verify, pspec.theano.float_x)
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
