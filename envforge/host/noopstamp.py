@@ -70,25 +70,27 @@ def environment_digest(environ: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()
 
 
-def state_root(environ: Mapping[str, str]) -> Path:
-    """envforge's state folder, as envforge.paths finds it (kept light: no pydantic)."""
+def cache_root(environ: Mapping[str, str]) -> Path:
+    """envforge's cache folder, as envforge.paths finds it (kept light: no platformdirs on
+    Linux). Stamps live there, not among the state they describe: writing one must not
+    change what it records."""
     home = environ.get("ENVFORGE_HOME")
     if home:
-        return Path(home) / "state"
+        return Path(home) / "cache"
     if sys.platform == "linux":  # platformdirs' rule there; importing it costs 5-25 ms
-        xdg = environ.get("XDG_STATE_HOME", "").strip()
-        base = Path(xdg) if xdg else Path("~/.local/state").expanduser()
+        xdg = environ.get("XDG_CACHE_HOME", "").strip()
+        base = Path(xdg) if xdg else Path("~/.cache").expanduser()
         return base / "envforge"
     import platformdirs
 
-    return Path(platformdirs.user_state_dir("envforge"))
+    return Path(platformdirs.user_cache_dir("envforge"))
 
 
 def stamp_path(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
                version: str) -> Path:
     key = json.dumps([FORMAT, version, sys.executable, cwd, list(words)])
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-    return state_root(environ) / "noop" / f"{digest}.json"
+    return cache_root(environ) / "noop" / f"{digest}.json"
 
 
 def own_files() -> list[str]:

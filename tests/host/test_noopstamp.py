@@ -157,12 +157,12 @@ def test_quiet_prints_nothing(tmp_path: Path, env: dict[str, str],
     assert capsys.readouterr().err == ""
 
 
-def test_state_root_is_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_root_is_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ENVFORGE_HOME", raising=False)
-    for xdg in (None, "/tmp/xdg-state"):
+    for xdg in (None, "/tmp/xdg-cache"):
         if xdg is None:
-            monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+            monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
         else:
-            monkeypatch.setenv("XDG_STATE_HOME", xdg)
-        assert noopstamp.state_root(dict(os.environ)) == Path(
-            platformdirs.user_state_dir("envforge"))
+            monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert noopstamp.cache_root(dict(os.environ)) == Path(
+            platformdirs.user_cache_dir("envforge"))
