@@ -17,6 +17,7 @@ from envforge.lockfile import (
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
+    PypiBuild,
 )
 from envforge.spec import PlatformSpec
 
@@ -127,6 +128,16 @@ def undeclared_expected(packages: Sequence[str],
     skip = named | {canonicalize_name(name) for name in exclude}
     return tuple(r for r in rows if canonicalize_name(Requirement(r.requirement).name)
                  not in skip)
+
+
+def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBuild | None:
+    """How the platform's sdists are built, where it has one: the spec's build constraints
+    and the sources build requirements come from (the resolution's own)."""
+    if not any(f.kind == "sdist" for f in pypi):
+        return None
+    section = pspec.pypi
+    return PypiBuild(constraints=section.build_constraints, index=section.index,
+                     find_links=section.find_links, extra_indexes=section.extra_indexes)
 
 
 def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:

@@ -26,6 +26,7 @@ from envforge.lockfile import (
     lock_path_for,
     write_lock,
 )
+from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
@@ -33,13 +34,15 @@ if TYPE_CHECKING:
     from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
 
-    Runner = tuple[Sequence[str], tuple[LockedPypiFile, ...]]  # requirements, resolution
+    # requirements, the Python resolved for, the resolution
+    Runner = tuple[Sequence[str], str, tuple[LockedPypiFile, ...]]
 
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.expectations import kernel_expectations_in_background
     from envforge.lockplan import (
+        build_record,
         expectations_for,
         locked_artifacts,
         stack_versions,
@@ -59,14 +62,14 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None)
     debs = None
-    if pspec.debian is not None and pspec.platform == "linux-64":
+    if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
         from envforge.resolve.deb import resolve_debs_in_background
 
         debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
             deb, debs = _debs(debs.result(), pspec, notes), None
-    early = runner_in_background(pspec)  # beside the main resolution; checked after it
+    early = None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
         from envforge.resolve.pyversion import resolver_python
@@ -76,6 +79,9 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
+        # the suite's runner, beside the main resolution; checked against it after
+        early = runner_in_background(pspec, target.version)
+
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
@@ -98,7 +104,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"), early=early)
+    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -108,6 +114,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         expect=expectations_for(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
+        build=build_record(pspec, pypi),
     )
 
 
@@ -118,7 +125,7 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
-def runner_in_background(pspec: PlatformSpec) -> Future[Runner] | None:
+def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | None:
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
     environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
     package with the environment, where those pins could not have changed it."""
@@ -135,17 +142,19 @@ def runner_in_background(pspec: PlatformSpec) -> Future[Runner] | None:
         return None
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-runner")
     try:
-        return pool.submit(lambda: (row.requirements, resolve_pypi(
-            row.requirements, platform=pspec.platform, python=pspec.python.minor,
+        return pool.submit(lambda: (row.requirements, python, resolve_pypi(
+            row.requirements, platform=pspec.platform, python=python,
             index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
     finally:
         pool.shutdown(wait=False)
 
 
-def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None,
-               early: Future[Runner] | None = None) -> SuiteLock | None:
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
+               python: str | None = None, early: Future[Runner] | None = None,
+               ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
-    shared dependency keeps the environment's version (and is left to it); None where the
+    shared dependency keeps the environment's version (and is left to it), for the Python
+    PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
     knowledge base knows no suite for the release or its sdist is not locked."""
     from packaging.utils import canonicalize_name
 
@@ -158,20 +167,21 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
     distribution = canonicalize_name(row.distribution)
     if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
         return None
+    target = python or pspec.python.version
     if early is not None:
         try:
-            requirements, runner = early.result()
+            requirements, for_python, runner = early.result()
         except ResolveError:
-            requirements, runner = (), ()  # resolved again below, under the pins
+            requirements, for_python, runner = (), "", ()  # resolved again below
         shared = {canonicalize_name(f.name) for f in pypi} & {
             canonicalize_name(f.name) for f in runner}
-        if requirements == row.requirements and runner and not shared:
-            return SuiteLock(distribution=distribution, runner=runner)
-    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
+        if (requirements, for_python) == (row.requirements, target) and runner and not shared:
+            return SuiteLock(distribution=distribution, runner=runner, python=target)
+    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
                           constraints=[f"{f.name}=={f.version}" for f in pypi])
-    return SuiteLock(distribution=distribution, runner=runner)
+    return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
 def suite_missing(plock: PlatformLock) -> bool:

@@ -31,7 +31,7 @@ def _early(runner: list[LockedPypiFile]) -> Future[object]:
     row = suite_runner("1.0.5")
     assert row is not None
     done: Future[object] = Future()
-    done.set_result((row.requirements, tuple(runner)))
+    done.set_result((row.requirements, "3.7.16", tuple(runner)))
     return done
 
 
@@ -50,9 +50,15 @@ def test_a_runner_sharing_nothing_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
     calls = _resolved_again(monkeypatch)
     pspec = load_spec(SPEC).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("pluggy", "1.2.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", early=_early(runner))  # type: ignore[arg-type]
-    assert suite is not None and list(suite.runner) == runner
+    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+                                early=_early(runner))  # type: ignore[arg-type]
+    assert suite is not None and list(suite.runner) == runner and suite.python == "3.7.16"
     assert calls == []
+    # resolved for another Python than the environment's: not kept
+    other = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.17",
+                                early=_early(runner))  # type: ignore[arg-type]
+    assert other is not None and [f.name for f in other.runner] == ["pytest"]
+    assert len(calls) == 1
 
 
 def test_a_runner_sharing_a_package_is_resolved_under_the_pins(
@@ -60,6 +66,7 @@ def test_a_runner_sharing_a_package_is_resolved_under_the_pins(
     calls = _resolved_again(monkeypatch)
     pspec = load_spec(SPEC).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("six", "1.17.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", early=_early(runner))  # type: ignore[arg-type]
+    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+                                early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == [["Theano-PyMC==1.0.5", "six==1.16.0"]]
