@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.commands import lock as lock_cmd
+from envforge.app import locking as lock_cmd
 from envforge.knowledge import suite_runner
 from envforge.lockfile import LockedPypiFile
 from envforge.spec import load_spec
