@@ -41,6 +41,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from envforge.platforms import Os, host_platform
+
 FORMAT = 1
 RACY_NS = 1_000_000_000  # entries changed within a second of the stamp's start: not trusted
 VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})  # a shell changes these per command
@@ -77,7 +79,7 @@ def cache_root(environ: Mapping[str, str]) -> Path:
     home = environ.get("ENVFORGE_HOME")
     if home:
         return Path(home) / "cache"
-    if sys.platform == "linux":  # platformdirs' rule there; importing it costs 5-25 ms
+    if host_platform().os is Os.LINUX:  # platformdirs' rule there; importing it costs 5-25 ms
         xdg = environ.get("XDG_CACHE_HOME", "").strip()
         base = Path(xdg) if xdg else Path("~/.cache").expanduser()
         return base / "envforge"
