@@ -79,7 +79,8 @@ def test_uv_accepts_the_triple(target: TargetPlatform, tmp_path: Path) -> None:
 
     def compile_for(triple: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([uv_binary(), "pip", "compile", str(requirements), "--offline",
-                               "--no-cache", "--python-version", "3.7", "--python-platform",
+                               "--no-cache", "--no-config", "--python", sys.executable,
+                               "--python-version", "3.7", "--python-platform",
                                triple, "-q"], capture_output=True, text=True, timeout=60,
                               check=False, cwd=tmp_path)  # not the repository's .venv
 
