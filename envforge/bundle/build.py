@@ -83,6 +83,7 @@ class Item:
     ref: FileRef | None = None
     local: Path | None = None
     built_from: BuiltFrom | None = None
+    build_requires: tuple[str, ...] = ()  # a built wheel's: its build environment
 
 
 def find_spec(lock_path: Path, lock: Lockfile) -> Path:
@@ -286,8 +287,9 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
 
 
 def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item]) -> Lockfile:
-    """The lock with each sdist's built wheel recorded (``built``); a wheel that differs from
-    one recorded before is refused: the lock, not the bundle, says what may be installed."""
+    """The lock with each sdist's built wheel recorded (``built``: its sha256 and its build
+    environment); a wheel that differs from one recorded before is refused: the lock, not
+    the bundle, says what may be installed."""
     plock = lock.platforms[platform]
     built = {i.built_from.sha256: i for i in items if i.built_from is not None}
     entries = []
@@ -302,7 +304,9 @@ def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item
                 f"records {f.built.sha256} (built with other build tools?): refusing it; to "
                 "trust the new build, delete that entry's `built` table from the lock")
         entries.append(f.model_copy(update={"built": BuiltWheelHash(
-            filename=PurePosixPath(item.dest).name, sha256=item.sha256)}))
+            filename=PurePosixPath(item.dest).name, sha256=item.sha256,
+            build_requires=f.built.build_requires if f.built is not None
+            and f.built.build_requires else item.build_requires)}))
     platforms = {**lock.platforms, platform: plock.model_copy(update={"pypi": tuple(entries)})}
     return lock.model_copy(update={"platforms": platforms})
 
@@ -321,13 +325,13 @@ def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform
         sdist = next(f for f in plock.pypi if f.sha256 == item.sha256)
         ui.info(f"building a wheel from {sdist.filename} for Python {plock.python}")
         built = build_sdist_wheel(sdist, item.local, target_python=plock.python, cache=cache,
-                                  environ=environ)
+                                  environ=environ, build=plock.build)
         if not built.pure and platform != host_platform().name:
             raise EnvforgeError(f"{built.path.name} is not pure Python, and it was built on "
                                 f"this host, not {platform}")
         dest = f"{FOLDERS['pypi']}/{built.path.name}"
         kept.append(Item(dest, "pypi", "built-wheel", sdist.name, sdist.version, built.sha256,
-                         local=built.path,
+                         local=built.path, build_requires=built.build_requires,
                          built_from=BuiltFrom(filename=sdist.filename, sha256=sdist.sha256,
                                               python=built.python, pure=built.pure)))
         omitted.append(Omitted(filename=sdist.filename, sha256=sdist.sha256, source="pypi",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Literal, assert_never
 
@@ -464,8 +465,11 @@ def suite_subset(theano_version: str, device: str) -> SuiteSubsetRow | None:
                  if row.device == wanted and in_range(theano_version, row.theano)), None)
 
 
-def known_bad_tests(theano_version: str, device: str) -> tuple[KnownBadTestRow, ...]:
-    """The tests of a release known to fail on a kind of device, each with reason and source."""
+def known_bad_tests(theano_version: str, device: str,
+                    versions: Mapping[str, str] | None = None) -> tuple[KnownBadTestRow, ...]:
+    """The tests of a release known to fail on a kind of device, each with reason and source;
+    a row conditioned on other packages only where ``versions`` (the lock's) meet it."""
     wanted = suite_device(device)
     return tuple(row for row in knowledge().theano_suite.known_bad
-                 if wanted in row.devices and in_range(theano_version, row.theano))
+                 if wanted in row.devices and in_range(theano_version, row.theano)
+                 and row.holds_for(versions or {}))
