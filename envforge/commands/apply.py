@@ -6,21 +6,20 @@ import argparse
 import errno
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
 from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
-from envforge.envlayout import layout_for
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
+from envforge.lockfile import LockedArtifact, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
 from envforge.platforms import host_platform
-from envforge.spec import Platform, load_spec
+from envforge.spec import load_spec
 from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
 
@@ -165,19 +164,9 @@ def report_undone(undone: Sequence[str], ui: UI) -> None:
 
 
 def run_status(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.executor import DamagedStateError, read_record
+    from envforge.app.status import environments
 
-    dirs = envforge_dirs()
-    rows = []
-    if dirs.state.is_dir():
-        for state in sorted(dirs.state.iterdir()):
-            try:
-                record = read_record(state)
-            except DamagedStateError as exc:
-                record = {"prefix": None, "state": str(exc.path), "complete": False,
-                          "damaged": str(exc)}
-            if record is not None:
-                rows.append({**record, "drift": _drift(record)})
+    rows = environments(envforge_dirs())
     if ui.json:
         ui.document("status", {"environments": rows})
     else:
@@ -192,25 +181,6 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
                 for item in r["drift"].get(kind, [])[:20]:
                     ui.info(f"{r.get('spec_name')}: {kind.replace('_', ' ')}: {item}")
     return 0
-
-
-def _drift(record: Mapping[str, object]) -> dict[str, object]:
-    """The environment's PyPI packages against its lock (envforge/drift.py)."""
-    from envforge.drift import find_drift
-    from envforge.errors import EnvforgeError
-
-    try:
-        spec_path = Path(str(record["spec"]))
-        platform: Platform = record["platform"]  # type: ignore[assignment]
-        plock = load_lock(lock_path_for(spec_path)).platforms[platform]
-        prefix = Path(str(record["prefix"]))
-        site = Path(layout_for(platform, plock.environment, prefix, plock.python).site_packages)
-    except (EnvforgeError, KeyError, OSError) as exc:
-        return {"summary": f"not checked ({str(exc).splitlines()[0]})"}
-    drift = find_drift(site, plock.pypi, also_expected=[c.name for c in plock.conda])
-    return {"summary": drift.summary(), "extra": drift.extra,
-            "other_version": drift.other_version, "modified": drift.modified,
-            "missing": drift.missing}
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
