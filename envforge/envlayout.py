@@ -83,9 +83,9 @@ def layout_for(platform: Platform, kind: str, prefix: Path | str, python: str) -
     return EnvLayout(platform=platform, kind=kind, prefix=root, python_minor=minor)
 
 
-def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
+def env_edits(layout: EnvLayout, lock: PlatformLock, *,
               cuda_root: PurePath | None = None) -> tuple[EnvEdit, ...]:
-    """The variables an activated environment needs: PATH, library path, THEANORC."""
+    """The variables an activated environment needs: PATH, library path (packs add theirs)."""
     sep = ";" if layout.windows else ":"
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
@@ -96,6 +96,4 @@ def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
         if lock.deb:
             libs += [str(d) for d in layout.deb_lib_dirs]
         edits.append(EnvEdit(name="LD_LIBRARY_PATH", op="prepend", value=sep.join(libs)))
-    if theanorc_in_env:
-        edits.append(EnvEdit(name="THEANORC", op="set", value=str(layout.theanorc)))
     return tuple(edits)

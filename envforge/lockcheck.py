@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import SpecError
 from envforge.lockfile import Lockfile, PlatformLock
-from envforge.spec import PlatformSpec, Spec
+from envforge.spec import Frozen, PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
 _CONDA_NAME = re.compile(r"^\s*([A-Za-z0-9_][A-Za-z0-9._-]*)")
@@ -47,7 +47,8 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
 
 
 def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
-    from envforge.lockplan import expected_flags, locked_artifacts, stack_versions
+    from envforge.lockplan import kernel_device, locked_artifacts, stack_versions
+    from envforge.packs import active_packs
 
     if plock.environment != pspec.environment.kind:
         raise fail((*at, "environment"), f"{plock.environment!r} but the spec says "
@@ -93,12 +94,11 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
                    f"({dict(sorted(versions.items()))})")
     if plock.python != versions.get("python", pspec.python.version):
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
-    flags = expected_flags(pspec, versions.get("theano"))
-    if expect.theano_flags != flags:
-        wrong = sorted(set(expect.theano_flags.items()) ^ set(flags.items()))[0][0]
-        raise fail((*at, "expect", "theano_flags", wrong), "is not what the spec's [theano] "
-                   "table gives")
-    same = {"device": pspec.theano.device, "float_x": pspec.theano.float_x,
+    derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
+    for name in sorted(set(expect.packs) | set(derived)):
+        _same_pack(expect.packs.get(name), derived.get(name), (*at, "expect", name), fail)
+    device, float_x = kernel_device(pspec)
+    same = {"device": device, "float_x": float_x,
             "min_gpu_speedup": pspec.verify.min_gpu_speedup, "repeats": pspec.verify.repeats,
             "cuda": pspec.cuda.version if pspec.cuda else None,
             "cudnn": pspec.cudnn.version if pspec.cudnn else None}
@@ -106,6 +106,23 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         if getattr(expect, key) != wanted:
             raise fail((*at, "expect", key), f"{getattr(expect, key)!r} but the spec says "
                        f"{wanted!r}")
+
+
+def _same_pack(locked: Frozen | None, derived: Frozen | None, at: KeyPath,
+               fail: Fail) -> None:
+    """A pack's table is what the spec gives; the error names the first key that differs."""
+    if locked == derived:
+        return
+    if locked is None or derived is None:
+        raise fail(at, "is not in the lock" if locked is None else "the spec mounts no such pack")
+    for key in type(derived).model_fields:
+        have, want = getattr(locked, key), getattr(derived, key)
+        if have == want:
+            continue
+        if isinstance(have, dict) and isinstance(want, dict):
+            wrong = sorted(set(have.items()) ^ set(want.items()))[0][0]
+            raise fail((*at, key, wrong), f"is not what the spec's [{at[-1]}] table gives")
+        raise fail((*at, key), f"{have!r} but the spec's [{at[-1]}] table gives {want!r}")
 
 
 def _unique(names: list[str], at: KeyPath, fail: Fail, *, key: str = "name") -> None:

@@ -89,7 +89,6 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec),
-        theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
@@ -151,14 +150,6 @@ def _host_python(minor: str) -> str | None:
         return find_interpreter(minor).version
     except StepError:
         return None
-
-
-def _spelling(theano: str | None) -> str | None:
-    if theano is None:
-        return None
-    from envforge.knowledge import theano_rules
-
-    return theano_rules(theano).spelling
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,

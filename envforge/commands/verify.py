@@ -23,11 +23,11 @@ from envforge.steps.activation import load_edits
 from envforge.steps.base import StepContext
 from envforge.ui import UI
 from envforge.verify import (
-    PROBE_SCRIPT,
     CheckRow,
     build_request,
     check_report,
     kernel_timings,
+    probe_script,
     verdict,
 )
 
@@ -50,8 +50,8 @@ def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
-    done = proc.run([python, PROBE_SCRIPT], env=env, input_text=json.dumps(request),
-                    check=False, timeout=PROBE_TIMEOUT_S)
+    done = proc.run([python, probe_script(ctx.lock.expect)], env=env,
+                    input_text=json.dumps(request), check=False, timeout=PROBE_TIMEOUT_S)
     try:
         report: dict[str, Any] = json.loads(done.stdout)
     except ValueError:

@@ -54,9 +54,9 @@ from envforge.host.windows import (
     normalize_entry,
 )
 from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
+from envforge.packs.theano.flags import parse_theanorc
 from envforge.spec import Platform
 from envforge.steps.cudnn import cudnn_header_version
-from envforge.theanoflags import parse_theanorc
 
 Runner = Callable[[Sequence[str]], CommandOutput | None]
 

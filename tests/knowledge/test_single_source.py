@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envforge.knowledge import blog_errata, reference_theano, theano_rules
-from envforge.theanoflags import FIELD_FLAGS
+from envforge.packs.theano.flags import FIELD_FLAGS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 
@@ -31,7 +31,7 @@ RELEASE = re.compile(r"^1\.0\.5$")  # the reference Theano-PyMC release: referen
 # (file relative to envforge/, why it may): the probe runs inside the target environment's
 # own Python (3.7-3.11) with the standard library only and cannot import envforge.
 ALLOWED: dict[str, str] = {
-    "probe/probe.py": "standalone script run by the environment's Python; cannot import "
+    "packs/theano/probe.py": "standalone script run by the environment's Python; cannot import "
                       "envforge.knowledge",
 }
 
