@@ -311,7 +311,7 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
 
 def _type_pack_tables(raw: dict[str, Any], loc: list[str]) -> None:
     """Validate each pack's expect table with its model first, so an error names its key
-    and line (``platforms.linux-64.expect.theano.flags.x``); ``loc`` gets the table's path."""
+    and line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
     from envforge.packs import PACKS
 
     platforms = raw.get("platforms")
