@@ -192,6 +192,7 @@ def spec_pins(spec: PlatformSpec) -> dict[str, list[Pin]]:
 
 
 def exact_pin(pins: Mapping[str, Sequence[Pin]], name: str) -> Version | None:
+    """The one release the pins of ``name`` agree on; None when they allow more or disagree."""
     versions = {pin.releases.exact for pin in pins.get(name, [])}
     versions.discard(None)
     return versions.pop() if len(versions) == 1 else None
