@@ -195,13 +195,12 @@ class PlatformSpec(Frozen):
     @classmethod
     def _implicit_packs(cls, data: Any) -> Any:
         """A view built in code without ``packs`` mounts the implicit packs' defaults, as a
-        spec without their sections does."""
+        spec that names no pack's section does."""
         if not isinstance(data, dict) or "packs" in data:
             return data
-        from envforge.packs import PACKS
+        from envforge.packs import mounted
 
-        return {**data, "packs": {name: pack.section() for name, pack in PACKS.items()
-                                  if pack.implicit}}
+        return {**data, "packs": {pack.name: pack.section() for pack in mounted({})}}
 
 
 class Spec(Frozen):

@@ -6,6 +6,7 @@ core finds the pack through these functions only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import FrameworkPack
@@ -22,9 +23,11 @@ PACKS: dict[str, FrameworkPack] = {
 }
 
 
-def mounted(raw: dict[str, Any]) -> list[FrameworkPack]:
-    """The packs a spec's sections (or view of them) call for, in registry order."""
-    return [pack for name, pack in PACKS.items() if name in raw or pack.implicit]
+def mounted(raw: Mapping[str, Any]) -> list[FrameworkPack]:
+    """The packs a spec's sections call for, in registry order; where it names none, the
+    implicit ones (a spec without [theano] is a Theano stack, as before packs existed)."""
+    named = [pack for name, pack in PACKS.items() if name in raw]
+    return named or [pack for pack in PACKS.values() if pack.implicit]
 
 
 def active_packs(pspec: PlatformSpec) -> list[FrameworkPack]:

@@ -46,8 +46,8 @@ class FrameworkPack(Protocol):
 
     @property
     def implicit(self) -> bool:
-        """Mounted with its defaults where a spec has no [NAME] (Theano: every stack
-        envforge locked before packs existed is a Theano stack)."""
+        """Mounted with its defaults where a spec names no pack's section (Theano: every
+        stack envforge locked before packs existed is a Theano stack)."""
 
     @property
     def knowledge(self) -> tuple[str, ...]:

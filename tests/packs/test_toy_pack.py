@@ -5,6 +5,7 @@ plan -> apply -> verify with no change to core code."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -185,6 +186,19 @@ def test_a_pack_not_implicit_is_mounted_only_by_its_section(toy: FrameworkPack) 
     assert [p.name for p in active_packs(pspec)] == ["theano"]
     with pytest.raises(SpecError, match="unknown section"):
         parse_spec(SPEC_TEXT + "\n[toy2]\n", source="t.toml")
+
+
+def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(toy: FrameworkPack) -> None:
+    """A second framework's spec (TensorFlow's) gets no .theanorc: Theano mounts by default
+    only where no pack's section is named."""
+    text = re.sub(r"(?ms)^\[theano(\.[^\]]*)?\]\n.*?(?=^\[)", "", SPEC_TEXT)
+    assert "[theano" not in text
+    text += '\n[toy]\ngreeting = "hi"\n'
+    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
+    assert [p.name for p in active_packs(pspec)] == ["toy"]
+    ctx = dataclasses.replace(make_ctx(Path("/nonexistent"), "linux-64", None), pspec=pspec)
+    names = [s.name for s in build_steps(ctx)]
+    assert "theanorc" not in names and "toy" in names
 
 
 def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None:
