@@ -195,6 +195,7 @@ def test_silent_cpu_fallback_is_caught(target: Target) -> None:
     """device=cuda without pygpu: Theano only logs an error and computes on the CPU."""
     verify = SMALL.model_copy(update={"kernels": ("elementwise",)})
     expect = Expectations(versions=VERSIONS, device="cuda", float_x="float64",
+                          packs={"theano": TheanoExpect(flags={})},
                           kernels=kernel_expectations(verify, "float64"),
                           min_gpu_speedup=5.0)
     report = run_probe(target, build_request(expect), flags="device=cuda")
