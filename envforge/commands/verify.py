@@ -89,7 +89,7 @@ def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRo
     subset = suite_subset(theano, expect.device)
     if subset is None:
         raise InputError(f"envforge knows no test subset of Theano-PyMC {theano} for device "
-                         f"{expect.device} (envforge/knowledge/theano_suite.toml)")
+                         f"{expect.device} (envforge/packs/theano/theano_suite.toml)")
     return suite, _Runner(theano, runner.package), subset
 
 

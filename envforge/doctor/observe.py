@@ -516,7 +516,7 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str], win
 
 def canonical_package(name: str) -> str:
     """PEP 503 normalised, with every distribution installing ``theano`` (Theano-PyMC, the
-    original Theano; knowledge/theano.toml) counted as Theano: the rules are per release."""
+    original Theano; packs/theano/theano.toml) counted as Theano: the rules are per release."""
     return "theano" if theano_distribution(name) is not None else canonicalize_name(name)
 
 

@@ -1,4 +1,4 @@
-"""Facts live once, in envforge/knowledge/*.toml: no library name, cuDNN version rule or
+"""Facts live once, in envforge/knowledge/*.toml (and the packs' own): no library name, cuDNN version rule or
 reference release is written in code elsewhere.
 
 A string literal (not a docstring; comments are not code) outside ``envforge/knowledge/``

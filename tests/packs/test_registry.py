@@ -20,7 +20,9 @@ def test_a_pack_is_what_the_registry_says(pack: FrameworkPack) -> None:
     assert PACKS[pack.name] is pack
     assert (PACKAGE / "packs" / pack.name / "__init__.py").is_file()
     for name in pack.knowledge:
-        assert name in KNOWLEDGE_FILES and (PACKAGE / "knowledge" / f"{name}.toml").is_file()
+        assert name in KNOWLEDGE_FILES
+        assert (PACKAGE / "packs" / pack.name / f"{name}.toml").is_file()
+        assert not (PACKAGE / "knowledge" / f"{name}.toml").exists()
     assert all(1 <= version < LOCK_VERSION for version in pack.lock_migrations)
     assert pack.probe is None or pack.probe.is_file()
     if pack.implicit:

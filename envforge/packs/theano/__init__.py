@@ -1,5 +1,5 @@
 """The Theano-PyMC pack: ``[theano]``, its compat rules, flags in the lock, the .theanorc
-step, the probe and its config rows, doctor's config rules, ``knowledge/theano*.toml``.
+step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``).
 
 Heavy parts are imported when called, so the registry stays cheap to import.
 """
