@@ -29,6 +29,7 @@ from envforge.spec import (
     KernelName,
     Platform,
     load_toml,
+    pack_models,
 )
 from envforge.tomlpos import key_lines, line_of
 
@@ -171,8 +172,10 @@ class Expectations(Frozen):
     @classmethod
     def _mount_packs(cls, data: Any) -> Any:
         """Take each registered pack's table out of the core keys, typed by its model."""
-        if not isinstance(data, dict) or "packs" in data:
+        if not isinstance(data, dict):
             return data
+        if "packs" in data:
+            return {**data, "packs": pack_models(data["packs"])}
         from envforge.packs import PACKS
 
         data = dict(data)
@@ -271,7 +274,8 @@ def load_lock(path: Path | str) -> Lockfile:
         raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
     raw = load_toml(text, str(path))
     version = raw.get("meta", {}).get("version")
-    if version not in range(1, LOCK_VERSION + 1):
+    if not isinstance(version, int) or isinstance(version, bool) or \
+            version not in range(1, LOCK_VERSION + 1):
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
     if version != LOCK_VERSION:

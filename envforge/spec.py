@@ -196,11 +196,22 @@ class PlatformSpec(Frozen):
     def _implicit_packs(cls, data: Any) -> Any:
         """A view built in code without ``packs`` mounts the implicit packs' defaults, as a
         spec that names no pack's section does."""
-        if not isinstance(data, dict) or "packs" in data:
+        if not isinstance(data, dict):
             return data
+        if "packs" in data:
+            return {**data, "packs": pack_models(data["packs"])}
         from envforge.packs import mounted
 
         return {**data, "packs": {pack.name: pack.section() for pack in mounted({})}}
+
+
+def pack_models(packs: Any) -> dict[str, Frozen]:
+    """``packs`` as given in code: each value already its pack's model. Text never reaches
+    this field (a pack's table is validated by its model under its own name), so a table
+    here is refused rather than taken as an empty model."""
+    if not isinstance(packs, dict) or not all(isinstance(v, Frozen) for v in packs.values()):
+        raise ValueError("packs holds each pack's model; a pack's table goes under its name")
+    return packs
 
 
 class Spec(Frozen):

@@ -1,5 +1,5 @@
-"""Facts live once, in envforge/knowledge/*.toml (and the packs' own): no library name, cuDNN version rule or
-reference release is written in code elsewhere.
+"""Facts live once, in envforge/knowledge/*.toml (and the packs' own): no library name,
+cuDNN version rule or reference release is written in code elsewhere.
 
 A string literal (not a docstring; comments are not code) outside ``envforge/knowledge/``
 that names a CUDA/cuDNN/loader library fails this test, and so does code that compares a

@@ -45,3 +45,14 @@ def test_a_bad_flag_in_a_format_2_lock_names_its_key_and_line(tmp_path: Path) ->
 def test_a_lock_without_theano_has_no_flags() -> None:
     expect = load_lock(COMMITTED).platforms["linux-64"].expect
     assert theano_expect(expect.model_copy(update={"packs": {}})) == TheanoExpect(flags={})
+
+
+def test_a_packs_table_written_in_the_lock_is_refused(tmp_path: Path) -> None:
+    """Only a pack's own name takes its table: ``expect.packs`` is no way around the model."""
+    path = tmp_path / "x.lock"
+    text = COMMITTED.read_text(encoding="utf-8")
+    path.write_text(text.replace("[platforms.linux-64.expect.theano]\n",
+                                 "[platforms.linux-64.expect.packs.theano]\n"), encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    assert error.value.key == "platforms.linux-64.expect"
