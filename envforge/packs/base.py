@@ -5,6 +5,14 @@ Modelled on pre-commit's ``lang_base.Language``: a pack is a plain object whose 
 and methods the core calls at fixed points, and the registry (``envforge.packs.PACKS``) is
 a dict. A pack's spec section is ``[NAME]``, its lock expectations are
 ``[platforms.X.expect.NAME]``; both are its own frozen models.
+
+A probe reads the request (``envforge.verify.build_request`` plus ``probe_request``) as
+JSON on stdin and prints one report. The core judges its shared fields: ``format``,
+``error``, ``python.version``, ``versions`` and ``import_errors`` (by module),
+``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
+``ops``/``gpu_ops``, ``run_s``), ``gpu`` (``pygpu_activated``, ``dnn_*``) and ``nvidia``;
+anything else (Theano's ``theano`` and ``blas``) is the pack's, for its ``verify_rows``.
+Verify runs the probe of the first pack the lock holds that brings one.
 """
 
 from __future__ import annotations
