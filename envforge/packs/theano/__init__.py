@@ -76,8 +76,9 @@ class TheanoPack:
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.theano.doctor_config import config_rules
+        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules
 
-        return (config_rules,)
+        return (root_rules, cudnn_rules, config_rules)
 
 
 THEANO = TheanoPack()
