@@ -1,5 +1,5 @@
 """Which CUDA a process gets: toolkits found, runtimes on the search path, CUDA_* variables,
-Theano's own ``cuda.root``, and (Windows) a PATH older than the registry's."""
+and (Windows) a PATH older than the registry's; Theano's ``cuda.root`` is its pack's rule."""
 
 from __future__ import annotations
 
