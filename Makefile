@@ -26,7 +26,7 @@ test-gpu:
 	$(BIN)/pytest -m gpu
 
 # The Windows lane: the suite (not slow, network or gpu) under a Windows CPython 3.11 in Wine 8,
-# then the end-to-end Windows tests. Wine, its prefix and the wheels are cached in
+# the end-to-end Windows tests among them. Wine, its prefix and the wheels are cached in
 # ENVFORGE_WINE_CACHE (default ~/.cache/envforge-wine), created from scratch when missing.
 test-windows: setup
 	bash scripts/wine/lane.sh

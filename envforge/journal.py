@@ -437,11 +437,22 @@ def _unlink(path: Path) -> None:
         path.unlink()
 
 
+# Windows: a file another process has open (ERROR_SHARING_VIOLATION), or one whose delete
+# is still pending (ERROR_ACCESS_DENIED), cannot be removed yet.
+_WINDOWS_BUSY = {32, 5}
+
+
+def _busy(exc: OSError) -> bool:
+    """Whether removing failed only because another process is still at work in the tree."""
+    return exc.errno == errno.ENOTEMPTY or getattr(exc, "winerror", None) in _WINDOWS_BUSY
+
+
 def _remove_any(path: Path, *, settle: float = 30.0) -> bool:
     """Remove whatever is at ``path``; whether something was there.
 
     A tree an orphaned tool (uv, killed with envforge) is still writing into makes rmtree
-    fail with "Directory not empty": it is retried until the tree stays gone."""
+    fail with "Directory not empty", and on Windows with a sharing violation on the file it
+    has open: it is retried until the tree stays gone."""
     if path.is_dir() and not path.is_symlink():
         deadline = time.monotonic() + settle
         while True:
@@ -450,7 +461,7 @@ def _remove_any(path: Path, *, settle: float = 30.0) -> bool:
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                if exc.errno != errno.ENOTEMPTY or time.monotonic() > deadline:
+                if not _busy(exc) or time.monotonic() > deadline:
                     raise
             if not os.path.lexists(path):
                 return True

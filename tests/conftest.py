@@ -30,6 +30,9 @@ def conda_channel_http(conda_channel: Path) -> Iterator[str]:
 POSIX_ONLY = "POSIX-only: "
 
 
+E2E = "tests/windows/test_wine_e2e.py"  # envforge's Windows steps for real, under Wine
+
+
 CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build scripts"
 
 
@@ -60,6 +63,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                     if POSIX_ONLY not in str(report.longrepr))
     for reason, count in sorted(other.items()):
         terminalreporter.write_line(f"  other skip ({count}): {reason}")
+    e2e = {outcome: sum(1 for report in stats.get(outcome, [])
+                        if getattr(report, "nodeid", "").startswith(E2E))
+           for outcome in ("passed", "skipped", "failed", "error")}
+    terminalreporter.write_line(
+        f"windows e2e: {e2e['passed']} passed / {e2e['skipped']} skipped / "
+        f"{e2e['failed'] + e2e['error']} failed ({E2E}: apply, verify, rollback, kill + resume)")
     terminalreporter.write_line(
         f"windows lane: {len(stats.get('passed', []))} passed / {posix} POSIX-only skipped / "
         f"{len(skipped) - posix} other skipped / {failed} failed")

@@ -58,6 +58,7 @@ def _bash(script: str, env: dict[str, str]) -> str:
                           check=True).stdout
 
 
+@pytest.mark.posix_only("sources the activate and deactivate scripts in bash")
 def test_venv_deactivate_restores_what_activation_changed(tmp_path: Path) -> None:
     """A real venv-style activate with envforge's block, sourced and deactivated in bash:
     THEANORC unset again, LD_LIBRARY_PATH and PATH as before; twice in one shell too."""
@@ -78,6 +79,7 @@ def test_venv_deactivate_restores_what_activation_changed(tmp_path: Path) -> Non
     assert with_rc.startswith("/home/u/.rc|/opt/lib|")
 
 
+@pytest.mark.posix_only("sources the activate and deactivate scripts in bash")
 def test_conda_deactivate_d_restores(tmp_path: Path) -> None:
     from envforge.envvars import render_sh_restore, render_sh_save
 

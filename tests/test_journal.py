@@ -445,3 +445,37 @@ def test_env_lock_refuses_a_second_process(tmp_path: Path) -> None:
     with env_lock(state, timeout=5):  # the kernel dropped the dead holder's lock
         assert (state / journal_module.LOCK_PID_FILE).read_text().strip() == str(os.getpid())
     assert not (state / journal_module.LOCK_PID_FILE).exists()
+
+
+def test_a_file_another_process_has_open_on_windows_is_retried(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows refuses to delete a file a still-running tool has open (a sharing violation,
+    WinError 32) where Linux would not: rollback retries until it is closed, as for
+    "Directory not empty"; any other error is raised at once."""
+    journal = Journal(tmp_path / "state")
+    prefix = tmp_path / "env"
+    Transaction(journal, "prefix").adopt_tree(prefix)
+    (prefix / "site-packages").mkdir(parents=True)
+    real_rmtree, calls = journal_module.shutil.rmtree, []
+
+    def busy_once(path: str, *args: object, **kwargs: object) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            busy = PermissionError(13, "Sharing violation", str(prefix / "site-packages"))
+            busy.winerror = 32  # type: ignore[attr-defined]  # set by CPython on Windows only
+            raise busy
+        real_rmtree(path)
+
+    monkeypatch.setattr(journal_module.shutil, "rmtree", busy_once)
+    rollback(journal)
+    assert len(calls) == 2 and not prefix.exists()
+
+    def denied(path: str, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    journal = Journal(tmp_path / "state2")
+    Transaction(journal, "prefix").adopt_tree(prefix)
+    prefix.mkdir()
+    monkeypatch.setattr(journal_module.shutil, "rmtree", denied)
+    with pytest.raises(PermissionError):
+        rollback(journal)

@@ -71,10 +71,16 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
 
 
 def git_commit_day(root: Path) -> date | None:
-    """The committer date of the repository's last commit; None outside git."""
+    """The committer date of the repository's last commit; None outside git, and where no
+    git is installed (a Windows machine, a project downloaded as a zip)."""
+    from envforge.errors import ToolError
     from envforge.host import proc
 
-    done = proc.run(["git", "-C", str(root), "log", "-1", "--format=%cs", "--", "."], check=False)
+    try:
+        done = proc.run(["git", "-C", str(root), "log", "-1", "--format=%cs", "--", "."],
+                        check=False)
+    except ToolError:  # no git on PATH
+        return None
     text = done.stdout.strip()
     return date.fromisoformat(text) if done.returncode == 0 and text else None
 

@@ -21,11 +21,15 @@ host_pip() {
 }
 
 # A Windows process sees only these variables: Linux ones (PIP_*, THEANO_FLAGS) would leak in.
-wine_run() {
+# Its output goes to a pipe (Python dies if stdout is a regular file), through a process
+# substitution rather than `| cat`: a Windows process left running would hold a pipeline's
+# end open and keep the lane waiting, where this returns when wine does.
+wine_env() {
     env -i HOME="$HOME" USER="${USER:-root}" PATH=/usr/bin:/bin WINEPREFIX="$WINEPREFIX" \
         WINEARCH="$WINEARCH" WINEDEBUG="$WINEDEBUG" WINEDLLOVERRIDES="$WINEDLLOVERRIDES" \
-        ${LANE_ENV:-} wine "$@" </dev/null 2>&1 | cat  # Python dies if stdout is a regular file
+        ${LANE_ENV:-} "$@"
 }
+wine_run() { wine_env wine "$@" </dev/null > >(cat) 2>&1; }
 
 step "Wine and mingw-w64 from Debian"
 if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
@@ -104,8 +108,34 @@ LANE_ENV='ENVFORGE_WINE_PY38=C:\py38\python.exe'
 
 step "envforge's tests under Windows CPython 3.11"
 cd "$repo"
+log="$cache/pytest.log"
 status=0
-wine_run 'C:\py311\python.exe' -m pytest -p no:cacheprovider -q -rfE \
-    -m "not slow and not network and not gpu" "$@" || status=$?
+wine_env timeout "${ENVFORGE_WINE_TIMEOUT:-900}" wine 'C:\py311\python.exe' -m pytest \
+    -p no:cacheprovider -q -rfE \
+    -m "not slow and not network and not gpu" "$@" </dev/null > >(tee "$log") 2>&1 || status=$?
+# Anything a test left running in the prefix is a leak (and would outlive the lane): it gets
+# 30 s to end with the prefix's services, then it is killed and the lane fails.
+if ! timeout 30 wineserver -w; then
+    echo "wine lane: Windows processes still running after the tests; killing them"
+    wineserver -k || true
+    [ "$status" -ne 0 ] || status=1
+fi
+sleep 1  # tee's last lines
 step "done (pytest exit status $status)"
+# The counts line must be there and say something ran; with no test selection given, the
+# end-to-end Windows tests must all have run and passed, not been skipped.
+counts="$(tr -d '\r' <"$log" | grep -E '^windows lane: [0-9]+ passed' | tail -1 || true)"
+e2e="$(tr -d '\r' <"$log" | grep -E '^windows e2e: ' | tail -1 || true)"
+if [ -z "$counts" ]; then
+    echo "wine lane: FAILED: no counts line (pytest did not get to its summary)"; exit 1
+fi
+if [[ "$counts" =~ ^windows\ lane:\ 0\ passed ]]; then
+    echo "wine lane: FAILED: no test passed"; exit 1
+fi
+if [ "$#" -eq 0 ] && ! [[ "$e2e" =~ ^windows\ e2e:\ [1-9][0-9]*\ passed\ /\ 0\ skipped\ /\ 0\ failed ]]; then
+    echo "wine lane: FAILED: the end-to-end Windows tests did not all run and pass: ${e2e:-none}"
+    [ "$status" -ne 0 ] || status=1
+fi
+echo "$counts"
+echo "$e2e"
 exit "$status"

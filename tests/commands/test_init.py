@@ -66,6 +66,18 @@ def test_conda_files_become_a_pypi_spec(tmp_path: Path) -> None:
         in out.read_text()
 
 
+def test_no_git_installed_is_no_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine without git (Windows, a project downloaded as a zip): nothing to date the
+    project by, not a failure."""
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    out = tmp_path / "env.toml"
+    assert main(["init", str(DATA / "condaenv"), "-o", str(out), "--offline"]) == 0, \
+        capsys.readouterr().err
+    assert "numpy==1.19.5" in load_spec(out).for_platform("linux-64").pypi.packages
+
+
 @pytest.mark.parametrize("target", ["missing", "empty"])
 def test_bad_input_is_exit_2(tmp_path: Path, target: str,
                              capsys: pytest.CaptureFixture[str]) -> None:

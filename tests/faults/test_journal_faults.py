@@ -92,26 +92,34 @@ def test_rollback_while_an_orphaned_tool_still_writes(tmp_path: Path) -> None:
         Transaction(journal, "prefix").adopt_tree(prefix)
         (prefix / "site-packages").mkdir(parents=True)
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(prefix)])
-        while sum(1 for _ in prefix.rglob("*.py")) < 200:
-            time.sleep(0.01)
-        rollback(journal)
-        assert writer.wait(timeout=60) == 0
+        try:
+            while sum(1 for _ in prefix.rglob("*.py")) < 200:
+                time.sleep(0.01)
+            rollback(journal)
+            assert writer.wait(timeout=60) == 0
+        finally:
+            writer.kill()  # a failure must not leave it writing (and a Windows lane waiting)
+            writer.wait()
         assert not prefix.exists()
         count("journal: rollback while an orphan writes into the env")
 
 
 def test_the_journal_is_opened_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On Windows a text-mode descriptor turns b"\\n" into b"\\r\\n" and the byte counts that
-    cut a torn tail go wrong: the open must ask for O_BINARY where it exists."""
-    flag = 0x40000000
-    monkeypatch.setattr(os, "O_BINARY", flag, raising=False)
+    cut a torn tail go wrong: the open must ask for O_BINARY where it exists. On Windows the
+    real flag is checked by the file's size; elsewhere a stand-in flag is, by the flags."""
     real_open, seen = os.open, []
+    if hasattr(os, "O_BINARY"):
+        flag, strip = os.O_BINARY, 0
+    else:
+        flag = strip = 0x40000000
+        monkeypatch.setattr(os, "O_BINARY", flag, raising=False)
 
-    def text_mode_open(path: str, flags: int, mode: int = 0o777) -> int:
+    def recording_open(path: str, flags: int, mode: int = 0o777) -> int:
         seen.append(flags)
-        return real_open(path, flags & ~flag, mode)
+        return real_open(path, flags & ~strip, mode)
 
-    monkeypatch.setattr(os, "open", text_mode_open)
+    monkeypatch.setattr(os, "open", recording_open)
     journal = Journal(tmp_path / "state")
     Transaction(journal, "demo").begin()
     appends = [f for f in seen if f & os.O_APPEND]

@@ -91,6 +91,10 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("version", "pypi-version-other"): _replace('version = "1.19.5"\n', 'version = "1.19.4"\n'),
     ("version", "python"): _replace('python = "3.7"\n\n[[platforms.linux-64.deb]]',
                                     'python = "3.07"\n\n[[platforms.linux-64.deb]]'),
+    ("python", "suite-group-3.11"): _append("platforms.linux-64.suite", 'python = "3.11.9"'),
+    ("python", "wheel-cp311"): _replace(f'filename = "{NUMPY}"',
+                                        'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64'
+                                        '.whl"'),
     ("hash", "sha256-short"): _replace('sha256 = "63d38775d20c425c1f00914b52167ae0e3b4639facdb'
                                        '0aa734877279fb716fbb"', 'sha256 = "63d38775"'),
     ("hash", "sha256-upper"): _replace('sha256 = "63d38775d20c425c1f00914b52167ae0e3b4639facdb'
@@ -145,9 +149,19 @@ def _project(tmp_path: Path, lock_text: str) -> tuple[Path, Path]:
     return spec, tmp_path / "locks" / "theano-cpu.lock"
 
 
-def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b""
+def _tree(root: Path, base: Path | None = None) -> dict[str, bytes]:
+    return {str(p.relative_to(base or root)): p.read_bytes() if p.is_file() else b""
             for p in root.rglob("*")}
+
+
+def _watched(sandbox: Path, case: Path) -> dict[str, bytes]:
+    """What one case's apply could write to: its own folder, envforge's home, the user's home
+    and the sandbox's top level (not the earlier cases' folders: walking them every time made
+    the test quadratic, 70 s of its 80 under Wine; the whole sandbox is compared once at the
+    end)."""
+    tops = {f"top:{p.name}": b"" for p in sandbox.iterdir()}
+    return {**tops, **{k: v for root in (case, sandbox / "home", sandbox / "user")
+                       if root.exists() for k, v in _tree(root, sandbox).items()}}
 
 
 @pytest.fixture
@@ -170,20 +184,23 @@ def test_every_tampered_lock_is_refused_before_anything_is_written(
         sandbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
     refused: Counter[str] = Counter()
     failures: list[str] = []
+    expected = _tree(sandbox)
     for (field_class, name), mutate in MUTATIONS.items():
         case = sandbox / f"{field_class}-{name}"
         case.mkdir()
         spec, lock = _project(case, mutate(_LOCK_TEXT))
-        before = _tree(sandbox)
+        expected.update(_tree(case, sandbox), **{str(case.relative_to(sandbox)): b""})
+        before = _watched(sandbox, case)
         code = main(["apply", str(spec), "--yes", "--prefix", str(case / "env")])
         err = capsys.readouterr().err
-        after = _tree(sandbox)
+        after = _watched(sandbox, case)
         one_line = err.count("\n") == 1 and re.search(rf"{re.escape(str(lock))}(:\d+)?: ", err)
         if code == 2 and one_line and after == before:
             refused[field_class] += 1
         else:
             failures.append(f"{field_class}/{name}: exit {code}, {err.strip()[:200]!r}, "
                             f"{sorted(set(after) - set(before))[:3]} written")
+    assert _tree(sandbox) == expected  # nothing written into an earlier case's folder either
     for outside in ("/tmp/outside", "/tmp/envforge-outside", "/tmp/envforge-tamper-outside.deb"):
         assert not Path(outside).exists()
     total = sum(refused.values())

@@ -422,6 +422,7 @@ def test_sigkill_at_random_moments_then_rollback_restores_the_tree(tmp_path: Pat
         assert snapshot(root) == before, f"attempt {attempt}"
 
 
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
 def test_a_link_inside_the_archive_that_leads_outside_once_installed_is_refused(
         tmp_path: Path) -> None:
     """Issue 10 #11: ``cuda/lib64/x -> ../../toplevel.so`` stays inside the archive, but

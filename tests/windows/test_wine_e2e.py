@@ -183,15 +183,14 @@ _CHILD = textwrap.dedent("""
     from envforge.journal import Journal
     from tests.windows.test_wine_e2e import context, steps
 
-    tmp, root, archive, pause_after = sys.argv[1:]
-    # Test-only: stop right after journal entry N is durable, so the parent kills there.
-    real_append, written = Journal.append, 0
-    def append(self, *args, **kwargs):
-        global written
-        entry = real_append(self, *args, **kwargs)
-        written += 1
-        if written == int(pause_after):
-            print("paused", flush=True)
+    tmp, root, archive, pause_step, pause_op = sys.argv[1:]
+    # Test-only: stop right after the first journal entry of that step and op is durable, so
+    # the parent kills there (by name: how many entries a step writes is not this test's).
+    real_append = Journal.append
+    def append(self, step, op, **kwargs):
+        entry = real_append(self, step, op, **kwargs)
+        if (step, op) == (pause_step, pause_op):
+            print("paused", entry.seq, flush=True)
             time.sleep(600)
         return entry
     Journal.append = append
@@ -200,27 +199,36 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize(("pause", "done_before"), [
+    (("cudnn", "step-done"), {"cudnn"}),  # between two steps
+    (("user-path", "registry"), {"cudnn", "theanorc"}),  # the old PATH saved, not yet replaced
+], ids=["between-steps", "inside-user-path"])
 def test_killed_in_the_middle_of_apply_then_resumed_then_rolled_back(
-        tmp_path: Path, host: tuple[Path, Path, Path]) -> None:
+        tmp_path: Path, host: tuple[Path, Path, Path], pause: tuple[str, str],
+        done_before: set[str]) -> None:
     cuda_root, archive, theanorc = host
     before = tree(cuda_root)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), str(cuda_root),
-                              str(archive), "7"], stdout=subprocess.PIPE, text=True,
+                              str(archive), *pause], stdout=subprocess.PIPE, text=True,
                              env=env, cwd=REPO)
     try:
         assert child.stdout is not None
-        assert child.stdout.readline().strip() == "paused"
+        word, seq = child.stdout.readline().split()
+        assert word == "paused"
         child.kill()  # TerminateProcess: no cleanup runs, as with a power cut
     finally:
+        child.kill()
         child.wait()
     journal = Journal(tmp_path / "state")
-    assert len(journal.entries()) == 7 and journal.completed_steps() == {"cudnn"}
+    entries = journal.entries()
+    assert len(entries) == int(seq) and (entries[-1].step, entries[-1].op) == pause
+    assert journal.completed_steps() == done_before
 
     ctx = context(tmp_path, cuda_root, archive)
     ran = execute(ctx, steps(archive), record={"spec": "wine-e2e"})  # the resume
 
-    assert "user-path" in ran
+    assert "user-path" in ran and not set(ran) & done_before
     assert all(not s.describe(ctx) for s in steps(archive))
     assert WinRegistry().get(USER_ENVIRONMENT, "Path") == (
         f"{cuda_root / 'bin'};{USER_PATH}", REG_EXPAND_SZ)

@@ -21,6 +21,7 @@ from envforge.doctor.rules.common import (
 )
 from envforge.doctor.rules.cudnn import header_evidence, theano_cudnn
 from envforge.knowledge import cudnn_version_code, knowledge
+from envforge.platforms import Os, TargetPlatform
 
 
 def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -33,8 +34,7 @@ def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
             {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
         return
     root = facts.theano_cuda_root
-    windows = facts.platform == "win-64"
-    include = None if root is None else _join(root, "include", windows)
+    include = None if root is None else _join(root, "include", facts.target)
     if include is not None and include in facts.cudnn_headers:
         return
     with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
@@ -57,8 +57,8 @@ def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
         source=row.source)
 
 
-def _join(root: str, name: str, windows: bool) -> str:
-    sep = "\\" if windows and "\\" in root else "/"
+def _join(root: str, name: str, target: TargetPlatform) -> str:
+    sep = "\\" if target.os is Os.WINDOWS and "\\" in root else "/"
     return root.rstrip("/\\") + sep + name
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import assert_never
 
 from envforge.journal import Transaction
 from envforge.knowledge import reference_theano
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.flags import render_theanorc
 from envforge.packs.theano.section import theano_section
+from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Change, StepContext, text_digest
 
 
@@ -28,7 +30,8 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
     locked = theano_expect(ctx.lock.expect).flags
     flags = {k: v.replace("{prefix}", prefix) for k, v in locked.items()}
     compiler = ctx.pspec.compiler
-    if ctx.platform == "win-64" and compiler is not None and compiler.kind == "mingw-w64":
+    if PLATFORMS[ctx.platform].os is Os.WINDOWS and compiler is not None \
+            and compiler.kind == "mingw-w64":
         from envforge.steps.compiler import mingw_gxx
 
         flags.setdefault("cxx", str(mingw_gxx(ctx)))
@@ -38,11 +41,16 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
 def theanorc_target(ctx: StepContext) -> Path:
     if theano_section(ctx.pspec).theanorc == "env":
         return Path(ctx.layout.theanorc)
-    if ctx.platform == "win-64":
-        from envforge.host.windows import theanorc_paths
+    target = PLATFORMS[ctx.platform]
+    match target.os:
+        case Os.WINDOWS:
+            from envforge.host.windows import theanorc_paths
 
-        return Path(theanorc_paths(ctx.platform, dict(ctx.environ)).write_to)
-    return ctx.home / ".theanorc"
+            return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
+        case Os.LINUX:
+            return ctx.home / ".theanorc"
+        case _:
+            assert_never(target.os)
 
 
 def rendered(ctx: StepContext) -> str:

@@ -158,6 +158,7 @@ def test_preallocation_above_the_free_memory(tmp_path: Path) -> None:
     assert "config.preallocate-exceeds-free" not in ids(judge(look(tmp_path, env)))
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
 def test_preallocate_one_is_95_percent_not_one_megabyte(tmp_path: Path) -> None:
     """`if preallocate <= 1` is a fraction (capped 0.95): 1 asks for 5837 MiB of 6144."""
     nvidia_smi(tmp_path / "bin", query="NVIDIA GeForce GTX 1660 SUPER, 7.5, 6144 MiB, 2048 MiB\n")
