@@ -79,9 +79,10 @@ def test_uv_accepts_the_triple(target: TargetPlatform, tmp_path: Path) -> None:
 
     def compile_for(triple: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([uv_binary(), "pip", "compile", str(requirements), "--offline",
-                               "--no-cache", "--python-version", "3.7", "--python-platform",
+                               "--no-cache", "--no-config", "--python", sys.executable,
+                               "--python-version", "3.7", "--python-platform",
                                triple, "-q"], capture_output=True, text=True, timeout=60,
-                              check=False)
+                              check=False, cwd=tmp_path)  # not the repository's .venv
 
     assert compile_for(target.uv_triple).returncode == 0
     assert "invalid value" in compile_for(target.uv_triple + "-nope").stderr
