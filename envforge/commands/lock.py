@@ -44,13 +44,14 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     from envforge.lockplan import (
         build_record,
         expectations_for,
+        kernel_device,
         locked_artifacts,
         stack_versions,
         undeclared_expected,
         undeclared_missing,
     )
 
-    kernel_expectations_in_background(pspec.verify, pspec.theano.float_x)
+    kernel_expectations_in_background(pspec.verify, kernel_device(pspec)[1])
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
