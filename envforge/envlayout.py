@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
+from typing import assert_never
 
 from envforge.envvars import EnvEdit
 from envforge.lockfile import PlatformLock
-from envforge.spec import Platform
+from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 DEB_ROOT = "deb"  # Debian packages are unpacked under <prefix>/deb
 LINKS_DIR = "envforge-libs"  # unversioned library names libgpuarray and -l flags need
@@ -20,35 +21,45 @@ COMPILEDIR_IN_ENV = "theano-compiledir"
 
 @dataclass(frozen=True)
 class EnvLayout:
-    platform: Platform
+    platform: TargetPlatform
     kind: str
     prefix: PurePath
     python_minor: str
 
     @property
-    def windows(self) -> bool:
-        return self.platform == "win-64"
-
-    @property
     def python(self) -> PurePath:
-        if self.windows:
-            return self.prefix / ("python.exe" if self.kind == "conda" else "Scripts/python.exe")
-        return self.prefix / "bin" / "python"
+        match self.platform.os:
+            case Os.WINDOWS:
+                return self.prefix / ("python.exe" if self.kind == "conda"
+                                      else "Scripts/python.exe")
+            case Os.LINUX:
+                return self.prefix / "bin" / "python"
+            case _:
+                assert_never(self.platform.os)
 
     @property
     def site_packages(self) -> PurePath:
-        if self.windows:
-            return self.prefix / "Lib" / "site-packages"
-        return self.prefix / "lib" / f"python{self.python_minor}" / "site-packages"
+        match self.platform.os:
+            case Os.WINDOWS:
+                return self.prefix / "Lib" / "site-packages"
+            case Os.LINUX:
+                return self.prefix / "lib" / f"python{self.python_minor}" / "site-packages"
+            case _:
+                assert_never(self.platform.os)
 
     @property
     def bin_dirs(self) -> tuple[PurePath, ...]:
         p = self.prefix
-        if not self.windows:
-            return (p / "bin",)
-        if self.kind == "conda":
-            return (p / "Library" / "mingw-w64" / "bin", p, p / "Library" / "bin", p / "Scripts")
-        return (p / "Scripts",)
+        match self.platform.os:
+            case Os.WINDOWS if self.kind == "conda":
+                return (p / "Library" / "mingw-w64" / "bin", p, p / "Library" / "bin",
+                        p / "Scripts")
+            case Os.WINDOWS:
+                return (p / "Scripts",)
+            case Os.LINUX:
+                return (p / "bin",)
+            case _:
+                assert_never(self.platform.os)
 
     @property
     def deb_root(self) -> PurePath:
@@ -77,25 +88,39 @@ class EnvLayout:
         return self.deb_root / "usr" / "bin" / f"python{self.python_minor}"
 
 
-def layout_for(platform: Platform, kind: str, prefix: Path | str, python: str) -> EnvLayout:
+def layout_for(platform: Platform | TargetPlatform, kind: str, prefix: Path | str,
+               python: str) -> EnvLayout:
     minor = ".".join(python.split(".")[:2])
-    root: PurePath = PureWindowsPath(prefix) if platform == "win-64" else Path(prefix)
-    return EnvLayout(platform=platform, kind=kind, prefix=root, python_minor=minor)
+    target = platform_of(platform)
+    match target.os:
+        case Os.WINDOWS:
+            root: PurePath = PureWindowsPath(prefix)
+        case Os.LINUX:
+            root = Path(prefix)
+        case _:
+            assert_never(target.os)
+    return EnvLayout(platform=target, kind=kind, prefix=root, python_minor=minor)
 
 
 def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
               cuda_root: PurePath | None = None) -> tuple[EnvEdit, ...]:
     """The variables an activated environment needs: PATH, library path, THEANORC."""
-    sep = ";" if layout.windows else ":"
+    target = layout.platform
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
         paths.append(str(cuda_root / "bin"))
-    edits = [EnvEdit(name="PATH", op="prepend", value=sep.join(paths))]
-    if not layout.windows:
-        libs = [str(layout.links_dir)]
-        if lock.deb:
-            libs += [str(d) for d in layout.deb_lib_dirs]
-        edits.append(EnvEdit(name="LD_LIBRARY_PATH", op="prepend", value=sep.join(libs)))
+    edits = [EnvEdit(name="PATH", op="prepend", value=target.pathsep.join(paths))]
+    match target.os:
+        case Os.WINDOWS:
+            pass  # DLLs load from PATH (the library path there), set above
+        case Os.LINUX:
+            libs = [str(layout.links_dir)]
+            if lock.deb:
+                libs += [str(d) for d in layout.deb_lib_dirs]
+            edits.append(EnvEdit(name=target.library_path_var, op="prepend",
+                                 value=target.pathsep.join(libs)))
+        case _:
+            assert_never(target.os)
     if theanorc_in_env:
         edits.append(EnvEdit(name="THEANORC", op="set", value=str(layout.theanorc)))
     return tuple(edits)

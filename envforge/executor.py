@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,11 +49,9 @@ def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> li
     """Roll back everything the journal recorded, and forget the environment.
 
     With ``spec``, only the spec that applied it may (``force``: whichever asks)."""
-    registry = None
-    if sys.platform == "win32":  # pragma: no cover - the user PATH lives in the registry
-        from envforge.host.windows import WinRegistry
+    from envforge.host.windows import host_registry
 
-        registry = WinRegistry()
+    registry = host_registry()  # on Windows: the user PATH lives in the registry
     with env_lock(state_dir):
         if spec is not None and not force:
             check_owner(state_dir, spec, None)

@@ -14,6 +14,7 @@ import tomli_w
 from envforge import __version__
 from envforge.errors import InputError
 from envforge.lockfile import Lockfile
+from envforge.platforms import PLATFORMS
 from envforge.spec import Platform
 
 ExportFormat = Literal["conda-lock", "pylock", "requirements", "explicit"]
@@ -72,7 +73,7 @@ def explicit_txt(lock: Lockfile, platform: Platform) -> str:
 def pylock_toml(lock: Lockfile, platform: Platform) -> str:
     """PEP 751 ``pylock.toml`` for one platform, with each package's one file."""
     plock = lock.platforms[platform]
-    marker = 'sys_platform == "win32"' if platform == "win-64" else 'sys_platform == "linux"'
+    marker = f'sys_platform == "{PLATFORMS[platform].sys_platform}"'
     packages: list[dict[str, Any]] = []
     for file in plock.pypi:
         entry: dict[str, Any] = {"name": file.name, "version": file.version}

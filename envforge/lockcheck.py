@@ -3,7 +3,8 @@
 The models already refuse malformed values (names, versions, paths, hashes, ranges). What a
 model cannot see is a well-formed lock that says something its spec does not: an entry
 removed or listed twice, a platform's environment kind or Theano flags that the spec would
-not give, versions verify would expect that the locked files do not carry. Each of those is
+not give, versions verify would expect that the locked files do not carry, a group resolved
+for another Python than the environment's (a textual merge of two locks). Each of those is
 recomputed from the spec, offline, and any difference is one SpecError naming the lock's
 line and key (exit 2) before anything is written.
 """
@@ -14,11 +15,12 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import SpecError
-from envforge.lockfile import Lockfile, PlatformLock
-from envforge.spec import PlatformSpec, Spec
+from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
+from envforge.platforms import PLATFORMS
+from envforge.spec import Platform, PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
 _CONDA_NAME = re.compile(r"^\s*([A-Za-z0-9_][A-Za-z0-9._-]*)")
@@ -80,7 +82,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
             match = _CONDA_NAME.match(requirement)
             if match and match[1] not in have_conda:
                 raise fail((*at, "conda"), f"no entry for {match[1]}, which the spec requires")
-    if pspec.debian is not None and pspec.platform == "linux-64":
+    if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         have_deb = {d.name for d in plock.deb}
         for name in pspec.debian.packages:
             if name not in have_deb:
@@ -93,6 +95,8 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
                    f"({dict(sorted(versions.items()))})")
     if plock.python != versions.get("python", pspec.python.version):
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
+    _check_group_python(plock, pspec.platform, at, fail)
+    _check_build(pspec, plock, at, fail)
     flags = expected_flags(pspec, versions.get("theano"))
     if expect.theano_flags != flags:
         wrong = sorted(set(expect.theano_flags.items()) ^ set(flags.items()))[0][0]
@@ -106,6 +110,67 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         if getattr(expect, key) != wanted:
             raise fail((*at, "expect", key), f"{getattr(expect, key)!r} but the spec says "
                        f"{wanted!r}")
+
+
+def _check_group_python(plock: PlatformLock, platform: Platform, at: KeyPath,
+                        fail: Fail) -> None:
+    """Every group resolved for the environment's Python: by the version each group records
+    (``pypi_python``, ``suite.python``) and, for locks that record none, by the wheels' tags
+    (a ``cp311`` wheel in a 3.9 environment; a pure wheel's Python only a record can tell)."""
+    from envforge.resolve.pypi import target_tags
+
+    minor = _minor(plock.python)
+    if plock.pypi_python is not None and _minor(plock.pypi_python) != minor:
+        raise fail((*at, "pypi_python"), f"PyPI was resolved for Python {plock.pypi_python}, "
+                   f"and the environment has Python {plock.python}")
+    suite = plock.suite
+    if suite is not None and suite.python is not None and (
+            _minor(suite.python) != minor
+            or (plock.pypi_python is not None and suite.python != plock.pypi_python)):
+        raise fail((*at, "suite", "python"), f"the test group was resolved for Python "
+                   f"{suite.python}, and the environment's PyPI packages for Python "
+                   f"{plock.pypi_python or plock.python}")
+    accepted = set(target_tags(platform, minor))
+    groups: list[tuple[KeyPath, tuple[LockedPypiFile, ...]]] = [((*at, "pypi"), plock.pypi)]
+    if suite is not None:
+        groups.append(((*at, "suite", "runner"), suite.runner))
+    for where, files in groups:
+        for index, f in enumerate(files):
+            if f.kind != "wheel":
+                continue
+            try:
+                tags = parse_wheel_filename(f.filename)[3]
+            except InvalidWheelFilename:
+                raise fail((*where, index, "filename"), "is not a wheel file name") from None
+            if accepted.isdisjoint(tags):
+                shown = ", ".join(sorted(str(t) for t in tags))
+                raise fail((*where, index, "filename"), f"is a wheel for {shown}, which "
+                           f"Python {plock.python} on {platform} cannot install (this group "
+                           "was resolved for another Python or platform)")
+
+
+def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
+    """The build table is what the spec gives: a build constraint edited out of the lock
+    would build an sdist with what the spec forbids. A lock written before the table was
+    recorded has none, and passes where the spec constrains no build."""
+    from envforge.lockplan import build_record
+
+    wanted = build_record(pspec, plock.pypi)
+    if plock.build is None:
+        if wanted is not None and wanted.constraints:
+            raise fail(at, "no build table, and the spec's build_constraints must shape the "
+                       "build of its sdists")
+        return
+    if wanted is None:
+        raise fail((*at, "build"), "a build table, and the lock has no sdist to build")
+    for key in ("constraints", "index", "find_links", "extra_indexes"):
+        if getattr(plock.build, key) != getattr(wanted, key):
+            raise fail((*at, "build", key), f"{getattr(plock.build, key)!r} but the spec "
+                       f"gives {getattr(wanted, key)!r}")
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
 
 
 def _unique(names: list[str], at: KeyPath, fail: Fail, *, key: str = "name") -> None:

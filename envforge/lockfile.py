@@ -47,6 +47,21 @@ class BuiltWheelHash(Frozen):
 
     filename: FileName
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+    # What the build environment held (``name==version``, as the build installed it): a
+    # rebuild is pinned to it, and the lock says which build requirements made the wheel.
+    build_requires: tuple[str, ...] = ()
+
+
+class PypiBuild(Frozen):
+    """How a platform's locked sdists are built into wheels wherever envforge builds one
+    (apply online, bundle): the spec's ``build_constraints`` and where build requirements
+    come from, recorded at lock time so that a build from the lock alone is the one the spec
+    asked for. Locks written before it have none: PyPI, no constraints."""
+
+    constraints: tuple[str, ...] = ()
+    index: str  # as the spec gives them (LockMeta's index and find-links have the same shape)
+    find_links: tuple[str, ...] = ()
+    extra_indexes: tuple[str, ...] = ()
 
 
 class LockedPypiFile(Frozen):
@@ -167,6 +182,9 @@ class SuiteLock(Frozen):
 
     distribution: str
     runner: tuple[LockedPypiFile, ...] = Field(min_length=1)
+    # The full Python version the runner was resolved for (None in locks written before it
+    # was recorded: lockcheck then judges by the wheels' tags alone).
+    python: str | None = Field(default=None, pattern=r"^3\.\d+(\.\d+)?$")
 
 
 class PlatformLock(Frozen):
@@ -182,6 +200,7 @@ class PlatformLock(Frozen):
     expect: Expectations
     suite: SuiteLock | None = None
     pypi_python: str | None = None  # the full Python version PyPI was resolved for
+    build: PypiBuild | None = None  # where an sdist is locked: how it is built
 
 
 class LockMeta(Frozen):

@@ -17,6 +17,7 @@ from envforge.lockfile import (
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
+    PypiBuild,
 )
 from envforge.spec import PlatformSpec
 
@@ -89,6 +90,16 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
             continue
         missing.append(row)
     return tuple(missing)
+
+
+def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBuild | None:
+    """How the platform's sdists are built, where it has one: the spec's build constraints
+    and the sources build requirements come from (the resolution's own)."""
+    if not any(f.kind == "sdist" for f in pypi):
+        return None
+    section = pspec.pypi
+    return PypiBuild(constraints=section.build_constraints, index=section.index,
+                     find_links=section.find_links, extra_indexes=section.extra_indexes)
 
 
 def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:

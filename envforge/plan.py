@@ -6,10 +6,10 @@ from observing the host (``describe``), which never changes anything.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Frozen
 from envforge.steps.base import Change, Step, StepContext
 
@@ -77,11 +77,11 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             steps.append(LibgpuarrayLinksStep())
     steps.append(TheanorcStep())
     steps.append(ActivationStep())
-    if ctx.platform == "win-64" and pspec.path.scope == "user":
-        if registry is None and sys.platform == "win32":
-            from envforge.host.windows import WinRegistry
+    if PLATFORMS[ctx.platform].os is Os.WINDOWS and pspec.path.scope == "user":
+        if registry is None:
+            from envforge.host.windows import host_registry
 
-            registry = WinRegistry()
+            registry = host_registry()
         if registry is not None:
             from envforge.steps.userpath import UserPathStep
 

@@ -18,11 +18,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from envforge import platforms as _platforms
 from envforge.errors import SpecError
+from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
-Platform = Literal["win-64", "linux-64"]
-PLATFORMS: tuple[Platform, ...] = ("win-64", "linux-64")
+PLATFORMS: tuple[Platform, ...] = tuple(_platforms.PLATFORMS)  # names, in the model's order
 PYPI_SIMPLE = "https://pypi.org/simple"
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 MAX_REPEATS = 1000

@@ -47,7 +47,7 @@ KEYS: dict[str, tuple[str, str]] = {
                          "(uv's --constraint)", '["numpy<1.20"]'),
     "pypi.overrides": ("requirement lines that replace every package's requirement on that "
                        "name (uv's --override)", '["protobuf<4"]'),
-    "pypi.build_constraints": ("pins for what sdist builds install, at lock and apply",
+    "pypi.build_constraints": ("pins for what sdist builds install: lock, apply, bundle",
                                '["Cython==0.29.14"]'),
     "pypi.only_binary": ("packages (or \":all:\") taken only as wheels", '["numpy"]'),
     "pypi.no_binary": ("packages (or \":all:\") installed from their sdist", '["gensim"]'),

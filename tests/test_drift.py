@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.drift import find_drift
+from envforge.drift import Drift, drift_rows, find_drift
 from envforge.lockfile import LockedPypiFile
 
 
@@ -49,6 +49,37 @@ def test_extra_other_version_modified_and_missing(tmp_path: Path) -> None:
     assert drift.modified == ["six: six.py"] and drift.missing == ["scipy"]
     (tmp_path / "six.py").unlink()
     assert find_drift(tmp_path, lock).modified == ["six: six.py"]
+
+
+def test_a_conda_part_under_another_name_is_not_extra_but_a_hand_install_is(
+        tmp_path: Path) -> None:
+    """conda's ``pytorch`` installs ``torch-*.dist-info``: its installer marks it conda's;
+    only where the lock has conda packages is that mark trusted."""
+    _dist(tmp_path, "torch", "1.4.0", {"torch/__init__.py": "t\n"})
+    (tmp_path / "torch-1.4.0.dist-info" / "INSTALLER").write_text("conda\n")
+    _dist(tmp_path, "toml", "0.10.2", {"toml/__init__.py": "t\n"})
+    (tmp_path / "toml-0.10.2.dist-info" / "INSTALLER").write_text("uv\n")
+    assert find_drift(tmp_path, [], also_expected=["pytorch"]).extra == ["toml 0.10.2"]
+    assert find_drift(tmp_path, []).extra == ["toml 0.10.2", "torch 1.4.0"]
+
+
+def test_versions_compare_as_versions(tmp_path: Path) -> None:
+    _dist(tmp_path, "lasagne", "0.2.dev1", {"lasagne/__init__.py": "l\n"})
+    assert find_drift(tmp_path, [_locked("Lasagne", "0.2.dev01")]).clean
+
+
+def test_each_kind_of_drift_fails_its_verify_row_with_the_fix() -> None:
+    clean = drift_rows(Drift(), sync="envforge apply s.toml --sync")
+    assert [(r.name, r.status) for r in clean] == [
+        ("drift.versions", "pass"), ("drift.files", "pass"), ("drift.extra", "pass")]
+    drift = Drift(extra=[f"x{i} 1" for i in range(7)], other_version=["numpy: locked 1, found 2"],
+                  modified=["six: six.py"], missing=["scipy"])
+    rows = {r.name: r for r in drift_rows(drift, sync="envforge apply s.toml --sync")}
+    assert all(r.status == "fail" and "`envforge apply s.toml --sync`" in r.why
+               for r in rows.values())
+    assert rows["drift.versions"].found == "numpy: locked 1, found 2; scipy: missing"
+    assert rows["drift.files"].found == "six: six.py"
+    assert rows["drift.extra"].found == "x0 1; x1 1; x2 1; x3 1; x4 1; and 2 more"
 
 
 SPEC = """\

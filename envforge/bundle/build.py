@@ -51,11 +51,11 @@ from envforge.lockfile import (
     load_lock,
     write_lock,
 )
+from envforge.platforms import PLATFORMS, host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
 
 MiB = 1 << 20
-_UV_PLATFORM = {"linux-64": "x86_64-manylinux_2_17", "win-64": "x86_64-pc-windows-msvc"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ class Item:
     ref: FileRef | None = None
     local: Path | None = None
     built_from: BuiltFrom | None = None
+    build_requires: tuple[str, ...] = ()  # a built wheel's: its build environment
 
 
 def find_spec(lock_path: Path, lock: Lockfile) -> Path:
@@ -96,17 +97,13 @@ def find_spec(lock_path: Path, lock: Lockfile) -> Path:
                      f"{', '.join(str(c) for c in candidates)}); a bundle carries it")
 
 
-def host_platform() -> Platform:
-    return "win-64" if sys.platform == "win32" else "linux-64"
-
-
 def pick_platform(lock: Lockfile, lock_path: Path, wanted: Platform | None) -> Platform:
     if wanted is not None:
         if wanted not in lock.platforms:
             raise InputError(f"{lock_path} has no {wanted} section (it has "
                              f"{', '.join(lock.platforms)})")
         return wanted
-    host = host_platform()
+    host = host_platform().name
     if host in lock.platforms:
         return host
     if len(lock.platforms) == 1:
@@ -254,7 +251,7 @@ def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
         items.append(Item(f"{FOLDERS['envforge']}/{own.name}", "envforge", "envforge",
                           "envforge", __version__, sha256_file(own), local=own))
         wheels_info = EnvforgeWheels(
-            python=request.envforge_python, platform=_UV_PLATFORM[platform],
+            python=request.envforge_python, platform=PLATFORMS[platform].uv_triple,
             folder=FOLDERS["envforge"],
             install=f"python3 -m pip install --no-index --find-links BUNDLE/"
                     f"{FOLDERS['envforge']} envforge")
@@ -281,7 +278,7 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
     """envforge's dependencies as wheels for the Python envforge will run on there."""
     root = envforge_source_root()  # before any download: a non-checkout fails fast
     ui.info(f"resolving envforge's dependencies for Python {request.envforge_python} "
-            f"({_UV_PLATFORM[platform]})")
+            f"({PLATFORMS[platform].uv_triple})")
     return [Item(f"{FOLDERS['envforge']}/{f.filename}", "envforge", "dependency", f.name,
                  f.version, f.sha256, ref=FileRef(f.url, f.sha256, f.filename, f.size))
             for f in resolve_envforge_deps(root, python=request.envforge_python,
@@ -290,8 +287,9 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
 
 
 def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item]) -> Lockfile:
-    """The lock with each sdist's built wheel recorded (``built``); a wheel that differs from
-    one recorded before is refused: the lock, not the bundle, says what may be installed."""
+    """The lock with each sdist's built wheel recorded (``built``: its sha256 and its build
+    environment); a wheel that differs from one recorded before is refused: the lock, not
+    the bundle, says what may be installed."""
     plock = lock.platforms[platform]
     built = {i.built_from.sha256: i for i in items if i.built_from is not None}
     entries = []
@@ -306,7 +304,9 @@ def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item
                 f"records {f.built.sha256} (built with other build tools?): refusing it; to "
                 "trust the new build, delete that entry's `built` table from the lock")
         entries.append(f.model_copy(update={"built": BuiltWheelHash(
-            filename=PurePosixPath(item.dest).name, sha256=item.sha256)}))
+            filename=PurePosixPath(item.dest).name, sha256=item.sha256,
+            build_requires=f.built.build_requires if f.built is not None
+            and f.built.build_requires else item.build_requires)}))
     platforms = {**lock.platforms, platform: plock.model_copy(update={"pypi": tuple(entries)})}
     return lock.model_copy(update={"platforms": platforms})
 
@@ -325,13 +325,13 @@ def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform
         sdist = next(f for f in plock.pypi if f.sha256 == item.sha256)
         ui.info(f"building a wheel from {sdist.filename} for Python {plock.python}")
         built = build_sdist_wheel(sdist, item.local, target_python=plock.python, cache=cache,
-                                  environ=environ)
-        if not built.pure and platform != host_platform():
+                                  environ=environ, build=plock.build)
+        if not built.pure and platform != host_platform().name:
             raise EnvforgeError(f"{built.path.name} is not pure Python, and it was built on "
                                 f"this host, not {platform}")
         dest = f"{FOLDERS['pypi']}/{built.path.name}"
         kept.append(Item(dest, "pypi", "built-wheel", sdist.name, sdist.version, built.sha256,
-                         local=built.path,
+                         local=built.path, build_requires=built.build_requires,
                          built_from=BuiltFrom(filename=sdist.filename, sha256=sdist.sha256,
                                               python=built.python, pure=built.pure)))
         omitted.append(Omitted(filename=sdist.filename, sha256=sdist.sha256, source="pypi",

@@ -12,7 +12,11 @@ from pathlib import Path
 
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import read_manifest
-from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, check_built_wheel
+from envforge.bundle.wheels import (
+    build_sdist_wheel,
+    cached_built_wheel,
+    check_built_wheel,
+)
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError
 from envforge.host.archives import sha256_file
@@ -55,7 +59,7 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
         found_problems = _cache_problem(cache, ref)
         problems += found_problems
         if f.kind == "sdist":
-            built = cached_built_wheel(cache, f.sha256, ctx.lock.python)
+            built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build)
             if built is None:
                 problems.append(f"{f.filename}: no wheel built from it in the cache")
             elif not found_problems:
@@ -171,7 +175,7 @@ def _built_wheel(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, 
         built = read_manifest(ctx.bundle).built_wheel_for(sdist.sha256)
         if built is not None:
             return inside(ctx.bundle, built.path, what="bundle path")
-    cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python)
+    cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python, ctx.lock.build)
     if cached is not None:
         return cached.path
     if offline or archive is None:
@@ -179,4 +183,5 @@ def _built_wheel(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, 
                            f"{'bundle' if ctx.bundle else 'cache'}: build one with "
                            "`envforge bundle`, or apply online to build it")
     return build_sdist_wheel(sdist, archive, target_python=ctx.lock.python,
-                             cache=ctx.dirs.cache, environ=ctx.environ).path
+                             cache=ctx.dirs.cache, environ=ctx.environ,
+                             build=ctx.lock.build).path

@@ -1,16 +1,20 @@
 """Wheels a bundle carries that no index serves: ones built from locked sdists, and envforge's own.
 
 A closed host cannot build an sdist (no build backend to download), so the bundle builds it
-with the target's Python and carries the wheel. Built wheels are kept in envforge's cache
-under the sdist's sha256 with a record of their own sha256, which is what ``--offline`` and
-a rebuilt bundle reuse. When no Python of the target's minor version is found, another one
-may build the wheel only if the result is pure (``py3-none-any``): then nothing in it
-depends on the Python that built it.
+with the target's Python and carries the wheel. Every build of a locked sdist takes its build
+requirements as the lock says (``PypiBuild``: the spec's build constraints, its index and
+find-links; and, once recorded, the exact build environment of the first build), and
+reports what its build environment held. Built wheels are kept in envforge's cache under the
+sdist's sha256 with a record of their own sha256 and of the constraints they were built
+under, which is what ``--offline`` and a rebuilt bundle reuse. When no Python of the
+target's minor version is found, another one may build the wheel only if the result is pure
+(``py3-none-any``): then nothing in it depends on the Python that built it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tarfile
@@ -21,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 import envforge
 from envforge.errors import ArtifactError, EnvforgeError, InputError, StepError
@@ -29,12 +33,14 @@ from envforge.host import proc
 from envforge.host.archives import sha256_file
 from envforge.host.interpreters import Interpreter, find_interpreter, query_version
 from envforge.host.wheelinstall import check_fits
-from envforge.lockfile import LockedPypiFile
-from envforge.spec import Platform
+from envforge.lockfile import LockedPypiFile, PypiBuild
+from envforge.spec import PYPI_SIMPLE, Platform
 
 BUILT = "built"  # <cache>/built/<sdist sha256>/{<wheel>, built.json}
 RECORD = "built.json"
 REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip file can hold
+# uv's debug line for each install into a build environment: "Installing `a==1`, `b==2` in `…`"
+_UV_BUILD_INSTALL = re.compile(r"Installing ((?:`[^`]+`(?:, )?)+) in `")
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class BuiltWheel:
     sha256: str
     python: str  # the version that built it
     pure: bool
+    build_requires: tuple[str, ...] = ()  # what its build environment held (name==version)
 
 
 def is_pure(filename: str) -> bool:
@@ -59,13 +66,26 @@ def _version_tuple(minor: str) -> tuple[int, int]:
     return int(major), int(rest.split(".")[0])
 
 
-def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str) -> BuiltWheel | None:
-    """The cache's wheel for that sdist when it still hashes as recorded and fits the target."""
+def build_pins(sdist: LockedPypiFile, build: PypiBuild | None) -> tuple[str, ...]:
+    """The constraints a build of ``sdist`` runs under: the spec's (recorded in the lock),
+    then the build environment the lock records for that sdist, so a rebuild is the same."""
+    recorded = sdist.built.build_requires if sdist.built is not None else ()
+    return (*(build.constraints if build else ()), *recorded)
+
+
+def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str,
+                       build: PypiBuild | None = None) -> BuiltWheel | None:
+    """The cache's wheel for that sdist when it still hashes as recorded, fits the target and
+    was built under the spec's build constraints (other ones make another wheel; where the
+    lock records a built wheel's sha256, the caller checks that too)."""
     folder = cache / BUILT / sdist_sha256
     try:
         record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
         built = BuiltWheel(folder / record["filename"], str(record["sha256"]),
-                           str(record["python"]), bool(record["pure"]))
+                           str(record["python"]), bool(record["pure"]),
+                           tuple(str(r) for r in record.get("build_requires", ())))
+        if tuple(record.get("constraints", ())) != (build.constraints if build else ()):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not built.path.is_file() or sha256_file(built.path) != built.sha256:
@@ -128,15 +148,18 @@ def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[I
 
 
 def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
-                      cache: Path, environ: Mapping[str, str]) -> BuiltWheel:
-    """A wheel for the target built from the (verified) sdist, kept in the cache."""
-    cached = cached_built_wheel(cache, sdist.sha256, target_python)
+                      cache: Path, environ: Mapping[str, str],
+                      build: PypiBuild | None = None) -> BuiltWheel:
+    """A wheel for the target built from the (verified) sdist as the lock's ``build`` says,
+    kept in the cache with what its build environment held."""
+    cached = cached_built_wheel(cache, sdist.sha256, target_python, build)
     if cached is not None:
         return cached
     interpreter, exact = build_interpreter(target_python, environ)
+    pins = build_pins(sdist, build)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
-        wheel = build_wheel(archive, interpreter.executable, Path(tmp), environ=environ,
-                            cache=cache)
+        wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
+                             cache=cache, build=build, pins=pins)
         pure = is_pure(wheel.name)
         if not exact and not pure:
             raise StepError(f"{sdist.filename} builds a wheel for one Python only "
@@ -149,16 +172,27 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
         folder.mkdir(parents=True)
         target = folder / wheel.name
         shutil.move(wheel, target)
-    built = BuiltWheel(target, sha256_file(target), interpreter.version, pure)
+    built = BuiltWheel(target, sha256_file(target), interpreter.version, pure, used)
     (folder / RECORD).write_text(json.dumps(
         {"filename": target.name, "sha256": built.sha256, "python": built.python,
-         "pure": built.pure, "sdist": sdist.filename}, indent=2) + "\n", encoding="utf-8")
+         "pure": built.pure, "sdist": sdist.filename,
+         "constraints": list(build.constraints if build else ()), "pins": list(pins),
+         "build_requires": list(used)}, indent=2) + "\n", encoding="utf-8")
     return built
 
 
 def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],
                 cache: Path) -> Path:
-    """Build one wheel from an sdist or a source folder: uv when installed, else pip."""
+    """Build one wheel from an sdist or a source folder (envforge's own: PyPI, no pins)."""
+    return _build(source, python, out, environ=environ, cache=cache, build=None, pins=())[0]
+
+
+def _build(source: Path, python: Path, out: Path, *, environ: Mapping[str, str], cache: Path,
+           build: PypiBuild | None, pins: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+    """One wheel, in an isolated build environment whose requirements come from the lock's
+    index and find-links under ``pins``: uv when installed (which also says what it put in the
+    build environment), else pip (``PIP_CONSTRAINT`` reaches its build environment; what it
+    installed there is not reported)."""
     from envforge.resolve.pypi import uv_binary, uv_environ
 
     try:
@@ -168,17 +202,50 @@ def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, 
     env = uv_environ(environ) if uv is not None else dict(environ)
     # Fixed timestamps inside the wheel: the same sources give the same bytes and sha256.
     env.setdefault("SOURCE_DATE_EPOCH", REPRODUCIBLE_EPOCH)
+    out.mkdir(parents=True, exist_ok=True)
+    constraints = out / "build-constraints.txt"
+    constraints.write_text("".join(f"{line}\n" for line in pins), encoding="utf-8")
+    wheels_out = out / "wheel"
+    sources = build or PypiBuild(index=PYPI_SIMPLE)
+    used: tuple[str, ...] = ()
     if uv is not None:
         env["UV_CACHE_DIR"] = str(cache / "uv")
-        proc.run([uv, "build", "--wheel", "--no-config", "--python", str(python),
-                  "--out-dir", str(out), str(source)], env=env)
+        args = [uv, "build", "--wheel", "--no-config", "--verbose", "--python", str(python),
+                "--out-dir", str(wheels_out), "--index-url", sources.index]
+        for link in sources.find_links:
+            args += ["--find-links", link]
+        for extra in sources.extra_indexes:
+            args += ["--extra-index-url", extra]
+        if pins:
+            args += ["--build-constraints", str(constraints)]
+        done = proc.run([*args, str(source)], env=env)
+        used = build_environment(done.stderr)
     else:
-        proc.run([python, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(out),
-                  str(source)], env=env)
-    wheels = sorted(out.glob("*.whl"))
+        args = [str(python), "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels_out),
+                "--index-url", sources.index]
+        for link in sources.find_links:
+            args += ["--find-links", link]
+        for extra in sources.extra_indexes:
+            args += ["--extra-index-url", extra]
+        if pins:
+            env["PIP_CONSTRAINT"] = str(constraints)
+        proc.run([*args, str(source)], env=env)
+    wheels = sorted(wheels_out.glob("*.whl"))
     if len(wheels) != 1:
         raise StepError(f"building {source.name} gave {len(wheels)} wheels, not one")
-    return wheels[0]
+    return wheels[0], used
+
+
+def build_environment(uv_log: str) -> tuple[str, ...]:
+    """What uv installed into a build environment (``name==version``, sorted by name), from
+    its verbose log: each round (the backend's own requirements, then what its hooks ask
+    for) names the whole set it installs."""
+    found: dict[str, str] = {}
+    for match in _UV_BUILD_INSTALL.finditer(uv_log):
+        for pin in re.findall(r"`([^`]+)`", match[1]):
+            name = pin.split("==")[0]
+            found[canonicalize_name(name)] = pin
+    return tuple(found[name] for name in sorted(found))
 
 
 # -- envforge itself ---------------------------------------------------------------------------

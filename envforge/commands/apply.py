@@ -22,13 +22,10 @@ from envforge.lockcheck import check_lock
 from envforge.lockfile import LockedArtifact, load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.plan import Plan, build_steps, make_plan
+from envforge.platforms import host_platform
 from envforge.spec import Platform, Spec, load_spec
 from envforge.steps.base import Step, StepContext
 from envforge.ui import UI
-
-
-def host_platform() -> Platform:
-    return "win-64" if sys.platform == "win32" else "linux-64"
 
 
 def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
@@ -82,7 +79,7 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
     With ``check_sources`` and a bundle or ``offline``, every locked file is checked to be at
     hand and unaltered first (ArtifactError, exit 2, before anything changes)."""
     spec = load_spec(spec_path)
-    platform = host_platform()
+    platform = host_platform().name
     if platform not in spec.project.platforms:
         raise InputError(f"{spec_path}: this host is {platform}, which the spec does not target")
     lock_path = lock_path_for(spec_path, locks_dir)
@@ -231,7 +228,7 @@ def _confirm(ui: UI) -> bool:
 def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec = load_spec(args.spec)
     dirs = envforge_dirs()
-    prefix = (args.prefix or default_prefix(spec, dirs, host_platform())).absolute()
+    prefix = (args.prefix or default_prefix(spec, dirs, host_platform().name)).absolute()
     state = state_dir_for(dirs, spec.name, prefix)
     if not any((state / name).exists() for name in ("journal.jsonl", "applied.json")):
         ui.success(f"{args.spec}: nothing applied at {prefix}")

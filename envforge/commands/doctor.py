@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from envforge.commands import Common
-from envforge.commands.apply import default_prefix, host_platform, show_plan
+from envforge.commands.apply import default_prefix, show_plan
 from envforge.doctor import (
     Expected,
     Finding,
@@ -34,9 +34,10 @@ from envforge.doctor import (
 from envforge.doctor.model import Evidence, Fix, sort_findings
 from envforge.doctor.report import host_rows
 from envforge.errors import ExitCode, InputError
-from envforge.host.windows import RegistrySeam
+from envforge.host.windows import RegistrySeam, host_registry
 from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import envforge_dirs
+from envforge.platforms import host_platform
 from envforge.spec import Platform, load_spec
 from envforge.ui import UI
 
@@ -74,17 +75,13 @@ def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str
 
 
 def _registry() -> RegistrySeam | None:
-    if sys.platform == "win32":
-        from envforge.host.windows import WinRegistry
-
-        return WinRegistry()
-    return None
+    return host_registry()
 
 
 def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str],
             cwd: Path) -> tuple[HostFacts, tuple[Finding, ...], Expected | None]:
     """Observe this host and judge it; what ``envforge doctor`` shows."""
-    platform = host_platform()
+    platform = host_platform().name
     lock_findings: list[Finding] = []
     if spec is None:
         expected, env_prefix = None, prefix

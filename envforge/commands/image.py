@@ -17,6 +17,7 @@ from envforge.commands import Common
 from envforge.errors import ExitCode, InputError
 from envforge.host import containers
 from envforge.image import ImageRecipe, apptainer_definition, containerfile, recipe_for
+from envforge.platforms import PLATFORMS, Os
 from envforge.ui import UI
 
 CONTAINERFILE = "Containerfile"
@@ -33,7 +34,7 @@ def run_image(args: argparse.Namespace, ui: UI) -> int:
         raise InputError(f"{bundle}: the image installs envforge from the bundle: make it with "
                          f"`envforge bundle LOCK -o DIR --with-envforge --envforge-python X.Y` "
                          f"(X.Y the base image's Python)")
-    if manifest.platform != "linux-64":
+    if PLATFORMS[manifest.platform].os is not Os.LINUX:  # OCI images here are Linux ones
         raise InputError(f"{bundle}: images are linux-64; this bundle is {manifest.platform}")
     recipe = recipe_for(manifest, base=args.base, tag=args.tag)
     context = Path(args.output or f"{bundle}.image").absolute()

@@ -25,6 +25,7 @@ from envforge.lockfile import (
     lock_path_for,
     write_lock,
 )
+from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.lockplan import (
+        build_record,
         expectations_for,
         locked_artifacts,
         stack_versions,
@@ -51,7 +53,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None)
-    if pspec.debian is not None and pspec.platform == "linux-64":
+    if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.resolve.deb import resolve_debs
 
         resolution = resolve_debs(pspec.debian, pspec.platform)
@@ -83,7 +85,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                              f"{row.module} ({row.imported_at}) without declaring it"
                              for row in missing)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"))
+    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -93,13 +95,15 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         expect=expectations_for(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
+        build=build_record(pspec, pypi),
     )
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
-               theano: str | None) -> SuiteLock | None:
+               theano: str | None, *, python: str | None = None) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
-    shared dependency keeps the environment's version (and is left to it); None where the
+    shared dependency keeps the environment's version (and is left to it), for the Python
+    PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
     knowledge base knows no suite for the release or its sdist is not locked."""
     from packaging.utils import canonicalize_name
 
@@ -112,11 +116,12 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
     distribution = canonicalize_name(row.distribution)
     if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
         return None
-    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=pspec.python.minor,
+    target = python or pspec.python.version
+    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
                           constraints=[f"{f.name}=={f.version}" for f in pypi])
-    return SuiteLock(distribution=distribution, runner=runner)
+    return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
 def suite_missing(plock: PlatformLock) -> bool:

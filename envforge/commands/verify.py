@@ -15,6 +15,7 @@ from rich.text import Text
 
 from envforge.commands import Common
 from envforge.commands.apply import prepare
+from envforge.drift import drift_rows, find_drift
 from envforge.envvars import apply_edits
 from envforge.errors import InputError, StepError
 from envforge.host import proc
@@ -60,13 +61,17 @@ def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def verify_environment(ctx: StepContext) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
-    """Rows for every expectation the lock holds; the probe's report alongside."""
+def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --sync",
+                       ) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
+    """Rows for every expectation the lock holds and for drift (``sync``: the command that
+    restores the locked set); the probe's report alongside."""
     expect = ctx.lock.expect
     gpu = expect.device.startswith("cuda") and host_has_gpu(dict(ctx.environ))
     report = run_probe(ctx, build_request(expect))
     rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
-    return rows, report
+    drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
+                       also_expected=[c.name for c in ctx.lock.conda])
+    return (*rows, *drift_rows(drift, sync=sync)), report
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     env = testsuite.suite_environ(apply_edits(load_edits(ctx.prefix), ctx.environ,
                                               pathsep=os.pathsep),
                                   folder, package=runner.package,
-                                  compiledir=run_dir / "compiledir")
+                                  compiledir=run_dir / "compiledir",
+                                  theano_flags=subset.theano_flags)
     ctx.ui.info(f"running Theano-PyMC {theano}'s {subset.name} tests ({count} workers, at most "
                 f"{bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
@@ -131,7 +137,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                timeout=bound)
     results, problem = read_run(run.junit, run.returncode, run.output_tail,
                                 bound_s=bound, subset=subset.name)
-    verdict = judge(results, known_bad_tests(theano, expect.device), subset=subset.name,
+    verdict = judge(results, known_bad_tests(theano, expect.device, expect.versions),
+                    subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)
     return suite_rows(verdict), verdict
 
@@ -150,7 +157,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         suite_selection(ctx)
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
-    rows, report = verify_environment(ctx)
+    prefix = f" --prefix {args.prefix}" if args.prefix else ""
+    rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None
     if args.suite:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,

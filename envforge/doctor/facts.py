@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from envforge.platforms import PLATFORMS, TargetPlatform
 from envforge.spec import Frozen, Platform
 
 # Environment variables doctor keeps: the ones that steer CUDA, compilers and Theano.
@@ -165,11 +166,12 @@ class HostFacts(Frozen):
     def holds(self, folder: str, name: str) -> bool:
         """Whether ``folder`` holds a file ``name`` (case-insensitive on Windows, as its loader)."""
         listing = self.dirs.get(folder)
-        if listing is None:
-            return False
-        if self.platform == "win-64":
-            return name.casefold() in {n.casefold() for n in listing.names}
-        return name in listing.names
+        return listing is not None and any(self.target.same_file_name(name, n)
+                                           for n in listing.names)
+
+    @property
+    def target(self) -> TargetPlatform:
+        return PLATFORMS[self.platform]
 
 
 class Expected(Frozen):

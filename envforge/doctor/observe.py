@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 from packaging.utils import canonicalize_name
 
@@ -54,7 +55,7 @@ from envforge.host.windows import (
     normalize_entry,
 )
 from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
-from envforge.spec import Platform
+from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
 from envforge.theanoflags import parse_theanorc
 
@@ -107,34 +108,42 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     """Everything the rules need, read once. ``prefix`` is the environment to judge (the
     spec's, or ``--prefix``; else VIRTUAL_ENV or CONDA_PREFIX): its envforge activation,
     if any, is applied first, so the host is judged as ``envforge run`` would see it."""
-    windows = platform == "win-64"
-    sep = ";" if windows else ":"
+    target = PLATFORMS[platform]
     env = dict(environ)
     activated = False
     if prefix is not None:
-        env, activated = _activated(prefix, env, sep)
-    lib_dirs = [str(p) for p in (system_lib_dirs if system_lib_dirs is not None
-                                 else () if windows else map(Path, LINUX_LIB_DIRS))]
-    include_dirs = [str(p) for p in (system_include_dirs if system_include_dirs is not None
-                                     else () if windows else map(Path, LINUX_INCLUDE_DIRS))]
+        env, activated = _activated(prefix, env, target.pathsep)
+    match target.os:
+        case Os.WINDOWS:  # DLLs load from PATH: no library path, system folders, loader cache
+            default_libs: tuple[Path, ...] = ()
+            default_includes: tuple[Path, ...] = ()
+            library_path: tuple[SearchEntry, ...] = ()
+        case Os.LINUX:
+            default_libs = tuple(map(Path, LINUX_LIB_DIRS))
+            default_includes = tuple(map(Path, LINUX_INCLUDE_DIRS))
+            library_path = _entries(target.library_path_var,
+                                    env.get(target.library_path_var, ""), target, env)
+        case _:
+            assert_never(target.os)
+    lib_dirs = [str(p) for p in (default_libs if system_lib_dirs is None else system_lib_dirs)]
+    include_dirs = [str(p) for p in (default_includes if system_include_dirs is None
+                                     else system_include_dirs)]
 
-    path = _entries("PATH", _get(env, "PATH", windows) or "", sep, windows, env)
-    library_path = () if windows else _entries("LD_LIBRARY_PATH",
-                                                env.get("LD_LIBRARY_PATH", ""), sep, False, env)
+    path = _entries("PATH", target.getenv(env, "PATH") or "", target, env)
     rc_files, write_to, cwd_rc = _theanorc(platform, env, cwd, python)
-    theano_flags = _get(env, "THEANO_FLAGS", windows)
+    theano_flags = target.getenv(env, "THEANO_FLAGS")
     flag_values = _flag_values(rc_files, theano_flags, expected_flags or {})
 
-    toolkits = _toolkits(env, windows, cuda_search, runner)
+    toolkits = _toolkits(env, target, cuda_search, runner)
     cuda_variables = tuple(_cuda_variable(name, value, runner)
                            for name in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME")
-                           if (value := _get(env, name, windows)))
-    theano_root, theano_root_from = _theano_cuda_root(env, path, windows)
+                           if (value := target.getenv(env, name)))
+    theano_root, theano_root_from = _theano_cuda_root(env, path, target)
 
     folders = _folders(path, library_path, lib_dirs, toolkits, theano_root, flag_values)
     ldflags = flag_values.get("blas.ldflags", [])
     folders += _ldflag_dirs(ldflags)
-    wanted = _interesting(_ldflag_libs(ldflags), windows)
+    wanted = _interesting(_ldflag_libs(ldflags), target)
     dirs = {folder: _listing(folder, wanted) for folder in dict.fromkeys(folders)}
 
     includes = _include_dirs(toolkits, theano_root, flag_values, include_dirs)
@@ -142,9 +151,10 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     toolkits = tuple(t.model_copy(update={"cudnn": cudnn.get(str(Path(t.root) / "include"))})
                      for t in toolkits)
 
-    driver, gpus, gpu_query = _driver(path, dirs, windows, proc_driver, runner)
-    gxx = _gxx(path, dirs, windows, prefix, runner)
-    msvc = next((e for e in path if windows and _holds(dirs, e.path, "cl.exe", True)), None)
+    driver, gpus, gpu_query = _driver(path, dirs, target, proc_driver, runner)
+    gxx = _gxx(path, dirs, target, prefix, runner)
+    msvc = next((e for e in path if target.os is Os.WINDOWS
+                 and _holds(dirs, e.path, "cl.exe", target)), None)
     return HostFacts(
         platform=platform, cwd=str(cwd),
         environ={k: v for k, v in env.items()
@@ -156,9 +166,10 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         theano_cuda_root_from=theano_root_from, cudnn_headers=cudnn, driver=driver, gpus=gpus,
         gpu_query=gpu_query, gxx=gxx, msvc=msvc, theanorc=rc_files,
         theanorc_write_to=write_to, cwd_theanorc=cwd_rc, theano_flags=theano_flags,
-        env=_environment(prefix, prefix_from, env, windows, activated),
-        registry_path=_registry_path(registry, env) if windows and registry else None,
-        ld_cache={} if windows else _ld_cache(ldconfig),
+        env=_environment(prefix, prefix_from, env, target, activated),
+        registry_path=_registry_path(registry, env) if target.os is Os.WINDOWS and registry
+        else None,
+        ld_cache=_ld_cache(ldconfig) if target.os is Os.LINUX else {},
     )
 
 
@@ -192,13 +203,6 @@ def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
 
 # -- environment and search paths ------------------------------------------------------
 
-def _get(env: Mapping[str, str], name: str, windows: bool) -> str | None:
-    """A variable's value; Windows names are case-insensitive."""
-    if not windows:
-        return env.get(name)
-    return next((v for k, v in env.items() if k.upper() == name.upper()), None)
-
-
 def _activated(prefix: Path, env: dict[str, str], sep: str) -> tuple[dict[str, str], bool]:
     from envforge.steps.activation import EDITS_FILE, load_edits
 
@@ -211,13 +215,14 @@ def _activated(prefix: Path, env: dict[str, str], sep: str) -> tuple[dict[str, s
     return apply_edits(edits, env, pathsep=sep), True
 
 
-def _entries(variable: str, value: str, sep: str, windows: bool,
+def _entries(variable: str, value: str, target: TargetPlatform,
              env: Mapping[str, str]) -> tuple[SearchEntry, ...]:
     found: list[SearchEntry] = []
-    for raw in value.split(sep):
+    for raw in value.split(target.pathsep):
         if not raw.strip():
             continue
-        folder = expand_vars(raw.strip().strip('"'), env) if windows else raw
+        # Windows reads "quoted" entries and %VARIABLES% in them; POSIX takes them as they are
+        folder = expand_vars(raw.strip().strip('"'), env) if target.os is Os.WINDOWS else raw
         found.append(SearchEntry(variable=variable, index=len(found), entry=raw, path=folder))
     return tuple(found)
 
@@ -296,11 +301,11 @@ def _looks_like_toolkit(root: Path) -> bool:
     return (include / "cuda_runtime.h").is_file() or (include / "cuda.h").is_file()
 
 
-def _toolkits(env: Mapping[str, str], windows: bool, search: tuple[Path, ...] | None,
+def _toolkits(env: Mapping[str, str], target: TargetPlatform, search: tuple[Path, ...] | None,
               runner: Runner) -> tuple[Toolkit, ...]:
     seen: set[str] = set()
     found = []
-    for root, how in candidate_roots(env, windows=windows, search=search):
+    for root, how in candidate_roots(env, platform=target, search=search):
         real = str(root.resolve()) if root.exists() else str(root)
         if real in seen or not root.is_dir():
             continue
@@ -320,11 +325,11 @@ def _cuda_variable(name: str, value: str, runner: Runner) -> CudaVariable:
 
 
 def _theano_cuda_root(env: Mapping[str, str], path: Sequence[SearchEntry],
-                      windows: bool) -> tuple[str | None, str]:
+                      target: TargetPlatform) -> tuple[str | None, str]:
     """Theano's default ``cuda.root``: CUDA_ROOT, CUDA_PATH, else the parent of the first
     PATH folder holding a file named exactly ``nvcc`` (so never ``nvcc.exe``)."""
     for name in ("CUDA_ROOT", "CUDA_PATH"):
-        value = _get(env, name, windows)
+        value = target.getenv(env, name)
         if value:
             return value, name
     for entry in path:
@@ -379,11 +384,11 @@ def _ldflag_libs(values: Iterable[str]) -> list[str]:
     return [lib for value in values for lib in ldflags_parts(value)[1]]
 
 
-def _interesting(libs: Iterable[str], windows: bool) -> re.Pattern[str]:
+def _interesting(libs: Iterable[str], target: TargetPlatform) -> re.Pattern[str]:
     names = sorted({*libs, *BLAS_LIBRARIES})
     link = rf"(?:lib)?(?:{'|'.join(map(re.escape, names))})\.(?:so(?:\.\d+)*|a|dll\.a|lib|dll)"
     return re.compile(rf"^(?:{'|'.join((*library_file_patterns(), *_TOOLS, link))})$",
-                      re.IGNORECASE if windows else 0)
+                      re.IGNORECASE if target.case_insensitive_files else 0)
 
 
 def _listing(folder: str, wanted: re.Pattern[str]) -> DirListing:
@@ -400,31 +405,28 @@ def _listing(folder: str, wanted: re.Pattern[str]) -> DirListing:
     return DirListing(path=folder, exists=True, names=tuple(sorted(names)))
 
 
-def _holds(dirs: Mapping[str, DirListing], folder: str, name: str, windows: bool) -> bool:
+def _holds(dirs: Mapping[str, DirListing], folder: str, name: str,
+           target: TargetPlatform) -> bool:
     listing = dirs.get(folder)
-    if listing is None:
-        return False
-    if windows:
-        return name.casefold() in {n.casefold() for n in listing.names}
-    return name in listing.names
+    return listing is not None and any(target.same_file_name(name, n) for n in listing.names)
 
 
 def _first_on_path(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing],
-                   names: Sequence[str], windows: bool) -> tuple[SearchEntry, Path] | None:
+                   names: Sequence[str], target: TargetPlatform) -> tuple[SearchEntry, Path] | None:
     for entry in path:
         for name in names:
-            if _holds(dirs, entry.path, name, windows):
+            if _holds(dirs, entry.path, name, target):
                 return entry, Path(entry.path) / name
     return None
 
 
 # -- driver and GPUs --------------------------------------------------------------------
 
-def _driver(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows: bool,
-            proc_driver: Path, runner: Runner) -> tuple[Driver, tuple[Gpu, ...],
-                                                        CommandOutput | None]:
-    names = ("nvidia-smi.exe", "nvidia-smi") if windows else ("nvidia-smi",)
-    found = _first_on_path(path, dirs, names, windows)
+def _driver(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing],
+            target: TargetPlatform, proc_driver: Path,
+            runner: Runner) -> tuple[Driver, tuple[Gpu, ...], CommandOutput | None]:
+    names = _exe_names("nvidia-smi", target)
+    found = _first_on_path(path, dirs, names, target)
     if found is not None:
         smi = str(found[1])
         out = runner([smi])
@@ -438,13 +440,25 @@ def _driver(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows
                 gpus, query
         if out is not None:
             return Driver(version=None, cuda=None, source=smi, output=out), (), None
-    if not windows and proc_driver.is_file():
-        text = proc_driver.read_text(encoding="utf-8", errors="replace")
-        return Driver(version=parse_proc_driver(text), cuda=None, source=str(proc_driver),
-                      output=CommandOutput(argv=("cat", str(proc_driver)), returncode=0,
-                                           output=text.strip())), (), None
-    return Driver(version=None, cuda=None, source="no nvidia-smi on PATH"
-                  + ("" if windows else f" and no {proc_driver}")), (), None
+    match target.os:
+        case Os.WINDOWS:
+            return Driver(version=None, cuda=None, source="no nvidia-smi on PATH"), (), None
+        case Os.LINUX:  # the kernel module's version file
+            if proc_driver.is_file():
+                text = proc_driver.read_text(encoding="utf-8", errors="replace")
+                return Driver(version=parse_proc_driver(text), cuda=None,
+                              source=str(proc_driver),
+                              output=CommandOutput(argv=("cat", str(proc_driver)), returncode=0,
+                                                   output=text.strip())), (), None
+            return Driver(version=None, cuda=None,
+                          source=f"no nvidia-smi on PATH and no {proc_driver}"), (), None
+        case _:
+            assert_never(target.os)
+
+
+def _exe_names(stem: str, target: TargetPlatform) -> tuple[str, ...]:
+    """The names a program is found by on PATH there (``nvidia-smi.exe``, then as written)."""
+    return tuple(dict.fromkeys((f"{stem}{target.exe_suffix}", stem)))
 
 
 def parse_gpu_query(text: str) -> tuple[Gpu, ...]:
@@ -472,14 +486,13 @@ def _mib(text: str) -> int | None:
 
 # -- compilers --------------------------------------------------------------------------
 
-def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows: bool,
+def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], target: TargetPlatform,
          prefix: Path | None, runner: Runner) -> Compiler | None:
-    names = ("g++.exe", "g++") if windows else ("g++",)
-    found = _first_on_path(path, dirs, names, windows)
+    found = _first_on_path(path, dirs, _exe_names("g++", target), target)
     if found is not None:
         entry, exe = found
         index, how = entry.index, f"PATH entry {entry.index}"
-    elif windows and prefix is not None and \
+    elif target.os is Os.WINDOWS and prefix is not None and \
             (prefix / "Library" / "mingw-w64" / "bin" / "g++.exe").is_file():
         exe, index = prefix / "Library" / "mingw-w64" / "bin" / "g++.exe", -1
         how = "Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin"
@@ -496,11 +509,11 @@ def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], windows: b
 
 # -- the Python environment -------------------------------------------------------------
 
-def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str], windows: bool,
-                 activated: bool) -> Environment | None:
+def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str],
+                 target: TargetPlatform, activated: bool) -> Environment | None:
     if prefix is None:
         for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-            value = _get(env, name, windows)
+            value = target.getenv(env, name)
             if value:
                 prefix, found_by = Path(value), name
                 break

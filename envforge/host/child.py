@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from types import FrameType
+
+from envforge.platforms import Os, host_platform
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
@@ -45,7 +46,7 @@ def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
             child.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED
-                if sys.platform != "win32" or sig == signal.SIGINT}
+                if host_platform().os is not Os.WINDOWS or sig == signal.SIGINT}
     try:
         return exit_status(child.wait())
     finally:

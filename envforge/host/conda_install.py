@@ -12,7 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import rattler
 from rattler.exceptions import ExtractError, InstallerError, LinkError, TransactionError
@@ -22,6 +22,7 @@ from envforge.confine import inside
 from envforge.errors import ArtifactError, StepError
 from envforge.host.fetch import FileRef, obtain
 from envforge.lockfile import LockedCondaPackage
+from envforge.platforms import Os, TargetPlatform, host_platform
 
 
 def install_conda(records: Sequence[LockedCondaPackage], prefix: Path, *, cache_dir: Path,
@@ -71,18 +72,22 @@ def conda_envs_dir() -> Path | None:
     """The envs folder of this machine's conda installation, or None when there is none."""
     return find_conda_envs_dir(os.environ, home=Path.home(),
                                roots=default_conda_roots(os.environ, Path.home(),
-                                                         windows=os.name == "nt"))
+                                                         platform=host_platform()))
 
 
-def default_conda_roots(environ: Mapping[str, str], home: Path, *, windows: bool) -> list[Path]:
+def default_conda_roots(environ: Mapping[str, str], home: Path, *,
+                        platform: TargetPlatform) -> list[Path]:
     """Where installers put conda by default, per user first, then system-wide."""
     roots = [home / name for name in _ROOT_NAMES]
-    if windows:
-        for var in ("LOCALAPPDATA", "ProgramData"):
-            if environ.get(var):
-                roots += [Path(environ[var]) / name for name in _ROOT_NAMES]
-    else:
-        roots += [Path("/opt") / name for name in ("conda", *_ROOT_NAMES[:4])]
+    match platform.os:
+        case Os.WINDOWS:
+            for var in ("LOCALAPPDATA", "ProgramData"):
+                if environ.get(var):
+                    roots += [Path(environ[var]) / name for name in _ROOT_NAMES]
+        case Os.LINUX:
+            roots += [Path("/opt") / name for name in ("conda", *_ROOT_NAMES[:4])]
+        case _:
+            assert_never(platform.os)
     return roots
 
 

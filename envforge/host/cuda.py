@@ -12,9 +12,11 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from envforge.errors import EnvforgeError
 from envforge.host import proc
+from envforge.platforms import Os, TargetPlatform
 
 _TXT_VERSION = re.compile(r"CUDA Version (\d+\.\d+(?:\.\d+)?)")
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  440.33.01 ..." and, for the open kernel
@@ -84,36 +86,41 @@ def nvcc_version(root: Path) -> str | None:
     return None
 
 
-def candidate_roots(environ: Mapping[str, str], *, windows: bool,
+def candidate_roots(environ: Mapping[str, str], *, platform: TargetPlatform,
                     search: tuple[Path, ...] | None = None) -> Iterator[tuple[Path, str]]:
     """Toolkit folders in the order Theano and NVIDIA's tools consult them."""
     for var in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME"):
         if environ.get(var):
             yield Path(environ[var]), var
-    exe = "nvcc.exe" if windows else "nvcc"
-    for folder in environ.get("PATH", "").split(";" if windows else ":"):
+    exe = f"nvcc{platform.exe_suffix}"
+    for folder in environ.get("PATH", "").split(platform.pathsep):
         if folder and (Path(folder) / exe).is_file():
             yield Path(folder).resolve().parent, "PATH (nvcc)"
-    if search is None:
-        search = ((Path(environ.get("ProgramFiles", r"C:\Program Files"))
-                   / "NVIDIA GPU Computing Toolkit" / "CUDA",) if windows
-                  else (Path("/usr/local"),))
-    for base in search:
+    match platform.os:
+        case Os.WINDOWS:
+            default: tuple[Path, ...] = (Path(environ.get("ProgramFiles", r"C:\Program Files"))
+                                         / "NVIDIA GPU Computing Toolkit" / "CUDA",)
+            link = None
+        case Os.LINUX:
+            default, link = (Path("/usr/local"),), "cuda"  # the installers' /usr/local/cuda
+        case _:
+            assert_never(platform.os)
+    for base in default if search is None else search:
         if not base.is_dir():
             continue
-        if not windows and (base / "cuda").is_dir():
-            yield base / "cuda", str(base / "cuda")
+        if link is not None and (base / link).is_dir():
+            yield base / link, str(base / link)
         for entry in sorted(base.iterdir(), reverse=True):
             if re.fullmatch(r"(cuda-|v)\d+\.\d+", entry.name):
                 yield entry, str(base)
 
 
-def find_toolkits(environ: Mapping[str, str], *, windows: bool = False,
+def find_toolkits(environ: Mapping[str, str], *, platform: TargetPlatform,
                   search: tuple[Path, ...] | None = None) -> list[CudaToolkit]:
     """Every distinct toolkit found, first the one the environment points at."""
     seen: set[Path] = set()
     found = []
-    for root, how in candidate_roots(environ, windows=windows, search=search):
+    for root, how in candidate_roots(environ, platform=platform, search=search):
         real = root.resolve() if root.exists() else root
         if real in seen:
             continue

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from envforge.errors import EnvforgeError, StepError, ToolError
 from envforge.host import proc
+from envforge.platforms import Os, TargetPlatform, host_platform
 
 _VERSION_SCRIPT = ("import json, sys; print(json.dumps({'version': "
                    "'%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable}))")
@@ -37,13 +38,20 @@ class Candidate:
     found_by: str
 
 
-def candidates(minor: str, environ: Mapping[str, str], *, windows: bool,
+def candidates(minor: str, environ: Mapping[str, str], *, platform: TargetPlatform,
                home: Path) -> Iterator[Candidate]:
     """Where a ``minor`` interpreter may live, most explicit first; existence is not checked."""
-    exe = ".exe" if windows else ""
-    names = [f"python{minor}{exe}"] if not windows else []
+    exe = platform.exe_suffix
+    match platform.os:
+        case Os.WINDOWS:  # no pythonX.Y.exe; pyenv-win and uv keep python.exe at the top
+            names, pyenv_exe, uv_exe = [], f"python{exe}", f"python{exe}"
+        case Os.LINUX:
+            names, pyenv_exe, uv_exe = [f"python{minor}"], f"bin/python{minor}", \
+                f"bin/python{minor}"
+        case _:
+            assert_never(platform.os)
     names += [f"python3{exe}", f"python{exe}"]
-    for folder in environ.get("PATH", "").split(";" if windows else os.pathsep):
+    for folder in environ.get("PATH", "").split(platform.pathsep):
         if folder and "shims" not in Path(folder).parts[-1:]:
             for name in names:
                 yield Candidate(Path(folder) / name, "PATH")
@@ -52,20 +60,23 @@ def candidates(minor: str, environ: Mapping[str, str], *, windows: bool,
     if versions.is_dir():
         for entry in sorted(versions.iterdir(), key=lambda p: _version_key(p.name), reverse=True):
             if entry.name == minor or entry.name.startswith(f"{minor}."):
-                sub = "" if windows else "bin"
-                yield Candidate(entry / sub / f"python{'' if windows else minor}{exe}", "pyenv")
+                yield Candidate(entry / pyenv_exe, "pyenv")
     uv_root = Path(environ.get("UV_PYTHON_INSTALL_DIR", str(_uv_python_dir(environ, home,
-                                                                             windows))))
+                                                                             platform))))
     if uv_root.is_dir():
         for entry in sorted(uv_root.iterdir(), key=lambda p: p.name, reverse=True):
             if entry.name.startswith(f"cpython-{minor}."):
-                yield Candidate(entry / ("python.exe" if windows else f"bin/python{minor}"), "uv")
+                yield Candidate(entry / uv_exe, "uv")
 
 
-def _uv_python_dir(environ: Mapping[str, str], home: Path, windows: bool) -> Path:
-    if windows:
-        return Path(environ.get("APPDATA", str(home / "AppData" / "Roaming"))) / "uv" / "python"
-    data = environ.get("XDG_DATA_HOME", str(home / ".local" / "share"))
+def _uv_python_dir(environ: Mapping[str, str], home: Path, platform: TargetPlatform) -> Path:
+    match platform.os:
+        case Os.WINDOWS:
+            data = environ.get("APPDATA", str(home / "AppData" / "Roaming"))
+        case Os.LINUX:
+            data = environ.get("XDG_DATA_HOME", str(home / ".local" / "share"))
+        case _:
+            assert_never(platform.os)
     return Path(data) / "uv" / "python"
 
 
@@ -92,10 +103,10 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
                      home: Path | None = None) -> Interpreter:
     """The first working interpreter of that minor version, or StepError listing where we looked."""
     env = os.environ if environ is None else environ
-    windows = sys.platform == "win32"
+    platform = host_platform()
     looked: list[str] = []
     seen: set[Path] = set()
-    for candidate in candidates(minor, env, windows=windows, home=home or Path.home()):
+    for candidate in candidates(minor, env, platform=platform, home=home or Path.home()):
         if candidate.path in seen or not candidate.path.is_file():
             continue
         seen.add(candidate.path)
@@ -103,7 +114,7 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
         found = query_version(candidate.path)
         if found is not None and found.minor == minor:
             return Interpreter(candidate.path, found.version, candidate.found_by)
-    if windows:
+    if platform.os is Os.WINDOWS:  # the py launcher
         launched = _py_launcher(minor)
         if launched is not None:
             return launched

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+from typing import assert_never
 
-from envforge.spec import Platform
+from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,16 @@ class CudaLayout:
     lib: Path  # import libraries on Windows (lib\x64), shared objects on Linux (lib64)
 
 
-def cuda_layout(platform: Platform, root: Path) -> CudaLayout:
+def cuda_layout(platform: Platform | TargetPlatform, root: Path) -> CudaLayout:
     """``<root>/lib/x64`` on Windows, ``<root>/lib64`` on Linux, as Theano's dnn.library_path."""
-    lib = root / "lib" / "x64" if platform == "win-64" else root / "lib64"
+    target = platform_of(platform)
+    match target.os:
+        case Os.WINDOWS:
+            lib = root / "lib" / "x64"
+        case Os.LINUX:
+            lib = root / "lib64"
+        case _:
+            assert_never(target.os)
     return CudaLayout(root=root, bin=root / "bin", include=root / "include", lib=lib)
 
 
@@ -39,52 +47,46 @@ class TheanorcPaths:
     write_to: PurePath  # the file whose settings win: write here for them to take effect
 
 
-def _getenv(platform: Platform, environ: Mapping[str, str], name: str) -> str | None:
-    """Windows variable names are case-insensitive; a Mapping built elsewhere may not be."""
-    if platform != "win-64":
-        return environ.get(name)
-    wanted = name.upper()
-    for key, value in environ.items():
-        if key.upper() == wanted:
-            return value
-    return None
-
-
-def home_dir(platform: Platform, environ: Mapping[str, str], *,
+def home_dir(platform: Platform | TargetPlatform, environ: Mapping[str, str], *,
              python: str = "3.7") -> PurePath | None:
     """What ``os.path.expanduser("~")`` gives inside the target environment.
 
     Windows, Python <= 3.7: %HOME%, else %USERPROFILE%, else %HOMEDRIVE%%HOMEPATH%.
     Python 3.8 stopped reading %HOME% (bpo-36264). Linux: $HOME.
     """
-    if platform != "win-64":
-        home = environ.get("HOME")
-        return PurePosixPath(home) if home else None
-    py = tuple(int(p) for p in python.split(".")[:2])
-    names = ("USERPROFILE",) if py >= (3, 8) else ("HOME", "USERPROFILE")
-    for name in names:
-        value = _getenv(platform, environ, name)
-        if value:
-            return PureWindowsPath(value)
-    homepath = _getenv(platform, environ, "HOMEPATH")
-    if homepath is None:
-        return None
-    return PureWindowsPath((_getenv(platform, environ, "HOMEDRIVE") or "") + homepath)
+    target = platform_of(platform)
+    match target.os:
+        case Os.LINUX:
+            home = environ.get("HOME")
+            return PurePosixPath(home) if home else None
+        case Os.WINDOWS:
+            py = tuple(int(p) for p in python.split(".")[:2])
+            names = ("USERPROFILE",) if py >= (3, 8) else ("HOME", "USERPROFILE")
+            for name in names:
+                value = target.getenv(environ, name)
+                if value:
+                    return PureWindowsPath(value)
+            homepath = target.getenv(environ, "HOMEPATH")
+            if homepath is None:
+                return None
+            return PureWindowsPath((target.getenv(environ, "HOMEDRIVE") or "") + homepath)
+        case _:
+            assert_never(target.os)
 
 
-def theanorc_paths(platform: Platform, environ: Mapping[str, str], *,
+def theanorc_paths(platform: Platform | TargetPlatform, environ: Mapping[str, str], *,
                    python: str = "3.7") -> TheanorcPaths:
     """Theano's ``config_files_from_theanorc`` (1.0.5), computed for another machine.
 
     THEANORC (split on the target's ``os.pathsep``) or ``~/.theanorc``; on Windows with
     THEANORC unset, ``~/.theanorc.txt`` is read too, last, so it wins.
     """
-    pure: type[PurePath] = PureWindowsPath if platform == "win-64" else PurePosixPath
-    home = home_dir(platform, environ, python=python)
-    theanorc = _getenv(platform, environ, "THEANORC")
-    raw = ["~/.theanorc"] if theanorc is None else theanorc.split(
-        ";" if platform == "win-64" else ":")
-    if theanorc is None and platform == "win-64":
+    target = platform_of(platform)
+    pure = target.pure_path
+    home = home_dir(target, environ, python=python)
+    theanorc = target.getenv(environ, "THEANORC")
+    raw = ["~/.theanorc"] if theanorc is None else theanorc.split(target.pathsep)
+    if theanorc is None and target.os is Os.WINDOWS:
         raw.append("~/.theanorc.txt")
     files = tuple(_expand_home(item, home, pure) for item in raw if item)
     # THEANORC="" makes Theano read nothing; ~/.theanorc is where it reads once unset.

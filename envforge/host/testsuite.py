@@ -28,6 +28,7 @@ from envforge.host.fetch import FileRef, obtain
 from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 from envforge.knowledge.models import SuiteSubsetRow
 from envforge.lockfile import LockedPypiFile, SuiteLock
+from envforge.platforms import Os, host_platform
 
 PLUGIN = Path(__file__).resolve().parent.parent / "suite" / "plugin.py"
 PLUGIN_MODULE = "envforge_suite_plugin"
@@ -124,9 +125,9 @@ def pytest_args(folder: SuiteFolder, subset: SuiteSubsetRow, *, junit: Path,
             "--import-mode=append", "--continue-on-collection-errors", "-q", "-rN",
             "--junitxml", str(junit)]
     if workers > 1:
-        # A module's tests on one worker: they compile the same ops (scan's first test
-        # compiles scan_perform.c), and each worker has its own compile cache.
-        args += ["-n", str(workers), "--dist", "loadfile"]
+        # Tests that compile the same ops on one worker (a module, or a class for the GPU
+        # subset): each worker has its own compile cache.
+        args += ["-n", str(workers), "--dist", subset.dist]
     if subset.select:
         args += ["-m", subset.select]
     for nodeid in subset.deselect:
@@ -136,13 +137,18 @@ def pytest_args(folder: SuiteFolder, subset: SuiteSubsetRow, *, junit: Path,
 
 
 def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
-                  compiledir: Path) -> dict[str, str]:
-    """The environment's variables plus the runner; nothing of the caller's pytest setup."""
+                  compiledir: Path, theano_flags: Mapping[str, str] | None = None,
+                  ) -> dict[str, str]:
+    """The environment's variables plus the runner; nothing of the caller's pytest setup.
+    ``theano_flags`` (the subset's) come after the environment's THEANO_FLAGS: they win."""
     env = {k: v for k, v in base.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     env.update(PYTHONPATH=str(folder.runner), ENVFORGE_SUITE_SOURCE=str(folder.source),
                ENVFORGE_SUITE_PACKAGE=package, ENVFORGE_SUITE_COMPILEDIR=str(compiledir),
                PYTHONDONTWRITEBYTECODE="1")
+    flags = [env.get("THEANO_FLAGS", ""), *(f"{k}={v}" for k, v in (theano_flags or {}).items())]
+    if any(flags[1:]):
+        env["THEANO_FLAGS"] = ",".join(f for f in flags if f)
     return env
 
 
@@ -156,7 +162,8 @@ def run_pytest(python: Path, args: Sequence[str], *, env: Mapping[str, str], cwd
     started = time.perf_counter()
     with log.open("wb") as out:
         child = subprocess.Popen([str(python), *args], cwd=cwd, env=dict(env), stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=os.name != "nt")
+                                 stderr=subprocess.STDOUT,
+                                 start_new_session=host_platform().os is not Os.WINDOWS)
         returncode: int | None
         try:
             returncode = child.wait(timeout=timeout)
@@ -170,7 +177,7 @@ def run_pytest(python: Path, args: Sequence[str], *, env: Mapping[str, str], cwd
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
-    if os.name == "nt":
+    if host_platform().os is Os.WINDOWS:  # no process groups: the child alone is stopped
         child.kill()
         child.wait()
         return

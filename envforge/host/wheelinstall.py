@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, assert_never
 
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
@@ -32,6 +32,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
+from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
 
@@ -134,7 +135,7 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
         scan_wheel(wheel.path)
     scheme = target_scheme(python)
     named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
-    kind: Literal["posix", "win-amd64"] = "win-amd64" if os.name == "nt" else "posix"
+    kind = _script_kind()
     installed = []
     for wheel, name, version in named:
         remove_distribution(scheme, name)
@@ -145,6 +146,18 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
             install(source, destination, {"INSTALLER": INSTALLER_NAME})
         installed.append(f"{name}=={version}")
     return installed
+
+
+def _script_kind() -> Literal["posix", "win-amd64"]:
+    """installer's launcher kind for console scripts on this host (an .exe on Windows)."""
+    host = host_platform()
+    match host.os:
+        case Os.WINDOWS:
+            return "win-amd64"
+        case Os.LINUX:
+            return "posix"
+        case _:
+            assert_never(host.os)
 
 
 def scan_wheel(path: Path) -> None:
@@ -165,7 +178,7 @@ def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
     of ``version``; nothing is installed unless every wheel is verified and fits."""
     verify_wheels(wheels)
     named = [(w, *check_fits(w.path, version)) for w in wheels]
-    kind: Literal["posix", "win-amd64"] = "win-amd64" if os.name == "nt" else "posix"
+    kind = _script_kind()
     scheme = {"purelib": str(folder), "platlib": str(folder), "scripts": str(folder / "bin"),
               "data": str(folder / "data"), "headers": str(folder / "include")}
     installed = []

@@ -160,6 +160,11 @@ class WinRegistry:
         raise StepError("the Windows registry can only be reached on Windows")
 
 
+def host_registry() -> WinRegistry | None:
+    """This machine's registry where it has one (Windows), else None."""
+    return WinRegistry() if sys.platform == "win32" else None
+
+
 # --- PATH as strings -------------------------------------------------------------------
 
 def split_path(value: str) -> list[str]:

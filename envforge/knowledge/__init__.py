@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -50,6 +51,7 @@ from envforge.knowledge.models import (
     in_range,
     major_minor,
 )
+from envforge.platforms import PLATFORMS, Os, TargetPlatform
 from envforge.spec import Frozen, Platform
 
 __all__ = [
@@ -196,9 +198,7 @@ def cuda_runtime_release(filename: str, platform: Platform) -> str | None:
         shipped = row.files.get(platform)
         if row.library != "cudart" or shipped is None:
             continue
-        same = (filename.casefold() == shipped.casefold() if platform == "win-64"
-                else filename == shipped or filename.startswith(shipped + "."))
-        if same:
+        if _names_runtime(filename, shipped, PLATFORMS[platform]):
             return row.cuda.removeprefix("==").removesuffix(".*")
     return None
 
@@ -279,6 +279,16 @@ def _version_prefix(prefix: str, version: str) -> bool:
     return have[:len(wanted)] == wanted
 
 
+def _names_runtime(filename: str, shipped: str, target: TargetPlatform) -> bool:
+    match target.os:
+        case Os.WINDOWS:
+            return target.same_file_name(filename, shipped)
+        case Os.LINUX:  # the soname's longer real names: libcudart.so.10.2 -> .10.2.89
+            return filename == shipped or filename.startswith(shipped + ".")
+        case _:
+            assert_never(target.os)
+
+
 def libgpuarray_names(platform: Platform, driver_cuda: str) -> LoaderNames:
     """What libgpuarray 0.7.6 asks the loader for, given the driver's CUDA version.
 
@@ -289,9 +299,15 @@ def libgpuarray_names(platform: Platform, driver_cuda: str) -> LoaderNames:
     data = knowledge().libgpuarray
     names = {row.library: row.names[platform] for row in data.loader}
     sources = sorted({row.source for row in data.loader})
-    if platform != "win-64":
-        return LoaderNames(driver=names["driver"], nvrtc=(names["nvrtc"],),
-                           cublas=(names["cublas"],), source="; ".join(sources))
+    target = PLATFORMS[platform]
+    match target.os:
+        case Os.LINUX:
+            return LoaderNames(driver=names["driver"], nvrtc=(names["nvrtc"],),
+                               cublas=(names["cublas"],), source="; ".join(sources))
+        case Os.WINDOWS:
+            pass  # versioned names, the driver's CUDA first, then the fallbacks
+        case _:
+            assert_never(target.os)
     versions = [major_minor(driver_cuda)]
     versions += [v for v in map(major_minor, data.fallback.versions) if v < versions[0]]
 
@@ -449,8 +465,11 @@ def suite_subset(theano_version: str, device: str) -> SuiteSubsetRow | None:
                  if row.device == wanted and in_range(theano_version, row.theano)), None)
 
 
-def known_bad_tests(theano_version: str, device: str) -> tuple[KnownBadTestRow, ...]:
-    """The tests of a release known to fail on a kind of device, each with reason and source."""
+def known_bad_tests(theano_version: str, device: str,
+                    versions: Mapping[str, str] | None = None) -> tuple[KnownBadTestRow, ...]:
+    """The tests of a release known to fail on a kind of device, each with reason and source;
+    a row conditioned on other packages only where ``versions`` (the lock's) meet it."""
     wanted = suite_device(device)
     return tuple(row for row in knowledge().theano_suite.known_bad
-                 if wanted in row.devices and in_range(theano_version, row.theano))
+                 if wanted in row.devices and in_range(theano_version, row.theano)
+                 and row.holds_for(versions or {}))

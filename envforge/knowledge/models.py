@@ -4,6 +4,7 @@ arithmetic their lookups share. Frozen, ``extra="forbid"``: a typo in a TOML row
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Generic, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -545,20 +546,37 @@ class SuiteSubsetRow(Row):
     tests: tuple[str, ...] = Field(min_length=1)  # pytest node ids, relative to the sdist's root
     select: str = ""  # a pytest -m expression: "not slow" drops what Theano marks slow
     deselect: tuple[str, ...] = ()  # node ids left out for time, not because they fail
+    # How pytest-xdist shares tests out: "loadfile" keeps a module on one worker (its tests
+    # compile the same ops); "loadscope" a class, so a few big modules still fill many cores.
+    dist: Literal["loadfile", "loadscope"] = "loadfile"
+    # Added to THEANO_FLAGS for the run only: what N workers sharing one GPU need whatever
+    # the spec sets (a preallocated fraction would leave the other workers no memory).
+    theano_flags: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.]*$")],
+                       Annotated[str, Field(pattern=r"^[^,=\s]+$")]] = Field(default_factory=dict)
     note: str = ""
 
 
 class KnownBadTestRow(Row):
-    """Tests that fail whatever the environment: a failure matching one is not a verify
-    failure. ``test`` is a node id or a prefix of one (a module or a class)."""
+    """Tests known to fail: a failure matching one is not a verify failure. ``test`` is a
+    node id or a prefix of one (a module or a class); ``tests``, when given, narrows it to
+    those test functions of it (each with its parameters), so the rest must pass."""
 
     theano: Range
     test: str
+    tests: tuple[Annotated[str, Field(pattern=r"^\w+$")], ...] = ()
     devices: tuple[SuiteDevice, ...] = Field(min_length=1)
+    # Where the failure depends on another package: the lock's versions must lie in these
+    # ranges ({scipy = ">=1.4"}); a version the lock does not hold never does.
+    versions: dict[str, Range] = Field(default_factory=dict)
     reason: str
 
     def matches(self, nodeid: str) -> bool:
-        return nodeid == self.test or nodeid.startswith((f"{self.test}::", f"{self.test}["))
+        under = [f"{self.test}::{name}" for name in self.tests] or [self.test]
+        return any(nodeid == u or nodeid.startswith((f"{u}::", f"{u}[")) for u in under)
+
+    def holds_for(self, versions: Mapping[str, str]) -> bool:
+        return all(name in versions and in_range(versions[name], spec)
+                   for name, spec in self.versions.items())
 
 
 class TheanoSuiteFile(Frozen):

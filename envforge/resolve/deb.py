@@ -34,12 +34,11 @@ from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.lockfile import LockedDeb
 from envforge.paths import envforge_dirs
+from envforge.platforms import PLATFORMS
 from envforge.spec import DebianSection, Frozen, Platform
 
 Fetch = Callable[[str], bytes | None]
 """Get a URL's bytes; ``None`` when the server says it does not exist (404/410)."""
-
-DEB_ARCH: dict[Platform, str] = {"linux-64": "amd64"}
 
 # Dependencies every glibc Linux host already satisfies, or dpkg machinery that means
 # nothing in an unpacked prefix. Packages marked ``Essential: yes`` in the index count too.
@@ -530,9 +529,10 @@ def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, comp
 def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | None = None,
                  base_url: str | None = None, cache_dir: Path | None = None) -> DebResolution:
     """Lock the section's packages; ``base_url`` reads another mirror, URLs keep the spec's."""
-    arch = DEB_ARCH.get(platform)
+    arch = PLATFORMS[platform].debian_arch
     if arch is None:
-        raise ResolveError(f"Debian packages are only available for linux-64, not {platform}")
+        debian = ", ".join(p.name for p in PLATFORMS.values() if p.debian_arch)
+        raise ResolveError(f"Debian packages are only available for {debian}, not {platform}")
     fetch = fetch if fetch is not None else HttpFetch()
     base = (base_url or section.mirror).rstrip("/")
     cache = cache_dir if cache_dir is not None else envforge_dirs().cache / "deb"

@@ -26,27 +26,15 @@ from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
+from envforge.platforms import PLATFORMS
 from envforge.spec import Platform
-
-# uv's name for each target, and the platform tags pip would accept there, best first.
-_UV_PLATFORM: dict[Platform, str] = {
-    "linux-64": "x86_64-manylinux_2_17",
-    "win-64": "x86_64-pc-windows-msvc",
-}
-_PLATFORM_TAGS: dict[Platform, tuple[str, ...]] = {
-    "linux-64": (
-        "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_12_x86_64",
-        "manylinux2010_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64", "linux_x86_64",
-    ),
-    "win-64": ("win_amd64",),
-}
 
 
 def target_tags(platform: Platform, python: str) -> list[Tag]:
     """The wheel tags an interpreter of ``python`` on ``platform`` accepts, most preferred first."""
     major, minor = (int(part) for part in python.split(".")[:2])
     abi = f"cp{major}{minor}{'m' if (major, minor) < (3, 8) else ''}"
-    platforms = list(_PLATFORM_TAGS[platform])
+    platforms = list(PLATFORMS[platform].wheel_tags)
     tags = list(cpython_tags((major, minor), abis=[abi, "abi3", "none"], platforms=platforms))
     tags += list(compatible_tags((major, minor), f"cp{major}{minor}", platforms=platforms))
     return tags
@@ -151,7 +139,7 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         args = [
             uv_binary(), "pip", "compile", str(req_in), "--quiet", "--no-header",
             "--format", "pylock.toml", "--output-file", str(out),
-            "--python-version", python, "--python-platform", _UV_PLATFORM[platform],
+            "--python-version", python, "--python-platform", PLATFORMS[platform].uv_triple,
             "--index-url", index, "--no-config",
         ]
         pins = list(constraints)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import assert_never
 
 from envforge.envlayout import env_edits
 from envforge.envvars import (
@@ -15,6 +16,7 @@ from envforge.envvars import (
     render_venv_block,
 )
 from envforge.journal import Transaction
+from envforge.platforms import Os
 from envforge.steps.base import Change, StepContext, text_digest
 
 EDITS_FILE = "envforge-env.json"
@@ -41,15 +43,18 @@ def activation_files(ctx: StepContext) -> dict[Path, str]:
         files[prefix / "etc" / "conda" / "deactivate.d" / "envforge.sh"] = \
             render_sh_restore(edits)
         return files
-    if ctx.layout.windows:
-        scripts = prefix / "Scripts"
-        files[scripts / "envforge-activate.bat"] = render_activation(edits, "bat")
-        files[scripts / "envforge-activate.ps1"] = render_activation(edits, "ps1")
-        return files
-    activate = prefix / "bin" / "activate"
-    if activate.is_file():
-        files[activate] = _with_block(activate.read_text(encoding="utf-8"),
-                                      render_venv_block(edits))
+    match ctx.layout.platform.os:
+        case Os.WINDOWS:
+            scripts = prefix / "Scripts"
+            files[scripts / "envforge-activate.bat"] = render_activation(edits, "bat")
+            files[scripts / "envforge-activate.ps1"] = render_activation(edits, "ps1")
+        case Os.LINUX:
+            activate = prefix / "bin" / "activate"
+            if activate.is_file():
+                files[activate] = _with_block(activate.read_text(encoding="utf-8"),
+                                              render_venv_block(edits))
+        case _:
+            assert_never(ctx.layout.platform.os)
     return files
 
 

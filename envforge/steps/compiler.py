@@ -34,6 +34,7 @@ from envforge.host.archives import (
 from envforge.host.fetch import FileRef, OfflineError, obtain
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
+from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Platform
 from envforge.steps.base import Change, StepContext, state_of
 
@@ -324,7 +325,7 @@ class CompilerStep:
         compiler = ctx.pspec.compiler
         if compiler is None:
             raise StepError("the spec has no [compiler] section")
-        if compiler.kind == "mingw-w64" and ctx.platform != "win-64":
+        if compiler.kind == "mingw-w64" and PLATFORMS[ctx.platform].os is not Os.WINDOWS:
             raise StepError(f"MinGW-w64 is a Windows compiler; {ctx.platform} uses kind = \"gcc\"")
         return compiler.kind
 

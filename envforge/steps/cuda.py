@@ -12,6 +12,7 @@ from envforge.errors import StepError
 from envforge.host.cuda import CudaToolkit, DriverInfo, find_toolkits, read_driver
 from envforge.journal import Transaction
 from envforge.knowledge import min_driver
+from envforge.platforms import PLATFORMS
 from envforge.steps.base import Change, StepContext
 
 
@@ -26,7 +27,7 @@ def matches(wanted: str, toolkit: CudaToolkit) -> bool:
 def select_toolkit(ctx: StepContext) -> CudaToolkit:
     assert ctx.pspec.cuda is not None
     wanted = ctx.pspec.cuda.version
-    toolkits = find_toolkits(ctx.environ, windows=ctx.platform == "win-64",
+    toolkits = find_toolkits(ctx.environ, platform=PLATFORMS[ctx.platform],
                              search=ctx.cuda_search)
     for toolkit in toolkits:
         if matches(wanted, toolkit):

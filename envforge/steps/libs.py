@@ -17,7 +17,7 @@ import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, assert_never
 
 from envforge.envlayout import LINKS_DIR
 from envforge.errors import StepError, ToolError
@@ -26,6 +26,7 @@ from envforge.host.cuda import read_driver, toolkit_version
 from envforge.host.platform import cuda_layout
 from envforge.journal import Transaction
 from envforge.knowledge import cuda_library_name, driver_library, libgpuarray_names
+from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import (
     Change,
     StepContext,
@@ -121,9 +122,14 @@ class LibgpuarrayLinksStep:
     def wants(self, ctx: StepContext) -> list[Want]:
         if ctx.cuda_root is None:
             raise StepError("libgpuarray needs a CUDA toolkit's NVRTC and cuBLAS; none was found")
-        if ctx.platform == "win-64":
-            return self._windows(ctx, ctx.cuda_root)
-        return self._linux(ctx, ctx.cuda_root)
+        target = PLATFORMS[ctx.platform]
+        match target.os:
+            case Os.WINDOWS:
+                return self._windows(ctx, ctx.cuda_root)
+            case Os.LINUX:
+                return self._linux(ctx, ctx.cuda_root)
+            case _:
+                assert_never(target.os)
 
     def _toolkit(self, root: Path) -> str | None:
         return self.toolkit_cuda or toolkit_version(root)
@@ -184,6 +190,6 @@ class LibgpuarrayLinksStep:
             source = bin_dir / shipped
             if not source.is_file():
                 raise StepError(f"{shipped} is missing: looked in {bin_dir}")
-            if asked.casefold() != shipped.casefold():
+            if not PLATFORMS[ctx.platform].same_file_name(asked, shipped):
                 wants.append(WantFile(bin_dir / asked, source))
         return wants

@@ -3,8 +3,9 @@
 Online, from a bundle or ``--offline`` alike: each locked file comes from envforge's
 content-addressed cache or the bundle, re-hashed against the lock on every use (uv's own
 cache, which uv trusts without re-hashing its unpacked files, is not an install source); an
-sdist (Theano-PyMC has no wheel) is built into a wheel once, with the environment's Python,
-and every file of that wheel is checked against the sdist. pypa's ``installer`` unpacks the
+sdist (Theano-PyMC has no wheel) is built into a wheel once, with the environment's Python
+and the lock's build table (the spec's build constraints), and every file of that wheel is
+checked against the sdist. pypa's ``installer`` unpacks the
 wheels (``host/wheelinstall.py``): no resolver, and no build backend when a wheel is at hand.
 """
 

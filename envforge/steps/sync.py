@@ -1,24 +1,22 @@
 """``apply --sync``: the environment's PyPI packages brought back to exactly the lock.
 
-Distributions the lock does not name are uninstalled and locked ones whose files changed
-(against their RECORD) are reinstalled from the same hashed files; other versions and missing
-ones are the PyPI step's. Everything happens inside the prefix, which is envforge's own
-(rollback removes it whole), so nothing here needs a backup.
+Distributions the lock does not name are uninstalled by their RECORD, and locked ones whose
+files changed (against their RECORD) are reinstalled from the same verified copies the PyPI
+step installs (``bundle/sources.pypi_wheels``, pypa's ``installer``): one install path, so a
+sync can never install what apply would refuse. Other versions and missing ones are the PyPI
+step's. Everything happens inside the prefix, which is envforge's own (rollback removes it
+whole), so nothing here needs a backup.
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from envforge.drift import Drift, find_drift
 from envforge.errors import StepError
-from envforge.host import proc
-from envforge.host.fetch import FileRef, cache_path, obtain
 from envforge.journal import Transaction
-from envforge.lockfile import LockedPypiFile
 from envforge.steps.base import Change, StepContext
 
 
@@ -41,39 +39,20 @@ class SyncStep:
                             for name in changed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        from envforge.resolve.pypi import uv_binary, uv_environ
+        from envforge.bundle.sources import pypi_wheels
+        from envforge.host.wheelinstall import install_wheels, remove_distribution, target_scheme
 
         drift = _drift(ctx)
-        uv = uv_binary()
-        python = str(ctx.layout.python)
-        env = uv_environ(ctx.environ)
-        extra = [item.split()[0] for item in drift.extra]
-        if extra:
-            proc.run([uv, "pip", "uninstall", "--python", python, *extra], env=env)
         names = {canonicalize_name(item.split(":")[0]) for item in drift.modified}
         files = [f for f in ctx.lock.pypi if canonicalize_name(f.name) in names]
-        if not files:
-            return
-        with tempfile.TemporaryDirectory(prefix="envforge-sync-") as tmp:
-            req = Path(tmp) / "requirements.txt"
-            req.write_text("".join(f"{requirement_line(ctx, f)} --hash=sha256:{f.sha256}\n"
-                                   for f in files), encoding="utf-8")
-            args = [uv, "pip", "install", "--python", python, "--no-deps", "--require-hashes",
-                    "--no-config", "-r", str(req), "--index-url", ctx.pypi_index]
-            for f in files:
-                args += ["--reinstall-package", f.name]
-            proc.run(args, env=env)
+        wheels = pypi_wheels(ctx, files)  # every copy verified before the first removal
+        python = Path(ctx.layout.python)
+        if drift.extra:
+            scheme = target_scheme(python)
+            for item in drift.extra:
+                remove_distribution(scheme, item.split()[0])
+        if wheels:
+            install_wheels(wheels, python)
         left = _drift(ctx)
         if left.extra or left.modified:
             raise StepError(f"sync left {left.summary()} in {ctx.prefix}")
-
-
-def requirement_line(ctx: StepContext, f: LockedPypiFile) -> str:
-    """A locked file for uv by its verified copy in envforge's cache (a git, local or
-    find-links file always: the index has no such file), else the index's by name and
-    version; uv checks the hash either way (--require-hashes)."""
-    ref = FileRef(f.url, f.sha256, f.filename, f.size)
-    if f.origin is not None:
-        return f"{f.name} @ {obtain(ref, cache=ctx.dirs.cache).as_uri()}"
-    cached = cache_path(ctx.dirs.cache, ref)
-    return f"{f.name} @ {cached.as_uri()}" if cached.is_file() else f"{f.name}=={f.version}"

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import assert_never
 
 from envforge.journal import Transaction
 from envforge.knowledge import reference_theano
+from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Change, StepContext, text_digest
 from envforge.theanoflags import render_theanorc
 
@@ -25,7 +27,8 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
     prefix = str(ctx.layout.prefix)
     flags = {k: v.replace("{prefix}", prefix) for k, v in ctx.lock.expect.theano_flags.items()}
     compiler = ctx.pspec.compiler
-    if ctx.platform == "win-64" and compiler is not None and compiler.kind == "mingw-w64":
+    if PLATFORMS[ctx.platform].os is Os.WINDOWS and compiler is not None \
+            and compiler.kind == "mingw-w64":
         from envforge.steps.compiler import mingw_gxx
 
         flags.setdefault("cxx", str(mingw_gxx(ctx)))
@@ -35,11 +38,16 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
 def theanorc_target(ctx: StepContext) -> Path:
     if ctx.pspec.theano.theanorc == "env":
         return Path(ctx.layout.theanorc)
-    if ctx.platform == "win-64":
-        from envforge.host.windows import theanorc_paths
+    target = PLATFORMS[ctx.platform]
+    match target.os:
+        case Os.WINDOWS:
+            from envforge.host.windows import theanorc_paths
 
-        return Path(theanorc_paths(ctx.platform, dict(ctx.environ)).write_to)
-    return ctx.home / ".theanorc"
+            return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
+        case Os.LINUX:
+            return ctx.home / ".theanorc"
+        case _:
+            assert_never(target.os)
 
 
 def rendered(ctx: StepContext) -> str:

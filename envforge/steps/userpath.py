@@ -25,6 +25,7 @@ from envforge.host.windows import (
     split_path,
 )
 from envforge.journal import Transaction
+from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Change, StepContext
 
 PATH_NAME = "Path"
@@ -72,7 +73,7 @@ class UserPathStep:
         self.registry.broadcast_setting_change()
 
     def _edit(self, ctx: StepContext) -> tuple[str | None, int | None, PathEdit]:
-        if ctx.platform != "win-64":
+        if PLATFORMS[ctx.platform].os is not Os.WINDOWS:
             raise StepError(f"the user PATH is a Windows setting, not one of {ctx.platform}")
         found = self.registry.get(USER_ENVIRONMENT, PATH_NAME)
         current, current_type = (None, None) if found is None else found

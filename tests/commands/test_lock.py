@@ -242,3 +242,23 @@ packages = ["python=3.7"]
     assert "no-such-channel" in capsys.readouterr().err
     assert (tmp_path / "locks" / "good.lock").is_file()
     assert not (tmp_path / "locks" / "bad.lock").exists()
+
+
+@pytest.mark.network
+def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
+    """The group lockcheck can tell apart: it carries the Python it was resolved for, the
+    same full version as the environment's PyPI packages."""
+    from envforge.lockcheck import check_lock
+    from envforge.spec import load_spec
+
+    spec = load_spec(REPO / "specs" / "theano-cpu.toml")
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock")
+    plock = lock.platforms["linux-64"]
+    suite = lock_command.lock_suite(spec.for_platform("linux-64"), plock.pypi, "1.0.5",
+                                    python="3.7.16")
+    assert suite is not None and suite.python == "3.7.16"
+    assert {"pytest", "pytest-xdist"} <= {f.name for f in suite.runner}
+    recorded = plock.model_copy(update={"suite": suite, "pypi_python": "3.7.16"})
+    check_lock(spec, lock.model_copy(update={"platforms": {**lock.platforms,
+                                                           "linux-64": recorded}}),
+               REPO / "locks" / "theano-cpu.lock")

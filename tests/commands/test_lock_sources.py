@@ -80,7 +80,8 @@ def write_spec(tmp_path: Path, name: str, packages: list[str], extra: str = "") 
 @pytest.mark.network
 @pytest.mark.slow
 def test_a_git_dependency_is_locked_by_commit_and_applies_from_a_bundle(
-        tmp_path: Path, home: Path, git_repo: tuple[Path, str]) -> None:
+        tmp_path: Path, home: Path, git_repo: tuple[Path, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     repo, commit = git_repo
     spec = write_spec(tmp_path, "gitdep", [f"envforge-tinypkg-fixture @ git+{repo.as_uri()}@v0.2"])
     assert main(["lock", str(spec)]) == 0
@@ -104,10 +105,30 @@ def test_a_git_dependency_is_locked_by_commit_and_applies_from_a_bundle(
     assert main(["bundle", str(lock_path), "-o", str(bundle)]) == 0
     shutil.rmtree(repo)
     shutil.rmtree(envforge_dirs().cache)
+    no_network(monkeypatch)
     offline = tmp_path / "offline"
     assert main(["apply", str(spec), "--yes", "--bundle", str(bundle), "--prefix",
                  str(offline)]) == 0
     assert _where(offline) == "v0.2"
+
+
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No TCP/IP from here on: in this process a connect raises, and a child's proxy is a
+    closed port (a bundle apply that reached for the network would fail, not pass)."""
+    import socket
+
+    real_connect = socket.socket.connect
+
+    def refuse(self: socket.socket, address: object) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise OSError("network blocked by the test")
+        real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
 
 
 def _where(prefix: Path) -> str:

@@ -114,7 +114,8 @@ def test_without_setuptools_verify_fails_naming_scan_and_apply_fixes_it(
     rows = json.loads(capsys.readouterr().out)["rows"]
     failed = {row["name"]: row["why"] for row in rows if row["status"] == "fail"}
     assert set(failed) == {"kernel.scan.checksum", "kernel.scan.samples",
-                           "kernel.scan.implementation"}
+                           "kernel.scan.implementation", "drift.versions"}
+    assert "setuptools: missing" in next(r["found"] for r in rows if r["name"] == "drift.versions")
     why = failed["kernel.scan.implementation"]
     assert "No module named 'pkg_resources'" in why
     assert "theano/gpuarray/linalg.py:3" in why and "envforge apply" in why
@@ -123,3 +124,46 @@ def test_without_setuptools_verify_fails_naming_scan_and_apply_fixes_it(
     assert (site / "pkg_resources").is_dir()
     capsys.readouterr()
     assert main(["verify", str(spec), "--prefix", str(prefix), "-q"]) == 0
+
+
+def test_drift_fails_verify_naming_each_kind_and_sync_restores_a_pass(
+        applied: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pass means the locked stack is what runs: a hand-installed distribution, an edited
+    locked file and a locked distribution at another version each fail their drift row,
+    with `apply --sync` as the fix, which brings verify back to a pass."""
+    from envforge.host.wheelinstall import WheelToInstall, install_wheels
+    from tests.host.test_wheelinstall import make_wheel
+
+    spec, prefix = applied
+    python = prefix / "bin" / "python"
+    site = next(prefix.glob("lib/python3.*/site-packages"))
+    extra = make_wheel(tmp_path, "handmade", "0.1", {"handmade.py": "X = 1\n"})
+    install_wheels([WheelToInstall(extra, sha256(extra))], python)
+    [six] = site.glob("six-1.16.0.dist-info")
+    six.rename(site / "six-1.15.0.dist-info")  # as a downgrade leaves it, files and all
+    scipy_init = site / "scipy" / "__init__.py"
+    scipy_init.write_text(scipy_init.read_text() + "# edited by hand\n")
+    capsys.readouterr()
+    assert main(["verify", str(spec), "--prefix", str(prefix), "--json"]) == 1
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    failed = {name for name, r in rows.items() if r["status"] == "fail"}
+    assert {"drift.versions", "drift.files", "drift.extra"} <= failed
+    assert failed <= {"drift.versions", "drift.files", "drift.extra", "version.six"}
+    assert "six: locked 1.16.0, found 1.15.0" in rows["drift.versions"]["found"]
+    assert rows["drift.files"]["found"] == "scipy: scipy/__init__.py"
+    assert rows["drift.extra"]["found"] == "handmade 0.1"
+    assert all(f"envforge apply {spec} --sync --prefix {prefix}" in rows[n]["why"]
+               for n in ("drift.versions", "drift.files", "drift.extra"))
+    assert main(["apply", str(spec), "--sync", "--yes", "--prefix", str(prefix), "-q"]) == 0
+    assert not (site / "handmade.py").exists() and "# edited" not in scipy_init.read_text()
+    capsys.readouterr()
+    assert main(["verify", str(spec), "--prefix", str(prefix), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert all(rows[n]["status"] == "pass" for n in ("drift.versions", "drift.files",
+                                                     "drift.extra"))
+
+
+def sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()

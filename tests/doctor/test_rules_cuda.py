@@ -9,6 +9,7 @@ import pytest
 
 from envforge.doctor.rules.cuda import runtime_version
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
+from envforge.platforms import Platform
 from tests.doctor.layouts import (
     cudnn_header,
     expected,
@@ -143,13 +144,13 @@ def test_shell_older_than_the_registry_path(tmp_path: Path) -> None:
                                                     registry=registry)))
 
 
-@pytest.mark.parametrize(("name", "windows", "version"), [
-    ("cudart64_80.dll", True, "8.0"), ("cudart64_90.dll", True, "9.0"),
-    ("cudart64_102.dll", True, "10.2"), ("CUDART64_110.DLL", True, "11"),
-    ("cudart64_12.dll", True, "12"), ("libcudart.so.10.2", False, "10.2"),
-    ("libcudart.so.10.2.89", False, "10.2"), ("libcudart.so.11.0", False, "11"),
-    ("libcudart.so.13", False, "13"), ("libcudart.so", False, None),
-    ("cudart64_102.dll", False, None)])
-def test_runtime_versions(name: str, windows: bool, version: str | None) -> None:
+@pytest.mark.parametrize(("name", "platform", "version"), [
+    ("cudart64_80.dll", "win-64", "8.0"), ("cudart64_90.dll", "win-64", "9.0"),
+    ("cudart64_102.dll", "win-64", "10.2"), ("CUDART64_110.DLL", "win-64", "11"),
+    ("cudart64_12.dll", "win-64", "12"), ("libcudart.so.10.2", "linux-64", "10.2"),
+    ("libcudart.so.10.2.89", "linux-64", "10.2"), ("libcudart.so.11.0", "linux-64", "11"),
+    ("libcudart.so.13", "linux-64", "13"), ("libcudart.so", "linux-64", None),
+    ("cudart64_102.dll", "linux-64", None)])
+def test_runtime_versions(name: str, platform: Platform, version: str | None) -> None:
     """cudart64_110.dll and libcudart.so.11.0 serve every CUDA 11 release."""
-    assert runtime_version(name, windows) == version
+    assert runtime_version(name, platform) == version

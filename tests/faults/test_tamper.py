@@ -91,6 +91,10 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("version", "pypi-version-other"): _replace('version = "1.19.5"\n', 'version = "1.19.4"\n'),
     ("version", "python"): _replace('python = "3.7"\ntheano_flag_spelling',
                                     'python = "3.07"\ntheano_flag_spelling'),
+    ("python", "suite-group-3.11"): _append("platforms.linux-64.suite", 'python = "3.11.9"'),
+    ("python", "wheel-cp311"): _replace(f'filename = "{NUMPY}"',
+                                        'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64'
+                                        '.whl"'),
     ("hash", "sha256-short"): _replace('sha256 = "63d38775d20c425c1f00914b52167ae0e3b4639facdb'
                                        '0aa734877279fb716fbb"', 'sha256 = "63d38775"'),
     ("hash", "sha256-upper"): _replace('sha256 = "63d38775d20c425c1f00914b52167ae0e3b4639facdb'

@@ -49,6 +49,10 @@ def _replace_file(bundle: Path, relative: str, data: bytes, *, fix_manifest: boo
         _write_manifest(bundle, manifest)
 
 
+# The lock's `built` table up to its filename: the build environment's array comes first.
+BUILT_TABLE = r"\[platforms\.linux-64\.pypi\.built\]\n(?:(?!\[).*\n)*?"
+
+
 def _built_wheel(bundle: Path) -> str:
     return next(f["path"] for f in _manifest(bundle)["files"] if f["role"] == "built-wheel")
 
@@ -144,7 +148,7 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("hash", "lock-copy-edited"): _lock_edit(r'version = "1\.16\.0"', 'version = "1.16.1"',
                                              fix_manifest=False),
     ("hash", "lock-built-record-changed"): _lock_edit(
-        r'(\[platforms\.linux-64\.pypi\.built\]\nfilename = "[^"]*"\nsha256 = ")[0-9a-f]{64}',
+        rf'({BUILT_TABLE}filename = "[^"]*"\nsha256 = ")[0-9a-f]{{64}}',
         r"\g<1>" + "0" * 64),
     ("built-wheel", "pth-added"): _edit_wheel(lambda name, data: data,
                                               {"evil.pth": b"import os; os.system('id')\n"}),
@@ -153,7 +157,7 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("built-wheel", "dotdot-member"): _edit_wheel(lambda name, data: data,
                                                   {"../../../outside.py": b"x = 1\n"}),
     ("built-wheel", "record-removed"): _lock_edit(
-        r'\[platforms\.linux-64\.pypi\.built\]\nfilename = "[^"]*"\nsha256 = "[0-9a-f]{64}"\n',
+        rf'{BUILT_TABLE}filename = "[^"]*"\nsha256 = "[0-9a-f]{{64}}"\n',
         ""),
     ("removal", "deb-file"): _remove("deb"),
     ("removal", "wheel-file"): _remove("pypi"),

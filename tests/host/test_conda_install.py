@@ -14,6 +14,7 @@ from envforge.host.conda_install import (
     install_conda,
 )
 from envforge.lockfile import LockedCondaPackage
+from envforge.platforms import PLATFORMS
 from envforge.resolve.conda import solve_conda
 from tests.testing.conda_channel import archive, copy_channel, serve, sha256_of, shared_channel
 
@@ -184,11 +185,11 @@ def test_read_only_install_falls_back_to_the_user_folder(tmp_path: Path) -> None
 
 def test_default_roots(tmp_path: Path) -> None:
     windows = default_conda_roots({"ProgramData": "/pd", "LOCALAPPDATA": "/la"}, tmp_path,
-                                  windows=True)
+                                  platform=PLATFORMS["win-64"])
     assert tmp_path / "miniconda3" in windows
     assert Path("/pd/Anaconda3") in windows and Path("/la/miniforge3") in windows
     assert Path("/opt/conda") not in windows
-    linux = default_conda_roots({}, tmp_path, windows=False)
+    linux = default_conda_roots({}, tmp_path, platform=PLATFORMS["linux-64"])
     assert linux[0] == tmp_path / "miniforge3" and Path("/opt/conda") in linux
 
 

@@ -9,6 +9,9 @@ import pytest
 
 from envforge.errors import StepError
 from envforge.host.interpreters import candidates, find_interpreter
+from envforge.platforms import PLATFORMS
+
+LINUX, WINDOWS = PLATFORMS["linux-64"], PLATFORMS["win-64"]
 
 
 def _exe(path: Path) -> Path:
@@ -26,7 +29,7 @@ def test_candidate_order_path_then_pyenv_then_uv(tmp_path: Path) -> None:
     _exe(home / ".pyenv/versions/3.8.18/bin/python3.8")
     _exe(home / ".local/share/uv/python/cpython-3.7.9-linux-x86_64-gnu/bin/python3.7")
     env = {"PATH": f"{tmp_path}/bin:{home}/.pyenv/shims"}
-    found = [(c.found_by, c.path) for c in candidates("3.7", env, windows=False, home=home)]
+    found = [(c.found_by, c.path) for c in candidates("3.7", env, platform=LINUX, home=home)]
     assert found[0] == ("PATH", tmp_path / "bin/python3.7")
     pyenv = [p for how, p in found if how == "pyenv"]
     assert pyenv == [home / ".pyenv/versions/3.7.16/bin/python3.7",
@@ -37,7 +40,8 @@ def test_candidate_order_path_then_pyenv_then_uv(tmp_path: Path) -> None:
 
 def test_windows_candidates_use_semicolons_and_exe(tmp_path: Path) -> None:
     env = {"PATH": r"C:\Python37;C:\Windows", "APPDATA": str(tmp_path)}
-    found = [str(c.path) for c in candidates("3.7", env, windows=True, home=tmp_path)]
+    found = [str(c.path) for c in candidates("3.7", env, platform=WINDOWS,
+                                                   home=tmp_path)]
     assert found[:2] == [str(Path(r"C:\Python37") / "python3.exe"),
                          str(Path(r"C:\Python37") / "python.exe")]
 

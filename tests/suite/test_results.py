@@ -88,9 +88,10 @@ def test_unreadable_junit_is_an_error_not_a_pass() -> None:
         parse_junit("<testsuites><testsuite>")
 
 
-def _row(test: str) -> KnownBadTestRow:
-    return KnownBadTestRow(theano="==1.0.5", test=test, devices=("cuda",),
-                           reason="known reason", source="[TP] x.py:1")
+def _row(test: str, tests: tuple[str, ...] = (),
+         versions: dict[str, str] | None = None) -> KnownBadTestRow:
+    return KnownBadTestRow(theano="==1.0.5", test=test, tests=tests, devices=("cuda",),
+                           versions=versions or {}, reason="known reason", source="[TP] x.py:1")
 
 
 def test_a_known_bad_row_matches_its_class_and_params_but_not_a_longer_name() -> None:
@@ -100,6 +101,27 @@ def test_a_known_bad_row_matches_its_class_and_params_but_not_a_longer_name() ->
     assert row.matches("m.py::TestAlloc::test_x[float32]")
     assert not row.matches("m.py::TestAllocDiag::test_x")
     assert not row.matches("other.py::TestAlloc::test_x")
+
+
+def test_a_narrow_row_matches_only_the_tests_it_names() -> None:
+    row = _row("m.py::TestGer", ("test_outer", "test_f32_1_1"))
+    assert row.matches("m.py::TestGer::test_outer")
+    assert row.matches("m.py::TestGer::test_f32_1_1[float32]")
+    assert not row.matches("m.py::TestGer::test_b_0_triggers_ger")
+    assert not row.matches("m.py::TestGer::test_outer_more")
+    assert not row.matches("m.py::TestGer")
+    with pytest.raises(ValueError):
+        _row("m.py::TestGer", ("TestGer::test_outer",))
+
+
+def test_a_row_conditioned_on_a_version_holds_only_where_the_lock_meets_it() -> None:
+    row = _row("m.py::TestMathErrorFunctions", ("test_elemwise_erfinv",), {"scipy": ">=1.4"})
+    assert row.holds_for({"scipy": "1.6.0"}) and row.holds_for({"scipy": "1.4.0"})
+    assert not row.holds_for({"scipy": "1.3.3"})
+    assert not row.holds_for({})  # a version the lock does not hold never meets it
+    assert _row("m.py::TestAlloc").holds_for({})
+    with pytest.raises(ValueError):
+        _row("m.py::TestAlloc", versions={"scipy": "not a range"})
 
 
 def test_known_bad_failures_pass_verify_and_unknown_ones_fail_it(junit: str) -> None:

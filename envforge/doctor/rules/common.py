@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import assert_never
 
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
 from envforge.doctor.flags import parse_theano_flags
 from envforge.doctor.model import Evidence
 from envforge.knowledge import TheanoRules, UnknownFactError, reference_theano, theano_rules
-from envforge.spec import Platform
+from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 THEANO_FLAGS = "THEANO_FLAGS"
 
@@ -154,15 +155,16 @@ def cuda_matches(wanted: str, version: str) -> bool:
     return version == wanted or minor(version) == minor(wanted)
 
 
-def pathsep(platform: Platform) -> str:
-    return ";" if platform == "win-64" else ":"
-
-
-def set_variable(platform: Platform, name: str, value: str) -> str:
-    """The shell command that sets a variable for this session."""
-    if platform == "win-64":
-        return f'set "{name}={value}"'
-    return f"export {name}={shlex.quote(value)}"
+def set_variable(platform: Platform | TargetPlatform, name: str, value: str) -> str:
+    """The shell command that sets a variable for this session (cmd.exe; POSIX sh)."""
+    target = platform_of(platform)
+    match target.os:
+        case Os.WINDOWS:
+            return f'set "{name}={value}"'
+        case Os.LINUX:
+            return f"export {name}={shlex.quote(value)}"
+        case _:
+            assert_never(target.os)
 
 
 def env_evidence(facts: HostFacts, name: str) -> Evidence:
@@ -183,7 +185,13 @@ def command_evidence(out: CommandOutput, *, lines: int = 12) -> Evidence:
 
 def library_entries(facts: HostFacts) -> tuple[SearchEntry, ...]:
     """Where the loader looks for shared libraries: PATH on Windows, LD_LIBRARY_PATH on Linux."""
-    return facts.path if facts.platform == "win-64" else facts.library_path
+    match facts.target.os:
+        case Os.WINDOWS:
+            return facts.path
+        case Os.LINUX:
+            return facts.library_path
+        case _:
+            assert_never(facts.target.os)
 
 
 def sm(capability: str) -> int:

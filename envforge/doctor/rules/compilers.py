@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import assert_never
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
@@ -17,6 +18,7 @@ from envforge.doctor.rules.common import (
 )
 from envforge.host.windows import arrange_path
 from envforge.knowledge import find_artifact, knowledge
+from envforge.platforms import Os
 
 
 def _cxx_source() -> str:
@@ -24,12 +26,16 @@ def _cxx_source() -> str:
 
 
 def _install_text(facts: HostFacts) -> str:
-    if facts.platform == "win-64":
-        mingw = find_artifact("compiler", "win-64", "8.1.0")
-        name = mingw.filename if mingw else "MinGW-w64 (posix threads, seh)"
-        return (f"install MinGW-w64 ({name}) and put its bin first on PATH, or in a conda "
-                "environment `conda install -c msys2 m2w64-toolchain`")
-    return "install g++ (Debian/Ubuntu: `apt-get install g++`)"
+    match facts.target.os:
+        case Os.WINDOWS:
+            mingw = find_artifact("compiler", facts.platform, "8.1.0")
+            name = mingw.filename if mingw else "MinGW-w64 (posix threads, seh)"
+            return (f"install MinGW-w64 ({name}) and put its bin first on PATH, or in a conda "
+                    "environment `conda install -c msys2 m2w64-toolchain`")
+        case Os.LINUX:
+            return "install g++ (Debian/Ubuntu: `apt-get install g++`)"
+        case _:
+            assert_never(facts.target.os)
 
 
 def compiler_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -58,7 +64,7 @@ def compiler_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
 
 def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """(Windows) MSVC ahead of MinGW on PATH; a MinGW built with win32 threads."""
-    if facts.platform != "win-64" or facts.gxx is None:
+    if facts.target.os is not Os.WINDOWS or facts.gxx is None:
         return
     gxx = facts.gxx
     if facts.msvc is not None and facts.msvc.index >= 0 and \

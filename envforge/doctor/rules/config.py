@@ -20,7 +20,6 @@ from envforge.doctor.rules.common import (
     Setting,
     command_evidence,
     effective,
-    pathsep,
     set_variable,
     settings,
     theano_flags_pairs,
@@ -230,7 +229,7 @@ def _cwd(facts: HostFacts) -> Iterator[Finding]:
                            text=next((v for k, v in facts.environ.items()
                                       if k.upper() == "THEANORC"), "(unset)"))),
         fix=Fix(text=set_variable(facts.platform, "THEANORC",
-                                  pathsep(facts.platform).join(files))
+                                  facts.target.pathsep.join(files))
                 + "  (or move its settings into " + facts.theanorc_write_to + ")"),
         source=_reading("theanorc-cwd"))
 

@@ -15,18 +15,18 @@ from envforge.doctor.rules.common import (
     flag_value,
     gpu_intended,
     library_entries,
-    pathsep,
     set_variable,
     theano_release,
 )
 from envforge.host.windows import normalize_entry
 from envforge.knowledge import cuda_library_name, cuda_runtime_release, knowledge
+from envforge.platforms import Os, Platform, TargetPlatform
 
 
-def runtime_version(name: str, windows: bool) -> str | None:
+def runtime_version(name: str, platform: Platform) -> str | None:
     """The CUDA release a runtime library belongs to: ``10.2``, or ``11``/``12`` where one
     runtime serves a whole major release (``cudart64_110.dll``, ``libcudart.so.12``)."""
-    return cuda_runtime_release(name, "win-64" if windows else "linux-64")
+    return cuda_runtime_release(name, platform)
 
 
 def runtime_matches(runtime: str, wanted: str) -> bool:
@@ -71,20 +71,20 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
     """Several CUDA runtimes on the loader's search path: the first folder wins. On Windows
     Theano re-sorts PATH before pygpu loads NVRTC and cuBLAS, so the order the user gave
     decides nothing: the fix there is one CUDA on PATH, never "put it first"."""
-    windows = facts.platform == "win-64"
+    resorted = facts.target.os is Os.WINDOWS  # Theano's win32 PATH rewrite
     order: list[tuple[SearchEntry, str, str]] = []
     for entry in library_entries(facts):
         listing = facts.listing(entry.path)
         for name in listing.names if listing else ():
-            version = runtime_version(name, windows)
+            version = runtime_version(name, facts.platform)
             if version is not None and all(version != v for _, _, v in order):
                 order.append((entry, name, version))
     if len(order) < 2:
         return
     rewrite = next(r for r in knowledge().theano.config_reading
                    if r.id == "win32-dnn-rewrites-path")
-    source = f"{_source()}; {rewrite.source}" if windows else _source()
-    if windows:
+    source = f"{_source()}; {rewrite.source}" if resorted else _source()
+    if resorted:
         order = _theano_path_order(order)
     variable = order[0][0].variable
     evidence = tuple(entry_evidence(e, f"{name}: CUDA {v}") for e, name, v in order)
@@ -95,30 +95,30 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
             title=f"{variable} holds {len(order)} CUDA runtimes "
                   f"({', '.join(v for _, _, v in order)}); "
                   + (f"Theano re-sorts PATH, so CUDA {order[0][2]}'s folder comes first"
-                     if windows else f"the first, CUDA {order[0][2]}, wins"),
+                     if resorted else f"the first, CUDA {order[0][2]}, wins"),
             evidence=evidence,
             fix=Fix(text=f"keep only the toolkit you use in {variable}"
-                    + ("" if windows else ", or put its folder first")),
+                    + ("" if resorted else ", or put its folder first")),
             source=source)
         return
     right = next((e for e, _, v in order if runtime_matches(v, wanted)), None)
     if right is None:
         fix = Fix(text=f"add CUDA {wanted}'s library folder to {variable}"
-                       + (" and remove the other CUDA folders" if windows else " first"))
-    elif windows:
+                       + (" and remove the other CUDA folders" if resorted else " first"))
+    elif resorted:
         others = {e.index for e, _, _ in order if e.index != right.index}
-        value = pathsep(facts.platform).join(
+        value = facts.target.pathsep.join(
             e.entry for e in library_entries(facts) if e.index not in others)
         fix = Fix(text=set_variable(facts.platform, variable, value))
     elif runtime_matches(order[0][2], wanted):
         return
     else:
-        value = pathsep(facts.platform).join(
+        value = facts.target.pathsep.join(
             [right.entry, *(e.entry for e in library_entries(facts) if e.index != right.index)])
         fix = Fix(text=set_variable(facts.platform, variable, value))
     first = (f"after Theano's PATH rewrite (sorted, lower-cased) CUDA {order[0][2]}'s runtime "
-             "comes first" if windows else f"{variable} finds CUDA {order[0][2]}'s runtime first")
-    if windows and runtime_matches(order[0][2], wanted):
+             "comes first" if resorted else f"{variable} finds CUDA {order[0][2]}'s runtime first")
+    if resorted and runtime_matches(order[0][2], wanted):
         title = (f"PATH holds {len(order)} CUDA runtimes; CUDA {wanted} loads only because "
                  "its folder sorts first once Theano rewrites PATH")
         severity = "warning"
@@ -142,10 +142,11 @@ def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
                 evidence=(env_evidence(facts, var.name),),
                 fix=Fix(text=f"point {var.name} at an installed toolkit, or unset it"),
                 source=root_source)
-    windows = facts.platform == "win-64"
-
     def key(value: str, version: str | None) -> str:
-        return version or (normalize_entry(value) if windows else value.rstrip("/"))
+        """Folders compared as the target compares them (Windows: case, slashes, %VARS%)."""
+        if version:
+            return version
+        return normalize_entry(value) if facts.target.os is Os.WINDOWS else value.rstrip("/")
 
     distinct = {key(v.value, v.version) for v in existing}
     theano_pick = next((v for v in existing if v.name in ("CUDA_ROOT", "CUDA_PATH")), None)
@@ -186,8 +187,7 @@ def theano_root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
             {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
         return
     root = facts.theano_cuda_root
-    windows = facts.platform == "win-64"
-    include = None if root is None else _join(root, "include", windows)
+    include = None if root is None else _join(root, "include", facts.target)
     if include is not None and include in facts.cudnn_headers:
         return
     with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
@@ -210,8 +210,8 @@ def theano_root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         source=row.source)
 
 
-def _join(root: str, name: str, windows: bool) -> str:
-    sep = "\\" if windows and "\\" in root else "/"
+def _join(root: str, name: str, target: TargetPlatform) -> str:
+    sep = "\\" if target.os is Os.WINDOWS and "\\" in root else "/"
     return root.rstrip("/\\") + sep + name
 
 

@@ -18,6 +18,7 @@ from envforge.doctor.rules.common import (
     theano_release,
 )
 from envforge.knowledge import cudnn_library_name, cudnn_support, cudnn_version_code
+from envforge.platforms import Os
 
 
 def _header_evidence(header: CudnnHeader) -> Evidence:
@@ -76,7 +77,6 @@ def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Fin
 def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | None:
     """The cuDNN header Theano compiles against: dnn.include_path, else ``<base>/include``
     (base: dnn.base_path or cuda.root), then the compiler's default include folders."""
-    windows = facts.platform == "win-64"
     folders = []
     if "dnn.include_path" in eff:
         folders.append(eff["dnn.include_path"].value)
@@ -84,7 +84,7 @@ def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | Non
         base = (eff["dnn.base_path"].value if "dnn.base_path" in eff else
                 eff["cuda.root"].value if "cuda.root" in eff else facts.theano_cuda_root)
         if base:
-            sep = "\\" if windows and "\\" in base else "/"
+            sep = "\\" if facts.target.os is Os.WINDOWS and "\\" in base else "/"
             folders.append(base.rstrip("/\\") + sep + "include")
     folders += facts.system_include_dirs
     for folder in folders:
@@ -159,7 +159,7 @@ def _dll(cudnn: str) -> str:
 def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """(Windows) the cuDNN DLL Theano loads by name is in neither dnn.bin_path nor PATH."""
     release = theano_release(facts, expected)
-    if facts.platform != "win-64" or release.rules is None or \
+    if facts.target.os is not Os.WINDOWS or release.rules is None or \
             not gpu_intended(facts, expected):
         return
     eff = effective(facts, release.rules)
@@ -171,8 +171,9 @@ def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
                        if r.kind == "conv-fails-from"), None)
     if wanted is None or (fails_from is not None and cudnn_version_code(wanted) >= fails_from):
         return  # no cuDNN meant; one too new is judged by cudnn.too-new-for-theano
-    names = next((r.names for r in release.rules.cudnn_names if r.platform == "win-64"), ())
-    row_source = next((r.source for r in release.rules.cudnn_names if r.platform == "win-64"), "")
+    rows = [r for r in release.rules.cudnn_names if r.platform == facts.platform]
+    names = rows[0].names if rows else ()
+    row_source = rows[0].source if rows else ""
     folders = []
     if "dnn.bin_path" in eff:
         folders.append(eff["dnn.bin_path"].value)

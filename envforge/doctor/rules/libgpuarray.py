@@ -27,6 +27,7 @@ from envforge.knowledge import (
     libgpuarray_names,
     loader_name_mismatch,
 )
+from envforge.platforms import Os
 
 
 def _bin(root: str) -> str:
@@ -66,7 +67,7 @@ def _toolkit(facts: HostFacts, expected: Expected | None, driver_cuda: str) -> T
 
 
 def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    if facts.platform != "win-64" or facts.driver.cuda is None:
+    if facts.target.os is not Os.WINDOWS or facts.driver.cuda is None:
         return
     if not gpu_intended(facts, expected) and installed(facts, expected, "pygpu") is None:
         return
@@ -102,7 +103,7 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
                                      text=f"{fallback} (a fallback of an older CUDA)"))
         on_path = _on_path(facts, source_dir) if source_dir else None
         if shipped and on_path and facts.holds(on_path, shipped) \
-                and shipped.casefold() != asked.casefold():
+                and not facts.target.same_file_name(shipped, asked):
             fix = Fix(text=f'copy "{_child(on_path, shipped)}" "{_child(on_path, asked)}"',
                       actions=(FileCopy(source=_child(on_path, shipped),
                                         target=_child(on_path, asked)),))
@@ -121,7 +122,7 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
 
 
 def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    if facts.platform != "linux-64":
+    if facts.target.os is not Os.LINUX:
         return
     if not gpu_intended(facts, expected) and installed(facts, expected, "pygpu") is None:
         return

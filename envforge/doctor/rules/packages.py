@@ -14,6 +14,7 @@ from envforge.doctor.rules.common import (
     theano_release,
 )
 from envforge.knowledge import in_range, knowledge, map_legacy_theano, theano_distribution
+from envforge.platforms import Os
 
 
 def _evidence(name: str, found: tuple[str, str]) -> Evidence:
@@ -158,12 +159,6 @@ def _names(facts: HostFacts, folder: str) -> tuple[str, ...]:
     return listing.names if listing is not None else ()
 
 
-def _library_files(lib: str, windows: bool) -> tuple[str, ...]:
-    if windows:
-        return (f"lib{lib}.dll.a", f"lib{lib}.a", f"{lib}.lib", f"lib{lib}.dll", f"{lib}.dll")
-    return (f"lib{lib}.so", f"lib{lib}.a")
-
-
 def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """blas.ldflags names folders that are not there, or libraries the linker cannot find
     (``-lX`` needs ``libX.so``: a runtime-only ``libX.so.0`` does not do)."""
@@ -174,7 +169,7 @@ def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     if setting is None or not setting.value.strip():
         return
     row = next(r for r in knowledge().theano.flags if r.name == "blas.ldflags")
-    windows = facts.platform == "win-64"
+    mingw = facts.target.os is Os.WINDOWS  # MinGW's ld, whose own folders are not known here
     dirs, libs = ldflags_parts(setting.value)
     for folder in dirs:
         listing = facts.listing(folder)
@@ -187,11 +182,11 @@ def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
                 fix=Fix(text=f"fix blas.ldflags in {setting.origin} to name the folder that "
                              "holds the BLAS library"),
                 source=row.source)
-    if windows and not dirs:
-        return  # MinGW's own library folders are not known here
-    search = [*dirs, *([] if windows else facts.system_lib_dirs)]
+    if mingw and not dirs:
+        return
+    search = [*dirs, *([] if mingw else facts.system_lib_dirs)]
     for lib in libs:
-        names = _library_files(lib, windows)
+        names = facts.target.linker_files(lib)
         if any(facts.holds(folder, name) for folder in search for name in names):
             continue
         versioned = [(folder, name) for folder in search
