@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import io
+import os
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envforge import __version__
-from envforge.errors import EnvforgeError, ExitCode, host_refusal
-from envforge.spec import PLATFORMS
-from envforge.ui import UI
 
-Handler = Callable[[argparse.Namespace, UI], int]
+if TYPE_CHECKING:  # argparse and the rest load after the no-op fast path has had its turn
+    import argparse
+    from collections.abc import Callable, Sequence
+
+    from envforge.ui import UI
+
+    Handler = Callable[[argparse.Namespace, UI], int]
+# envforge.spec.PLATFORMS, spelt here so that start-up does not import pydantic (a test
+# keeps the two equal)
+PLATFORMS = ("win-64", "linux-64")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +48,10 @@ def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``command``, only that command's module is imported."""
+    """The parser; with ``command``, only that command's module is imported; with none or
+    an unknown one, none is (``"*"``: all of them)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="envforge", description="Declarative, locked, verifiable legacy GPU stacks.")
     parser.add_argument("--version", action="version", version=f"envforge {__version__}")
@@ -67,8 +76,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _common(export)
     export.set_defaults(handler=_cmd_export)
 
-    from envforge.commands import registry
+    from envforge.commands import BUILT_IN, COMMAND_MODULES, registry, summaries
 
+    if command not in (*BUILT_IN, *COMMAND_MODULES, "*"):
+        summaries(sub)
     for register in registry(command):
         register(sub, _common)
     return parser
@@ -85,10 +96,24 @@ def _tolerant_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:
+        sys.stdout.write(f"envforge {__version__}\n")
+        return 0
+    if words[:1] == ["apply"]:  # a no-op decided from stat data, before the heavy imports
+        from envforge.host.noopstamp import try_noop
+
+        done = try_noop(words, cwd=str(Path.cwd()), environ=os.environ, version=__version__)
+        if done is not None:
+            return done
     command = next((w for w in words if not w.startswith("-")), None)
     args = build_parser(command).parse_args(words)
+    args.words = words
+    from envforge.errors import EnvforgeError, ExitCode, host_refusal
+    from envforge.ui import UI
+
+    handler: Handler
     ui = UI(json=getattr(args, "json", False), quiet=getattr(args, "quiet", False))
-    handler: Handler = args.handler
+    handler = args.handler
     try:
         return handler(args, ui)
     except EnvforgeError as exc:

@@ -17,6 +17,7 @@ it is imported inside the functions that need it.
 from __future__ import annotations
 
 import math
+import threading
 from typing import TYPE_CHECKING, Literal
 
 from envforge.lockfile import ConvParams, KernelExpectation
@@ -71,8 +72,36 @@ _RTOL_FLOOR: dict[str, dict[str, float]] = {
 }
 
 
+_ONCE: dict[tuple[str, str], tuple[KernelExpectation, ...]] = {}
+_ONCE_LOCK = threading.Lock()
+
+
 def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
-    """The expectation of each kernel the spec asks verify to run, in the spec's order."""
+    """The expectation of each kernel the spec asks verify to run, in the spec's order.
+
+    Computed once per process for the same section and floatX: a spec's platforms lock in
+    parallel threads with identical inputs, and the second waits for the first's result."""
+    key = (verify.model_dump_json(), float_x)
+    with _ONCE_LOCK:
+        if key not in _ONCE:
+            _ONCE[key] = _kernel_expectations(verify, float_x)
+        return _ONCE[key]
+
+
+def kernel_expectations_in_background(verify: VerifySection, float_x: str) -> None:
+    """Start ``kernel_expectations`` in a thread: NumPy computes while the resolvers wait on
+    the network, and the later call finds the result (or waits for it)."""
+    def compute() -> None:
+        try:
+            kernel_expectations(verify, float_x)
+        except Exception:  # not cached: the later call raises it in its place
+            return
+
+    threading.Thread(target=compute, daemon=True, name="envforge-kernels").start()
+
+
+def _kernel_expectations(verify: VerifySection,
+                         float_x: str) -> tuple[KernelExpectation, ...]:
     out = []
     for name in verify.kernels:
         conv = None

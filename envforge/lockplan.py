@@ -42,6 +42,12 @@ def upstream_version(debian_version: str) -> str:
     return re.split(r"[+~]", version, maxsplit=1)[0]
 
 
+def debian_python(packages: Sequence[str]) -> bool:
+    """Whether a ``[debian]`` list provides the environment's Python (then PyPI must wait
+    for Debian's resolution to know which Python it resolves for)."""
+    return any(_DEB_PYTHON.match(name) for name in packages)
+
+
 def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
                    conda: Sequence[LockedCondaPackage],
                    deb: Sequence[LockedDeb]) -> dict[str, str]:
@@ -90,6 +96,38 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
             continue
         missing.append(row)
     return tuple(missing)
+
+
+def exact_theano(packages: Sequence[str]) -> str | None:
+    """The Theano (or Theano-PyMC) version the packages pin with one exact ``==``."""
+    named: dict[str, Requirement] = {canonicalize_name(Requirement(p).name): Requirement(p)
+                                     for p in packages}
+    pin = named.get("theano-pymc") or named.get("theano")
+    exact = [str(s.version) for s in pin.specifier if s.operator == "=="] if pin else []
+    if pin is None or pin.url or len(exact) != 1 or "*" in exact[0]:
+        return None
+    return exact[0]
+
+
+def undeclared_expected(packages: Sequence[str],
+                        exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
+    """What a Theano pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
+    undeclared, known before resolving: resolved together with the spec's packages, it
+    spares the second resolution (``undeclared_missing`` still checks the result). Rows
+    for names the spec itself names or leaves to another source are left to that check."""
+    from envforge.knowledge import UnknownFactError, theano_rules
+
+    pinned = exact_theano(packages)
+    if pinned is None:
+        return ()
+    try:
+        rows = theano_rules(pinned).undeclared
+    except UnknownFactError:
+        return ()
+    named = {canonicalize_name(Requirement(p).name) for p in packages}
+    skip = named | {canonicalize_name(name) for name in exclude}
+    return tuple(r for r in rows if canonicalize_name(Requirement(r.requirement).name)
+                 not in skip)
 
 
 def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBuild | None:

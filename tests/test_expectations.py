@@ -191,3 +191,21 @@ def test_bad_arguments_are_refused() -> None:
         expect_kernel("conv", seed=1, shape=(1, 3, 8, 8), float_x="float32", rtol=1e-4, atol=0)
     with pytest.raises(ValueError, match="border_mode"):
         conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), border_mode="full")
+
+
+def test_references_are_computed_once_for_equal_sections() -> None:
+    """A spec's platforms ask with equal sections (separate objects) from two threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envforge.expectations import kernel_expectations
+    from envforge.spec import VerifySection
+
+    def section() -> VerifySection:
+        return VerifySection.model_validate({"kernels": ["elementwise", "gemm"], "seed": 5,
+                                             "gemm_size": 16, "elementwise_size": 64})
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda s: kernel_expectations(s, "float64"),
+                                 [section(), section()])
+    assert first is second
+    assert kernel_expectations(section(), "float32") is not first

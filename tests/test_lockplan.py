@@ -48,3 +48,15 @@ def test_the_gpu_specs_hand_pin_is_what_knowledge_asks_for() -> None:
     assert undeclared_missing(pypi) == ()
     without = [f for f in pypi if f.name != "setuptools"]
     assert [row.requirement for row in undeclared_missing(without)] == ["setuptools<80.9"]
+
+
+def test_an_exact_theano_pin_knows_its_undeclared_imports_before_resolving() -> None:
+    from envforge.lockplan import undeclared_expected
+
+    spec = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]
+    assert [r.requirement for r in undeclared_expected(spec)] == ["setuptools<80.9"]
+    assert undeclared_expected([*spec, "setuptools==68.0.0"]) == ()  # left to the check
+    assert undeclared_expected(spec, ["setuptools"]) == ()
+    for loose in (["Theano-PyMC>=1.0"], ["Theano-PyMC==1.0.*"], ["numpy==1.19.5"],
+                  ["Theano-PyMC==9.9.9"]):
+        assert undeclared_expected(loose) == ()

@@ -26,12 +26,34 @@ COMMAND_MODULES: dict[str, str] = {
 
 BUILT_IN = ("lock", "export")  # defined by cli.py itself
 
+# What `envforge --help` lists, in its order, without importing any command's module (a
+# test checks it against the modules' own registrations).
+SUMMARIES: dict[str, str] = {
+    "apply": "provision the environment a spec's lock describes",
+    "plan": "show what apply would change, and change nothing",
+    "rollback": "undo what apply changed, byte for byte",
+    "status": "what envforge has applied on this host",
+    "run": "run a command inside an applied environment",
+    "verify": "prove an applied environment does what its lock promised",
+    "bundle": "gather a lock's files into a folder a host with no network can apply",
+    "doctor": "diagnose this host: driver, CUDA, cuDNN, compilers, Theano's config",
+    "image": "build an OCI image from a bundle (applied and verified inside)",
+    "init": "write a spec from a repository's requirements files",
+}
+
+
+def summaries(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Every command as a name and a line, for help and for naming a mistyped command."""
+    for name, help_text in SUMMARIES.items():
+        sub.add_parser(name, help=help_text)
+
 
 def registry(command: str | None = None) -> list[Register]:
     """The ``register`` functions to call: the one for ``command``, none for the built-in
-    ones, all of them for anything else (help, a typo)."""
+    ones, all of them with ``command="*"``; anything else (help, a typo) is answered by
+    ``summaries``."""
     if command in BUILT_IN:
         return []
     wanted = ([COMMAND_MODULES[command]] if command in COMMAND_MODULES
-              else list(dict.fromkeys(COMMAND_MODULES.values())))
+              else list(dict.fromkeys(COMMAND_MODULES.values())) if command == "*" else [])
     return [importlib.import_module(name).register for name in wanted]

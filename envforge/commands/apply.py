@@ -162,7 +162,9 @@ def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
     from envforge.executor import check_owner, execute
+    from envforge.noop import NoopProbe
 
+    probe = NoopProbe(args, Path(args.spec), lock_path_for(Path(args.spec), args.locks_dir))
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)
@@ -179,6 +181,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
     if not plan.pending:
         ui.success(f"{args.spec}: nothing to do ({ctx.prefix})")
+        probe.save(ctx, steps, f"{args.spec}: nothing to do ({ctx.prefix})")
         if ui.json:
             ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
         return 0

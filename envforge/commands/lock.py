@@ -6,8 +6,9 @@ fast. An unchanged spec reuses its lock without touching the network.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,19 +31,26 @@ from envforge.spec import Platform, PlatformSpec, Spec, load_spec
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
+
+    # requirements, the Python resolved for, the resolution
+    Runner = tuple[Sequence[str], str, tuple[LockedPypiFile, ...]]
 
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+    from envforge.expectations import kernel_expectations_in_background
     from envforge.lockplan import (
         build_record,
         expectations_for,
         locked_artifacts,
         stack_versions,
+        undeclared_expected,
         undeclared_missing,
     )
 
+    kernel_expectations_in_background(pspec.verify, pspec.theano.float_x)
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
@@ -53,13 +61,15 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None)
+    debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
-        from envforge.resolve.deb import resolve_debs
+        from envforge.lockplan import debian_python
+        from envforge.resolve.deb import resolve_debs_in_background
 
-        resolution = resolve_debs(pspec.debian, pspec.platform)
-        deb = resolution.records
-        if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
-            notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+        debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
+        if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
+            deb, debs = _debs(debs.result(), pspec, notes), None
+    early = None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
         from envforge.resolve.pyversion import resolver_python
@@ -69,6 +79,9 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
+        # the suite's runner, beside the main resolution; checked against it after
+        early = runner_in_background(pspec, target.version)
+
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
@@ -76,16 +89,22 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                                 controls=_controls(pspec),
                                 extra_indexes=pspec.pypi.extra_indexes)
 
-        pypi = resolve(pspec.pypi.packages)
+        # what Theano imports undeclared joins the lock, resolved with the rest: known
+        # beforehand for an exact pin, else found in the result and resolved again
+        added = undeclared_expected(pspec.pypi.packages, pspec.pypi.provided_elsewhere)
+        pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
         missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
-        if missing:  # what Theano imports undeclared joins the lock, resolved with the rest
-            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in missing)])
-            if notes is not None:
-                notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
-                             f"{row.module} ({row.imported_at}) without declaring it"
-                             for row in missing)
+        if missing:
+            added = (*added, *missing)
+            pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
+        if notes is not None:
+            notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
+                         f"{row.module} ({row.imported_at}) without declaring it"
+                         for row in added)
+    if debs is not None:
+        deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python)
+    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -99,8 +118,40 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     )
 
 
-def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
-               theano: str | None, *, python: str | None = None) -> SuiteLock | None:
+def _debs(resolution: DebResolution, pspec: PlatformSpec,
+          notes: list[str] | None) -> tuple[LockedDeb, ...]:
+    if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
+        notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
+    return resolution.records
+
+
+def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | None:
+    """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
+    environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
+    package with the environment, where those pins could not have changed it."""
+    from envforge.lockplan import exact_theano
+
+    pinned = exact_theano(pspec.pypi.packages)
+    if pinned is None:
+        return None
+    from envforge.knowledge import suite_runner
+    from envforge.resolve.pypi import resolve_pypi
+
+    row = suite_runner(pinned)
+    if row is None:
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-runner")
+    try:
+        return pool.submit(lambda: (row.requirements, python, resolve_pypi(
+            row.requirements, platform=pspec.platform, python=python,
+            index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
+    finally:
+        pool.shutdown(wait=False)
+
+
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
+               python: str | None = None, early: Future[Runner] | None = None,
+               ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
     PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
@@ -117,6 +168,15 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
     if not any(canonicalize_name(f.name) == distribution and f.kind == "sdist" for f in pypi):
         return None
     target = python or pspec.python.version
+    if early is not None:
+        try:
+            requirements, for_python, runner = early.result()
+        except ResolveError:
+            requirements, for_python, runner = (), "", ()  # resolved again below
+        shared = {canonicalize_name(f.name) for f in pypi} & {
+            canonicalize_name(f.name) for f in runner}
+        if (requirements, for_python) == (row.requirements, target) and runner and not shared:
+            return SuiteLock(distribution=distribution, runner=runner, python=target)
     runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
@@ -147,15 +207,23 @@ def _controls(pspec: PlatformSpec) -> BuildControls:
                          only_binary=section.only_binary, no_binary=section.no_binary)
 
 
+_HOST_PYTHONS: dict[str, str | None] = {}
+_HOST_PYTHONS_LOCK = threading.Lock()
+
+
 def _host_python(minor: str) -> str | None:
-    """The version of the interpreter apply would use for a venv, when this host has one."""
+    """The version of the interpreter apply would use for a venv, when this host has one;
+    asked once per process (each platform's thread wants it, and it runs interpreters)."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
 
-    try:
-        return find_interpreter(minor).version
-    except StepError:
-        return None
+    with _HOST_PYTHONS_LOCK:
+        if minor not in _HOST_PYTHONS:
+            try:
+                _HOST_PYTHONS[minor] = find_interpreter(minor).version
+            except StepError:
+                _HOST_PYTHONS[minor] = None
+        return _HOST_PYTHONS[minor]
 
 
 def _spelling(theano: str | None) -> str | None:

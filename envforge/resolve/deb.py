@@ -7,13 +7,15 @@ Release -> Packages index -> .deb; the InRelease signature itself is not checked
 Debian keyring is assumed on the host).
 
 Indexes are cached under ``<cache>/deb`` by the sha256 the Release file gives them, so
-re-locking against an unchanged archive fetches only the small Release file.
+re-locking against an unchanged archive fetches only the small Release file; the stanzas a
+lock needs from one (``parsed_cache``) are cached beside it, so it is not even read again.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
+import itertools
+import json
 import lzma
 import os
 import re
@@ -21,8 +23,10 @@ import shutil
 import tempfile
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from functools import cmp_to_key
 from pathlib import Path
 
@@ -181,20 +185,85 @@ def parse_packages(text: str) -> dict[str, DebStanza]:
     """A Packages index by package name, keeping the highest version of each."""
     index: dict[str, DebStanza] = {}
     for fields in parse_deb822(text):
-        missing = [k for k in _REQUIRED if k not in fields]
-        if missing:
-            name = fields.get("Package", "<unnamed>")
-            raise ResolveError(f"Packages entry {name} lacks {', '.join(missing)}")
-        stanza = DebStanza(
-            package=fields["Package"], version=fields["Version"],
-            architecture=fields["Architecture"], filename=fields["Filename"],
-            size=int(fields["Size"]), sha256=fields["SHA256"].lower(),
-            depends=fields.get("Depends", ""), pre_depends=fields.get("Pre-Depends", ""),
-            provides=fields.get("Provides", ""), essential=fields.get("Essential") == "yes")
-        known = index.get(stanza.package)
-        if known is None or compare_versions(stanza.version, known.version) > 0:
-            index[stanza.package] = stanza
+        _keep_highest(index, _stanza(fields))
     return index
+
+
+def _stanza(fields: Mapping[str, str]) -> DebStanza:
+    missing = [k for k in _REQUIRED if k not in fields]
+    if missing:
+        name = fields.get("Package", "<unnamed>")
+        raise ResolveError(f"Packages entry {name} lacks {', '.join(missing)}")
+    return DebStanza(
+        package=fields["Package"], version=fields["Version"],
+        architecture=fields["Architecture"], filename=fields["Filename"],
+        size=int(fields["Size"]), sha256=fields["SHA256"].lower(),
+        depends=fields.get("Depends", ""), pre_depends=fields.get("Pre-Depends", ""),
+        provides=fields.get("Provides", ""), essential=fields.get("Essential") == "yes")
+
+
+def _keep_highest(index: dict[str, DebStanza], stanza: DebStanza) -> None:
+    known = index.get(stanza.package)
+    if known is None or compare_versions(stanza.version, known.version) > 0:
+        index[stanza.package] = stanza
+
+
+def parse_packages_subset(chunks: Iterable[bytes], wanted: Iterable[str]) -> dict[str, DebStanza]:
+    """What ``parse_packages`` would give for the ``wanted`` names and the ``Essential``
+    packages (the dependency check counts those as the base system), read from the index's
+    text as it is decompressed: a regular expression finds the few stanzas that matter, and
+    only those are split into fields (bookworm's main has 63,000; a lock wants a handful)."""
+    names = sorted(set(wanted))
+    alternatives = b"|".join(re.escape(n.encode("utf-8")) for n in names) or b"(?!)"
+    # a literal "\n" first, not "^": the regular expression engine then skips ahead by search
+    pattern = re.compile(rb"\n(?:Package: (?:" + alternatives + rb")|Essential: yes)[ \t]*\r?\n")
+    index: dict[str, DebStanza] = {}
+    rest = b"\n"  # each piece starts at a line's "\n", so its first line can match too
+    for chunk in itertools.chain(chunks, [None]):  # one piece at a time, never all of them
+        text = rest + chunk if chunk is not None else rest + b"\n\n"
+        cut = text.rfind(b"\n\n")
+        if cut < 0:
+            rest = text
+            continue
+        body, rest = text[:cut + 1], text[cut + 1:]
+        seen = -1
+        for match in pattern.finditer(body):
+            before = body.rfind(b"\n\n", 0, match.start() + 1)
+            start = before + 2 if before >= 0 else 0
+            if start <= seen:
+                continue  # both lines of one stanza matched
+            end = body.find(b"\n\n", match.end() - 1)
+            block = body[start:] if end < 0 else body[start:end + 1]
+            seen = start
+            for fields in parse_deb822(block.decode("utf-8")):
+                stanza = _stanza(fields)
+                if stanza.package in names or stanza.essential:
+                    _keep_highest(index, stanza)
+    return index
+
+
+def index_chunks(data: bytes, name: str, size: int = 1 << 16) -> Iterator[bytes]:
+    """The index's text, decompressed a piece at a time (never the whole 45 MB at once)."""
+    if name.endswith(".xz"):
+        unxz = lzma.LZMADecompressor()
+        for offset in range(0, len(data), size):
+            piece = unxz.decompress(data[offset:offset + size])
+            if piece:
+                yield piece
+        if not unxz.eof:
+            raise EOFError("compressed index is cut short")
+    elif name.endswith(".gz"):
+        ungz = zlib.decompressobj(wbits=31)
+        for offset in range(0, len(data), size):
+            piece = ungz.decompress(data[offset:offset + size])
+            if piece:
+                yield piece
+        yield ungz.flush()
+        if not ungz.eof:
+            raise EOFError("compressed index is cut short")
+    else:
+        for offset in range(0, len(data), size):
+            yield data[offset:offset + size]
 
 
 def merge_indexes(indexes: Iterable[Mapping[str, DebStanza]]) -> dict[str, DebStanza]:
@@ -385,17 +454,6 @@ def select_packages(index: Mapping[str, DebStanza], names: Sequence[str], *, mir
     return DebResolution(records=tuple(records), warnings=unmet_dependencies(chosen, index))
 
 
-def decompress_index(data: bytes, name: str) -> str:
-    """The text of a Packages index, given the name that says how it is compressed."""
-    if name.endswith(".xz"):
-        raw = lzma.decompress(data)
-    elif name.endswith(".gz"):
-        raw = gzip.decompress(data)
-    else:
-        raw = data
-    return raw.decode("utf-8")
-
-
 # --- I/O edge ---------------------------------------------------------------------------------
 
 class HttpFetch:
@@ -499,14 +557,68 @@ def _fetch_release(fetch: Fetch, base: str, suite: str,
         raise ResolveError(f"cannot read {url}: {exc}") from None
 
 
+PARSED_FORMAT = 1
+
+
+def parsed_cache(cache: Path, sha256: str, name: str, wanted: Iterable[str]) -> Path:
+    """Where the stanzas ``wanted`` from the index with this sha256 are kept.
+
+    Why an entry is as trustworthy as the index itself:
+
+    - Its key is the sha256 that the Release file lists for the index, and the Release is
+      fetched and its InRelease signature checked by gpgv on every lock: an index the
+      archive no longer vouches for is never looked up, and one it vouches for has exactly
+      one content.
+    - An entry is written only here, from bytes whose sha256 and size were just checked
+      against that Release entry, by a deterministic parse (``parse_packages_subset``) of
+      the names in the key; reading it back gives what parsing the index again would.
+    - It records its own sha256: a truncated or damaged entry is parsed again from the
+      index, never half used.
+    - Someone able to write envforge's cache folder could forge an entry; the same person
+      could forge the uv cache from which the PyPI half of the same lock takes its hashes,
+      so the parsed subset adds no weaker link. The raw index cached beside it is still
+      re-hashed on every read, as before.
+    """
+    names = hashlib.sha256("\n".join(sorted(set(wanted))).encode("utf-8")).hexdigest()[:16]
+    return cache / "parsed" / f"{sha256}-{name}-{names}.json"
+
+
+def _read_parsed(path: Path, sha256: str) -> dict[str, DebStanza] | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        body = json.dumps(document["stanzas"], sort_keys=True)
+        if document["format"] != PARSED_FORMAT or document["index_sha256"] != sha256 \
+                or document["sha256"] != _sha256(body.encode("utf-8")):
+            return None
+        return {s["package"]: DebStanza(**s) for s in document["stanzas"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_parsed(path: Path, sha256: str, index: Mapping[str, DebStanza]) -> None:
+    stanzas = [asdict(index[name]) for name in sorted(index)]
+    body = json.dumps(stanzas, sort_keys=True)
+    document = {"format": PARSED_FORMAT, "index_sha256": sha256,
+                "sha256": _sha256(body.encode("utf-8")), "stanzas": stanzas}
+    try:
+        _write_atomic(path, json.dumps(document, sort_keys=True).encode("utf-8"))
+    except OSError:
+        return  # the cache is an optimisation: the next lock parses the index again
+
+
 def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, component: str,
-                 arch: str, cache: Path) -> dict[str, DebStanza]:
-    """One component's parsed index, from the cache when its sha256 is already there."""
+                 arch: str, cache: Path, wanted: Sequence[str]) -> dict[str, DebStanza]:
+    """One component's stanzas that matter (``wanted`` and the Essential ones), from the
+    parsed cache, else from the index (itself cached) when its sha256 is already there."""
     folder = f"{component}/binary-{arch}"
     name = next((n for n in _INDEX_NAMES if f"{folder}/{n}" in release.sha256), None)
     if name is None:
         raise ResolveError(f"Debian {suite}: the Release file lists no {folder}/Packages index")
     sha, size = release.sha256[f"{folder}/{name}"]
+    parsed = parsed_cache(cache, sha, name, wanted)
+    hit = _read_parsed(parsed, sha)
+    if hit is not None:
+        return hit
     cached = cache / f"{sha}-{name}"
     data = cached.read_bytes() if cached.is_file() else None
     if data is None or _sha256(data) != sha:
@@ -521,9 +633,23 @@ def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, comp
                                f"size in Release (got {_sha256(data)}, {len(data)} bytes)")
         _write_atomic(cached, data)
     try:
-        return parse_packages(decompress_index(data, name))
-    except (UnicodeDecodeError, ValueError, lzma.LZMAError, OSError, EOFError) as exc:
+        index = parse_packages_subset(index_chunks(data, name), wanted)
+    except (UnicodeDecodeError, ValueError, lzma.LZMAError, zlib.error, OSError,
+            EOFError) as exc:
         raise ResolveError(f"Debian {suite}: cannot read {folder}/{name}: {exc}") from None
+    _write_parsed(parsed, sha, index)
+    return index
+
+
+def resolve_debs_in_background(section: DebianSection,
+                               platform: Platform) -> Future[DebResolution]:
+    """``resolve_debs`` started in a thread of its own: its fetch, gpgv and parse overlap
+    uv's resolution instead of following it; ``result()`` waits and raises what it raised."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-deb")
+    try:
+        return pool.submit(resolve_debs, section, platform)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | None = None,
@@ -546,7 +672,8 @@ def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | N
             raise ResolveError(f"Debian {section.suite} has no component {component!r} "
                                f"(it has {', '.join(release.components)})")
     index = merge_indexes(
-        _fetch_index(fetch, base, section.suite, release, component, arch, cache)
+        _fetch_index(fetch, base, section.suite, release, component, arch, cache,
+                     section.packages)
         for component in section.components)
     resolution = select_packages(index, section.packages, mirror=section.mirror,
                                  suite=section.suite)

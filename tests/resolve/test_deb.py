@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import lzma
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +26,10 @@ from envforge.resolve.deb import (
     HttpFetch,
     Relation,
     compare_versions,
+    index_chunks,
     inrelease_body,
     parse_packages,
+    parse_packages_subset,
     parse_relations,
     parse_release,
     resolve_debs,
@@ -223,6 +227,27 @@ def test_parse_packages_reads_real_stanzas_and_keeps_the_highest_version() -> No
     # The order in the file must not matter.
     stanzas = REAL_PACKAGES.split("\n\n")
     assert parse_packages("\n\n".join(reversed(stanzas))) == index
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("compress", ["Packages.xz", "Packages.gz", "Packages"])
+def test_the_streaming_subset_is_what_the_whole_parse_gives(size: int, compress: str) -> None:
+    """Whatever the pieces' size, the subset holds the wanted names (highest version) and
+    the Essential packages, exactly as parse_packages has them."""
+    raw = REAL_PACKAGES.encode()
+    data = {"Packages.xz": lzma.compress, "Packages.gz": gzip.compress,
+            "Packages": bytes}[compress](raw)
+    full = parse_packages(REAL_PACKAGES)
+    for names in (sorted(full)[:2], sorted(full)[-1:], ["no-such-package"], []):
+        wanted = {k: v for k, v in full.items() if k in names or v.essential}
+        assert parse_packages_subset(index_chunks(data, compress, size), names) == wanted
+    assert any(v.essential for v in full.values())  # the sample has one to keep
+
+
+def test_a_cut_short_index_is_refused() -> None:
+    data = lzma.compress(REAL_PACKAGES.encode())
+    with pytest.raises(EOFError):
+        list(index_chunks(data[: len(data) // 2], "Packages.xz"))
 
 
 def test_parse_packages_refuses_entries_without_checksums() -> None:
@@ -604,7 +629,7 @@ def test_relock_with_unchanged_release_fetches_only_release(mirror: Mirror,
                          cache_dir=cache)
     index_url = f"{mirror.url}/dists/{SUITE}/main/binary-amd64/Packages.xz"
     assert index_url in fetch.urls
-    cached = list(cache.iterdir())
+    cached = [p for p in cache.iterdir() if p.is_file()]
     sha = hashlib.sha256(
         (mirror.root / f"dists/{SUITE}/main/binary-amd64/Packages.xz").read_bytes()).hexdigest()
     assert [p.name for p in cached] == [f"{sha}-Packages.xz"]
@@ -624,14 +649,43 @@ def test_relock_with_unchanged_release_fetches_only_release(mirror: Mirror,
     resolve_debs(_section("libdemo1"), "linux-64", fetch=fetch, base_url=mirror.url,
                  cache_dir=cache)
     assert index_url in fetch.urls
-    assert len(list(cache.iterdir())) == 2
+    assert len([p for p in cache.iterdir() if p.is_file()]) == 2
+    assert len(list((cache / "parsed").iterdir())) == 2
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[: len(text) // 2],
+    lambda text: text.replace('"1.0-1"', '"9.0-1"'),  # a stanza edited: its sha256 no longer
+    lambda text: text.replace('"format": 1', '"format": 0'),
+])
+def test_damaged_parsed_entry_is_parsed_again(damage: Callable[[str], str], mirror: Mirror,
+                                              tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = resolve_debs(_section("libdemo1"), "linux-64", base_url=mirror.url, cache_dir=cache)
+    (parsed,) = (cache / "parsed").iterdir()
+    parsed.write_text(damage(parsed.read_text()))
+    again = resolve_debs(_section("libdemo1"), "linux-64", base_url=mirror.url, cache_dir=cache)
+    assert again == first
+    assert json.loads(parsed.read_text())["format"] == 1
+
+
+def test_parsed_entry_is_per_set_of_names(mirror: Mirror, tmp_path: Path) -> None:
+    """Another set of names is another entry: a name the first set lacked is never
+    taken for absent from the index."""
+    cache = tmp_path / "cache"
+    resolve_debs(_section("libdemo1"), "linux-64", base_url=mirror.url, cache_dir=cache)
+    both = resolve_debs(_section("libdemo1", "demo-tools"), "linux-64", base_url=mirror.url,
+                        cache_dir=cache)
+    assert [r.name for r in both.records] == ["demo-tools", "libdemo1"]
+    assert len(list((cache / "parsed").iterdir())) == 2
 
 
 def test_damaged_cache_entry_is_fetched_again(mirror: Mirror, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     resolve_debs(_section("libdemo1"), "linux-64", base_url=mirror.url, cache_dir=cache)
-    (entry,) = cache.iterdir()
+    (entry,) = (p for p in cache.iterdir() if p.is_file())
     entry.write_bytes(b"garbage")
+    shutil.rmtree(cache / "parsed")  # else the parsed entry answers without the index
     fetch = Counting()
     result = resolve_debs(_section("libdemo1"), "linux-64", fetch=fetch, base_url=mirror.url,
                           cache_dir=cache)

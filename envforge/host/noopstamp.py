@@ -1,0 +1,215 @@
+"""A no-op apply decided from stat data alone, before the modules a real apply needs load.
+
+uv's and pixi's fast paths are the model: the real path, having found nothing to do, writes
+a stamp of what it read, and the next run with the same words in the same folder and
+environment compares that stamp with the file system. The stamp holds (inode, size, mode,
+mtime, ctime) of every path the real path's no-op decision rests on: the spec, the lock,
+the prefix's state files, every folder and file in the environment outside its packages'
+code (site-packages' own entries, the ``*.dist-info`` folders and their files), the
+``.theanorc`` outside it, the base interpreter, and envforge's own modules and knowledge.
+
+Why a match means "nothing to do":
+
+- A file's content cannot change without its ctime changing (nothing can set ctime), and an
+  entry cannot be added to, removed from or renamed in a folder without the folder's mtime
+  and ctime changing: so every file the real path reads, and every listing it takes
+  (``*.dist-info`` names), is what it was.
+- Time stamps are coarse (a kernel tick): a file changed in the same tick as it was read
+  could keep its stamp. As git does for its index ("racily clean"), a stamp whose entries
+  changed less than ``RACY_NS`` before the stamp's own start is not trusted.
+- The stamp's start is taken before the real path reads anything, so a change made while
+  it ran has a later ctime and fails that test as well.
+- The words, the working folder, envforge's version, the interpreter and the environment
+  variables (less the few a shell changes on every command) are part of the key or the
+  stamp; anything else differing falls through to the real path.
+
+Any mismatch, a missing or unreadable stamp, or a stamp of another format version falls
+through to the real path, which writes a fresh stamp when it again finds nothing to do.
+"""
+
+# ruff: noqa: PTH115, PTH118, PTH120, PTH208
+# (os.path on str throughout: the fast path stats hundreds of paths before the interpreter
+# has warmed up, and a Path object per path costs more than the stat itself)
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+FORMAT = 1
+RACY_NS = 1_000_000_000  # entries changed within a second of the stamp's start: not trusted
+VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})  # a shell changes these per command
+ELIGIBLE_STEPS = frozenset({"prefix", "debian-packages", "environment", "pypi-packages",
+                            "theanorc", "activation"})  # steps that observe only files
+
+Stat = tuple[int, int, int, int, int]
+
+
+def started_ns() -> int:
+    """The moment a stamp's observations begin; taken before anything is read."""
+    return time.time_ns()
+
+
+def stat_of(path: str) -> Stat | None:
+    """(inode, size, mode, mtime, ctime) of the path itself (links not followed); None if
+    it does not exist."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def environment_digest(environ: Mapping[str, str]) -> str:
+    items = sorted((k, v) for k, v in environ.items() if k not in VOLATILE)
+    return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()
+
+
+def cache_root(environ: Mapping[str, str]) -> Path:
+    """envforge's cache folder, as envforge.paths finds it (kept light: no platformdirs on
+    Linux). Stamps live there, not among the state they describe: writing one must not
+    change what it records."""
+    home = environ.get("ENVFORGE_HOME")
+    if home:
+        return Path(home) / "cache"
+    if sys.platform == "linux":  # platformdirs' rule there; importing it costs 5-25 ms
+        xdg = environ.get("XDG_CACHE_HOME", "").strip()
+        base = Path(xdg) if xdg else Path("~/.cache").expanduser()
+        return base / "envforge"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("envforge"))
+
+
+def stamp_path(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
+               version: str) -> Path:
+    key = json.dumps([FORMAT, version, sys.executable, cwd, list(words)])
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return cache_root(environ) / "noop" / f"{digest}.json"
+
+
+def own_files() -> list[str]:
+    """envforge's modules and knowledge, and the folders holding them: a changed envforge
+    may decide differently."""
+    root = Path(__file__).resolve().parent.parent
+    found = [str(root)]
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found.extend(os.path.join(folder, d) for d in dirs)
+        found.extend(os.path.join(folder, f) for f in files if f.endswith((".py", ".toml")))
+    return found
+
+
+def environment_files(prefix: Path, site_packages: Path,
+                      skip: Iterable[Path] = ()) -> list[str]:
+    """What the real path's no-op decision reads inside an environment: every folder and
+    entry, except inside site-packages, where it reads only the ``*.dist-info`` names (the
+    folder's own stat covers its listing), so only those folders and their files count, and
+    ``skip`` (folders no step reads, such as Theano's compile cache). A package's code, and
+    the ``__pycache__`` that running it writes, are not read and do not count."""
+    found: list[str] = []
+    site, skipped = str(site_packages), {str(p) for p in skip}
+    for folder, dirs, files in os.walk(prefix):
+        found.append(folder)
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped]
+        if folder == site:
+            for info in (d for d in dirs if d.endswith(".dist-info")):
+                path = os.path.join(folder, info)
+                found.append(path)
+                found.extend(os.path.join(path, n) for n in os.listdir(path))
+            dirs[:] = []
+            continue
+        found.extend(os.path.join(folder, n) for n in [*dirs, *files])
+    return found
+
+
+def link_chain(path: str) -> list[str]:
+    """The path, each link it leads through, and where it ends."""
+    chain = [path]
+    for _ in range(40):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            break
+        path = os.path.join(os.path.dirname(path), target)
+        chain.append(path)
+    return [*chain, os.path.realpath(path)]
+
+
+def resolved(paths: Iterable[str]) -> dict[str, str]:
+    """Where each given path leads: a repointed link on the way changes the answer."""
+    return {p: os.path.realpath(p) for p in paths}
+
+
+def write(path: Path, *, start_ns: int, paths: Iterable[str], links: Mapping[str, str],
+          environ: Mapping[str, str], message: str, quiet: bool) -> None:
+    """Record the stats of ``paths`` as they are now, with the message the no-op printed;
+    ``links`` are ``resolved`` as they were at ``start_ns``. A stamp that cannot be written
+    only costs the next run its fast path."""
+    targets = dict(links)
+    stats = {p: stat_of(p) for p in dict.fromkeys([*paths, *targets.values()])}
+    document = {"format": FORMAT, "start_ns": start_ns, "environ": environment_digest(environ),
+                "message": message, "quiet": quiet, "links": targets, "stats": stats}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(document), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        return
+
+
+def invalidate(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        return
+
+
+def still_valid(document: object, environ: Mapping[str, str]) -> bool:
+    """Whether every recorded stat still holds and none of them is racy."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return False
+    if document.get("environ") != environment_digest(environ):
+        return False
+    start, stats, links = document.get("start_ns"), document.get("stats"), document.get("links")
+    if not isinstance(start, int) or not isinstance(stats, dict) or not stats \
+            or not isinstance(links, dict) or resolved(links) != links:
+        return False
+    for path, recorded in stats.items():
+        now = stat_of(path)
+        if now is None:
+            if recorded is not None:
+                return False
+            continue
+        if recorded is None or list(now) != recorded:
+            return False
+        if now[3] >= start - RACY_NS or now[4] >= start - RACY_NS:
+            return False
+    return True
+
+
+def try_noop(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
+             version: str) -> int | None:
+    """0 after printing the recorded no-op message when the stamp for these words still
+    holds; None when the real path must decide."""
+    if not words or words[0] != "apply":
+        return None
+    path = stamp_path(words, cwd=cwd, environ=environ, version=version)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not still_valid(document, environ):
+        return None
+    if not document.get("quiet"):
+        message = str(document.get("message", ""))
+        if sys.stderr.isatty():
+            message = f"\x1b[32m{message}\x1b[0m"
+        sys.stderr.write(message + "\n")
+    return 0

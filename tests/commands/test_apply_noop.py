@@ -1,0 +1,107 @@
+"""The no-op fast path on a real theano-cpu environment: after any change to the lock, the
+spec, a managed file or the environment, it falls through and the real path decides."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from envforge import __version__
+from envforge.cli import main
+from envforge.host import noopstamp
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """theano-cpu applied once from a copy of the project (its spec is edited below)."""
+    root = tmp_path_factory.mktemp("noop")
+    for folder, name in (("specs", "theano-cpu.toml"), ("locks", "theano-cpu.lock")):
+        (root / folder).mkdir()
+        shutil.copy2(REPO / folder / name, root / folder / name)
+    home = root / "home"
+    home.mkdir()
+    saved = dict(os.environ)
+    os.environ.update({"ENVFORGE_HOME": str(root / "envforge-home"), "HOME": str(home),
+                       "PYENV_ROOT": saved.get("PYENV_ROOT", str(Path.home() / ".pyenv"))})
+    prefix = root / "envforge-home" / "data" / "envs" / "theano-cpu"
+    spec = root / "specs" / "theano-cpu.toml"
+    try:
+        assert main(["apply", str(spec), "--yes"]) == 0
+        yield {"root": root, "spec": spec, "lock": root / "locks" / "theano-cpu.lock",
+               "prefix": prefix, "site": prefix / "lib" / "python3.7" / "site-packages"}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _words(files: dict[str, Path]) -> list[str]:
+    return ["apply", str(files["spec"]), "--yes"]
+
+
+def _fast(files: dict[str, Path]) -> bool:
+    return noopstamp.try_noop(_words(files), cwd=str(Path.cwd()), environ=os.environ,
+                              version=__version__) == 0
+
+
+def _settle(files: dict[str, Path]) -> None:
+    """A real no-op, past the racy window of the last writes: the stamp holds again, from
+    its first writing on (writing it changes nothing it records)."""
+    time.sleep(noopstamp.RACY_NS / 1e9 + 0.1)
+    shutil.rmtree(Path(os.environ["ENVFORGE_HOME"]) / "cache" / "noop", ignore_errors=True)
+    assert main(_words(files)) == 0
+    assert _fast(files)
+
+
+def test_noop_apply_is_fast_until_something_changes(
+        applied: dict[str, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _settle(applied)
+    capsys.readouterr()
+    assert main(_words(applied)) == 0
+    assert capsys.readouterr().err.strip() == (
+        f"{applied['spec']}: nothing to do ({applied['prefix']})")
+
+    # the lock rewritten with the same bytes: the real path decides (nothing to do)
+    applied["lock"].write_bytes(applied["lock"].read_bytes())
+    assert not _fast(applied)
+    _settle(applied)
+
+    # a managed file edited: the real path puts it back
+    rc = applied["prefix"] / "etc" / "theanorc"
+    good = rc.read_bytes()
+    rc.write_text("[global]\ndevice = cuda\n")
+    assert not _fast(applied)
+    assert main(_words(applied)) == 0
+    assert rc.read_bytes() == good
+    _settle(applied)
+
+    # a package removed from the environment: the real path installs it again
+    shutil.rmtree(applied["site"] / "six-1.16.0.dist-info")
+    (applied["site"] / "six.py").unlink()
+    assert not _fast(applied)
+    assert main(_words(applied)) == 0
+    assert (applied["site"] / "six-1.16.0.dist-info").is_dir()
+    _settle(applied)
+
+    # the environment's variables changed
+    monkeypatch.setenv("THEANO_FLAGS", "device=cuda")
+    assert not _fast(applied)
+    monkeypatch.delenv("THEANO_FLAGS")
+    assert _fast(applied)
+
+    # the spec edited: the lock is stale, and the real path says so
+    text = applied["spec"].read_text()
+    applied["spec"].write_text(text.replace("allow_gc = true", "allow_gc = false"))
+    assert not _fast(applied)
+    assert main(_words(applied)) == 3
+    applied["spec"].write_text(text)
+    _settle(applied)

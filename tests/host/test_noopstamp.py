@@ -1,0 +1,168 @@
+"""The no-op stamp: every kind of change to what it recorded makes it fall through."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+import pytest
+
+from envforge.host import noopstamp
+
+WORDS = ["apply", "specs/x.toml", "--yes"]
+
+
+def _tree(root: Path) -> dict[str, Path]:
+    site = root / "env" / "lib" / "python3.7" / "site-packages"
+    (site / "six-1.16.0.dist-info").mkdir(parents=True)
+    (site / "six-1.16.0.dist-info" / "METADATA").write_text("Name: six\n")
+    (site / "numpy").mkdir()
+    (site / "numpy" / "core.py").write_text("x = 1\n")
+    (root / "env" / "etc").mkdir()
+    (root / "env" / "etc" / "theanorc").write_text("[global]\n")
+    (root / "spec.toml").write_text("[project]\n")
+    (root / "x.lock").write_text("lock\n")
+    return {"site": site, "prefix": root / "env", "spec": root / "spec.toml",
+            "lock": root / "x.lock", "rc": root / "env" / "etc" / "theanorc"}
+
+
+def _age(paths: list[str], seconds: float = 5.0) -> None:
+    """Older than the racy window, as files of an earlier apply are."""
+    when = time.time() - seconds
+    for path in paths:
+        os.utime(path, (when, when), follow_symlinks=False)
+
+
+def _stamp(root: Path, env: dict[str, str], *, start_ns: int | None = None) -> dict[str, Path]:
+    files = _tree(root)
+    paths = [str(files["spec"]), str(files["lock"]),
+             *noopstamp.environment_files(files["prefix"], files["site"])]
+    _age(paths)
+    time.sleep(0.01)  # ctime cannot be set back: the start must follow the files' last change
+    start = start_ns if start_ns is not None else time.time_ns() + 2 * noopstamp.RACY_NS
+    noopstamp.write(noopstamp.stamp_path(WORDS, cwd=str(root), environ=env, version="1"),
+                    start_ns=start, paths=paths,
+                    links=noopstamp.resolved([str(files["spec"]), str(files["lock"])]),
+                    environ=env, message="x: nothing to do", quiet=False)
+    return files
+
+
+def _noop(root: Path, env: dict[str, str], words: list[str] = WORDS) -> int | None:
+    return noopstamp.try_noop(words, cwd=str(root), environ=env, version="1")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"ENVFORGE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin"}
+
+
+def test_an_untouched_stamp_is_a_noop(tmp_path: Path, env: dict[str, str],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    _stamp(tmp_path, env)
+    assert _noop(tmp_path, env) == 0
+    assert capsys.readouterr().err == "x: nothing to do\n"
+
+
+def _touch_back(path: Path) -> None:
+    """Content rewritten, size and mtime put back: only the ctime tells."""
+    st = path.stat()
+    path.write_bytes(path.read_bytes())
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+CHANGES: dict[str, Callable[[dict[str, Path]], None]] = {
+    "spec edited": lambda f: f["spec"].write_text("[project]\nname = 'y'\n"),
+    "lock rewritten, mtime put back": lambda f: _touch_back(f["lock"]),
+    "lock replaced by rename": lambda f: (f["lock"].with_suffix(".new").write_text("lock\n"),
+                                          f["lock"].with_suffix(".new").replace(f["lock"])),
+    "managed file edited": lambda f: f["rc"].write_text("[global]\ndevice = cuda\n"),
+    "managed file removed": lambda f: f["rc"].unlink(),
+    "managed file created beside": lambda f: (f["prefix"] / "etc" / "other").write_text(""),
+    "dist-info removed": lambda f: (
+        (f["site"] / "six-1.16.0.dist-info" / "METADATA").unlink(),
+        (f["site"] / "six-1.16.0.dist-info").rmdir()),
+    "dist-info added": lambda f: (f["site"] / "pip-24.0.dist-info").mkdir(),
+    "dist-info renamed": lambda f: (f["site"] / "six-1.16.0.dist-info").rename(
+        f["site"] / "six-1.15.0.dist-info"),
+    "metadata rewritten, mtime put back": lambda f: _touch_back(
+        f["site"] / "six-1.16.0.dist-info" / "METADATA"),
+    "prefix removed": lambda f: f["prefix"].rename(f["prefix"].with_name("gone")),
+    "spec made a link elsewhere": lambda f: (
+        f["spec"].rename(f["spec"].with_suffix(".old")),
+        f["spec"].symlink_to(f["spec"].with_suffix(".old"))),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_every_change_falls_through(change: str, tmp_path: Path, env: dict[str, str]) -> None:
+    files = _stamp(tmp_path, env)
+    assert _noop(tmp_path, env) == 0
+    CHANGES[change](files)
+    assert _noop(tmp_path, env) is None
+
+
+def test_package_code_is_not_read(tmp_path: Path, env: dict[str, str]) -> None:
+    """What the real path does not read (a package's code) is not stamped either."""
+    files = _stamp(tmp_path, env)
+    (files["site"] / "numpy" / "core.py").write_text("x = 2\n")
+    (files["site"] / "numpy" / "__pycache__").mkdir()  # running the code writes these
+    assert _noop(tmp_path, env) == 0
+
+
+@pytest.mark.parametrize("other", [
+    {"PATH": "/opt/bin:/usr/bin"}, {"THEANO_FLAGS": "device=cuda"}, {"HOME": "/elsewhere"}])
+def test_another_environment_falls_through(other: dict[str, str], tmp_path: Path,
+                                           env: dict[str, str]) -> None:
+    _stamp(tmp_path, env)
+    assert _noop(tmp_path, {**env, **other}) is None
+    assert _noop(tmp_path, {**env, "OLDPWD": "/tmp", "SHLVL": "3"}) == 0  # a shell's own
+
+
+def test_other_words_or_folder_or_version_fall_through(tmp_path: Path,
+                                                       env: dict[str, str]) -> None:
+    _stamp(tmp_path, env)
+    assert _noop(tmp_path, env, ["apply", "specs/x.toml", "--yes", "--sync"]) is None
+    assert _noop(tmp_path / "env", env) is None
+    assert noopstamp.try_noop(WORDS, cwd=str(tmp_path), environ=env, version="2") is None
+    assert _noop(tmp_path, env, ["plan", "specs/x.toml"]) is None
+
+
+def test_a_racy_stamp_is_not_trusted(tmp_path: Path, env: dict[str, str]) -> None:
+    """A file changed within RACY_NS before the stamp began may have kept its stat."""
+    files = _stamp(tmp_path, env, start_ns=time.time_ns())
+    assert _noop(tmp_path, env) is None
+    assert files["spec"].exists()
+
+
+@pytest.mark.parametrize("damage", ["", "{", '{"format": 99}', "[]"])
+def test_a_damaged_stamp_falls_through(damage: str, tmp_path: Path,
+                                       env: dict[str, str]) -> None:
+    _stamp(tmp_path, env)
+    noopstamp.stamp_path(WORDS, cwd=str(tmp_path), environ=env, version="1").write_text(damage)
+    assert _noop(tmp_path, env) is None
+
+
+def test_quiet_prints_nothing(tmp_path: Path, env: dict[str, str],
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    files = _tree(tmp_path / "q")
+    _age([str(files["spec"])])
+    time.sleep(0.01)
+    noopstamp.write(noopstamp.stamp_path(WORDS, cwd=str(tmp_path), environ=env, version="1"),
+                    start_ns=time.time_ns() + 2 * noopstamp.RACY_NS, paths=[str(files["spec"])],
+                    links={}, environ=env, message="said", quiet=True)
+    assert _noop(tmp_path, env) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cache_root_is_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENVFORGE_HOME", raising=False)
+    for xdg in (None, "/tmp/xdg-cache"):
+        if xdg is None:
+            monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+        else:
+            monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert noopstamp.cache_root(dict(os.environ)) == Path(
+            platformdirs.user_cache_dir("envforge"))
