@@ -80,7 +80,7 @@ def cache_root(environ: Mapping[str, str]) -> Path:
     home = environ.get("ENVFORGE_HOME")
     if home:
         return Path(home) / "cache"
-    if sys.platform == "linux":  # platformdirs' rule there; importing it costs 5-25 ms
+    if host_platform().os is Os.LINUX:  # platformdirs' rule there; importing it costs 5-25 ms
         xdg = environ.get("XDG_CACHE_HOME", "").strip()
         base = Path(xdg) if xdg else Path("~/.cache").expanduser()
         return base / "envforge"
