@@ -17,7 +17,7 @@ from pathlib import Path
 from envforge import __version__
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.host import noopstamp
-from envforge.platforms import Os, platform_of
+from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Step, StepContext
 
 
@@ -49,7 +49,7 @@ class NoopProbe:
     def save(self, ctx: StepContext, steps: Sequence[Step], message: str) -> None:
         names = {s.name for s in steps}
         gcc = ctx.pspec.compiler is not None and ctx.pspec.compiler.kind == "gcc" \
-            and ctx.pspec.cuda is None and platform_of(ctx.platform).os is Os.LINUX
+            and ctx.pspec.cuda is None and PLATFORMS[ctx.platform].os is Os.LINUX
         if self.stamp is None or not names <= noopstamp.ELIGIBLE_STEPS | (
                 {"compiler"} if gcc else set()):
             return

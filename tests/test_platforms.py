@@ -78,12 +78,11 @@ def test_uv_accepts_the_triple(target: TargetPlatform, tmp_path: Path) -> None:
     requirements.write_text("")
 
     def compile_for(triple: str) -> subprocess.CompletedProcess[str]:
-        # This interpreter, and not from the repository's folder: under Wine its Linux .venv
-        # has no Scripts\python.exe, and the lane's Windows Python is not on PATH.
         return subprocess.run([uv_binary(), "pip", "compile", str(requirements), "--offline",
-                               "--no-cache", "--python", sys.executable, "--python-version",
-                               "3.7", "--python-platform", triple, "-q"], capture_output=True,
-                              text=True, timeout=60, check=False, cwd=tmp_path)
+                               "--no-cache", "--no-config", "--python", sys.executable,
+                               "--python-version", "3.7", "--python-platform",
+                               triple, "-q"], capture_output=True, text=True, timeout=60,
+                              check=False, cwd=tmp_path)  # not the repository's .venv
 
     assert compile_for(target.uv_triple).returncode == 0
     assert "invalid value" in compile_for(target.uv_triple + "-nope").stderr
