@@ -102,9 +102,9 @@ def layout_for(platform: Platform | TargetPlatform, kind: str, prefix: Path | st
     return EnvLayout(platform=target, kind=kind, prefix=root, python_minor=minor)
 
 
-def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
+def env_edits(layout: EnvLayout, lock: PlatformLock, *,
               cuda_root: PurePath | None = None) -> tuple[EnvEdit, ...]:
-    """The variables an activated environment needs: PATH, library path, THEANORC."""
+    """The variables an activated environment needs: PATH, library path (packs add theirs)."""
     target = layout.platform
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
@@ -121,6 +121,4 @@ def env_edits(layout: EnvLayout, lock: PlatformLock, *, theanorc_in_env: bool,
                                  value=target.pathsep.join(libs)))
         case _:
             assert_never(target.os)
-    if theanorc_in_env:
-        edits.append(EnvEdit(name="THEANORC", op="set", value=str(layout.theanorc)))
     return tuple(edits)

@@ -1,6 +1,6 @@
 """Reference results for verify's kernels, computed at lock time with NumPy in float64.
 
-The probe (``envforge/probe/probe.py``) draws its inputs from the same legacy
+The probe (``envforge/packs/theano/probe.py``) draws its inputs from the same legacy
 ``numpy.random.RandomState(seed)`` in the same order, casts them to floatX, and runs
 them through Theano. The reference uses those floatX-rounded inputs promoted to
 float64, so the only difference left to tolerate is the arithmetic of the target,

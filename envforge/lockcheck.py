@@ -20,7 +20,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envforge.errors import SpecError, StaleLockError
 from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
 from envforge.platforms import PLATFORMS
-from envforge.spec import Platform, PlatformSpec, Spec
+from envforge.spec import Frozen, Platform, PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
 _CONDA_NAME = re.compile(r"^\s*([A-Za-z0-9_][A-Za-z0-9._-]*)")
@@ -49,7 +49,8 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
 
 
 def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
-    from envforge.lockplan import expected_flags, locked_artifacts, stack_versions
+    from envforge.lockplan import kernel_device, locked_artifacts, stack_versions
+    from envforge.packs import active_packs
 
     if plock.environment != pspec.environment.kind:
         raise fail((*at, "environment"), f"{plock.environment!r} but the spec says "
@@ -97,12 +98,11 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
     _check_group_python(plock, pspec.platform, at, fail)
     _check_build(pspec, plock, at, fail)
-    flags = expected_flags(pspec, versions.get("theano"))
-    if expect.theano_flags != flags:
-        wrong = sorted(set(expect.theano_flags.items()) ^ set(flags.items()))[0][0]
-        raise fail((*at, "expect", "theano_flags", wrong), "is not what the spec's [theano] "
-                   "table gives")
-    same = {"device": pspec.theano.device, "float_x": pspec.theano.float_x,
+    derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
+    for name in sorted(set(expect.packs) | set(derived)):
+        _same_pack(expect.packs.get(name), derived.get(name), (*at, "expect", name), fail)
+    device, float_x = kernel_device(pspec)
+    same = {"device": device, "float_x": float_x,
             "min_gpu_speedup": pspec.verify.min_gpu_speedup, "repeats": pspec.verify.repeats,
             "cuda": pspec.cuda.version if pspec.cuda else None,
             "cudnn": pspec.cudnn.version if pspec.cudnn else None}
@@ -110,6 +110,23 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         if getattr(expect, key) != wanted:
             raise fail((*at, "expect", key), f"{getattr(expect, key)!r} but the spec says "
                        f"{wanted!r}")
+
+
+def _same_pack(locked: Frozen | None, derived: Frozen | None, at: KeyPath,
+               fail: Fail) -> None:
+    """A pack's table is what the spec gives; the error names the first key that differs."""
+    if locked == derived:
+        return
+    if locked is None or derived is None:
+        raise fail(at, "is not in the lock" if locked is None else "the spec mounts no such pack")
+    for key in type(derived).model_fields:
+        have, want = getattr(locked, key), getattr(derived, key)
+        if have == want:
+            continue
+        if isinstance(have, dict) and isinstance(want, dict):
+            wrong = sorted(set(have.items()) ^ set(want.items()))[0][0]
+            raise fail((*at, key, wrong), f"is not what the spec's [{at[-1]}] table gives")
+        raise fail((*at, key), f"{have!r} but the spec's [{at[-1]}] table gives {want!r}")
 
 
 def _check_group_python(plock: PlatformLock, platform: Platform, at: KeyPath,

@@ -10,23 +10,31 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tomli_w
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from envforge.confine import check_relative
 from envforge.errors import SpecError
 from envforge.spec import (
     MAX_REPEATS,
     FiniteFloat,
-    FlagName,
-    FlagValue,
     Frozen,
     KernelName,
     Platform,
     load_toml,
+    pack_models,
 )
 from envforge.tomlpos import key_lines, line_of
 
-LOCK_VERSION = 1
+# 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
+LOCK_VERSION = 2
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
 # and every file name passes the one confinement rule (envforge/confine.py).
@@ -164,7 +172,6 @@ class Expectations(Frozen):
     versions: dict[Annotated[str, Field(pattern=r"^[a-z0-9-]+$")], PypiVersion]
     device: str = Field(pattern=r"^(cpu|cuda\d*|opencl\d+:\d+)$")
     float_x: Literal["float16", "float32", "float64"]
-    theano_flags: dict[FlagName, FlagValue]
     kernels: tuple[KernelExpectation, ...] = ()
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0)
     # GPU only: Theano's resident GEMM / raw cuBLAS
@@ -173,6 +180,32 @@ class Expectations(Frozen):
     cudnn: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
     # timed runs per kernel; the best one counts
     repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
+    # Each framework pack's own table, [platforms.X.expect.NAME] on disk (its model's).
+    packs: dict[str, SerializeAsAny[Frozen]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mount_packs(cls, data: Any) -> Any:
+        """Take each registered pack's table out of the core keys, typed by its model."""
+        if not isinstance(data, dict):
+            return data
+        if "packs" in data:
+            return {**data, "packs": pack_models(data["packs"])}
+        from envforge.packs import PACKS
+
+        data = dict(data)
+        packs = {}
+        for name, pack in PACKS.items():
+            if name in data:
+                table = data.pop(name)
+                packs[name] = table if isinstance(table, pack.expect) else \
+                    pack.expect.model_validate(table)
+        return {**data, "packs": packs}
+
+    @model_serializer(mode="wrap")
+    def _flatten_packs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {**{k: v for k, v in data.items() if k != "packs"}, **data.get("packs", {})}
 
 
 class SuiteLock(Frozen):
@@ -196,7 +229,6 @@ class PlatformLock(Frozen):
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
     artifacts: tuple[LockedArtifact, ...] = ()
-    theano_flag_spelling: Literal["dots", "double-underscores"] | None = None
     expect: Expectations
     suite: SuiteLock | None = None
     pypi_python: str | None = None  # the full Python version PyPI was resolved for
@@ -261,16 +293,60 @@ def load_lock(path: Path | str) -> Lockfile:
         raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
     raw = load_toml(text, str(path))
     version = raw.get("meta", {}).get("version")
-    if version != LOCK_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or \
+            version not in range(1, LOCK_VERSION + 1):
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
+    if version != LOCK_VERSION:
+        raw = migrate(raw)
+    loc: list[str] = []
     try:
+        _type_pack_tables(raw, loc)
         return Lockfile.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        loc = [str(p) for p in error["loc"]]
+        loc += [str(p) for p in error["loc"]]
         raise SpecError(path, error["msg"], key=".".join(loc),
                         line=line_of(key_lines(text), loc)) from None
+
+
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """A lock of an older format in the current one's shape, as pipx reads old metadata:
+    each step rewrites every platform table from version N to N + 1 (the core's steps,
+    then each pack's)."""
+    from envforge.packs import PACKS
+
+    meta = raw.get("meta")
+    platforms = raw.get("platforms")
+    if not isinstance(meta, dict) or not isinstance(platforms, dict):
+        return raw
+    for version in range(int(meta["version"]), LOCK_VERSION):
+        for table in platforms.values():
+            if not isinstance(table, dict):
+                continue
+            for pack in PACKS.values():
+                step = pack.lock_migrations.get(version)
+                if step is not None:
+                    step(table)
+        meta["version"] = version + 1
+    return raw
+
+
+def _type_pack_tables(raw: dict[str, Any], loc: list[str]) -> None:
+    """Validate each pack's expect table with its model first, so an error names its key
+    and line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
+    from envforge.packs import PACKS
+
+    platforms = raw.get("platforms")
+    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
+        expect = table.get("expect") if isinstance(table, dict) else None
+        if not isinstance(expect, dict):
+            continue
+        for name, pack in PACKS.items():
+            if isinstance(expect.get(name), dict):
+                loc[:] = ["platforms", platform, "expect", name]
+                expect[name] = pack.expect.model_validate(expect[name])
+    loc.clear()
 
 
 def lock_path_for(spec_path: Path, locks_dir: Path | None = None) -> Path:

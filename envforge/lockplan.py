@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.errors import InputError
 from envforge.lockfile import (
     Expectations,
@@ -177,32 +176,30 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
     return tuple(found)
 
 
-def expected_flags(pspec: PlatformSpec, theano: str | None) -> dict[str, str]:
-    """The Theano flags a lock holds for the spec, ``{prefix}`` left in place."""
-    from envforge.theanoflags import theano_flags
+def kernel_device(pspec: PlatformSpec) -> tuple[str, str]:
+    """(device, float type) of the verify kernels: the first mounted pack's, else the CPU's."""
+    from envforge.packs import active_packs
 
-    flags = theano_flags(pspec.theano, theano, "{prefix}") if theano else {}
-    if theano and pspec.theano.compiledir is None:
-        # A compile cache per environment: a second verify reuses the first one's modules.
-        flags["base_compiledir"] = "{prefix}/" + COMPILEDIR_IN_ENV
-    return flags
+    packs = active_packs(pspec)
+    return packs[0].kernel_device(pspec) if packs else ("cpu", "float64")
 
 
 def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
-    """What verify must find: versions, device, Theano's flags and the kernels' references."""
+    """What verify must find: versions, device, each pack's table and the kernels' references."""
     from envforge.expectations import kernel_expectations
+    from envforge.packs import active_packs
 
-    flags = expected_flags(pspec, versions.get("theano"))
+    packs = active_packs(pspec)
+    device, float_x = kernel_device(pspec)
     return Expectations(
         versions=versions,
-        device=pspec.theano.device,
-        float_x=pspec.theano.float_x,
-        theano_flags=flags,
-        kernels=kernel_expectations(pspec.verify, pspec.theano.float_x),
+        device=device,
+        float_x=float_x,
+        kernels=kernel_expectations(pspec.verify, float_x),
         min_gpu_speedup=pspec.verify.min_gpu_speedup,
-        min_cublas_ratio=None if pspec.theano.device.startswith("cpu")
-        else pspec.verify.min_cublas_ratio,
+        min_cublas_ratio=None if device.startswith("cpu") else pspec.verify.min_cublas_ratio,
         repeats=pspec.verify.repeats,
         cuda=pspec.cuda.version if pspec.cuda else None,
         cudnn=pspec.cudnn.version if pspec.cudnn else None,
+        packs={pack.name: pack.expectations(pspec, versions) for pack in packs},
     )

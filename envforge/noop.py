@@ -53,7 +53,7 @@ class NoopProbe:
         if self.stamp is None or not names <= noopstamp.ELIGIBLE_STEPS | (
                 {"compiler"} if gcc else set()):
             return
-        from envforge.steps.theanorc import theanorc_target
+        from envforge.packs.theano.theanorc import theanorc_target
 
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
@@ -71,7 +71,9 @@ class NoopProbe:
 def _gxx_paths(ctx: StepContext) -> list[str]:
     """What finding the host's g++ reads: the PATH folders up to the one that has it (a g++
     added to an earlier one would win) and each link from it to the compiler."""
-    wanted = ctx.pspec.theano.cxx or "g++"
+    from envforge.packs.theano.section import theano_section
+
+    wanted = theano_section(ctx.pspec).cxx or "g++"
     found: list[str] = []
     for folder in ctx.environ.get("PATH", "").split(os.pathsep):
         found.append(folder)

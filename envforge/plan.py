@@ -39,9 +39,9 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
     ``registry`` is where a win-64 user PATH is written: the real one on Windows when not
     given; elsewhere that step is planned only with a registry passed in (tests).
     """
+    from envforge.packs import active_packs
     from envforge.steps.activation import ActivationStep
     from envforge.steps.env import EnvironmentStep, PrefixStep
-    from envforge.steps.theanorc import TheanorcStep
 
     lock, pspec = ctx.lock, ctx.pspec
     steps: list[Step] = [PrefixStep()]
@@ -75,7 +75,8 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             from envforge.steps.libs import LibgpuarrayLinksStep
 
             steps.append(LibgpuarrayLinksStep())
-    steps.append(TheanorcStep())
+    for pack in active_packs(pspec):
+        steps.extend(pack.steps(ctx))
     steps.append(ActivationStep())
     if PLATFORMS[ctx.platform].os is Os.WINDOWS and pspec.path.scope == "user":
         if registry is None:

@@ -16,7 +16,13 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    model_validator,
+)
 
 from envforge import platforms as _platforms
 from envforge.errors import SpecError
@@ -33,29 +39,6 @@ MAX_REPEATS = 1000
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$")
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-# Theano flag names: dotted words; [global] and [DEFAULT] would shadow other flags.
-_FLAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*((\.|__)[A-Za-z0-9_]+)*")
-
-
-def _flag_name(value: str) -> str:
-    if len(value) > 128 or not _FLAG_NAME.fullmatch(value):
-        raise ValueError(f"{value!r} is not a Theano flag name (dotted words)")
-    if re.match(r"(global|DEFAULT)(\.|__)", value):
-        raise ValueError(f"{value!r}: [global] and [DEFAULT] would override other flags; "
-                         "name the flag itself")
-    return value
-
-
-FlagName = Annotated[str, AfterValidator(_flag_name)]
-
-
-def _one_line(value: str) -> str:
-    if "\n" in value or "\r" in value or "\0" in value:
-        raise ValueError("a flag value must be one line (no newline, carriage return or NUL)")
-    return value
-
-
-FlagValue = Annotated[str, AfterValidator(_one_line)]
 
 
 def _project_name(value: str) -> str:
@@ -155,27 +138,6 @@ class CompilerSection(Frozen):
     exceptions: Literal["seh", "sjlj", "dwarf"] | None = None
 
 
-class TheanoSection(Frozen):
-    """Theano's settings as the user means them; rendering picks the version's spelling."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    device: str = Field(default="cpu", pattern=r"^(cpu|cuda\d*|opencl\d+:\d+)$")
-    float_x: Literal["float16", "float32", "float64"] = Field(default="float64", alias="floatX")
-    mode: Literal["Mode", "FAST_RUN", "FAST_COMPILE", "DebugMode", "DEBUG_MODE",
-                  "NanGuardMode"] = "FAST_RUN"
-    allow_gc: bool = True
-    # Theano: -1 disables the allocation cache, (0, 1] a fraction of GPU memory, > 1 MiB.
-    preallocate: FiniteFloat | None = Field(default=None, ge=-1, le=1 << 24)
-    dnn: Literal["auto", "enabled", "disabled", "no_check"] = "auto"
-    blas_ldflags: FlagValue | None = None
-    cxxflags: FlagValue | None = None
-    cxx: FlagValue | None = None
-    compiledir: FlagValue | None = None
-    theanorc: Literal["home", "env"] = "env"
-    flags: dict[FlagName, FlagValue] = {}  # noqa: RUF012 (pydantic copies it per model)
-
-
 class ConvShape(Frozen):
     batch: int = Field(default=2, ge=1, le=1024)
     size: int = Field(default=32, ge=8, le=4096)
@@ -218,9 +180,32 @@ class PlatformSpec(Frozen):
     cuda: CudaSection | None = None
     cudnn: CudnnSection | None = None
     compiler: CompilerSection | None = None
-    theano: TheanoSection = TheanoSection()
     verify: VerifySection = VerifySection()
     path: PathSection = PathSection()
+    # Each mounted framework pack's section (``[theano]``), validated by the pack's model.
+    packs: dict[str, SerializeAsAny[Frozen]] = {}  # noqa: RUF012 (pydantic copies it)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _implicit_packs(cls, data: Any) -> Any:
+        """A view built in code without ``packs`` mounts the implicit packs' defaults, as a
+        spec that names no pack's section does."""
+        if not isinstance(data, dict):
+            return data
+        if "packs" in data:
+            return {**data, "packs": pack_models(data["packs"])}
+        from envforge.packs import mounted
+
+        return {**data, "packs": {pack.name: pack.section() for pack in mounted({})}}
+
+
+def pack_models(packs: Any) -> dict[str, Frozen]:
+    """``packs`` as given in code: each value already its pack's model. Text never reaches
+    this field (a pack's table is validated by its model under its own name), so a table
+    here is refused rather than taken as an empty model."""
+    if not isinstance(packs, dict) or not all(isinstance(v, Frozen) for v in packs.values()):
+        raise ValueError("packs holds each pack's model; a pack's table goes under its name")
+    return packs
 
 
 class Spec(Frozen):
@@ -240,7 +225,7 @@ class Spec(Frozen):
 
 
 _PER_PLATFORM_SECTIONS = ("python", "environment", "conda", "pypi", "debian", "cuda", "cudnn",
-                          "compiler", "theano", "verify", "path")
+                          "compiler", "verify", "path")
 
 
 def load_spec(path: Path | str) -> Spec:
@@ -264,9 +249,12 @@ def parse_spec(text: str, *, source: str) -> Spec:
         return SpecError(source, message, line=line_of(lines, path),
                          key=".".join(str(p) for p in path) or None)
 
-    unknown = sorted(set(raw) - {"project", *_PER_PLATFORM_SECTIONS})
+    from envforge.packs import PACKS, mounted
+
+    sections = (*_PER_PLATFORM_SECTIONS, *PACKS)
+    unknown = sorted(set(raw) - {"project", *sections})
     if unknown:
-        known = ", ".join(("project", *_PER_PLATFORM_SECTIONS))
+        known = ", ".join(("project", *sections))
         raise fail((unknown[0],), f"unknown section (known: {known})")
     if "project" not in raw:
         raise fail((), "missing [project] section")
@@ -275,9 +263,14 @@ def parse_spec(text: str, *, source: str) -> Spec:
         raise fail(("project", "platforms"), "a platform is listed twice")
 
     merged: dict[Platform, PlatformSpec] = {}
+    packs = mounted(raw)
     for platform in project.platforms:
-        view, origin = _merge_platform(raw, platform, fail)
-        merged[platform] = _validate(PlatformSpec, {"platform": platform, **view}, (), origin, fail)
+        view, origin = _merge_platform(raw, platform, sections, fail)
+        core = {name: view[name] for name in _PER_PLATFORM_SECTIONS if name in view}
+        pack_sections = {pack.name: _validate(pack.section, view.get(pack.name, {}),
+                                              (pack.name,), origin, fail) for pack in packs}
+        merged[platform] = _validate(PlatformSpec, {"platform": platform, **core,
+                                                    "packs": pack_sections}, (), origin, fail)
     # The hash covers what the user wrote (comments and layout aside), not envforge's defaults,
     # so a new optional key in a later envforge does not make every lock stale.
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
@@ -304,12 +297,12 @@ def toml_syntax_error(source: str, exc: tomllib.TOMLDecodeError) -> SpecError:
     return SpecError(source, f"TOML syntax error: {reason}", line=line)
 
 
-def _merge_platform(raw: dict[str, Any], platform: str,
+def _merge_platform(raw: dict[str, Any], platform: str, sections: tuple[str, ...],
                     fail: Any) -> tuple[dict[str, Any], dict[KeyPath, KeyPath]]:
     """The sections as seen by one platform, and where each overridden key came from."""
     view: dict[str, Any] = {}
     origin: dict[KeyPath, KeyPath] = {}
-    for section in _PER_PLATFORM_SECTIONS:
+    for section in sections:
         if section not in raw:
             continue
         body = raw[section]

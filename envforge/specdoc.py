@@ -107,13 +107,16 @@ KEYS: dict[str, tuple[str, str]] = {
 
 def sections() -> dict[str, tuple[type[BaseModel], bool]]:
     """Each top-level table, its model, and whether a spec must have it."""
+    from envforge.packs import PACKS
+
     found: dict[str, tuple[type[BaseModel], bool]] = {"project": (ProjectSection, True)}
     for name, field in PlatformSpec.model_fields.items():
-        if name == "platform":
+        if name in ("platform", "packs"):
             continue
         model = next(a for a in _args(field.annotation) if isinstance(a, type)
                      and issubclass(a, BaseModel))
         found[name] = (model, field.is_required())
+    found.update({name: (pack.section, False) for name, pack in PACKS.items()})
     return found
 
 

@@ -1,11 +1,11 @@
 """Verify's pure core: a probe report against the lock's expectations, as check rows.
 
-The probe (``envforge/probe/probe.py``) runs inside the target environment and only
-describes; this module judges. It reads the report defensively, since the report
-comes from another interpreter and possibly a half-broken environment: a missing or
-malformed field is a failing row, never an exception. Rows carry stable dotted names
-(``version.numpy``, ``kernel.gemm.checksum``) so JSON and JUnit consumers can track
-them across runs.
+A pack's probe (``envforge/packs/theano/probe.py``) runs inside the target environment
+and only describes; this module and the packs' ``verify_rows`` judge. It reads the
+report defensively, since the report comes from another interpreter and possibly a
+half-broken environment: a missing or malformed field is a failing row, never an
+exception. Rows carry stable dotted names (``version.numpy``, ``kernel.gemm.checksum``)
+so JSON and JUnit consumers can track them across runs.
 """
 
 from __future__ import annotations
@@ -20,29 +20,16 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envforge.drift import Drift
-from envforge.errors import ExitCode
-from envforge.knowledge import (
-    UnknownFactError,
-    cudnn_major,
-    cudnn_version_code,
-    error_hints,
-    theano_rules,
-    undeclared_import_in,
-)
-from envforge.knowledge.models import CudnnRuleRow
+from envforge.errors import ExitCode, InputError
+from envforge.knowledge import error_hints, undeclared_import_in
 from envforge.lockfile import Expectations, KernelExpectation
+from envforge.packs import locked_packs
 
 Status = Literal["pass", "fail", "skip"]
-PROBE_SCRIPT = Path(__file__).parent / "probe" / "probe.py"
 REQUEST_FORMAT = 1
 REPORT_FORMAT = 1
-# Names in Expectations.versions that the probe imports (and reports under these names).
-_MODULES = ("numpy", "scipy", "six", "pygpu", "theano")
 # The heaviest kernel decides the speedup row: tiny elementwise work is all transfer.
 _SPEEDUP_ORDER = ("conv", "gemm", "elementwise")
-
-# dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
-_DNN_SPELLING = {"false": "False", "disabled": "False", "true": "True", "enabled": "True"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +81,23 @@ def build_request(expect: Expectations, *, cpu_compare: bool | None = None) -> d
         "kernels": kernels,
         "repeats": expect.repeats,
         "cpu_compare": cpu_compare,
-        "flags": sorted({flag_name(k) for k in expect.theano_flags}),
-        "distributions": sorted(k for k in expect.versions if k not in (*_MODULES, "python")),
+        **{k: v for pack in locked_packs(expect) for k, v in pack.probe_request(expect).items()},
+        "distributions": sorted(k for k in expect.versions
+                                if k not in (*probe_modules(expect), "python")),
     }
 
 
-def flag_name(name: str) -> str:
-    """Theano 1.1 spells ``blas.ldflags`` as ``blas__ldflags``; rows use the dotted form."""
-    return name.replace("__", ".")
+def probe_script(expect: Expectations) -> Path:
+    """The probe of the first pack the lock holds that brings one."""
+    for pack in locked_packs(expect):
+        if pack.probe is not None:
+            return pack.probe
+    raise InputError("the lock holds no framework pack with a probe: nothing to verify with")
+
+
+def probe_modules(expect: Expectations) -> tuple[str, ...]:
+    """Names in Expectations.versions that the probes import (and report under these names)."""
+    return tuple(name for pack in locked_packs(expect) for name in pack.probe_modules)
 
 
 def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expected: bool,
@@ -118,7 +114,8 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
         return (CheckRow("probe", "a report", "no report", "fail", why),)
     rows: list[CheckRow] = []
     rows += _version_rows(report, expect)
-    rows += _config_rows(report, expect, prefix)
+    for pack in locked_packs(expect):
+        rows += pack.verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
     rows += _gpu_rows(report, expect, gpu_expected)
     for kernel in expect.kernels:
         rows += _kernel_rows(_find_kernel(report, kernel.name), kernel)
@@ -128,8 +125,6 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
     if gpu_expected and expect.min_cublas_ratio is not None and \
             any(k.name == "gemm" for k in expect.kernels):
         rows.append(_cublas_row(_find_kernel(report, "gemm"), expect.min_cublas_ratio))
-    if not expect.device.startswith("cpu") or expect.cudnn is not None:
-        rows.append(_cudnn_row(report, expect, gpu_expected))
     if expect.cuda is not None:
         rows.append(_cuda_row(report, expect, gpu_expected))
     return tuple(rows)
@@ -167,7 +162,7 @@ def _version_rows(report: Mapping[str, Any], expect: Expectations) -> list[Check
         key = name.lower()
         if key == "python":
             found = _dig(report, "python", "version")
-        elif key in _MODULES:
+        elif key in probe_modules(expect):
             found = versions.get(key)
         elif distributions.get(name) is not None:
             found = distributions[name]
@@ -200,91 +195,6 @@ def _version_matches(wanted: str, found: str) -> bool:
         return wanted == found
     return have.release[:len(want.release)] == want.release and (
         want.pre is None or want.pre == have.pre)
-
-
-def _config_rows(report: Mapping[str, Any], expect: Expectations,
-                 prefix: str | None) -> list[CheckRow]:
-    theano = report.get("theano")
-    if not isinstance(theano, Mapping):
-        error = _with_hint(str(_map(report.get("import_errors")).get("theano") or
-                               "no theano section in the report"))
-        names = ["device", "floatX", *(flag_name(k) for k in expect.theano_flags
-                                       if flag_name(k) not in ("device", "floatX"))]
-        return [CheckRow(_flag_row(n), _expected_flag(expect, n, prefix), "theano not imported",
-                         "fail", error) for n in names]
-    config = _map(theano.get("config"))
-    config_errors = _map(theano.get("config_errors"))
-    rows = [
-        _compare_flag("device", expect.device, config, config_errors),
-        _compare_flag("floatX", expect.float_x, config, config_errors),
-    ]
-    for raw_name in sorted(expect.theano_flags, key=flag_name):
-        name = flag_name(raw_name)
-        if name in ("device", "floatX"):
-            continue
-        wanted = expect.theano_flags[raw_name]
-        if "{prefix}" in wanted:
-            if prefix is None:
-                rows.append(CheckRow(_flag_row(name), wanted, str(config.get(name)), "skip",
-                                     "the flag names the environment's folder; none was given"))
-                continue
-            wanted = wanted.replace("{prefix}", prefix)
-        rows.append(_compare_flag(name, wanted, config, config_errors))
-    ldflags = _expected_flag(expect, "blas.ldflags", prefix)
-    if ldflags:
-        rows.append(_blas_row(report))
-    return rows
-
-
-def _flag_row(name: str) -> str:
-    return name if name in ("device", "floatX") else f"flag.{name}"
-
-
-def _expected_flag(expect: Expectations, name: str, prefix: str | None) -> str:
-    if name == "device":
-        return expect.device
-    if name == "floatX":
-        return expect.float_x
-    for raw, value in expect.theano_flags.items():
-        if flag_name(raw) == name:
-            return value if prefix is None else value.replace("{prefix}", prefix)
-    return ""
-
-
-def _compare_flag(name: str, wanted: str, config: Mapping[str, Any],
-                  errors: Mapping[str, Any]) -> CheckRow:
-    row = _flag_row(name)
-    if name not in config:
-        why = str(errors.get(name) or "Theano does not report this flag")
-        return CheckRow(row, wanted, "missing", "fail", why)
-    found = config[name]
-    if _same_flag_value(wanted, found):
-        return CheckRow(row, wanted, _show(found), "pass")
-    return CheckRow(row, wanted, _show(found), "fail",
-                    f"Theano sees {name}={_show(found)!s}; check THEANO_FLAGS and the "
-                    "config files in the report")
-
-
-def _same_flag_value(wanted: str, found: Any) -> bool:
-    """Compare as Theano would parse: booleans and numbers by value, text without spacing."""
-    if isinstance(found, bool):
-        return wanted.strip().lower() in (("true", "1") if found else ("false", "0"))
-    if isinstance(found, int | float):
-        try:
-            return math.isclose(float(wanted), float(found), rel_tol=1e-9)
-        except ValueError:
-            return False
-    return " ".join(wanted.split()) == " ".join(str(found).split())
-
-
-def _blas_row(report: Mapping[str, Any]) -> CheckRow:
-    blas = _map(report.get("blas"))
-    implementation = blas.get("implementation")
-    found = f"{implementation} {blas.get('libraries') or ''}".strip()
-    if implementation == "c-blas" and blas.get("libraries"):
-        return CheckRow("blas", "C BLAS through blas.ldflags", found, "pass")
-    why = str(blas.get("error") or "Theano's GEMMs do not link a BLAS library")
-    return CheckRow("blas", "C BLAS through blas.ldflags", found or "unknown", "fail", why)
 
 
 # --- GPU -------------------------------------------------------------------------
@@ -409,66 +319,6 @@ def _speedup_row(report: Mapping[str, Any], expect: Expectations,
     return CheckRow("gpu.speedup", shown, measured, "fail",
                     f"kernel {chosen.name}: the GPU is {chosen.speedup:.1f}x the CPU, "
                     f"below the minimum {wanted:g}x")
-
-
-def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
-               gpu_expected: bool) -> CheckRow:
-    """cuDNN as the flags mean it; Theano 1.0.x's dnn ops do not build with cuDNN >= 8."""
-    raw_flag = next((v for k, v in expect.theano_flags.items()
-                     if flag_name(k) == "dnn.enabled"), "auto")
-    dnn_flag = _DNN_SPELLING.get(raw_flag.strip().lower(), raw_flag)
-    gpu = _map(report.get("gpu"))
-    present, version = gpu.get("dnn_present"), gpu.get("dnn_version")
-    found_text = (f"cuDNN {version}" if isinstance(version, int) else
-                  f"not present ({gpu.get('dnn_msg') or 'not checked'})")
-    theano = str(expect.versions.get("theano") or _map(report.get("versions")).get("theano"))
-    code = _cudnn_code(version, expect.cudnn)
-    # What Theano really runs with: THEANO_FLAGS or another .theanorc can override the lock.
-    seen = _map(_map(report.get("theano")).get("config")).get("dnn.enabled")
-    effective = _DNN_SPELLING.get(str(seen).strip().lower(), str(seen)) if seen else dnn_flag
-    rule = _conv_rule(theano)
-    if effective != "False" and rule is not None and code is not None \
-            and code >= rule.version_code:
-        return CheckRow("cudnn", f"cuDNN below {rule.version_code} for Theano {theano}",
-                        f"cuDNN major {cudnn_major(code)}", "fail",
-                        f"Theano {theano} with cuDNN {code}: {rule.effect}; set dnn.enabled = "
-                        f"False or use cuDNN 7.6.5 (source: {rule.source})")
-    if not gpu_expected:
-        return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", "-", "skip",
-                        "no GPU on this run")
-    if dnn_flag == "False":
-        dnn_ops = sorted({str(op) for k in _list(report.get("kernels")) if isinstance(k, Mapping)
-                          for op in _list(k.get("ops")) if str(op).startswith("GpuDnn")})
-        if present is True or dnn_ops:
-            return CheckRow("cudnn", "disabled", ", ".join(dnn_ops) or found_text, "fail",
-                            "dnn.enabled=False, yet Theano uses cuDNN")
-        return CheckRow("cudnn", "disabled", "not used", "pass")
-    wanted = cudnn_version_code(expect.cudnn) if expect.cudnn else None
-    if present is not True:
-        if dnn_flag == "True" or wanted is not None:
-            return CheckRow("cudnn", expect.cudnn or "present", found_text, "fail",
-                            f"cuDNN is not usable: {gpu.get('dnn_msg') or 'unknown reason'}")
-        return CheckRow("cudnn", f"dnn.enabled={dnn_flag}", found_text, "pass")
-    if wanted is not None and isinstance(version, int) and version // 100 != wanted // 100:
-        return CheckRow("cudnn", f"{expect.cudnn} ({wanted})", found_text, "fail",
-                        f"Theano loads cuDNN {version}, the lock says {expect.cudnn}")
-    return CheckRow("cudnn", expect.cudnn or f"dnn.enabled={dnn_flag}", found_text, "pass")
-
-
-def _cudnn_code(found: Any, locked: str | None) -> int | None:
-    """The version code Theano compares cuDNN by: the one it reported, else the locked one's."""
-    if isinstance(found, int) and found > 0:
-        return found
-    return cudnn_version_code(locked) if locked else None
-
-
-def _conv_rule(theano: str) -> CudnnRuleRow | None:
-    """The knowledge base's "conv ops fail to compile from cuDNN X" rule for a release."""
-    try:
-        rules = theano_rules(theano)
-    except UnknownFactError:
-        return None
-    return next((row for row in rules.cudnn if row.kind == "conv-fails-from"), None)
 
 
 def _cuda_row(report: Mapping[str, Any], expect: Expectations, gpu_expected: bool) -> CheckRow:

@@ -40,8 +40,8 @@ def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_version_is_refused(tmp_path: Path) -> None:
-    path = damaged(tmp_path, "version = 1\n", "version = 7\n")
-    with pytest.raises(SpecError, match="lock format version 7 is not 1; re-lock"):
+    path = damaged(tmp_path, "version = 2\n", "version = 7\n")
+    with pytest.raises(SpecError, match="lock format version 7 is not 2; re-lock"):
         load_lock(path)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import ExitCode, SpecError
+from envforge.packs.theano.section import theano_section
 from envforge.spec import load_spec, parse_spec
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
@@ -56,8 +57,8 @@ def test_platform_tables_override_and_packages_add() -> None:
     linux, win = spec.for_platform("linux-64"), spec.for_platform("win-64")
     assert linux.pypi.packages == ("numpy==1.19.5",)
     assert win.pypi.packages == ("numpy==1.19.5", "pywin32==228")
-    assert (linux.theano.device, win.theano.device) == ("cpu", "cuda")
-    assert win.theano.float_x == "float32"
+    assert (theano_section(linux).device, theano_section(win).device) == ("cpu", "cuda")
+    assert theano_section(win).float_x == "float32"
 
 
 def test_unknown_key_names_line_and_key() -> None:

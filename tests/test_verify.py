@@ -20,9 +20,10 @@ from envforge.errors import ExitCode
 from envforge.expectations import conv2d, kernel_expectations, kernel_inputs, reference_output
 from envforge.knowledge import cudnn_version_code
 from envforge.lockfile import Expectations, KernelExpectation
+from envforge.packs.theano import PROBE_SCRIPT
+from envforge.packs.theano.expect import TheanoExpect, theano_expect
 from envforge.spec import ConvShape, VerifySection
 from envforge.verify import (
-    PROBE_SCRIPT,
     CheckRow,
     build_request,
     check_report,
@@ -40,10 +41,11 @@ GPU_FLAGS = {"device": "cuda", "floatX": "float32", "dnn.enabled": "False",
 
 
 def _expect(**changes: Any) -> Expectations:
+    flags = changes.pop("theano_flags", GPU_FLAGS)
     base = Expectations(
         versions={"python": "3.11", "numpy": "1.23.5", "theano": "1.0.5", "pygpu": "0.7.6",
                   "libgpuarray": "0.7.6"},
-        device="cuda", float_x="float32", theano_flags=GPU_FLAGS,
+        device="cuda", float_x="float32", packs={"theano": TheanoExpect(flags=flags)},
         kernels=kernel_expectations(VERIFY, "float32"), min_gpu_speedup=5.0,
         min_cublas_ratio=0.9, cuda=">=11.8")
     return base.model_copy(update=changes)
@@ -98,7 +100,7 @@ def _report(expect: Expectations, *, gpu: bool = True, prefix: str = "/env",
             **sections: Any) -> dict[str, Any]:
     # The probe reports what Theano sees: here, the lock's flags.
     config = {k: v.replace("{prefix}", prefix)
-              for k, v in {**GPU_FLAGS, **expect.theano_flags}.items()}
+              for k, v in {**GPU_FLAGS, **theano_expect(expect).flags}.items()}
     config.update({"gpuarray.preallocate": 0.8, "allow_gc": True, "mode": "Mode",
                    "cxx": "/usr/bin/g++"})
     report: dict[str, Any] = {

@@ -41,13 +41,14 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     from envforge.lockplan import (
         build_record,
         expectations_for,
+        kernel_device,
         locked_artifacts,
         stack_versions,
         undeclared_expected,
         undeclared_missing,
     )
 
-    kernel_expectations_in_background(pspec.verify, pspec.theano.float_x)
+    kernel_expectations_in_background(pspec.verify, kernel_device(pspec)[1])
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
@@ -107,7 +108,6 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec),
-        theano_flag_spelling=_spelling(versions.get("theano")),
         expect=expectations_for(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
@@ -221,14 +221,6 @@ def _host_python(minor: str) -> str | None:
             except StepError:
                 _HOST_PYTHONS[minor] = None
         return _HOST_PYTHONS[minor]
-
-
-def _spelling(theano: str | None) -> str | None:
-    if theano is None:
-        return None
-    from envforge.knowledge import theano_rules
-
-    return theano_rules(theano).spelling
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,

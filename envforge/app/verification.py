@@ -19,11 +19,11 @@ from envforge.host.cuda import read_driver
 from envforge.steps.activation import load_edits
 from envforge.steps.base import StepContext
 from envforge.verify import (
-    PROBE_SCRIPT,
     CheckRow,
     build_request,
     check_report,
     drift_rows,
+    probe_script,
 )
 
 PROBE_TIMEOUT_S = 3600.0
@@ -45,8 +45,8 @@ def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
-    done = proc.run([python, PROBE_SCRIPT], env=env, input_text=json.dumps(request),
-                    check=False, timeout=PROBE_TIMEOUT_S)
+    done = proc.run([python, probe_script(ctx.lock.expect)], env=env,
+                    input_text=json.dumps(request), check=False, timeout=PROBE_TIMEOUT_S)
     try:
         report: dict[str, Any] = json.loads(done.stdout)
     except ValueError:
@@ -88,7 +88,7 @@ def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRo
     subset = suite_subset(theano, expect.device)
     if subset is None:
         raise InputError(f"envforge knows no test subset of Theano-PyMC {theano} for device "
-                         f"{expect.device} (envforge/knowledge/theano_suite.toml)")
+                         f"{expect.device} (envforge/packs/theano/theano_suite.toml)")
     return suite, _Runner(theano, runner.package), subset
 
 

@@ -15,7 +15,7 @@ from envforge.doctor.fixes import apply_fixes, fix_steps, plan_fixes, state_dir,
 from envforge.doctor.model import Evidence, FileCopy, Finding, Fix, TheanorcEdit, has_errors
 from envforge.doctor.observe import observe
 from envforge.doctor.report import doctor_report_markdown
-from envforge.doctor.rules import RULES, diagnose
+from envforge.doctor.rules import RULES, all_rules, diagnose
 
 __all__ = [
     "RULES",
@@ -26,6 +26,7 @@ __all__ = [
     "Fix",
     "HostFacts",
     "TheanorcEdit",
+    "all_rules",
     "apply_fixes",
     "diagnose",
     "doctor_report_markdown",

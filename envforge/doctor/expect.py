@@ -6,6 +6,7 @@ from pathlib import Path
 
 from envforge.doctor.facts import Expected
 from envforge.lockfile import Lockfile
+from envforge.packs.theano.expect import theano_expect
 from envforge.spec import Platform, Spec
 
 
@@ -22,5 +23,5 @@ def expected_from_lock(spec: Spec, lock: Lockfile, platform: Platform,
         cuda=expect.cuda, cudnn=expect.cudnn, versions=dict(expect.versions),
         device=expect.device,
         theano_flags={k: v.replace("{prefix}", str(prefix))
-                      for k, v in expect.theano_flags.items()},
+                      for k, v in theano_expect(expect).flags.items()},
         compiler_threads=pspec.compiler.threads if pspec.compiler else None)

@@ -55,9 +55,9 @@ from envforge.host.windows import (
     normalize_entry,
 )
 from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
+from envforge.packs.theano.flags import parse_theanorc
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
-from envforge.theanoflags import parse_theanorc
 
 Runner = Callable[[Sequence[str]], CommandOutput | None]
 
@@ -529,7 +529,7 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str],
 
 def canonical_package(name: str) -> str:
     """PEP 503 normalised, with every distribution installing ``theano`` (Theano-PyMC, the
-    original Theano; knowledge/theano.toml) counted as Theano: the rules are per release."""
+    original Theano; packs/theano/theano.toml) counted as Theano: the rules are per release."""
     return "theano" if theano_distribution(name) is not None else canonicalize_name(name)
 
 

@@ -40,6 +40,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 from envforge.platforms import Os, host_platform
 
@@ -202,6 +203,13 @@ def try_noop(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
     holds; None when the real path must decide."""
     if not words or words[0] != "apply":
         return None
+    match host_platform().os:
+        case Os.LINUX:
+            pass
+        case Os.WINDOWS:  # st_ctime is the creation time there, and SetFileTime sets it:
+            return None  # stat data cannot prove a rewritten file unchanged
+        case _:
+            assert_never(host_platform().os)
     path = stamp_path(words, cwd=cwd, environ=environ, version=version)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))

@@ -72,7 +72,7 @@ def map_requirement(text: str) -> tuple[str, str]:
     if theano is not None and theano.maps_to is not None and not requirement.url:
         mapped = map_legacy_theano(text)
         return mapped, (f"was {text}: the original Theano; envforge's rules are for "
-                        f"{theano.maps_to} (knowledge/theano.toml [[distributions]])")
+                        f"{theano.maps_to} (packs/theano/theano.toml [[distributions]])")
     for row in legacy_names().rename:
         if row.name != name or requirement.url:
             continue

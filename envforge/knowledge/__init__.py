@@ -1,6 +1,7 @@
 """What envforge knows about Theano, CUDA, cuDNN and libgpuarray, as data with sources.
 
-The facts live in the TOML files beside this module, one row per fact, each with a
+The facts live in the TOML files beside this module (a framework pack's in its folder,
+``envforge/packs/NAME/``), one row per fact, each with a
 ``source`` so a message can say where a rule comes from; rows read from code rather
 than run say *inferred*, rows observed on our own machines say "seen here". This module
 only types them (frozen models) and looks them up; it reads the package's own files and
@@ -14,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, Literal, assert_never
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -82,6 +84,7 @@ __all__ = [
     "find_artifact",
     "in_range",
     "knowledge",
+    "knowledge_file",
     "known_bad_tests",
     "libgpuarray_names",
     "library_file_patterns",
@@ -117,9 +120,18 @@ class Knowledge(Frozen):
     theano_suite: TheanoSuiteFile
 
 
+def knowledge_file(name: str) -> Traversable:
+    """Where a knowledge file lives: a framework pack's own folder when the pack lists it
+    (``envforge/packs/theano/theano.toml``), else this package's."""
+    from envforge.packs import PACKS
+
+    owner = next((f"envforge.packs.{pack.name}" for pack in PACKS.values()
+                  if name in pack.knowledge), __name__)
+    return resources.files(owner).joinpath(f"{name}.toml")
+
+
 def _read(name: str) -> dict[str, Any]:
-    text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return tomllib.loads(knowledge_file(name).read_text(encoding="utf-8"))
 
 
 @functools.cache

@@ -25,9 +25,10 @@ _END = "# <<< envforge <<<"
 
 
 def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
-    cuda = ctx.cuda_root
-    return env_edits(ctx.layout, ctx.lock, theanorc_in_env=ctx.pspec.theano.theanorc == "env",
-                     cuda_root=cuda)
+    from envforge.packs import active_packs
+
+    packs = tuple(edit for pack in active_packs(ctx.pspec) for edit in pack.env_edits(ctx))
+    return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root), *packs)
 
 
 def activation_files(ctx: StepContext) -> dict[Path, str]:

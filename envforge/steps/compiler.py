@@ -232,7 +232,9 @@ class HostCompiler:
 
 def find_host_gxx(ctx: StepContext) -> HostCompiler:
     """``[theano] cxx`` or ``g++`` on the PATH of ``ctx.environ``, with its version."""
-    wanted = ctx.pspec.theano.cxx or "g++"
+    from envforge.packs.theano.section import theano_section
+
+    wanted = theano_section(ctx.pspec).cxx or "g++"
     found = shutil.which(wanted, path=ctx.environ.get("PATH", ""))
     if found is None:
         raise StepError(

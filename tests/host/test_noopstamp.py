@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ import platformdirs
 import pytest
 
 from envforge.host import noopstamp
+from envforge.platforms import PLATFORMS
 
 WORDS = ["apply", "specs/x.toml", "--yes"]
 
@@ -32,8 +34,9 @@ def _tree(root: Path) -> dict[str, Path]:
 def _age(paths: list[str], seconds: float = 5.0) -> None:
     """Older than the racy window, as files of an earlier apply are."""
     when = time.time() - seconds
+    own = os.utime in os.supports_follow_symlinks  # a link's own times: not on Windows
     for path in paths:
-        os.utime(path, (when, when), follow_symlinks=False)
+        os.utime(path, (when, when), follow_symlinks=not own)
 
 
 def _stamp(root: Path, env: dict[str, str], *, start_ns: int | None = None) -> dict[str, Path]:
@@ -59,6 +62,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     return {"ENVFORGE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin"}
 
 
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
 def test_an_untouched_stamp_is_a_noop(tmp_path: Path, env: dict[str, str],
                                       capsys: pytest.CaptureFixture[str]) -> None:
     _stamp(tmp_path, env)
@@ -96,6 +100,7 @@ CHANGES: dict[str, Callable[[dict[str, Path]], None]] = {
 }
 
 
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_every_change_falls_through(change: str, tmp_path: Path, env: dict[str, str]) -> None:
     files = _stamp(tmp_path, env)
@@ -104,6 +109,7 @@ def test_every_change_falls_through(change: str, tmp_path: Path, env: dict[str, 
     assert _noop(tmp_path, env) is None
 
 
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
 def test_package_code_is_not_read(tmp_path: Path, env: dict[str, str]) -> None:
     """What the real path does not read (a package's code) is not stamped either."""
     files = _stamp(tmp_path, env)
@@ -112,6 +118,7 @@ def test_package_code_is_not_read(tmp_path: Path, env: dict[str, str]) -> None:
     assert _noop(tmp_path, env) == 0
 
 
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
 @pytest.mark.parametrize("other", [
     {"PATH": "/opt/bin:/usr/bin"}, {"THEANO_FLAGS": "device=cuda"}, {"HOME": "/elsewhere"}])
 def test_another_environment_falls_through(other: dict[str, str], tmp_path: Path,
@@ -145,6 +152,7 @@ def test_a_damaged_stamp_falls_through(damage: str, tmp_path: Path,
     assert _noop(tmp_path, env) is None
 
 
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
 def test_quiet_prints_nothing(tmp_path: Path, env: dict[str, str],
                               capsys: pytest.CaptureFixture[str]) -> None:
     files = _tree(tmp_path / "q")
@@ -166,3 +174,14 @@ def test_cache_root_is_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setenv("XDG_CACHE_HOME", xdg)
         assert noopstamp.cache_root(dict(os.environ)) == Path(
             platformdirs.user_cache_dir("envforge"))
+
+
+def test_off_on_windows(tmp_path: Path, env: dict[str, str],
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Windows st_ctime is the creation time (and SetFileTime sets it): a file rewritten
+    with its mtime put back keeps its stat, so the fast path never answers there."""
+    _stamp(tmp_path, env)
+    if sys.platform != "win32":
+        assert _noop(tmp_path, env) == 0  # the stamp holds: what follows is the platform's doing
+    monkeypatch.setattr(noopstamp, "host_platform", lambda: PLATFORMS["win-64"])
+    assert _noop(tmp_path, env) is None

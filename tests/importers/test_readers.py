@@ -127,7 +127,7 @@ def test_legacy_names_follow_the_knowledge_rows() -> None:
     assert map_requirement("theano>=0.8.2")[0] == "Theano-PyMC==1.0.5"
     assert map_requirement("Theano")[0] == "Theano-PyMC==1.0.5"
     mapped, why = map_requirement("theano==0.8.2")  # lock refuses the original: always mapped
-    assert mapped == "Theano-PyMC==1.0.5" and "knowledge/theano.toml" in why
+    assert mapped == "Theano-PyMC==1.0.5" and "packs/theano/theano.toml" in why
     assert map_requirement("tensorflow-gpu==1.15.0")[0] == "tensorflow==1.15.0"
     kept, why = map_requirement("tensorflow-gpu==1.14.0")
     assert kept == "tensorflow-gpu==1.14.0" and "does not admit 1.15.0" in why

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tomllib
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -14,13 +13,13 @@ from envforge.knowledge import (
     cudnn_library_name,
     cudnn_version_code,
     knowledge,
+    knowledge_file,
     theano_rules,
 )
 
 
 def _raw(name: str) -> dict[str, Any]:
-    return tomllib.loads(resources.files("envforge.knowledge").joinpath(f"{name}.toml")
-                        .read_text(encoding="utf-8"))
+    return tomllib.loads(knowledge_file(name).read_text(encoding="utf-8"))
 
 
 def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:

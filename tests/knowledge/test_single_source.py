@@ -1,5 +1,5 @@
-"""Facts live once, in envforge/knowledge/*.toml: no library name, cuDNN version rule or
-reference release is written in code elsewhere.
+"""Facts live once, in envforge/knowledge/*.toml (and the packs' own): no library name,
+cuDNN version rule or reference release is written in code elsewhere.
 
 A string literal (not a docstring; comments are not code) outside ``envforge/knowledge/``
 that names a CUDA/cuDNN/loader library fails this test, and so does code that compares a
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envforge.knowledge import blog_errata, reference_theano, theano_rules
-from envforge.theanoflags import FIELD_FLAGS
+from envforge.packs.theano.flags import FIELD_FLAGS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 
@@ -31,8 +31,8 @@ RELEASE = re.compile(r"^1\.0\.5$")  # the reference Theano-PyMC release: referen
 # (file relative to envforge/, why it may): the probe runs inside the target environment's
 # own Python (3.7-3.11) with the standard library only and cannot import envforge.
 ALLOWED: dict[str, str] = {
-    "probe/probe.py": "standalone script run by the environment's Python; cannot import "
-                      "envforge.knowledge",
+    "packs/theano/probe.py": "standalone script run by the environment's Python; cannot "
+                             "import envforge.knowledge",
 }
 
 

@@ -23,6 +23,7 @@ from envforge.errors import ArtifactError, OfflineError, StepError
 from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Journal, Transaction, rollback
 from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
+from envforge.packs.theano.section import TheanoSection
 from envforge.paths import EnvforgeDirs
 from envforge.spec import (
     CompilerSection,
@@ -32,7 +33,6 @@ from envforge.spec import (
     Platform,
     PlatformSpec,
     PythonSection,
-    TheanoSection,
 )
 from envforge.steps.base import Facts, StepContext
 from envforge.steps.compiler import (
@@ -106,13 +106,12 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
         platform=platform, prefix=prefix, environ=dict(environ or {}), home=tmp / "home",
         state_dir=tmp / "state", artifacts=dict(supplied or {}),
         lock=PlatformLock(python="3.7.16", environment="conda", artifacts=artifacts,
-                          expect=Expectations(versions={}, device="cuda", float_x="float32",
-                                              theano_flags={})),
+                          expect=Expectations(versions={}, device="cuda", float_x="float32")),
         pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
                            environment=EnvironmentSection(kind="conda"), compiler=compiler,
                            cuda=CudaSection(version=cuda) if cuda else None,
                            path=PathSection(scope=path_scope),  # type: ignore[arg-type]
-                           theano=theano or TheanoSection()),
+                           packs={"theano": theano or TheanoSection()}),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root))

@@ -23,7 +23,7 @@ def venv_ctx(tmp_path: Path, python: str, environ: dict[str, str], *,
     return dataclasses.replace(
         base, offline=offline,
         lock=PlatformLock(python=python, environment="venv", expect=Expectations(
-            versions={}, device="cpu", float_x="float64", theano_flags={})),
+            versions={}, device="cpu", float_x="float64")),
         pspec=PlatformSpec(platform="linux-64", python=PythonSection(version=python),
                            environment=EnvironmentSection(kind="venv")),
         layout=layout_for("linux-64", "venv", base.prefix, python))

@@ -29,6 +29,10 @@ from envforge.host import proc
 from envforge.host.windows import REG_EXPAND_SZ, USER_ENVIRONMENT, WinRegistry
 from envforge.journal import Journal
 from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
+from envforge.packs.theano import PROBE_SCRIPT
+from envforge.packs.theano.expect import TheanoExpect
+from envforge.packs.theano.section import TheanoSection
+from envforge.packs.theano.theanorc import TheanorcStep
 from envforge.paths import EnvforgeDirs
 from envforge.spec import (
     CudaSection,
@@ -36,15 +40,13 @@ from envforge.spec import (
     PathSection,
     PlatformSpec,
     PythonSection,
-    TheanoSection,
     VerifySection,
 )
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.steps.cudnn import CudnnInstallStep
-from envforge.steps.theanorc import TheanorcStep
 from envforge.steps.userpath import UserPathStep
 from envforge.ui import UI
-from envforge.verify import PROBE_SCRIPT, build_request, check_report, verdict
+from envforge.verify import build_request, check_report, verdict
 from tests.steps.test_cudnn import windows_cuda_tree, windows_cudnn_zip
 
 PY38 = os.environ.get("ENVFORGE_WINE_PY38", "")
@@ -65,8 +67,9 @@ OLD_THEANORC = b"[global]\r\nfloatX = float32\r\n"  # the user's own, CR LF and 
 
 def expectations() -> Expectations:
     return Expectations(versions=VERSIONS, device="cpu", float_x="float64",
-                        theano_flags={"device": "cpu", "floatX": "float64",
-                                      "mode": "FAST_RUN", "cxx": ""},
+                        packs={"theano": TheanoExpect(flags={
+                            "device": "cpu", "floatX": "float64", "mode": "FAST_RUN",
+                            "cxx": ""})},
                         kernels=kernel_expectations(SMALL, "float64"), repeats=1)
 
 
@@ -80,7 +83,7 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
         pspec=PlatformSpec(platform="win-64", python=PythonSection(version="3.8"),
                            environment=EnvironmentSection(kind="venv"),
                            cuda=CudaSection(version="10.2"),
-                           theano=TheanoSection(theanorc="home"),
+                           packs={"theano": TheanoSection(theanorc="home")},
                            path=PathSection(scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
-from envforge.doctor.rules import compilers, config, cuda, cudnn, gpu, libgpuarray, packages
+from envforge.doctor.rules import compilers, cuda, cudnn, gpu, libgpuarray, packages
 
 Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
 
@@ -18,10 +18,8 @@ RULES: tuple[Rule, ...] = (
     cuda.toolkit_rules,
     cuda.search_path_rules,
     cuda.variable_rules,
-    cuda.theano_root_rules,
     cuda.registry_rules,
     cudnn.placement_rules,
-    cudnn.theano_rules_for_cudnn,
     cudnn.windows_dll_rules,
     compilers.compiler_rules,
     compilers.windows_rules,
@@ -29,13 +27,20 @@ RULES: tuple[Rule, ...] = (
     packages.distribution_rules,
     packages.release_rules,
     packages.blas_rules,
-    config.config_rules,
     libgpuarray.windows_rules,
     libgpuarray.linux_rules,
 )
 
 
+def all_rules() -> tuple[Rule, ...]:
+    """The core's rules, then each pack's."""
+    from envforge.packs import PACKS
+
+    return (*RULES, *(rule for pack in PACKS.values() for rule in pack.doctor_rules()))
+
+
 def diagnose(facts: HostFacts, expected: Expected | None = None,
-             rules: Iterable[Rule] = RULES) -> tuple[Finding, ...]:
-    """Every finding of every rule, errors first."""
-    return sort_findings([finding for rule in rules for finding in rule(facts, expected)])
+             rules: Iterable[Rule] | None = None) -> tuple[Finding, ...]:
+    """Every finding of every rule (the core's and the packs'), errors first."""
+    chosen = all_rules() if rules is None else rules
+    return sort_findings([finding for rule in chosen for finding in rule(facts, expected)])

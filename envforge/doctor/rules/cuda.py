@@ -1,5 +1,5 @@
 """Which CUDA a process gets: toolkits found, runtimes on the search path, CUDA_* variables,
-Theano's own ``cuda.root``, and (Windows) a PATH older than the registry's."""
+and (Windows) a PATH older than the registry's; Theano's ``cuda.root`` is its pack's rule."""
 
 from __future__ import annotations
 
@@ -9,18 +9,14 @@ from envforge.doctor.facts import Expected, HostFacts, SearchEntry
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
     cuda_matches,
-    effective,
     entry_evidence,
     env_evidence,
-    flag_value,
-    gpu_intended,
     library_entries,
     set_variable,
-    theano_release,
 )
 from envforge.host.windows import normalize_entry
 from envforge.knowledge import cuda_library_name, cuda_runtime_release, knowledge
-from envforge.platforms import Os, Platform, TargetPlatform
+from envforge.platforms import Os, Platform
 
 
 def runtime_version(name: str, platform: Platform) -> str | None:
@@ -175,44 +171,6 @@ def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
     yield Finding(id="cuda.variables", severity="error" if wrong else "warning", title=title,
                   evidence=evidence, fix=Fix(text=fix_text or "unset the stale variable"),
                   source=root_source)
-
-
-def theano_root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """Theano's cuda.root is not where cuDNN is: it looks for cuDNN only in ``<root>/include``."""
-    release = theano_release(facts, expected)
-    if release.rules is None or not gpu_intended(facts, expected):
-        return
-    eff = effective(facts, release.rules)
-    if flag_value(eff, release.rules, "dnn.enabled") == "False" or \
-            {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
-        return
-    root = facts.theano_cuda_root
-    include = None if root is None else _join(root, "include", facts.target)
-    if include is not None and include in facts.cudnn_headers:
-        return
-    with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
-    if not with_cudnn and not (expected is not None and expected.cudnn):
-        return
-    row = next(r for r in knowledge().theano.flags if r.name == "cuda.root")
-    target = with_cudnn[0].root if with_cudnn else None
-    yield Finding(
-        id="cuda.theano-root", severity="warning",
-        title=(f"Theano's cuda.root is {root} ({facts.theano_cuda_root_from}), where no cuDNN "
-               "header is: Theano will not find cuDNN" if root else
-               "Theano finds no cuda.root (no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH), so it "
-               "finds no cuDNN"),
-        evidence=(Evidence(kind="value", where="cuda.root", text=str(root)),
-                  *(Evidence(kind="file", where=t.cudnn.file, text=f"cuDNN {t.cudnn.version}")
-                    for t in with_cudnn if t.cudnn is not None)),
-        fix=Fix(text=f"set [cuda] root = {target} in {facts.theanorc_write_to}, or "
-                     + set_variable(facts.platform, "CUDA_ROOT", target) if target else
-                     "set CUDA_ROOT to the toolkit that holds cuDNN"),
-        source=row.source)
-
-
-def _join(root: str, name: str, target: TargetPlatform) -> str:
-    sep = "\\" if target.os is Os.WINDOWS and "\\" in root else "/"
-    return root.rstrip("/\\") + sep + name
 
 
 def registry_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:

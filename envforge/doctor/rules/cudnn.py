@@ -1,27 +1,25 @@
-"""cuDNN: in which toolkit tree, of which release, and whether Theano can use it."""
+"""cuDNN: in which toolkit tree, of which release, and where Windows finds its DLL (whether
+Theano can use it: the Theano pack's doctor_rules)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from envforge.doctor.facts import CudnnHeader, Expected, HostFacts
-from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
+from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
-    THEANO_FLAGS,
     Setting,
     cuda_matches,
     effective,
     flag_value,
     gpu_intended,
-    set_variable,
-    theano_flags_pairs,
     theano_release,
 )
 from envforge.knowledge import cudnn_library_name, cudnn_support, cudnn_version_code
 from envforge.platforms import Os
 
 
-def _header_evidence(header: CudnnHeader) -> Evidence:
+def header_evidence(header: CudnnHeader) -> Evidence:
     return Evidence(kind="file", where=header.file, text=f"CUDNN_MAJOR.MINOR.PATCHLEVEL = "
                                                         f"{header.version}")
 
@@ -42,7 +40,7 @@ def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Fin
                 id="cudnn.toolkit-mismatch", severity="error",
                 title=f"cuDNN {toolkit.cudnn.version} in {toolkit.root} was not built for CUDA "
                       f"{toolkit.version} (it exists for CUDA {', '.join(row.cuda)})",
-                evidence=(_header_evidence(toolkit.cudnn),
+                evidence=(header_evidence(toolkit.cudnn),
                           Evidence(kind="value", where=toolkit.root,
                                    text=f"CUDA {toolkit.version} ({toolkit.version_from})")),
                 fix=Fix(text=f"install the cuDNN {toolkit.cudnn.version} build for CUDA "
@@ -62,7 +60,7 @@ def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Fin
                 id="cudnn.wrong-tree", severity="error",
                 title=f"cuDNN is in {others[0].root} (CUDA {others[0].version}), not in the "
                       f"locked CUDA {expected.cuda}'s tree {toolkit.root}",
-                evidence=tuple(_header_evidence(t.cudnn) for t in others if t.cudnn),
+                evidence=tuple(header_evidence(t.cudnn) for t in others if t.cudnn),
                 fix=install, source=f"{spec} ([cudnn] version, locked)")
         elif toolkit.cudnn is not None and not _same_release(toolkit.cudnn.version,
                                                              expected.cudnn):
@@ -70,7 +68,7 @@ def placement_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Fin
                 id="cudnn.not-locked", severity="error",
                 title=f"{toolkit.root} holds cuDNN {toolkit.cudnn.version}; the lock wants "
                       f"{expected.cudnn}",
-                evidence=(_header_evidence(toolkit.cudnn),),
+                evidence=(header_evidence(toolkit.cudnn),),
                 fix=install, source=f"{spec} ([cudnn] version, locked)")
 
 
@@ -91,64 +89,6 @@ def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | Non
         if folder in facts.cudnn_headers:
             return facts.cudnn_headers[folder]
     return None
-
-
-def dnn_disable_fix(facts: HostFacts, eff: dict[str, Setting], version: str) -> Fix:
-    """``[dnn] enabled = False`` where it takes effect: the file that sets it, else the last
-    file Theano reads; THEANO_FLAGS can only be changed by the user's shell."""
-    current = eff.get("dnn.enabled")
-    if current is not None and current.from_env:
-        pairs = [f"{k}={'False' if k == current.raw_key else v}"
-                 for k, v in theano_flags_pairs(facts.theano_flags)]
-        return Fix(text=set_variable(facts.platform, THEANO_FLAGS, ",".join(pairs)))
-    if current is not None:
-        path = current.origin
-    else:
-        existing = [f.path for f in facts.theanorc if f.exists and f.error is None]
-        path = existing[-1] if existing else facts.theanorc_write_to
-    return Fix(text=f"in {path}: [dnn] enabled = False",
-               actions=(TheanorcEdit(path=path, op="set", section="dnn", key="enabled",
-                                     value="False", note=f"cuDNN {version} is too new"),))
-
-
-def theano_rules_for_cudnn(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """The cuDNN Theano compiles against, judged by the release's rules: too old, warned
-    about, or (>= 8) without the API Theano 1.0.x's conv ops call."""
-    release = theano_release(facts, expected)
-    if release.rules is None or not gpu_intended(facts, expected):
-        return
-    eff = effective(facts, release.rules)
-    enabled = flag_value(eff, release.rules, "dnn.enabled")
-    header = theano_cudnn(facts, eff)
-    if header is None or enabled == "False":
-        return
-    code = cudnn_version_code(header.version)
-    evidence = [_header_evidence(header)]
-    if "dnn.enabled" in eff:
-        evidence.append(eff["dnn.enabled"].evidence())
-    for row in release.rules.cudnn:
-        if row.kind == "conv-fails-from" and code >= row.version_code:
-            yield Finding(
-                id="cudnn.too-new-for-theano", severity="error",
-                title=f"cuDNN {header.version} with Theano {release.version} and dnn.enabled = "
-                      f"{enabled}: {row.effect}",
-                evidence=tuple(evidence), fix=dnn_disable_fix(facts, eff, header.version),
-                source=row.source)
-        elif row.kind == "rejected-below" and code < row.version_code:
-            yield Finding(
-                id="cudnn.too-old-for-theano", severity="error",
-                title=f"cuDNN {header.version} is {row.effect} by Theano {release.version} "
-                      f"(below {row.version_code})",
-                evidence=tuple(evidence),
-                fix=Fix(text="install cuDNN 7.6.5 for your CUDA, or set [dnn] enabled = False"),
-                source=row.source)
-        elif row.kind == "warns-from" and code >= row.version_code and \
-                not any(r.kind == "conv-fails-from" and code >= r.version_code
-                        for r in release.rules.cudnn):
-            yield Finding(
-                id="cudnn.newer-than-theano", severity="info",
-                title=f"cuDNN {header.version}: Theano {release.version} {row.effect}",
-                evidence=tuple(evidence), source=row.source)
 
 
 def _dll(cudnn: str) -> str:
@@ -194,6 +134,6 @@ def windows_dll_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         id="cudnn.dll-unreachable", severity="error",
         title=f"Theano looks for {', '.join(names)} to load cuDNN {wanted}; none is in "
               f"dnn.bin_path or on PATH",
-        evidence=(*((_header_evidence(header),) if header else ()),
+        evidence=(*((header_evidence(header),) if header else ()),
                   *(Evidence(kind="value", where="searched", text=f) for f in folders[:6])),
         fix=Fix(text=fix), source=row_source)

@@ -12,7 +12,7 @@ import configparser
 
 from envforge.errors import InputError
 from envforge.knowledge import knowledge, theano_rules
-from envforge.spec import TheanoSection
+from envforge.packs.theano.section import TheanoSection
 
 # The flag each [theano] key renders, in rendering order; values are the spec's TOML keys.
 FIELD_FLAGS: dict[str, str] = {

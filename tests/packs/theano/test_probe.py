@@ -20,8 +20,10 @@ from envforge.errors import ExitCode, ToolError
 from envforge.expectations import kernel_expectations
 from envforge.host import proc
 from envforge.lockfile import Expectations
+from envforge.packs.theano import PROBE_SCRIPT
+from envforge.packs.theano.expect import TheanoExpect
 from envforge.spec import ConvShape, VerifySection
-from envforge.verify import PROBE_SCRIPT, CheckRow, build_request, check_report, verdict
+from envforge.verify import CheckRow, build_request, check_report, verdict
 from envforge.verify_report import to_junit
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -90,8 +92,9 @@ def run_probe(target: Target, request: dict[str, Any], *, flags: str,
 
 
 def _expect(float_x: str, **changes: Any) -> Expectations:
+    flags = changes.pop("theano_flags", {"mode": "FAST_RUN", "allow_gc": "False"})
     expect = Expectations(versions=VERSIONS, device="cpu", float_x=float_x,
-                          theano_flags={"mode": "FAST_RUN", "allow_gc": "False"},
+                          packs={"theano": TheanoExpect(flags=flags)},
                           kernels=kernel_expectations(SMALL, float_x), repeats=2)
     return expect.model_copy(update=changes)
 
@@ -192,7 +195,8 @@ def test_silent_cpu_fallback_is_caught(target: Target) -> None:
     """device=cuda without pygpu: Theano only logs an error and computes on the CPU."""
     verify = SMALL.model_copy(update={"kernels": ("elementwise",)})
     expect = Expectations(versions=VERSIONS, device="cuda", float_x="float64",
-                          theano_flags={}, kernels=kernel_expectations(verify, "float64"),
+                          packs={"theano": TheanoExpect(flags={})},
+                          kernels=kernel_expectations(verify, "float64"),
                           min_gpu_speedup=5.0)
     report = run_probe(target, build_request(expect), flags="device=cuda")
     assert report["cpu_compare"] is False  # nothing to compare against

@@ -13,9 +13,11 @@ from typing import assert_never
 
 from envforge.journal import Transaction
 from envforge.knowledge import reference_theano
+from envforge.packs.theano.expect import theano_expect
+from envforge.packs.theano.flags import render_theanorc
+from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Change, StepContext, text_digest
-from envforge.theanoflags import render_theanorc
 
 
 def expanded_flags(ctx: StepContext) -> dict[str, str]:
@@ -25,7 +27,8 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
     back to ``<python dir>\\Library\\mingw-w64\\bin\\g++`` or whatever g++ is first on PATH.
     """
     prefix = str(ctx.layout.prefix)
-    flags = {k: v.replace("{prefix}", prefix) for k, v in ctx.lock.expect.theano_flags.items()}
+    locked = theano_expect(ctx.lock.expect).flags
+    flags = {k: v.replace("{prefix}", prefix) for k, v in locked.items()}
     compiler = ctx.pspec.compiler
     if PLATFORMS[ctx.platform].os is Os.WINDOWS and compiler is not None \
             and compiler.kind == "mingw-w64":
@@ -36,7 +39,7 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
 
 
 def theanorc_target(ctx: StepContext) -> Path:
-    if ctx.pspec.theano.theanorc == "env":
+    if theano_section(ctx.pspec).theanorc == "env":
         return Path(ctx.layout.theanorc)
     target = PLATFORMS[ctx.platform]
     match target.os:

@@ -10,20 +10,21 @@ from typing import Literal
 import pytest
 
 from envforge.errors import InputError
-from envforge.spec import Platform, TheanoSection, load_spec
-from envforge.theanoflags import (
+from envforge.packs.theano.flags import (
     field_flags,
     parse_theanorc,
     render_theano_flags_env,
     render_theanorc,
     theano_flags,
 )
+from envforge.packs.theano.section import TheanoSection, theano_section
+from envforge.spec import Platform, load_spec
 
-SPECS = Path(__file__).resolve().parent.parent / "specs"
+SPECS = Path(__file__).resolve().parents[3] / "specs"
 
 
 def _theano(spec: str, platform: Platform) -> TheanoSection:
-    return load_spec(SPECS / f"{spec}.toml").for_platform(platform).theano
+    return theano_section(load_spec(SPECS / f"{spec}.toml").for_platform(platform))
 
 
 def _theano_reads_flags(value: str) -> dict[str, str]:

@@ -91,7 +91,7 @@ def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
                 id="config.unknown-release", severity="info",
                 title=f"Theano {release.version} ({release.how}): the knowledge base has no "
                       "rules for it, so its configuration was not checked",
-                source="envforge/knowledge/theano.toml")
+                source="envforge/packs/theano/theano.toml")
         return
     rules = release.rules
     for rc in facts.theanorc:

@@ -1,0 +1,100 @@
+"""What a framework pack brings, so that the core (Python, packages, CUDA/cuDNN/driver, the
+kernels' NumPy references) never names a framework.
+
+Modelled on pre-commit's ``lang_base.Language``: a pack is a plain object whose attributes
+and methods the core calls at fixed points, and the registry (``envforge.packs.PACKS``) is
+a dict. A pack's spec section is ``[NAME]``, its lock expectations are
+``[platforms.X.expect.NAME]``; both are its own frozen models.
+
+A probe reads the request (``envforge.verify.build_request`` plus ``probe_request``) as
+JSON on stdin and prints one report. The core judges its shared fields: ``format``,
+``error``, ``python.version``, ``versions`` and ``import_errors`` (by module),
+``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
+``ops``/``gpu_ops``, ``run_s``), ``gpu`` (``pygpu_activated``, ``dnn_*``) and ``nvidia``;
+anything else (Theano's ``theano`` and ``blas``) is the pack's, for its ``verify_rows``.
+Verify runs the probe of the first pack the lock holds that brings one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from envforge.spec import Frozen, PlatformSpec
+
+if TYPE_CHECKING:
+    from envforge.compat import Pin
+    from envforge.doctor.rules import Rule
+    from envforge.envvars import EnvEdit
+    from envforge.lockfile import Expectations
+    from envforge.steps.base import Step, StepContext
+    from envforge.verify import CheckRow
+
+# rule id, message, source, fix: how a compat check reports a conflict (compat words it).
+Report = Callable[[str, str, str, str], None]
+# A lock's platform table of one format version, rewritten in place to the next one's shape.
+Migration = Callable[[dict[str, Any]], None]
+
+
+class FrameworkPack(Protocol):
+    """One framework's part in every layer; the core calls it, never the other way round."""
+
+    @property
+    def name(self) -> str:
+        """The spec section, the lock's expect key, the pack's folder."""
+
+    @property
+    def section(self) -> type[Frozen]:
+        """The model of [NAME]."""
+
+    @property
+    def expect(self) -> type[Frozen]:
+        """The model of [platforms.X.expect.NAME]."""
+
+    @property
+    def implicit(self) -> bool:
+        """Mounted with its defaults where a spec names no pack's section (Theano: every
+        stack envforge locked before packs existed is a Theano stack)."""
+
+    @property
+    def knowledge(self) -> tuple[str, ...]:
+        """Its files in envforge/knowledge/ (NAME.toml)."""
+
+    @property
+    def probe(self) -> Path | None:
+        """A script the environment's Python runs; it prints the report verify judges."""
+
+    @property
+    def probe_modules(self) -> tuple[str, ...]:
+        """Names in the lock's versions that its probe imports and reports."""
+
+    @property
+    def lock_migrations(self) -> Mapping[int, Migration]:
+        """Lock format version N -> how a platform table of version N becomes N + 1."""
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Report) -> None:
+        """Report each combination of the spec's pins known not to work with the framework."""
+
+    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> Frozen:
+        """What the lock holds for verify, derived from the spec and the locked versions."""
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
+        """(device, float type) the framework runs the verify kernels with."""
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]:
+        """Steps after the packages and CUDA, before activation."""
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
+        """Variables the activated environment sets for the framework, after the core's."""
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
+        """The pack's fields of the probe's request."""
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
+        """Rows judging the pack's part of a probe report."""
+
+    def doctor_rules(self) -> tuple[Rule, ...]:
+        """Doctor's rules about the framework on a host."""

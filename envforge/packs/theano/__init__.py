@@ -1,0 +1,84 @@
+"""The Theano-PyMC pack: ``[theano]``, its compat rules, flags in the lock, the .theanorc
+step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``).
+
+Heavy parts are imported when called, so the registry stays cheap to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from envforge.packs.theano.expect import TheanoExpect, migrate_v1
+from envforge.packs.theano.section import TheanoSection, theano_section
+
+if TYPE_CHECKING:
+    from envforge.compat import Pin
+    from envforge.doctor.rules import Rule
+    from envforge.envvars import EnvEdit
+    from envforge.lockfile import Expectations
+    from envforge.packs.base import Migration, Report
+    from envforge.spec import PlatformSpec
+    from envforge.steps.base import Step, StepContext
+    from envforge.verify import CheckRow
+
+PROBE_SCRIPT = Path(__file__).parent / "probe.py"
+
+
+class TheanoPack:
+    name = "theano"
+    section = TheanoSection
+    expect = TheanoExpect
+    implicit = True
+    knowledge = ("theano", "theano_suite")
+    probe: Path | None = PROBE_SCRIPT
+    probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Report) -> None:
+        from envforge.packs.theano.compat import compat_checks
+
+        compat_checks(pspec, pins, report)
+
+    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpect:
+        from envforge.packs.theano.expect import expectations
+
+        return expectations(pspec, versions)
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
+        section = theano_section(pspec)
+        return section.device, section.float_x
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]:
+        from envforge.packs.theano.theanorc import TheanorcStep
+
+        return (TheanorcStep(),)
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
+        from envforge.envvars import EnvEdit
+
+        if theano_section(ctx.pspec).theanorc != "env":
+            return ()
+        return (EnvEdit(name="THEANORC", op="set", value=str(ctx.layout.theanorc)),)
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
+        from envforge.packs.theano.verify import probe_request
+
+        return probe_request(expect)
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
+        from envforge.packs.theano.verify import verify_rows
+
+        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
+
+    def doctor_rules(self) -> tuple[Rule, ...]:
+        from envforge.packs.theano.doctor_config import config_rules
+        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules
+
+        return (root_rules, cudnn_rules, config_rules)
+
+
+THEANO = TheanoPack()

@@ -1,0 +1,120 @@
+"""Doctor's rules about Theano on a host: its cuda.root and the cuDNN it compiles against.
+
+Moved from doctor/rules/cuda.py and cudnn.py into the pack; they read the same facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envforge.doctor.facts import Expected, HostFacts
+from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
+from envforge.doctor.rules.common import (
+    THEANO_FLAGS,
+    Setting,
+    effective,
+    flag_value,
+    gpu_intended,
+    set_variable,
+    theano_flags_pairs,
+    theano_release,
+)
+from envforge.doctor.rules.cudnn import header_evidence, theano_cudnn
+from envforge.knowledge import cudnn_version_code, knowledge
+from envforge.platforms import Os, TargetPlatform
+
+
+def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """Theano's cuda.root is not where cuDNN is: it looks for cuDNN only in ``<root>/include``."""
+    release = theano_release(facts, expected)
+    if release.rules is None or not gpu_intended(facts, expected):
+        return
+    eff = effective(facts, release.rules)
+    if flag_value(eff, release.rules, "dnn.enabled") == "False" or \
+            {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
+        return
+    root = facts.theano_cuda_root
+    include = None if root is None else _join(root, "include", facts.target)
+    if include is not None and include in facts.cudnn_headers:
+        return
+    with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
+    if not with_cudnn and not (expected is not None and expected.cudnn):
+        return
+    row = next(r for r in knowledge().theano.flags if r.name == "cuda.root")
+    target = with_cudnn[0].root if with_cudnn else None
+    yield Finding(
+        id="cuda.theano-root", severity="warning",
+        title=(f"Theano's cuda.root is {root} ({facts.theano_cuda_root_from}), where no cuDNN "
+               "header is: Theano will not find cuDNN" if root else
+               "Theano finds no cuda.root (no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH), so it "
+               "finds no cuDNN"),
+        evidence=(Evidence(kind="value", where="cuda.root", text=str(root)),
+                  *(Evidence(kind="file", where=t.cudnn.file, text=f"cuDNN {t.cudnn.version}")
+                    for t in with_cudnn if t.cudnn is not None)),
+        fix=Fix(text=f"set [cuda] root = {target} in {facts.theanorc_write_to}, or "
+                     + set_variable(facts.platform, "CUDA_ROOT", target) if target else
+                     "set CUDA_ROOT to the toolkit that holds cuDNN"),
+        source=row.source)
+
+
+def _join(root: str, name: str, target: TargetPlatform) -> str:
+    sep = "\\" if target.os is Os.WINDOWS and "\\" in root else "/"
+    return root.rstrip("/\\") + sep + name
+
+
+def dnn_disable_fix(facts: HostFacts, eff: dict[str, Setting], version: str) -> Fix:
+    """``[dnn] enabled = False`` where it takes effect: the file that sets it, else the last
+    file Theano reads; THEANO_FLAGS can only be changed by the user's shell."""
+    current = eff.get("dnn.enabled")
+    if current is not None and current.from_env:
+        pairs = [f"{k}={'False' if k == current.raw_key else v}"
+                 for k, v in theano_flags_pairs(facts.theano_flags)]
+        return Fix(text=set_variable(facts.platform, THEANO_FLAGS, ",".join(pairs)))
+    if current is not None:
+        path = current.origin
+    else:
+        existing = [f.path for f in facts.theanorc if f.exists and f.error is None]
+        path = existing[-1] if existing else facts.theanorc_write_to
+    return Fix(text=f"in {path}: [dnn] enabled = False",
+               actions=(TheanorcEdit(path=path, op="set", section="dnn", key="enabled",
+                                     value="False", note=f"cuDNN {version} is too new"),))
+
+
+def cudnn_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """The cuDNN Theano compiles against, judged by the release's rules: too old, warned
+    about, or (>= 8) without the API Theano 1.0.x's conv ops call."""
+    release = theano_release(facts, expected)
+    if release.rules is None or not gpu_intended(facts, expected):
+        return
+    eff = effective(facts, release.rules)
+    enabled = flag_value(eff, release.rules, "dnn.enabled")
+    header = theano_cudnn(facts, eff)
+    if header is None or enabled == "False":
+        return
+    code = cudnn_version_code(header.version)
+    evidence = [header_evidence(header)]
+    if "dnn.enabled" in eff:
+        evidence.append(eff["dnn.enabled"].evidence())
+    for row in release.rules.cudnn:
+        if row.kind == "conv-fails-from" and code >= row.version_code:
+            yield Finding(
+                id="cudnn.too-new-for-theano", severity="error",
+                title=f"cuDNN {header.version} with Theano {release.version} and dnn.enabled = "
+                      f"{enabled}: {row.effect}",
+                evidence=tuple(evidence), fix=dnn_disable_fix(facts, eff, header.version),
+                source=row.source)
+        elif row.kind == "rejected-below" and code < row.version_code:
+            yield Finding(
+                id="cudnn.too-old-for-theano", severity="error",
+                title=f"cuDNN {header.version} is {row.effect} by Theano {release.version} "
+                      f"(below {row.version_code})",
+                evidence=tuple(evidence),
+                fix=Fix(text="install cuDNN 7.6.5 for your CUDA, or set [dnn] enabled = False"),
+                source=row.source)
+        elif row.kind == "warns-from" and code >= row.version_code and \
+                not any(r.kind == "conv-fails-from" and code >= r.version_code
+                        for r in release.rules.cudnn):
+            yield Finding(
+                id="cudnn.newer-than-theano", severity="info",
+                title=f"cuDNN {header.version}: Theano {release.version} {row.effect}",
+                evidence=tuple(evidence), source=row.source)

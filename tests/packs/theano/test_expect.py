@@ -1,0 +1,58 @@
+"""Lock format 1 (Theano's flags in the core tables) is read through the pack's migration:
+the committed format-1 lock of theano-cpu reads as, and rewrites to, today's format 2."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envforge.errors import SpecError
+from envforge.lockfile import LOCK_VERSION, dumps_lock, load_lock
+from envforge.packs.theano.expect import TheanoExpect, theano_expect
+
+REPO = Path(__file__).resolve().parents[3]
+V1 = Path(__file__).parent / "data" / "theano-cpu.v1.lock"  # locks/theano-cpu.lock as format 1
+COMMITTED = REPO / "locks" / "theano-cpu.lock"
+
+
+def test_format_1_reads_as_format_2() -> None:
+    assert 'theano_flag_spelling = "dots"' in V1.read_text(encoding="utf-8")
+    old, new = load_lock(V1), load_lock(COMMITTED)
+    assert LOCK_VERSION == 2 and old.meta.version == 2
+    assert old == new
+    flags = theano_expect(old.platforms["linux-64"].expect)
+    assert flags.flag_spelling == "dots" and flags.flags["device"] == "cpu"
+
+
+def test_format_1_rewrites_to_the_committed_bytes() -> None:
+    assert dumps_lock(load_lock(V1)) == COMMITTED.read_text(encoding="utf-8")
+
+
+def test_a_bad_flag_in_a_format_2_lock_names_its_key_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.lock"
+    shutil.copyfile(COMMITTED, path)
+    text = path.read_text(encoding="utf-8")
+    table = "[platforms.linux-64.expect.theano.flags]\n"
+    path.write_text(text.replace(table, table + '"global.device" = "cuda"\n'), encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    assert error.value.key == "platforms.linux-64.expect.theano.flags.global.device.[key]"
+    assert error.value.line == text[:text.index(table)].count("\n") + 2
+
+
+def test_a_lock_without_theano_has_no_flags() -> None:
+    expect = load_lock(COMMITTED).platforms["linux-64"].expect
+    assert theano_expect(expect.model_copy(update={"packs": {}})) == TheanoExpect(flags={})
+
+
+def test_a_packs_table_written_in_the_lock_is_refused(tmp_path: Path) -> None:
+    """Only a pack's own name takes its table: ``expect.packs`` is no way around the model."""
+    path = tmp_path / "x.lock"
+    text = COMMITTED.read_text(encoding="utf-8")
+    path.write_text(text.replace("[platforms.linux-64.expect.theano]\n",
+                                 "[platforms.linux-64.expect.packs.theano]\n"), encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    assert error.value.key == "platforms.linux-64.expect"
