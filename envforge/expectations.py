@@ -88,18 +88,6 @@ def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpe
         return _ONCE[key]
 
 
-def kernel_expectations_in_background(verify: VerifySection, float_x: str) -> None:
-    """Start ``kernel_expectations`` in a thread: NumPy computes while the resolvers wait on
-    the network, and the later call finds the result (or waits for it)."""
-    def compute() -> None:
-        try:
-            kernel_expectations(verify, float_x)
-        except Exception:  # not cached: the later call raises it in its place
-            return
-
-    threading.Thread(target=compute, daemon=True, name="envforge-kernels").start()
-
-
 def _kernel_expectations(verify: VerifySection,
                          float_x: str) -> tuple[KernelExpectation, ...]:
     out = []

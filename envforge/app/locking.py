@@ -37,18 +37,15 @@ if TYPE_CHECKING:
 
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
-    from envforge.expectations import kernel_expectations_in_background
     from envforge.lockplan import (
         build_record,
         expectations_for,
-        kernel_device,
         locked_artifacts,
         stack_versions,
         undeclared_expected,
         undeclared_missing,
     )
 
-    kernel_expectations_in_background(pspec.verify, kernel_device(pspec)[1])
     pypi: tuple[LockedPypiFile, ...] = ()
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
