@@ -15,6 +15,7 @@ import pytest
 from envforge.drift import Drift, find_drift
 from envforge.lockfile import LockedPypiFile
 from envforge.verify import drift_rows
+from tests.testing.specs import venv_spec_text
 
 
 def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
@@ -83,20 +84,7 @@ def test_each_kind_of_drift_fails_its_verify_row_with_the_fix() -> None:
     assert rows["drift.extra"].found == "x0 1; x1 1; x2 1; x3 1; x4 1; and 2 more"
 
 
-SPEC = """\
-[project]
-name = "drifty"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7.16"
-
-[environment]
-kind = "venv"
-
-[pypi]
-packages = ["six==1.16.0"]
-"""
+SPEC = venv_spec_text("drifty", 'packages = ["six==1.16.0"]\n')
 
 
 @pytest.mark.network

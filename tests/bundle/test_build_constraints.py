@@ -22,6 +22,7 @@ from envforge.bundle.wheels import build_environment
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.specs import venv_spec_text
 
 DEP = "envforge-builddep-fixture"
 CONSUMER = "envforge-consumer-fixture"
@@ -36,21 +37,6 @@ PYPROJECT = f"""\
 requires = ["setuptools", "{DEP}"]
 build-backend = "setuptools.build_meta"
 """
-SPEC = """\
-[project]
-name = "{name}"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7.16"
-
-[environment]
-kind = "venv"
-
-[pypi]
-packages = ["{consumer} @ {sdist}"]
-find_links = ["{links}"]
-{extra}"""
 
 
 def _tar(path: Path, top: str, files: dict[str, str]) -> None:
@@ -89,8 +75,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
 
 def _spec(root: Path, links: Path, sdist: Path, name: str, extra: str = "") -> Path:
     path = root / "specs" / f"{name}.toml"
-    path.write_text(SPEC.format(name=name, consumer=CONSUMER, sdist=sdist.as_uri(),
-                                links=links, extra=extra))
+    path.write_text(venv_spec_text(name, f'packages = ["{CONSUMER} @ {sdist.as_uri()}"]\n'
+                                         f'find_links = ["{links}"]\n{extra}'))
     return path
 
 

@@ -17,26 +17,13 @@ from envforge.cli import main
 from envforge.host.fetch import FileRef, cache_path
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.specs import venv_spec_text
 
 SETUP = """\
 from setuptools import setup
 setup(name="envforge-tinypkg-fixture", version="0.2.dev1", packages=["tinypkg"])
 """
 
-SPEC = """\
-[project]
-name = "{name}"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7.16"
-
-[environment]
-kind = "venv"
-
-[pypi]
-{extra}packages = [{packages}]
-"""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -72,8 +59,8 @@ def git_repo(tmp_path: Path) -> tuple[Path, str]:
 def write_spec(tmp_path: Path, name: str, packages: list[str], extra: str = "") -> Path:
     (tmp_path / "specs").mkdir(exist_ok=True)
     path = tmp_path / "specs" / f"{name}.toml"
-    path.write_text(SPEC.format(name=name, extra=extra,
-                                packages=", ".join(f'"{p}"' for p in packages)))
+    listed = ", ".join(f'"{p}"' for p in packages)
+    path.write_text(venv_spec_text(name, f"{extra}packages = [{listed}]\n"))
     return path
 
 

@@ -14,21 +14,9 @@ import pytest
 
 from envforge.cli import main
 from envforge.host.child import exit_status, terminal_sends_sigint
+from tests.testing.specs import venv_spec_text
 
-SPEC = """\
-[project]
-name = "runner"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7.16"
-
-[environment]
-kind = "venv"
-
-[pypi]
-packages = ["pytest==7.4.4"]
-"""
+SPEC = venv_spec_text("runner", 'packages = ["pytest==7.4.4"]\n')
 
 SLOW_TEST = """\
 import pathlib, time
