@@ -105,11 +105,11 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
     env = os.environ if environ is None else environ
     platform = host_platform()
     looked: list[str] = []
-    seen: set[Path] = set()
+    seen: set[Path] = set()  # real paths: /bin/python3 is /usr/bin/python3 on a merged /usr
     for candidate in candidates(minor, env, platform=platform, home=home or Path.home()):
-        if candidate.path in seen or not candidate.path.is_file():
+        if not candidate.path.is_file() or (real := candidate.path.resolve()) in seen:
             continue
-        seen.add(candidate.path)
+        seen.add(real)
         looked.append(str(candidate.path))
         found = query_version(candidate.path)
         if found is not None and found.minor == minor:

@@ -56,3 +56,18 @@ def test_real_python37_is_discovered() -> None:
 def test_missing_version_says_where_it_looked(tmp_path: Path) -> None:
     with pytest.raises(StepError, match=r"no Python 3\.5 found"):
         find_interpreter("3.5", environ={"PATH": str(tmp_path)}, home=tmp_path)
+
+
+@pytest.mark.posix_only("symlinked folders on PATH, as a merged /usr has them")
+def test_one_interpreter_reached_twice_is_asked_once(tmp_path: Path) -> None:
+    """/bin -> /usr/bin puts each python on PATH twice: it is run once, not once per name."""
+    import sys
+
+    usr_bin = tmp_path / "usr" / "bin"
+    usr_bin.mkdir(parents=True)
+    (usr_bin / "python3").symlink_to(sys.executable)
+    (tmp_path / "bin").symlink_to(usr_bin)
+    path = os.pathsep.join([str(usr_bin), str(tmp_path / "bin")])
+    with pytest.raises(StepError) as err:
+        find_interpreter("3.5", environ={"PATH": path}, home=tmp_path)
+    assert f"(tried {usr_bin / 'python3'});" in str(err.value)
