@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envforge import __version__
+from envforge.background import in_background
 from envforge.errors import InputError, ResolveError
 from envforge.lockfile import (
     LockedCondaPackage,
@@ -134,13 +135,9 @@ def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | N
     row = suite_runner(pinned)
     if row is None:
         return None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envforge-runner")
-    try:
-        return pool.submit(lambda: (row.requirements, python, resolve_pypi(
-            row.requirements, platform=pspec.platform, python=python,
-            index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
-    finally:
-        pool.shutdown(wait=False)
+    return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
+        row.requirements, platform=pspec.platform, python=python,
+        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
