@@ -25,6 +25,7 @@ from envforge.spec import Frozen, PlatformSpec
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
+    from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
@@ -98,3 +99,7 @@ class FrameworkPack(Protocol):
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         """Doctor's rules about the framework on a host."""
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        """Whether the framework's own settings on this host (a device flag) ask for a GPU:
+        doctor's GPU rules then apply."""

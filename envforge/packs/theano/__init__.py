@@ -15,6 +15,7 @@ from envforge.packs.theano.section import TheanoSection, theano_section
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
+    from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
@@ -75,10 +76,22 @@ class TheanoPack:
         return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
+        from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules
-        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules
+        from envforge.packs.theano.doctor_packages import (
+            blas_rules,
+            distribution_rules,
+            release_rules,
+        )
+        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules, windows_dll_rules
 
-        return (root_rules, cudnn_rules, config_rules)
+        return (windows_dll_rules, compiler_rules, windows_rules, distribution_rules,
+                release_rules, blas_rules, root_rules, cudnn_rules, config_rules)
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        from envforge.packs.theano.doctor_common import device_is_gpu
+
+        return device_is_gpu(facts, expected)
 
 
 THEANO = TheanoPack()

@@ -15,17 +15,16 @@ from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
-from envforge.doctor.rules.common import (
+from envforge.doctor.rules.common import command_evidence, set_variable
+from envforge.knowledge import FlagSchema, TheanoRules, erratum_for_flag, knowledge
+from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
     Setting,
-    command_evidence,
     effective,
-    set_variable,
     settings,
     theano_flags_pairs,
     theano_release,
 )
-from envforge.knowledge import FlagSchema, TheanoRules, erratum_for_flag, knowledge
 
 _SPECIAL = frozenset("\"'\\#, ")
 

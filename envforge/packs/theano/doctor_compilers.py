@@ -1,4 +1,5 @@
-"""The C++ compiler Theano builds its C code with: present, first on PATH, posix threads."""
+"""Doctor's rules about the C++ compiler Theano builds its C code with: present, first on
+PATH, posix threads."""
 
 from __future__ import annotations
 
@@ -9,15 +10,14 @@ from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
     command_evidence,
-    effective,
     entry_evidence,
     env_evidence,
     gpu_intended,
     set_variable,
-    theano_release,
 )
 from envforge.host.windows import arrange_path
 from envforge.knowledge import find_artifact, knowledge
+from envforge.packs.theano.doctor_common import effective, theano_release
 from envforge.platforms import Os
 
 
