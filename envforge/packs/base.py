@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import Frozen, Platform, PlatformSpec
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
-    from envforge.doctor.facts import Expected, HostFacts
+    from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
@@ -103,3 +103,26 @@ class FrameworkPack(Protocol):
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         """Whether the framework's own settings on this host (a device flag) ask for a GPU:
         doctor's GPU rules then apply."""
+
+    @property
+    def doctor_variables(self) -> tuple[str, ...]:
+        """Environment variables steering the framework, kept in doctor's facts."""
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        """The framework's configuration on this host (doctor's only impure pack call);
+        ``expected``: the settings the lock holds for it (``lock_settings``)."""
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        """The settings the lock holds for the framework (``{prefix}`` unfilled), which
+        doctor judges the host against."""
+
+    def distribution_package(self, name: str) -> str | None:
+        """The package a distribution of the framework installs (Theano-PyMC: ``theano``);
+        None for any other distribution. Doctor counts versions by package."""
+
+    @property
+    def doctor_packages(self) -> tuple[str, ...]:
+        """Packages (as doctor counts them: ``distribution_package``) doctor shows in its
+        host table and checks against the lock."""

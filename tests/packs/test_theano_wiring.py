@@ -20,8 +20,6 @@ PACK = PACKAGE / "packs" / "theano"
 ALLOWED: dict[str, str] = {
     "packs/__init__.py": "the registry: where a pack is registered",
     "steps/compiler.py": "the compiler step looks for [theano] cxx (a compiler need of packs)",
-    "doctor/observe.py": "doctor observes .theanorc files with the pack's parser",
-    "doctor/expect.py": "doctor's Expected carries the lock's Theano flags",
     "noop.py": "the no-op stamp watches the .theanorc and the [theano] cxx the pack uses",
 }
 # What moved into the pack, as the core used to spell it.

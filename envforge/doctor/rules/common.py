@@ -37,6 +37,14 @@ def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
     return installed(facts, expected, "pygpu") is not None
 
 
+def doctor_packages() -> tuple[str, ...]:
+    """Python, then the packages each pack has doctor show and check against the lock."""
+    from envforge.packs import PACKS
+
+    names = ("python", *(name for pack in PACKS.values() for name in pack.doctor_packages))
+    return tuple(dict.fromkeys(names))
+
+
 def version_tuple(text: str) -> tuple[int, ...]:
     parts = []
     for part in text.split("."):

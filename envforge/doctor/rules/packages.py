@@ -7,25 +7,13 @@ from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
-
-
-def _evidence(name: str, found: tuple[str, str]) -> Evidence:
-    return Evidence(kind="file", where=found[1], text=f"{name} {found[0]}")
+from envforge.doctor.rules.common import doctor_packages
 
 
 def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """The spec's environment is not there, or holds other versions than the lock."""
     env = facts.env
-    if env is None:
-        return
-    if expected is None:
-        if env.exists and "theano" not in env.versions:
-            yield Finding(
-                id="env.no-theano", severity="info",
-                title=f"{env.prefix} ({env.found_by}) has no Theano: the package checks "
-                      "were skipped",
-                evidence=(Evidence(kind="value", where=env.found_by, text=env.prefix),),
-                source="dist-info, egg-info and conda-meta records of the environment")
+    if env is None or expected is None:
         return
     if not env.exists:
         yield Finding(
@@ -35,7 +23,7 @@ def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
             fix=Fix(text=f"envforge apply {expected.spec}"),
             source=f"{expected.spec} (its lock)")
         return
-    for name in ("python", "theano", "numpy", "scipy", "pygpu"):
+    for name in doctor_packages():
         locked = expected.versions.get(name)
         have = env.versions.get(name)
         if locked is None:

@@ -15,12 +15,12 @@ from envforge.packs.theano.section import TheanoSection, theano_section
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
-    from envforge.doctor.facts import Expected, HostFacts
+    from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
-    from envforge.spec import PlatformSpec
+    from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import Step, StepContext
     from envforge.verify import CheckRow
 
@@ -36,6 +36,8 @@ class TheanoPack:
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
     lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
+    doctor_variables = ("THEANORC", "THEANO_FLAGS")
+    doctor_packages = ("theano", "numpy", "scipy", "pygpu")
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -81,17 +83,38 @@ class TheanoPack:
         from envforge.packs.theano.doctor_packages import (
             blas_rules,
             distribution_rules,
+            environment_rules,
             release_rules,
         )
         from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules, windows_dll_rules
 
-        return (windows_dll_rules, compiler_rules, windows_rules, distribution_rules,
+        return (windows_dll_rules, compiler_rules, windows_rules, environment_rules,
+                distribution_rules,
                 release_rules, blas_rules, root_rules, cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         from envforge.packs.theano.doctor_common import device_is_gpu
 
         return device_is_gpu(facts, expected)
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        from envforge.packs.theano.doctor_observe import observe_theano
+
+        return observe_theano(environ=environ, platform=platform, cwd=cwd, python=python,
+                              path=path, prefix=prefix, expected=expected)
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        from envforge.packs.theano.expect import theano_expect
+
+        return theano_expect(expect).flags
+
+    def distribution_package(self, name: str) -> str | None:
+        from envforge.knowledge import theano_distribution
+
+        row = theano_distribution(name)
+        return None if row is None else row.installs
 
 
 THEANO = TheanoPack()

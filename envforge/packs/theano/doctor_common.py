@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envforge.doctor.facts import Expected, HostFacts
-from envforge.doctor.flags import parse_theano_flags
+from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence
 from envforge.doctor.rules.common import installed
 from envforge.knowledge import TheanoRules, UnknownFactError, reference_theano, theano_rules
+from envforge.packs.theano.doctor_flags import parse_theano_flags
 
 THEANO_FLAGS = "THEANO_FLAGS"
 
@@ -72,11 +72,11 @@ def settings(facts: HostFacts, rules: TheanoRules) -> list[Setting]:
     """Every setting, lowest precedence first: the files in Theano's reading order, then
     THEANO_FLAGS."""
     found = []
-    for rc in facts.theanorc:
+    for rc in theano_config(facts).files:
         for name, value in rc.flags.items():
             found.append(Setting(name=name, value=value, origin=rc.path,
                                  line=rc.lines.get(name), raw_key=name))
-    for key, value in theano_flags_pairs(facts.theano_flags):
+    for key, value in theano_flags_pairs(theano_config(facts).variable_value):
         applied = applied_name(key, rules)
         found.append(Setting(name=applied or key, value=value, origin=THEANO_FLAGS, line=None,
                              raw_key=key, applied=applied is not None))
@@ -107,3 +107,8 @@ def device_is_gpu(facts: HostFacts, expected: Expected | None) -> bool:
         return False
     device = flag_value(effective(facts, release.rules), release.rules, "device")
     return device.startswith(("cuda", "opencl", "gpu"))
+
+
+def theano_config(facts: HostFacts) -> FrameworkConfig:
+    """Theano's configuration as observed (packs/theano/doctor_observe.py)."""
+    return facts.frameworks.get("theano", FrameworkConfig())

@@ -22,6 +22,7 @@ from envforge.packs.theano.doctor_common import (
     Setting,
     effective,
     settings,
+    theano_config,
     theano_flags_pairs,
     theano_release,
 )
@@ -64,7 +65,7 @@ def corrected_flags(facts: HostFacts, rules: TheanoRules) -> str:
     """THEANO_FLAGS with every pair fixed that can be: respelled, renamed, valued right;
     pairs of removed flags dropped."""
     pairs = []
-    for key, value in theano_flags_pairs(facts.theano_flags):
+    for key, value in theano_flags_pairs(theano_config(facts).variable_value):
         name = key.replace("__", ".") if rules.spelling == "double-underscores" or \
             key.replace("__", ".") in rules.known_flags else key
         erratum = erratum_for_flag(name)
@@ -85,7 +86,7 @@ def corrected_flags(facts: HostFacts, rules: TheanoRules) -> str:
 def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     release = theano_release(facts, expected)
     if release.rules is None:
-        if facts.theano_flags or any(f.exists for f in facts.theanorc):
+        if theano_config(facts).variable_value or any(f.exists for f in theano_config(facts).files):
             yield Finding(
                 id="config.unknown-release", severity="info",
                 title=f"Theano {release.version} ({release.how}): the knowledge base has no "
@@ -93,7 +94,7 @@ def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
                 source="envforge/packs/theano/theano.toml")
         return
     rules = release.rules
-    for rc in facts.theanorc:
+    for rc in theano_config(facts).files:
         if rc.error is not None:
             yield Finding(
                 id="config.unparsable", severity="error",
@@ -214,10 +215,10 @@ def _overrides(found: list[Setting]) -> Iterator[Finding]:
 
 
 def _cwd(facts: HostFacts) -> Iterator[Finding]:
-    rc = facts.cwd_theanorc
+    rc = theano_config(facts).ignored
     if rc is None:
         return
-    files = [f.path for f in facts.theanorc] + [rc.path]
+    files = [f.path for f in theano_config(facts).files] + [rc.path]
     yield Finding(
         id="config.cwd-theanorc-ignored", severity="warning",
         title=f"{rc.path} is in the current folder, where Theano never looks: its "
@@ -229,7 +230,7 @@ def _cwd(facts: HostFacts) -> Iterator[Finding]:
                                       if k.upper() == "THEANORC"), "(unset)"))),
         fix=Fix(text=set_variable(facts.platform, "THEANORC",
                                   facts.target.pathsep.join(files))
-                + "  (or move its settings into " + facts.theanorc_write_to + ")"),
+                + "  (or move its settings into " + theano_config(facts).write_to + ")"),
         source=_reading("theanorc-cwd"))
 
 

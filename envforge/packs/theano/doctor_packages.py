@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
-from envforge.doctor.flags import ldflags_parts
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import installed
 from envforge.knowledge import in_range, knowledge, map_legacy_theano, theano_distribution
-from envforge.packs.theano.doctor_common import Setting, effective, theano_release
+from envforge.packs.theano.doctor_common import Setting, effective, theano_config, theano_release
+from envforge.packs.theano.doctor_flags import ldflags_parts
 from envforge.platforms import Os
 
 
@@ -18,12 +18,25 @@ def _evidence(name: str, found: tuple[str, str]) -> Evidence:
     return Evidence(kind="file", where=found[1], text=f"{name} {found[0]}")
 
 
+def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
+    """Without a spec: the environment judged has no Theano, so its package rules are moot."""
+    env = facts.env
+    if env is None or expected is not None or not env.exists or "theano" in env.versions:
+        return
+    yield Finding(
+        id="env.no-theano", severity="info",
+        title=f"{env.prefix} ({env.found_by}) has no Theano: the package checks "
+              "were skipped",
+        evidence=(Evidence(kind="value", where=env.found_by, text=env.prefix),),
+        source="dist-info, egg-info and conda-meta records of the environment")
+
+
 def distribution_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """The original Theano installed, alone or next to Theano-PyMC (both install theano/)."""
     env = facts.env
     if env is None or not env.exists:
         return
-    found = env.theano_distributions
+    found = theano_config(facts).distributions
     originals = [(name, row) for name in found
                  if (row := theano_distribution(name)) is not None and row.maps_to]
     if not originals:

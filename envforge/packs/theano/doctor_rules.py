@@ -15,6 +15,7 @@ from envforge.packs.theano.doctor_common import (
     Setting,
     effective,
     flag_value,
+    theano_config,
     theano_flags_pairs,
     theano_release,
 )
@@ -30,7 +31,8 @@ def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     if flag_value(eff, release.rules, "dnn.enabled") == "False" or \
             {"cuda.root", "dnn.base_path", "dnn.include_path"} & eff.keys():
         return
-    root = facts.theano_cuda_root
+    config = theano_config(facts)
+    root = config.cuda_root
     include = None if root is None else _join(root, "include", facts.target)
     if include is not None and include in facts.cudnn_headers:
         return
@@ -41,14 +43,14 @@ def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     target = with_cudnn[0].root if with_cudnn else None
     yield Finding(
         id="cuda.theano-root", severity="warning",
-        title=(f"Theano's cuda.root is {root} ({facts.theano_cuda_root_from}), where no cuDNN "
+        title=(f"Theano's cuda.root is {root} ({config.cuda_root_from}), where no cuDNN "
                "header is: Theano will not find cuDNN" if root else
                "Theano finds no cuda.root (no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH), so it "
                "finds no cuDNN"),
         evidence=(Evidence(kind="value", where="cuda.root", text=str(root)),
                   *(Evidence(kind="file", where=t.cudnn.file, text=f"cuDNN {t.cudnn.version}")
                     for t in with_cudnn if t.cudnn is not None)),
-        fix=Fix(text=f"set [cuda] root = {target} in {facts.theanorc_write_to}, or "
+        fix=Fix(text=f"set [cuda] root = {target} in {config.write_to}, or "
                      + set_variable(facts.platform, "CUDA_ROOT", target) if target else
                      "set CUDA_ROOT to the toolkit that holds cuDNN"),
         source=row.source)
@@ -65,13 +67,13 @@ def dnn_disable_fix(facts: HostFacts, eff: dict[str, Setting], version: str) -> 
     current = eff.get("dnn.enabled")
     if current is not None and current.from_env:
         pairs = [f"{k}={'False' if k == current.raw_key else v}"
-                 for k, v in theano_flags_pairs(facts.theano_flags)]
+                 for k, v in theano_flags_pairs(theano_config(facts).variable_value)]
         return Fix(text=set_variable(facts.platform, THEANO_FLAGS, ",".join(pairs)))
     if current is not None:
         path = current.origin
     else:
-        existing = [f.path for f in facts.theanorc if f.exists and f.error is None]
-        path = existing[-1] if existing else facts.theanorc_write_to
+        existing = [f.path for f in theano_config(facts).files if f.exists and f.error is None]
+        path = existing[-1] if existing else theano_config(facts).write_to
     return Fix(text=f"in {path}: [dnn] enabled = False",
                actions=(TheanorcEdit(path=path, op="set", section="dnn", key="enabled",
                                      value="False", note=f"cuDNN {version} is too new"),))
@@ -125,7 +127,7 @@ def theano_cudnn(facts: HostFacts, eff: dict[str, Setting]) -> CudnnHeader | Non
         folders.append(eff["dnn.include_path"].value)
     else:
         base = (eff["dnn.base_path"].value if "dnn.base_path" in eff else
-                eff["cuda.root"].value if "cuda.root" in eff else facts.theano_cuda_root)
+                eff["cuda.root"].value if "cuda.root" in eff else theano_config(facts).cuda_root)
         if base:
             sep = "\\" if facts.target.os is Os.WINDOWS and "\\" in base else "/"
             folders.append(base.rstrip("/\\") + sep + "include")
