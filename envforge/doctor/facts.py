@@ -114,6 +114,7 @@ class FrameworkConfig(Frozen):
     """One framework's configuration on this host as its pack observed it (Theano: its
     .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into."""
 
+    name: str = ""  # how findings name the framework ("Theano")
     files: tuple[ConfigFile, ...] = ()  # in the framework's reading order
     files_label: str = "config"  # how the host table names them (".theanorc")
     write_to: str = ""  # the file a fix writes
@@ -123,6 +124,14 @@ class FrameworkConfig(Frozen):
     cuda_root: str | None = None  # the toolkit it uses when nothing sets one
     cuda_root_from: str = ""
     cuda_root_label: str | None = None  # how the host table names it
+    cuda_root_setting: str = ""  # the setting that names it ("cuda.root")
+    cuda_root_variables: tuple[str, ...] = ()  # the variables it reads for it, in order
+    # it re-sorts PATH before loading the CUDA libraries here: the knowledge row that says so
+    path_rewrite: str | None = None
+    without_gpu: str = ""  # what it does when its GPU cannot start
+    cpu_setting: str = ""  # the setting that keeps it on the CPU
+    # knowledge rows behind the core's findings about it: "cuda-root", "gpu-activated"
+    sources: dict[str, str] = Field(default_factory=dict)
     roots: tuple[str, ...] = ()  # toolkit-shaped folders its settings name (bin, lib, include)
     folders: tuple[str, ...] = ()  # library folders its settings name
     include_dirs: tuple[str, ...] = ()  # header folders its settings name

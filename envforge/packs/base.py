@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from envforge.spec import Frozen, Platform, PlatformSpec
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.steps.base import Step, StepContext
     from envforge.verify import CheckRow
@@ -126,3 +128,46 @@ class FrameworkPack(Protocol):
     def doctor_packages(self) -> tuple[str, ...]:
         """Packages (as doctor counts them: ``distribution_package``) doctor shows in its
         host table and checks against the lock."""
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        """(text a failure prints, what fixes it) for failures the framework explains."""
+
+    @property
+    def stack_names(self) -> Mapping[str, str]:
+        """Its distributions' names, per source (PyPI, conda, Debian), -> the name the lock's
+        versions give the framework (Theano-PyMC -> ``theano``)."""
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        """What the framework release in ``versions`` (canonical name -> version) imports
+        without declaring it; nothing where ``versions`` holds no release of it."""
+
+
+class PackDefaults:
+    """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
+    undeclared imports, no hints): a pack inherits them and overrides what it knows."""
+
+    doctor_variables: tuple[str, ...] = ()
+    doctor_packages: tuple[str, ...] = ()
+    stack_names: Mapping[str, str] = MappingProxyType({})
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        return False
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        from envforge.doctor.facts import FrameworkConfig
+
+        return FrameworkConfig()
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        return {}
+
+    def distribution_package(self, name: str) -> str | None:
+        return None
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        return ()
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        return ()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
     from envforge.spec import Platform, PlatformSpec
@@ -38,6 +39,7 @@ class TheanoPack:
     lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
+    stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -111,10 +113,27 @@ class TheanoPack:
         return theano_expect(expect).flags
 
     def distribution_package(self, name: str) -> str | None:
-        from envforge.knowledge import theano_distribution
+        from envforge.packs.theano.knowledge import theano_distribution
 
         row = theano_distribution(name)
         return None if row is None else row.installs
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        from envforge.knowledge import UnknownFactError
+        from envforge.packs.theano.knowledge import theano_rules
+
+        theano = versions.get("theano-pymc") or versions.get("theano")
+        if theano is None:
+            return ()
+        try:
+            return theano_rules(theano).undeclared
+        except UnknownFactError:
+            return ()
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        from envforge.packs.theano.knowledge import error_hints
+
+        return error_hints()
 
 
 THEANO = TheanoPack()

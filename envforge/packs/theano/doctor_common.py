@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence
 from envforge.doctor.rules.common import installed
-from envforge.knowledge import TheanoRules, UnknownFactError, reference_theano, theano_rules
+from envforge.knowledge import UnknownFactError
 from envforge.packs.theano.doctor_flags import parse_theano_flags
+from envforge.packs.theano.knowledge import TheanoRules, reference_theano, theano_rules
 
 THEANO_FLAGS = "THEANO_FLAGS"
 

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
 from envforge.doctor.rules.common import command_evidence, set_variable
-from envforge.knowledge import FlagSchema, TheanoRules, erratum_for_flag, knowledge
 from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
     Setting,
@@ -26,12 +25,18 @@ from envforge.packs.theano.doctor_common import (
     theano_flags_pairs,
     theano_release,
 )
+from envforge.packs.theano.knowledge import (
+    FlagSchema,
+    TheanoRules,
+    erratum_for_flag,
+    theano_knowledge,
+)
 
 _SPECIAL = frozenset("\"'\\#, ")
 
 
 def _reading(fact_id: str) -> str:
-    return next(r.source for r in knowledge().theano.config_reading if r.id == fact_id)
+    return next(r.source for r in theano_knowledge().config_reading if r.id == fact_id)
 
 
 def corrected_value(schema: FlagSchema, value: str) -> str | None:
@@ -255,8 +260,8 @@ def _preallocate(facts: HostFacts, rules: TheanoRules) -> Iterator[Finding]:
     if wanted <= gpu.memory_free_mib:
         return
     fits = math.floor(gpu.memory_free_mib / gpu.memory_total_mib * 0.9 * 100) / 100
-    row = next(r for r in knowledge().theano.flags if r.name == "gpuarray.preallocate")
-    probe = next(r for r in knowledge().theano.gpu_probe if r.id == "activated")
+    row = next(r for r in theano_knowledge().flags if r.name == "gpuarray.preallocate")
+    probe = next(r for r in theano_knowledge().gpu_probe if r.id == "activated")
     yield Finding(
         id="config.preallocate-exceeds-free", severity="error",
         title=f"gpuarray.preallocate = {setting.value} asks for {wanted:.0f} MiB of GPU "

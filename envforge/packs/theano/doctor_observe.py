@@ -13,10 +13,10 @@ from envforge.doctor.observe import installed_records
 from envforge.doctor.rcfile import key_lines
 from envforge.errors import EnvforgeError
 from envforge.host.platform import theanorc_paths
-from envforge.knowledge import theano_distribution
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
-from envforge.platforms import PLATFORMS, Platform, TargetPlatform
+from envforge.packs.theano.knowledge import theano_distribution, theano_knowledge
+from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 
 THEANO_FLAGS = "THEANO_FLAGS"
 # Flags that name folders doctor must look into, in either spelling.
@@ -35,10 +35,20 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     values = _flag_values(files, theano_flags, expected)
     root, root_from = _cuda_root(environ, path, target)
     ldflags = values.get("blas.ldflags", [])
+    knowledge = theano_knowledge()
+    rewrite = next(r.source for r in knowledge.config_reading
+                   if r.id == "win32-dnn-rewrites-path")
     return FrameworkConfig(
-        files=files, files_label=".theanorc", write_to=write_to, ignored=ignored,
+        name="Theano", files=files, files_label=".theanorc", write_to=write_to, ignored=ignored,
         variable=THEANO_FLAGS, variable_value=theano_flags,
         cuda_root=root, cuda_root_from=root_from, cuda_root_label="Theano's cuda.root",
+        cuda_root_setting="cuda.root", cuda_root_variables=("CUDA_ROOT", "CUDA_PATH"),
+        path_rewrite=rewrite if target.os is Os.WINDOWS else None,
+        without_gpu='it will log "Could not initialize pygpu" and run on the CPU',
+        cpu_setting="[global] device = cpu",
+        sources={"cuda-root": next(r.source for r in knowledge.flags if r.name == "cuda.root"),
+                 "gpu-activated": next(r.source for r in knowledge.gpu_probe
+                                       if r.id == "activated")},
         roots=(*([root] if root else []), *values.get("cuda.root", []),
                *values.get("dnn.base_path", [])),
         folders=(*values.get("dnn.bin_path", []), *values.get("dnn.library_path", []),

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import installed
-from envforge.knowledge import in_range, knowledge, map_legacy_theano, theano_distribution
+from envforge.knowledge import in_range
 from envforge.packs.theano.doctor_common import Setting, effective, theano_config, theano_release
 from envforge.packs.theano.doctor_flags import ldflags_parts
+from envforge.packs.theano.knowledge import map_legacy_theano, theano_distribution, theano_knowledge
 from envforge.platforms import Os
 
 
@@ -139,7 +140,7 @@ def blas_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     setting: Setting | None = effective(facts, release.rules).get("blas.ldflags")
     if setting is None or not setting.value.strip():
         return
-    row = next(r for r in knowledge().theano.flags if r.name == "blas.ldflags")
+    row = next(r for r in theano_knowledge().flags if r.name == "blas.ldflags")
     mingw = facts.target.os is Os.WINDOWS  # MinGW's ld, whose own folders are not known here
     dirs, libs = ldflags_parts(setting.value)
     for folder in dirs:

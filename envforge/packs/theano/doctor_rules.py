@@ -9,7 +9,7 @@ from envforge.doctor.facts import CudnnHeader, Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
 from envforge.doctor.rules.common import gpu_intended, set_variable
 from envforge.doctor.rules.cudnn import header_evidence
-from envforge.knowledge import cudnn_library_name, cudnn_version_code, knowledge
+from envforge.knowledge import cudnn_library_name, cudnn_version_code
 from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
     Setting,
@@ -19,6 +19,7 @@ from envforge.packs.theano.doctor_common import (
     theano_flags_pairs,
     theano_release,
 )
+from envforge.packs.theano.knowledge import theano_knowledge
 from envforge.platforms import Os, TargetPlatform
 
 
@@ -39,7 +40,7 @@ def root_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     with_cudnn = [t for t in facts.toolkits if t.cudnn is not None]
     if not with_cudnn and not (expected is not None and expected.cudnn):
         return
-    row = next(r for r in knowledge().theano.flags if r.name == "cuda.root")
+    row = next(r for r in theano_knowledge().flags if r.name == "cuda.root")
     target = with_cudnn[0].root if with_cudnn else None
     yield Finding(
         id="cuda.theano-root", severity="warning",

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import assert_never
 
 from envforge.journal import Transaction
-from envforge.knowledge import reference_theano
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.flags import render_theanorc
+from envforge.packs.theano.knowledge import reference_theano
 from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Change, StepContext, text_digest
