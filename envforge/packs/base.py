@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.steps.base import Step, StepContext
+    from envforge.steps.compiler import CompilerNeed
     from envforge.verify import CheckRow
 
 # rule id, message, source, fix: how a compat check reports a conflict (compat words it).
@@ -141,6 +142,9 @@ class FrameworkPack(Protocol):
         """What the framework release in ``versions`` (canonical name -> version) imports
         without declaring it; nothing where ``versions`` holds no release of it."""
 
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -171,3 +175,6 @@ class PackDefaults:
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         return ()
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        return None

@@ -19,7 +19,6 @@ PACK = PACKAGE / "packs" / "theano"
 # (module relative to envforge/, why it still imports the Theano pack): the next moves.
 ALLOWED: dict[str, str] = {
     "packs/__init__.py": "the registry: where a pack is registered",
-    "steps/compiler.py": "the compiler step looks for [theano] cxx (a compiler need of packs)",
     "noop.py": "the no-op stamp watches the .theanorc and the [theano] cxx the pack uses",
     # Theano's knowledge moved into the pack (packs/theano/knowledge.py); these callers still
     # ask it by name, where a hook (suite, legacy names, hints) should serve them instead

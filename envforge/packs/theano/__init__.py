@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from envforge.packs.base import Migration, Report
     from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import Step, StepContext
+    from envforge.steps.compiler import CompilerNeed
     from envforge.verify import CheckRow
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
@@ -129,6 +130,14 @@ class TheanoPack:
             return theano_rules(theano).undeclared
         except UnknownFactError:
             return ()
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed:
+        from envforge.steps.compiler import CompilerNeed
+
+        return CompilerNeed(
+            framework="Theano", setting="[theano] cxx", cxx=theano_section(pspec).cxx,
+            nvcc_note="Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code "
+                      "with g++ alone, so Theano itself is not affected")
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.theano.knowledge import error_hints
