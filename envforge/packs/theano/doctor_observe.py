@@ -12,10 +12,10 @@ from envforge.doctor.facts import ConfigFile, FrameworkConfig, SearchEntry
 from envforge.doctor.observe import installed_records
 from envforge.doctor.rcfile import key_lines
 from envforge.errors import EnvforgeError
-from envforge.host.platform import theanorc_paths
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
 from envforge.packs.theano.knowledge import theano_distribution, theano_knowledge
+from envforge.packs.theano.rcpaths import theanorc_paths
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 
 THEANO_FLAGS = "THEANO_FLAGS"

@@ -44,7 +44,7 @@ def theanorc_target(ctx: StepContext) -> Path:
     target = PLATFORMS[ctx.platform]
     match target.os:
         case Os.WINDOWS:
-            from envforge.host.windows import theanorc_paths
+            from envforge.packs.theano.rcpaths import theanorc_paths
 
             return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
         case Os.LINUX:
