@@ -145,6 +145,10 @@ class FrameworkPack(Protocol):
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
         """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
 
+    @property
+    def spec_keys(self) -> Mapping[str, tuple[str, str]]:
+        """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -153,6 +157,7 @@ class PackDefaults:
     doctor_variables: tuple[str, ...] = ()
     doctor_packages: tuple[str, ...] = ()
     stack_names: Mapping[str, str] = MappingProxyType({})
+    spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

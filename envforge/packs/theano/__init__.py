@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envforge.packs.theano.expect import TheanoExpect, migrate_v1
-from envforge.packs.theano.section import TheanoSection, theano_section
+from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_section
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
@@ -41,6 +41,7 @@ class TheanoPack:
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
     stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
+    spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
