@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from envforge.lockfile import Expectations
     from envforge.steps.base import Step, StepContext
     from envforge.steps.compiler import CompilerNeed
+    from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
 # rule id, message, source, fix: how a compat check reports a conflict (compat words it).
@@ -149,6 +150,10 @@ class FrameworkPack(Protocol):
     def spec_keys(self) -> Mapping[str, tuple[str, str]]:
         """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
 
+    @property
+    def suite(self) -> FrameworkSuite | None:
+        """Its own tests for ``verify --suite``; None where envforge knows none."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -158,6 +163,7 @@ class PackDefaults:
     doctor_packages: tuple[str, ...] = ()
     stack_names: Mapping[str, str] = MappingProxyType({})
     spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    suite: FrameworkSuite | None = None
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

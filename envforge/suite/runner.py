@@ -35,6 +35,15 @@ class SuiteSubset(Protocol):
     """A pack's curated selection of its tests (Theano's: packs/theano/theano_suite.toml)."""
 
     @property
+    def name(self) -> str: ...
+
+    @property
+    def device(self) -> Literal["cpu", "cuda"]: ...
+
+    @property
+    def time_limit_s(self) -> int: ...
+
+    @property
     def tests(self) -> tuple[str, ...]: ...
 
     @property

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import Step, StepContext
     from envforge.steps.compiler import CompilerNeed
+    from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
@@ -131,6 +132,12 @@ class TheanoPack:
             return theano_rules(theano).undeclared
         except UnknownFactError:
             return ()
+
+    @property
+    def suite(self) -> FrameworkSuite:
+        from envforge.packs.theano.suite import THEANO_SUITE
+
+        return THEANO_SUITE
 
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed:
         from envforge.steps.compiler import CompilerNeed
