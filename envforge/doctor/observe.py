@@ -9,10 +9,9 @@ finds goes into ``HostFacts``; the rules never look at the host themselves.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import assert_never
 
@@ -44,6 +43,8 @@ from envforge.host.cuda import (
     parse_proc_driver,
     toolkit_version,
 )
+from envforge.host.installed import installed_records
+from envforge.host.ldcache import cache_entries, ldconfig_output
 from envforge.host.windows import (
     SYSTEM_ENVIRONMENT,
     USER_ENVIRONMENT,
@@ -72,11 +73,8 @@ BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 
 # The CUDA/cuDNN/loader library names come from the knowledge base (any version).
 _TOOLS = (r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?")
-_METADATA = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
 _GCC_VERSION = re.compile(r"gcc version (\S+)")
-_PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
 
 
 def run_command(argv: Sequence[str]) -> CommandOutput | None:
@@ -188,22 +186,13 @@ def _loader_names() -> tuple[str, ...]:
 
 
 def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
-    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries).
-
-    Read whole, not through the runner, whose output is clipped for the report: the cache
+    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries),
+    read whole, not through the runner, whose output is clipped for the report: the cache
     lists thousands of libraries (on the H200 host libnvrtc.so was past the clip)."""
-    try:
-        out = proc.run(list(ldconfig), check=False, timeout=30)
-    except EnvforgeError:
-        return {}
-    if out.returncode != 0:
-        return {}
     found: dict[str, str] = {}
-    for line in out.stdout.splitlines():
-        library, sep, target = line.strip().partition(" => ")
-        name, _, flags = library.partition(" (")
-        if sep and name in _loader_names() and "x86-64" in flags:
-            found.setdefault(name, target.strip())
+    for name, target in cache_entries(ldconfig_output(ldconfig)):
+        if name in _loader_names():
+            found.setdefault(name, target)
     return found
 
 
@@ -466,38 +455,6 @@ def canonical_package(name: str) -> str:
     return next((package for pack in PACKS.values()
                  if (package := pack.distribution_package(name)) is not None),
                 canonicalize_name(name))
-
-
-def installed_records(prefix: Path) -> Iterator[tuple[str, str, Path]]:
-    """(name, version, file) of what is installed: conda-meta, pyvenv.cfg, dist-/egg-info
-    names, the lib/pythonX.Y folder. Read, not imported: nothing is run."""
-    meta = prefix / "conda-meta"
-    if meta.is_dir():
-        for record in sorted(meta.glob("*.json")):
-            try:
-                data = json.loads(record.read_text(encoding="utf-8"))
-            except (ValueError, OSError):
-                continue
-            if isinstance(data, dict) and isinstance(data.get("name"), str):
-                yield data["name"], str(data.get("version", "")), record
-    pyvenv = prefix / "pyvenv.cfg"
-    if pyvenv.is_file():
-        match = _PYVENV_VERSION.search(pyvenv.read_text(encoding="utf-8", errors="replace"))
-        if match:
-            yield "python", match[1], pyvenv
-    folders = [*prefix.glob("lib/python3*/site-packages"), prefix / "Lib" / "site-packages",
-               *prefix.glob("deb/usr/lib/python3*/dist-packages")]
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for entry in sorted(folder.iterdir()):
-            match = _METADATA.match(entry.name)
-            if match:
-                yield match["name"], match["version"], entry
-    for folder in (*prefix.glob("lib/python3.*"), *prefix.glob("deb/usr/bin/python3.*")):
-        match = re.fullmatch(r"python(3\.\d+)", folder.name)
-        if match:
-            yield "python", match[1], folder
 
 
 def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
