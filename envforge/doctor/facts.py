@@ -128,6 +128,9 @@ class FrameworkConfig(Frozen):
     cuda_root_variables: tuple[str, ...] = ()  # the variables it reads for it, in order
     # it re-sorts PATH before loading the CUDA libraries here: the knowledge row that says so
     path_rewrite: str | None = None
+    # the C++ compiler it takes when none is on PATH, and why (Theano's win32 fallback)
+    compiler_fallback: str | None = None
+    compiler_fallback_from: str = ""
     without_gpu: str = ""  # what it does when its GPU cannot start
     cpu_setting: str = ""  # the setting that keeps it on the CPU
     # knowledge rows behind the core's findings about it: "cuda-root", "gpu-activated"

@@ -142,7 +142,7 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
                      for t in toolkits)
 
     driver, gpus, gpu_query = _driver(path, dirs, target, proc_driver, runner)
-    gxx = _gxx(path, dirs, target, prefix, runner)
+    gxx = _gxx(path, dirs, target, configs, runner)
     msvc = next((e for e in path if target.os is Os.WINDOWS
                  and _holds(dirs, e.path, "cl.exe", target)), None)
     kept = {n.upper() for n in (*RELEVANT_VARIABLES, *_pack_variables())}
@@ -408,15 +408,14 @@ def _mib(text: str) -> int | None:
 # -- compilers --------------------------------------------------------------------------
 
 def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], target: TargetPlatform,
-         prefix: Path | None, runner: Runner) -> Compiler | None:
+         configs: Sequence[FrameworkConfig], runner: Runner) -> Compiler | None:
     found = _first_on_path(path, dirs, _exe_names("g++", target), target)
+    fallback = next((c for c in configs if c.compiler_fallback), None)
     if found is not None:
         entry, exe = found
         index, how = entry.index, f"PATH entry {entry.index}"
-    elif target.os is Os.WINDOWS and prefix is not None and \
-            (prefix / "Library" / "mingw-w64" / "bin" / "g++.exe").is_file():
-        exe, index = prefix / "Library" / "mingw-w64" / "bin" / "g++.exe", -1
-        how = "Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin"
+    elif fallback is not None and fallback.compiler_fallback is not None:
+        exe, index, how = Path(fallback.compiler_fallback), -1, fallback.compiler_fallback_from
     else:
         return None
     out = runner([str(exe), "-v"])

@@ -35,6 +35,9 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     values = _flag_values(files, theano_flags, expected)
     root, root_from = _cuda_root(environ, path, target)
     ldflags = values.get("blas.ldflags", [])
+    mingw = prefix / "Library" / "mingw-w64" / "bin" / "g++.exe" if prefix is not None else None
+    fallback = mingw if target.os is Os.WINDOWS and mingw is not None and mingw.is_file() \
+        else None
     knowledge = theano_knowledge()
     rewrite = next(r.source for r in knowledge.config_reading
                    if r.id == "win32-dnn-rewrites-path")
@@ -44,6 +47,8 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         cuda_root=root, cuda_root_from=root_from, cuda_root_label="Theano's cuda.root",
         cuda_root_setting="cuda.root", cuda_root_variables=("CUDA_ROOT", "CUDA_PATH"),
         path_rewrite=rewrite if target.os is Os.WINDOWS else None,
+        compiler_fallback=str(fallback) if fallback is not None else None,
+        compiler_fallback_from="Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin",
         without_gpu='it will log "Could not initialize pygpu" and run on the CPU',
         cpu_setting="[global] device = cpu",
         sources={"cuda-root": next(r.source for r in knowledge.flags if r.name == "cuda.root"),

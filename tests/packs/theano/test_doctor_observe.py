@@ -9,7 +9,7 @@ import pytest
 
 from envforge.packs.theano.doctor_common import theano_config
 from envforge.packs.theano.doctor_flags import parse_theano_flags
-from tests.doctor.layouts import home, linux_cuda, look, windows_cuda
+from tests.doctor.layouts import gxx, gxx_mingw, home, linux_cuda, look, windows_cuda
 
 
 def test_windows_nvcc_exe_is_not_theanos_nvcc(tmp_path: Path) -> None:
@@ -50,3 +50,16 @@ def test_cwd_theanorc_is_seen_but_not_read(tmp_path: Path) -> None:
                  cwd=project)
     config = theano_config(facts)
     assert config.ignored is None and config.files[1].flags == {"device": "cuda"}
+
+
+@pytest.mark.posix_only("its stand-in g++.exe is an sh script")
+def test_windows_mingw_in_the_environment_is_theanos_fallback(tmp_path: Path) -> None:
+    """No g++ on PATH: Theano on win32 takes <python dir>\\Library\\mingw-w64\\bin\\g++."""
+    prefix = tmp_path / "env"
+    gxx(prefix / "Library" / "mingw-w64" / "bin", gxx_mingw("posix"), name="g++.exe")
+    facts = look(tmp_path, {"USERPROFILE": str(home(tmp_path))}, platform="win-64",
+                 prefix=prefix)
+    assert facts.gxx is not None and facts.gxx.path_index == -1
+    assert facts.gxx.found_by.startswith("Theano's win32 fallback")
+    assert facts.gxx.thread_model == "posix"
+    assert look(tmp_path, {"USERPROFILE": str(home(tmp_path))}, platform="win-64").gxx is None
