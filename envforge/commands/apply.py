@@ -345,11 +345,11 @@ RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
-    for name, help_text in (("apply", "provision the environment a spec's lock describes, or "
-                                      "perform a plan saved by `envforge plan -o FILE`"),
+    for name, help_text in (("apply", "provision the environment a spec's lock describes"),
                             ("plan", "show what apply would change, and change nothing")):
         parser = sub.add_parser(name, help=help_text)
-        parser.add_argument("spec")
+        parser.add_argument("spec", help="the spec; for apply also a plan saved by `envforge "
+                            "plan SPEC -o FILE`" if name == "apply" else "the spec")
         parser.add_argument("--prefix", type=Path, help="where the environment goes")
         parser.add_argument("--locks-dir", type=Path, default=None,
                             help="where the lock is (default: locks/ beside the specs folder)")
