@@ -21,7 +21,15 @@ from typing import Any
 from envforge.errors import InputError, StepError
 from envforge.journal import Journal, Transaction, env_lock, fsync_dir, naming, rollback
 from envforge.plan import Plan, make_plan
-from envforge.steps.actions import MakeTree, Observes, RunStep, StepPlan, drift, perform
+from envforge.steps.actions import (
+    Action,
+    MakeTree,
+    Observes,
+    RunStep,
+    StepPlan,
+    drift,
+    perform,
+)
 from envforge.steps.base import Step, StepContext, after
 from envforge.ui import UI
 
@@ -115,13 +123,13 @@ def _run_step(planned: StepPlan, step: Step | None, ctx: StepContext | None,
             owned.append(Path(action.path))
 
 
-def _drift(action: Any, owned: Sequence[Path], step: Step | None,
+def _drift(action: Action, owned: Sequence[Path], step: Step | None,
            ctx: StepContext | None) -> str | None:
     if isinstance(action, RunStep):
         if isinstance(step, Observes) and ctx is not None:
             now = step.observe(ctx)
             if now != action.before:
-                return (f"{action.step}: {action.before!r} when planned, now {now!r}")
+                return f"{action.step}: {action.before!r} when planned, now {now!r}"
         return None
     return drift(action, owned)
 
