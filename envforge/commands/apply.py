@@ -205,9 +205,12 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
                   bundle=Path(opts.bundle) if opts.bundle else None, offline=opts.offline,
                   ui=ui, check_sources=True,
                   locks_dir=Path(opts.locks_dir) if opts.locks_dir else None)
+    plan = saved.plan
+    if (plan.platform, plan.prefix) != (ctx.platform, str(ctx.prefix)):
+        raise InputError(f"{path}: made for {plan.platform} at {plan.prefix}, not this host's "
+                         f"{ctx.platform} at {ctx.prefix}; make the plan here")
     check_owner(ctx.state_dir, saved.spec_file, ctx.prefix)
     steps = _steps(ctx, sync=opts.sync)
-    plan = saved.plan
     try:
         refuse_stale(plan, ctx, steps)
     except StalePlanError as exc:
