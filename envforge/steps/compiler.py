@@ -319,6 +319,10 @@ class CompilerStep:
                        before=before, after=f"sha256:{artifact.sha256}",
                        detail=f"MinGW-w64 {variant} from {artifact.filename} ({where})"),)
 
+    def observe(self, ctx: StepContext) -> str | None:
+        """MinGW's folder as the plan saw it (the step writes outside the prefix)."""
+        return state_of(mingw_home(ctx)) if self._kind(ctx) == "mingw-w64" else None
+
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         if self._kind(ctx) == "gcc":
             self._check_gcc(ctx)

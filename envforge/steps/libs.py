@@ -26,15 +26,8 @@ from envforge.host.platform import cuda_layout
 from envforge.journal import Transaction
 from envforge.knowledge import cuda_library_name, driver_library, libgpuarray_names
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.base import (
-    Change,
-    StepContext,
-    Want,
-    WantFile,
-    WantLink,
-    apply_wants,
-    changes_for,
-)
+from envforge.steps.actions import StepPlan, file_plan, perform_all
+from envforge.steps.base import Change, StepContext, Want, WantFile, WantLink
 
 # Where distributions and NVIDIA's installers put libcuda.so.1 when ldconfig does not say.
 DRIVER_DIRS: tuple[Path, ...] = (
@@ -91,11 +84,15 @@ class LibgpuarrayLinksStep:
         self.toolkit_cuda = toolkit_cuda
         self.driver_dirs = None if driver_dirs is None else tuple(driver_dirs)
 
+    def plan(self, ctx: StepContext) -> StepPlan:
+        changes, actions = file_plan(self.wants(ctx))
+        return StepPlan(step=self.name, changes=changes, actions=actions)
+
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        return changes_for(self.wants(ctx))
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        apply_wants(self.wants(ctx), tx)
+        perform_all(self.plan(ctx), tx)
 
     def wants(self, ctx: StepContext) -> list[Want]:
         if ctx.cuda_root is None:
