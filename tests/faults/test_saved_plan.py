@@ -1,6 +1,6 @@
 """``envforge plan SPEC -o FILE`` then ``envforge apply FILE``: exactly the saved plan is
 applied, and a plan made stale by a change on disk (the ~/.theanorc it would overwrite, the
-lock) is refused with exit 2, naming what changed, before anything is written."""
+lock, the spec) is refused with exit 2, naming what changed, before anything is written."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_a_saved_plan_round_trips_and_a_stale_one_is_refused(
     count("saved plan: round trip and rollback")
 
 
-def test_a_plan_whose_lock_changed_is_refused(world: World, tmp_path: Path,
+def test_a_plan_whose_lock_or_spec_changed_is_refused(world: World, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     spec, prefix, saved = world.spec("a"), tmp_path / "a", tmp_path / "a-plan.json"
     assert main(["plan", str(spec), "--prefix", str(prefix), "-o", str(saved), "-q"]) == 3
@@ -58,7 +58,12 @@ def test_a_plan_whose_lock_changed_is_refused(world: World, tmp_path: Path,
     assert f"{saved}: the plan is stale: {lock} changed since the plan was made" in err
     assert not prefix.exists()
     assert main(["apply", str(saved), "--prefix", str(prefix)]) == 2  # options are the plan's
-    count("saved plan: changed lock refused")
+    lock.write_text(lock.read_text().removesuffix("\n# edited after the plan\n"))
+    spec.write_text(spec.read_text() + "# edited after the plan\n")
+    assert main(["apply", str(saved), "--yes"]) == 2
+    assert f"{saved}: the plan is stale: {spec} changed since the plan was made" in \
+        capsys.readouterr().err
+    count("saved plan: changed lock, changed spec refused")
 
 
 def test_a_damaged_plan_file_is_one_line_naming_it(world: World, tmp_path: Path,
