@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import assert_never
 
 from envforge.journal import Transaction
-from envforge.knowledge import reference_theano
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.flags import render_theanorc
+from envforge.packs.theano.knowledge import reference_theano
 from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.actions import StepPlan, WriteFile, perform_all
@@ -45,7 +45,7 @@ def theanorc_target(ctx: StepContext) -> Path:
     target = PLATFORMS[ctx.platform]
     match target.os:
         case Os.WINDOWS:
-            from envforge.host.windows import theanorc_paths
+            from envforge.packs.theano.rcpaths import theanorc_paths
 
             return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
         case Os.LINUX:
