@@ -4,9 +4,11 @@
 changes nothing. ``apply`` makes every change through a ``Transaction``, so it is
 journaled and undoable, and applying twice changes nothing the second time.
 
-Steps that place files say what they want as ``WantFile``/``WantLink`` rows and plan them
-as typed actions (``steps/actions.py``) with the state each expects to find: the executor
-performs exactly those, so what the plan showed is what is done.
+Steps that place files also ``plan`` (``steps/actions.PlansActions``): typed actions with
+the state each expects to find (``WantFile``/``WantLink`` rows become copies and links), which
+the executor performs exactly, so what the plan showed is what is done; their ``describe``
+and ``apply`` are that plan's rows and actions. A step whose work is a tool's (venv, the
+installer, rattler) is planned as one ``RunStep``: its own ``apply``, run by the executor.
 """
 
 from __future__ import annotations
