@@ -57,7 +57,8 @@ class Sources(Protocol):
     def pypi_wheels(self, ctx: StepContext,
                     files: Sequence[LockedPypiFile]) -> list[WheelToInstall]: ...
 
-    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]: ...
+    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
+        """The artifacts by role, each already hashed against the lock."""
 
     def prefetch(self, ctx: StepContext) -> dict[str, Path]: ...
 
@@ -81,6 +82,9 @@ class StepContext:
     home: Path
     state_dir: Path
     artifacts: Mapping[str, Path]  # role ("cudnn", ...) -> the file the user supplied
+    # roles whose file this run has already hashed against the lock (bundle/offline preflight),
+    # so a multi-gigabyte archive is not read again to plan its step
+    checked: frozenset[str] = frozenset()
     lock: PlatformLock
     pspec: PlatformSpec
     layout: EnvLayout
