@@ -57,6 +57,7 @@ class CompatibilityError(InputError):
         self.conflict = conflict
         self.source = source
         self.fix = fix
+        self.path = path
         prefix = f"{path}: " if path else ""
         super().__init__(f"{prefix}{conflict} (source: {source}); fix: {fix}")
 
