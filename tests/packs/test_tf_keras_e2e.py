@@ -88,3 +88,20 @@ def test_keras_on_theano_cpu(host: Path, tmp_path: Path,
         assert rows[name] == "pass", name
     assert main(["rollback", str(spec), "--prefix", str(prefix)]) == 0
     assert not prefix.exists()
+
+
+def test_lock_refuses_what_resolves_to_protobuf_4(host: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """TensorFlow 1.15.5 asks only protobuf>=3.6.1: unpinned, uv picks 4.x, and lock says
+    what `import tensorflow` would print, naming the spec; nothing is written."""
+    spec = tmp_path / "specs" / "tf1-unpinned.toml"
+    spec.parent.mkdir()
+    text = (REPO / "specs" / "tf1-keras-cpu.toml").read_text(encoding="utf-8")
+    spec.write_text(text.replace(', "h5py<3", "protobuf<4"]', "]")
+                    .replace('name = "tf1-keras-cpu"', 'name = "tf1-unpinned"'), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 2
+    error = capsys.readouterr().err
+    assert f"{spec}: linux-64: resolved tensorflow 1.15.5 with protobuf 4." in error
+    assert "Descriptors cannot be created directly" in error and 'fix: pin "protobuf<4"' in error
+    assert not (tmp_path / "locks").exists()
