@@ -11,7 +11,8 @@ from pathlib import Path
 from envforge.journal import Transaction
 from envforge.packs.keras.expect import keras_expect, keras_json_text
 from envforge.packs.keras.section import keras_section
-from envforge.steps.base import Change, StepContext, text_digest
+from envforge.steps.actions import StepPlan, WriteFile, perform_all
+from envforge.steps.base import Change, StepContext, state_of, text_digest
 
 
 def keras_dir(ctx: StepContext) -> Path:
@@ -33,24 +34,24 @@ def rendered(ctx: StepContext) -> str:
 class KerasJsonStep:
     name = "keras-json"
 
-    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+    def plan(self, ctx: StepContext) -> StepPlan:
         target = keras_dir(ctx) / "keras.json"
         text = rendered(ctx)
         raw = target.read_bytes() if target.is_file() else None
         before = None if raw is None else raw.decode("utf-8", "backslashreplace")
-        if raw == text.encode("utf-8"):
-            return ()
+        data = text.encode("utf-8")
+        if raw == data:
+            return StepPlan(step=self.name, changes=())
         diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
                                             text.splitlines(keepends=True),
                                             str(target) + " (now)", str(target) + " (after)"))
-        return (Change(action="replace" if before is not None else "create", target=str(target),
-                       before=text_digest(before), after=text_digest(text), detail=diff),)
+        change = Change(action="replace" if before is not None else "create", target=str(target),
+                        before=text_digest(before), after=text_digest(text), detail=diff)
+        write = WriteFile(path=str(target), before=state_of(target), data=data)
+        return StepPlan(step=self.name, changes=(change,), actions=(write,))
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        target = keras_dir(ctx) / "keras.json"
-        text = rendered(ctx)
-        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
-            return
-        if not target.parent.exists():
-            tx.mkdir(target.parent)
-        tx.write_text(target, text)
+        perform_all(self.plan(ctx), tx)
