@@ -101,6 +101,14 @@ class KerasPack(PackDefaults):
 
         return observe(environ, platform)
 
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        from envforge.packs.keras.expect import keras_expect
+
+        table = keras_expect(expect)
+        if table is None:
+            return {}
+        return {"backend": table.backend, "floatx": table.floatx, "keras_json": table.keras_json}
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.keras.knowledge import keras_knowledge
         from envforge.packs.pitfalls import error_hints

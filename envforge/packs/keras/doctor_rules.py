@@ -61,8 +61,12 @@ def observe(environ: Mapping[str, str], platform: Platform) -> FrameworkConfig:
 
 
 def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """KERAS_BACKEND against keras.json's backend; a keras.json Keras cannot read."""
+    """KERAS_BACKEND against keras.json's backend and the lock's; a keras.json Keras cannot
+    read."""
     seen = facts.frameworks.get("keras")
+    locked = expected.settings.get("keras", {}) if expected is not None else {}
+    if locked.get("backend"):
+        yield from _locked_backend(seen, locked["backend"])
     if seen is None or (not seen.files and seen.variable_value is None):
         return
     file = seen.files[0] if seen.files else None
@@ -88,3 +92,27 @@ def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
             fix=Fix(text=f"unset KERAS_BACKEND, or set keras.json's backend to \"{variable}\" "
                          "so both say the same"),
             source=config_row("KERAS_BACKEND").source)
+
+
+def _locked_backend(seen: FrameworkConfig | None, wanted: str) -> Iterator[Finding]:
+    """The back-end Keras will pick here (KERAS_BACKEND, else keras.json, else its default)
+    against the lock's."""
+    file = seen.files[0] if seen is not None and seen.files else None
+    written = file.flags.get("backend") if file is not None and not file.error else None
+    variable = seen.variable_value if seen is not None else None
+    default = config_row("backends")
+    found, why = ((variable, "KERAS_BACKEND") if variable else
+                  (written, str(file.path)) if written and file is not None else
+                  ("tensorflow", "Keras's default: no keras.json and no KERAS_BACKEND"))
+    if found == wanted:
+        return
+    yield Finding(
+        id="keras.backend-not-locked", severity="error",
+        title=f"Keras will run on {found} ({why}); the lock says {wanted}",
+        evidence=tuple(e for e in (
+            Evidence(kind="env", where="KERAS_BACKEND", text=variable) if variable else None,
+            Evidence(kind="file", where=file.path, text=f'"backend": "{written}"')
+            if file is not None and written else None) if e is not None),
+        fix=Fix(text=f"run it through `envforge run` (activation sets KERAS_HOME and "
+                     f"KERAS_BACKEND={wanted}), or set KERAS_BACKEND={wanted}"),
+        source=default.source)

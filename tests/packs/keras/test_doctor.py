@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.doctor.layouts import home, ids, judge, look, only, venv
+from tests.doctor.layouts import expected, home, ids, judge, look, only, venv
 
 
 def test_h5py_3_next_to_keras_2_3(tmp_path: Path) -> None:
@@ -51,3 +51,18 @@ def test_an_unreadable_keras_json(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "home"), "PATH": ""}
     finding = only(judge(look(tmp_path, env)), "keras.json-unreadable")
     assert "Keras 2.x ignores it" in finding.title
+
+
+def test_the_backend_keras_will_pick_against_the_lock(tmp_path: Path) -> None:
+    lock = expected(spec="specs/tf1-keras-cpu.toml", env_kind="venv", cuda=None, cudnn=None,
+                    device="cpu", versions={"python": "3.7", "keras": "2.3.1"},
+                    settings={"keras": {"backend": "tensorflow", "floatx": "float32"}})
+    env = {"HOME": str(tmp_path / "home"), "PATH": ""}
+    (tmp_path / "home").mkdir()
+    assert "keras.backend-not-locked" not in ids(judge(look(tmp_path, env), lock))  # default
+    _keras_home(tmp_path, '{"backend": "theano"}')
+    finding = only(judge(look(tmp_path, env), lock), "keras.backend-not-locked")
+    assert finding.title.startswith("Keras will run on theano (") and "lock says tensorflow" \
+        in finding.title
+    env["KERAS_BACKEND"] = "tensorflow"
+    assert "keras.backend-not-locked" not in ids(judge(look(tmp_path, env), lock))
