@@ -32,7 +32,7 @@ def test_protobuf_4_is_refused_with_the_message_users_see() -> None:
     [(rule, message, fix)] = _rules(CPU.replace('"protobuf<4"', '"protobuf>=4"'))
     assert rule == "tf1-protobuf4"
     assert message.startswith("pypi tensorflow==1.15.5 with pypi protobuf>=4:")
-    assert "TypeError: Descriptors cannot be created directly" in message
+    assert "TypeError: Descriptors cannot not be created directly" in message
     assert fix.startswith('pin "protobuf<4"')
 
 
