@@ -164,13 +164,15 @@ def toolkit_version(root: Path) -> str | None:
 
 def toolkit_version_of(root: Path, runner: Runner = run_command) -> tuple[str | None, str]:
     """A toolkit's version and where it was read: version.json/.txt, then the wheels'
-    dist-info, then ``bin/nvcc --version`` (the H200 host's /usr/local/cuda has no file)."""
+    dist-info, then ``bin/nvcc --version`` (the H200 host's /usr/local/cuda has no file).
+    nvcc is asked only in a folder holding CUDA's headers: a wrapper script on PATH (this
+    host's /usr/local/bin/nvcc) would make /usr/local a toolkit."""
     version = toolkit_version(root)
     if version is not None:
         return version, next(name for name in _VERSION_FILES if (root / name).exists())
     for name in ("nvcc", "nvcc.exe"):
         nvcc = root / "bin" / name
-        if nvcc.is_file():
+        if nvcc.is_file() and looks_like_toolkit(root):
             out = runner([str(nvcc), "--version"])
             version = parse_nvcc_version(out.output) if out else None
             if version is not None:
