@@ -1,4 +1,5 @@
-"""Observing the host once: the only part of doctor that reads files and runs commands.
+"""Observing the host once: the only part of doctor that reads files and runs commands
+(toolkits, the driver and GPUs through host/cuda, the observation apply and verify use).
 
 Everything it looks at is a parameter (environment, platform, current folder, where
 toolkits and system libraries live, the registry, how commands run), so tests build

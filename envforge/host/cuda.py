@@ -187,17 +187,19 @@ def looks_like_toolkit(root: Path) -> bool:
 
 def candidate_roots(environ: Mapping[str, str], *, platform: TargetPlatform,
                     search: tuple[Path, ...] | None = None) -> Iterator[tuple[Path, str]]:
-    """Toolkit folders in the order Theano and NVIDIA's tools consult them."""
+    """Toolkit folders in the order Theano and NVIDIA's tools consult them (variables and
+    PATH read as the target reads them: on Windows ``Path`` is PATH)."""
     for var in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME"):
-        if environ.get(var):
-            yield Path(environ[var]), var
+        if value := platform.getenv(environ, var):
+            yield Path(value), var
     exe = f"nvcc{platform.exe_suffix}"
-    for folder in environ.get("PATH", "").split(platform.pathsep):
-        if folder and (Path(folder) / exe).is_file():
+    for folder in path_folders(environ, platform):
+        if (Path(folder) / exe).is_file():
             yield Path(folder).resolve().parent, "PATH (nvcc)"
     match platform.os:
         case Os.WINDOWS:
-            default: tuple[Path, ...] = (Path(environ.get("ProgramFiles", r"C:\Program Files"))
+            program_files = platform.getenv(environ, "ProgramFiles") or r"C:\Program Files"
+            default: tuple[Path, ...] = (Path(program_files)
                                          / "NVIDIA GPU Computing Toolkit" / "CUDA",)
             link = None
         case Os.LINUX:

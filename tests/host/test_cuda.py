@@ -313,3 +313,29 @@ def test_the_driver_here_answers() -> None:
     if driver.smi is not None:
         gpus, _ = read_gpus(driver.smi)
         assert gpus and all(g.memory_total_mib for g in gpus)
+
+
+def test_windows_variables_are_read_whatever_their_case(tmp_path: Path) -> None:
+    """Windows names ``Path`` and ``CUDA_Path`` as it likes; the toolkit is found either way."""
+    v11 = _toolkit(tmp_path / "v11.8", files={"version.json": VERSION_JSON_11_8})
+    (v11 / "bin" / "nvcc.exe").write_text("")
+    via_path = observe_toolkits({"Path": str(v11 / "bin"), "ProgramFiles": str(tmp_path)},
+                                platform=WINDOWS)
+    via_variable = observe_toolkits({"cuda_path": str(v11)}, platform=WINDOWS)
+    assert [t.found_by for t in via_path] == ["PATH (nvcc)"]
+    assert [t.found_by for t in via_variable] == ["CUDA_PATH"]
+
+
+# What only a tool's own output says: its parsing lives in host/cuda.py alone. The probe runs
+# inside the environment's Python 3.7 and cannot import envforge: it reads nvidia-smi itself.
+_PARSING = ("Driver Version", "Kernel Module", "compilation tools", "release (\\d", "--query-gpu")
+_ALLOWED = {"host/cuda.py", "packs/theano/probe.py"}
+
+
+def test_cuda_output_is_parsed_in_one_place() -> None:
+    package = Path(__file__).resolve().parents[2] / "envforge"
+    copies = sorted(f"{path.relative_to(package).as_posix()}: {marker}"
+                    for path in package.rglob("*.py")
+                    if path.relative_to(package).as_posix() not in _ALLOWED
+                    for marker in _PARSING if marker in path.read_text(encoding="utf-8"))
+    assert copies == []
