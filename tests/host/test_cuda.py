@@ -321,7 +321,8 @@ def test_windows_variables_are_read_whatever_their_case(tmp_path: Path) -> None:
     (v11 / "bin" / "nvcc.exe").write_text("")
     via_path = observe_toolkits({"Path": str(v11 / "bin"), "ProgramFiles": str(tmp_path)},
                                 platform=WINDOWS)
-    via_variable = observe_toolkits({"cuda_path": str(v11)}, platform=WINDOWS)
+    via_variable = observe_toolkits({"cuda_path": str(v11), "PROGRAMFILES": str(tmp_path)},
+                                    platform=WINDOWS)
     assert [t.found_by for t in via_path] == ["PATH (nvcc)"]
     assert [t.found_by for t in via_variable] == ["CUDA_PATH"]
 
