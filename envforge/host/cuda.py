@@ -13,7 +13,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
 
@@ -48,8 +47,7 @@ class Toolkit(Frozen):
     found_by: str
 
 
-@dataclass(frozen=True)
-class CudaToolkit:
+class CudaToolkit(Frozen):
     """A toolkit whose version is known: what a step can pick and check a driver against."""
 
     root: Path
@@ -239,7 +237,7 @@ def find_toolkits(environ: Mapping[str, str], *, platform: TargetPlatform,
                   search: tuple[Path, ...] | None = None,
                   runner: Runner = run_command) -> list[CudaToolkit]:
     """The toolkits whose version is known, in ``observe_toolkits``' order."""
-    return [CudaToolkit(Path(t.root), t.version, t.found_by)
+    return [CudaToolkit(root=Path(t.root), version=t.version, found_by=t.found_by)
             for t in observe_toolkits(environ, platform=platform, search=search, runner=runner)
             if t.version is not None]
 
