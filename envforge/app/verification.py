@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from envforge.drift import find_drift
@@ -31,8 +31,9 @@ PROBE_TIMEOUT_S = 3600.0
 
 if TYPE_CHECKING:
     from envforge.lockfile import SuiteLock
-    from envforge.packs.theano.knowledge import SuiteSubsetRow
+    from envforge.suite.framework import FrameworkSuite
     from envforge.suite.results import SuiteVerdict
+    from envforge.suite.runner import SuiteSubset
 
 
 def host_has_gpu(environ: dict[str, str]) -> bool:
@@ -83,51 +84,61 @@ def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --s
 
 
 @dataclass(frozen=True)
-class _Runner:
-    theano_version: str
+class SuiteSelection:
+    """What ``--suite`` runs: the lock's test group, the pack's suite and release, the
+    runner's package and the subset for the lock's device."""
+
+    lock: SuiteLock
+    suite: FrameworkSuite
+    release: str
     package: str
+    subset: SuiteSubset
 
 
-def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRow]:
-    """The lock's test group and the knowledge base's subset for its device; InputError
+def suite_selection(ctx: StepContext) -> SuiteSelection:
+    """The lock's test group and its pack's subset for the lock's device; InputError
     (exit 2, before anything runs) where either is missing."""
-    from envforge.packs.theano.knowledge import suite_runner, suite_subset
+    from envforge.packs import PACKS
+    from envforge.suite.framework import framework_suite
 
-    expect, suite = ctx.lock.expect, ctx.lock.suite
-    theano = expect.versions.get("theano")
-    runner = suite_runner(theano) if theano else None
-    if suite is None or theano is None or runner is None:
-        raise InputError(f"the lock for {ctx.platform} has no test group for --suite (Theano "
-                         f"{theano or 'absent'}): re-run `envforge lock` with this envforge")
-    subset = suite_subset(theano, expect.device)
+    expect, group = ctx.lock.expect, ctx.lock.suite
+    found = framework_suite(expect.versions)
+    runner = found[0].runner(found[1]) if found is not None else None
+    if group is None or found is None or runner is None:
+        what = (f"{found[0].release_name} {found[1]}" if found is not None else
+                " or ".join(p.suite.release_name for p in PACKS.values() if p.suite) + " absent")
+        raise InputError(f"the lock for {ctx.platform} has no test group for --suite "
+                         f"({what}): re-run `envforge lock` with this envforge")
+    suite, release = found
+    subset = suite.subset(release, expect.device)
     if subset is None:
-        raise InputError(f"envforge knows no test subset of Theano-PyMC {theano} for device "
-                         f"{expect.device} (envforge/packs/theano/theano_suite.toml)")
-    return suite, _Runner(theano, runner.package), subset
+        raise InputError(f"envforge knows no test subset of {suite.release_name} {release} "
+                         f"for device {expect.device} ({suite.knowledge_file})")
+    return SuiteSelection(group, suite, release, runner.package, subset)
 
 
 def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path | None = None,
                  time_limit_s: int | None = None,
                  ) -> tuple[tuple[CheckRow, ...], SuiteVerdict | None]:
-    """The framework's own tests (the knowledge base's subset for the lock's device) run in
-    the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
+    """The framework's own tests (its pack's subset for the lock's device) run in the
+    environment; rows for the verdict. ``None`` when the subset needs a GPU this host
     lacks (its row is then skipped). ``time_limit_s`` replaces the subset's own bound."""
     from envforge.bundle.sources import bundle_lookup
-    from envforge.packs.theano.knowledge import known_bad_tests
     from envforge.suite import runner as testsuite
     from envforge.suite.results import judge, read_run, suite_rows
 
-    suite, runner, subset = suite_selection(ctx)
+    chosen = suite_selection(ctx)
+    suite, release, subset = chosen.suite, chosen.release, chosen.subset
     expect = ctx.lock.expect
-    theano = runner.theano_version
     if subset.device == "cuda" and not host_has_gpu(dict(ctx.environ)):
         return (CheckRow(f"suite.{subset.name}", "no failures but known-bad ones", "-", "skip",
                          "the subset needs a GPU and this host has none"),), None
     python = Path(ctx.layout.python)
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
-    folder = testsuite.prepare_folder(suite, ctx.lock.pypi, python=python, cache=ctx.dirs.cache,
-                                      bundle=bundle_lookup(bundle), offline=bundle is not None)
+    folder = testsuite.prepare_folder(chosen.lock, ctx.lock.pypi, python=python,
+                                      cache=ctx.dirs.cache, bundle=bundle_lookup(bundle),
+                                      offline=bundle is not None)
     count = workers or testsuite.workers_for(os.cpu_count())
     bound = time_limit_s or subset.time_limit_s
     place = hashlib.sha256(str(ctx.prefix).encode()).hexdigest()[:16]
@@ -135,19 +146,19 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     junit = run_dir / "pytest-junit.xml"
     env = testsuite.suite_environ(apply_edits(load_edits(ctx.prefix), ctx.environ,
                                               pathsep=os.pathsep),
-                                  folder, package=runner.package,
+                                  folder, package=chosen.package,
                                   compiledir=run_dir / "compiledir",
-                                  settings=("THEANO_FLAGS", subset.theano_flags))
-    ctx.ui.info(f"running Theano-PyMC {theano}'s {subset.name} tests ({count} workers, at most "
-                f"{bound}s)")
+                                  settings=suite.settings(subset))
+    ctx.ui.info(f"running {suite.release_name} {release}'s {subset.name} tests ({count} "
+                f"workers, at most {bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
                                                              workers=count),
                                env=env, cwd=run_dir, junit=junit,
                                timeout=bound)
     results, problem = read_run(run.junit, run.returncode, run.output_tail,
                                 bound_s=bound, subset=subset.name,
-                                defined_in="theano_suite.toml")
-    verdict = judge(results, known_bad_tests(theano, expect.device, expect.versions),
+                                defined_in=PurePosixPath(suite.knowledge_file).name)
+    verdict = judge(results, suite.known_bad(release, expect.device, expect.versions),
                     subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)
     return suite_rows(verdict), verdict
