@@ -157,6 +157,20 @@ class FrameworkPack(Protocol):
     def suite(self) -> FrameworkSuite | None:
         """Its own tests for ``verify --suite``; None where envforge knows none."""
 
+    def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
+        """Rows after a core kernel's own (Theano: which implementation ran ``scan``)."""
+
+    def timing_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        """Rows after the speedup's that judge the pack's own timings (Theano: its GEMM
+        against raw cuBLAS, the lock's ``min_cublas_ratio``)."""
+
+    def report_device(self, report: Mapping[str, Any]) -> str | None:
+        """The device the pack's part of a report ran the kernels on, for timing charts."""
+
+    def import_hint(self, error: str) -> str | None:
+        """A hint for a failure that names an import the framework makes undeclared."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -191,4 +205,17 @@ class PackDefaults:
         return ()
 
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        return None
+
+    def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
+        return ()
+
+    def timing_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        return ()
+
+    def report_device(self, report: Mapping[str, Any]) -> str | None:
+        return None
+
+    def import_hint(self, error: str) -> str | None:
         return None

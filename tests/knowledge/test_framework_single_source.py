@@ -32,7 +32,6 @@ ALLOWED: dict[str, str] = {
 # or a line more fails. What each still needs is said beside it.
 NOT_YET_MOVED: dict[str, int] = {
     "app/locking.py": 11,  # the suite's runner lock and the exact pin: the same suite hook
-    "verify.py": 9,  # verify's Theano rows and its undeclared-import hint: pack verify_rows
     "doctor/fixes.py": 7,  # .theanorc edits as fix actions: a generic config-file edit step
     "importers/legacy_names.py": 6,  # init's original-Theano mapping: a pack legacy-name hook
     "noop.py": 4,  # the no-op stamp's .theanorc and [theano] cxx: files a pack's steps watch

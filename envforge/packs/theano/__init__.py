@@ -82,6 +82,27 @@ class TheanoPack:
 
         return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
+    def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
+        from envforge.packs.theano.verify_gpu import scan_row
+
+        return [scan_row(report)] if kernel == "scan" else []
+
+    def timing_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        from envforge.packs.theano.verify_gpu import timing_rows
+
+        return timing_rows(report, expect, gpu_expected=gpu_expected)
+
+    def report_device(self, report: Mapping[str, Any]) -> str | None:
+        from envforge.packs.theano.verify_gpu import report_device
+
+        return report_device(report)
+
+    def import_hint(self, error: str) -> str | None:
+        from envforge.packs.theano.verify_gpu import import_hint
+
+        return import_hint(error)
+
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules
