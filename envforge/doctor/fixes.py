@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from envforge.doctor.model import FileCopy, Finding, TheanorcEdit
+from envforge.doctor.model import ConfigEdit, FileCopy, Finding
 from envforge.doctor.rcfile import rewrite
 from envforge.executor import refuse_stale, run_plan
 from envforge.journal import Journal, env_lock, rollback
@@ -35,10 +35,10 @@ def _digest(data: bytes | None) -> str | None:
     return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()[:16]
 
 
-class TheanorcFixStep:
-    """Rewrite one .theanorc with doctor's line edits."""
+class ConfigFixStep:
+    """Rewrite one INI config file (a .theanorc) with doctor's line edits."""
 
-    def __init__(self, path: Path, edits: Sequence[TheanorcEdit]) -> None:
+    def __init__(self, path: Path, edits: Sequence[ConfigEdit]) -> None:
         self.path = path
         self.edits = tuple(edits)
         self.name = f"doctor: {path}"
@@ -73,16 +73,16 @@ class CopyFixStep:
         return StepPlan(step=self.name, changes=changes, actions=actions)
 
 
-FixStep = TheanorcFixStep | CopyFixStep
+FixStep = ConfigFixStep | CopyFixStep
 
 
-def _sets(edit: TheanorcEdit) -> tuple[str, str]:
+def _sets(edit: ConfigEdit) -> tuple[str, str]:
     """The (section, key) whose value a ``set`` edit decides."""
     return edit.section, edit.key.lower()
 
 
 def fix_steps(findings: Sequence[Finding]) -> list[FixStep]:
-    """One step per .theanorc, then one for all copies.
+    """One step per config file, then one for all copies.
 
     Two findings may set the same key (``enabled = true`` is both a wrong case and, with
     cuDNN 9, must become ``False``): the first one wins. Findings come errors first, in
@@ -90,12 +90,12 @@ def fix_steps(findings: Sequence[Finding]) -> list[FixStep]:
     correct its spelling (config). A ``move`` never overrides a key already set, so it
     always applies.
     """
-    edits: dict[str, list[TheanorcEdit]] = {}
+    edits: dict[str, list[ConfigEdit]] = {}
     decided: set[tuple[str, str, str]] = set()
     copies: dict[str, FileCopy] = {}
     for finding in findings:
         for action in finding.fix.actions if finding.fix else ():
-            if isinstance(action, TheanorcEdit):
+            if isinstance(action, ConfigEdit):
                 if action.op == "set":
                     target = (action.path, *_sets(action))
                     if target in decided:
@@ -104,7 +104,7 @@ def fix_steps(findings: Sequence[Finding]) -> list[FixStep]:
                 edits.setdefault(action.path, []).append(action)
             else:
                 copies.setdefault(action.target, action)
-    steps: list[FixStep] = [TheanorcFixStep(Path(path), group) for path, group in edits.items()]
+    steps: list[FixStep] = [ConfigFixStep(Path(path), group) for path, group in edits.items()]
     if copies:
         steps.append(CopyFixStep(list(copies.values())))
     return steps

@@ -24,14 +24,16 @@ class Evidence(Frozen):
     text: str
 
 
-class TheanorcEdit(Frozen):
-    """One line-level edit of a .theanorc; everything else in the file stays byte for byte.
+class ConfigEdit(Frozen):
+    """One line-level edit of an INI config file (a framework's: Theano's .theanorc);
+    everything else in the file stays byte for byte.
 
     ``move``: the key goes to ``new_section``/``new_key`` with its value (the old line is
     commented out); ``set``: the key gets ``value`` (added, with its section, if absent);
     ``comment-out``: the line stays as a comment saying why.
     """
 
+    # The kind doctor --json has always written, so a reader of saved output keeps working.
     kind: Literal["theanorc-edit"] = "theanorc-edit"
     path: str
     op: Literal["move", "set", "comment-out"]
@@ -51,7 +53,7 @@ class FileCopy(Frozen):
     target: str
 
 
-Action = TheanorcEdit | FileCopy
+Action = ConfigEdit | FileCopy
 
 
 class Fix(Frozen):

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from envforge.doctor.model import TheanorcEdit
+from envforge.doctor.model import ConfigEdit
 
 # ConfigParser: a header is ``[name]`` on an unindented line; an option ``key = value`` or
 # ``key: value``; an indented line after an option continues its value; ``#``/``;`` comment.
@@ -79,7 +79,7 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def rewrite(text: str, edits: tuple[TheanorcEdit, ...] | list[TheanorcEdit]) -> str:
+def rewrite(text: str, edits: tuple[ConfigEdit, ...] | list[ConfigEdit]) -> str:
     """``text`` with the edits made; lines no edit names are kept exactly, endings included."""
     nl = _newline(text)
     raw = text.splitlines(keepends=True)
@@ -154,7 +154,7 @@ def _add(raw: list[str], section: str, key: str, value: str, nl: str) -> list[st
     return out
 
 
-def _apply(raw: list[str], edit: TheanorcEdit, nl: str) -> list[str]:
+def _apply(raw: list[str], edit: ConfigEdit, nl: str) -> list[str]:
     if edit.op == "set":
         assert edit.value is not None
         return _set(raw, edit.section, edit.key, edit.value, nl)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import TheanorcEdit, apply_fixes, fix_steps, plan_fixes, undo_fixes
+from envforge.doctor import ConfigEdit, apply_fixes, fix_steps, plan_fixes, undo_fixes
 from envforge.doctor.rcfile import rewrite
 from tests.doctor.layouts import home, judge, look, venv
 from tests.test_journal import snapshot
@@ -33,8 +33,8 @@ WINDOWS_BLOG_RC = (
     "enabled = true\r\n")
 
 
-def _edit(op: str, section: str, key: str, **more: str) -> TheanorcEdit:
-    return TheanorcEdit.model_validate({"path": "x", "op": op, "section": section, "key": key,
+def _edit(op: str, section: str, key: str, **more: str) -> ConfigEdit:
+    return ConfigEdit.model_validate({"path": "x", "op": op, "section": section, "key": key,
                                         **more})
 
 

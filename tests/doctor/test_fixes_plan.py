@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import TheanorcEdit, apply_fixes, plan_fixes, undo_fixes
-from envforge.doctor.fixes import TheanorcFixStep
+from envforge.doctor import ConfigEdit, apply_fixes, plan_fixes, undo_fixes
+from envforge.doctor.fixes import ConfigFixStep
 from envforge.executor import StalePlanError
 from envforge.plan import Plan
 
@@ -17,8 +17,8 @@ RC = b"[global]\r\ndevice = gpu\r\n# \xff mine\r\n"
 
 
 def _plan(rc: Path) -> Plan:
-    edit = TheanorcEdit(path=str(rc), op="set", section="global", key="device", value="cuda")
-    return plan_fixes([TheanorcFixStep(rc, [edit])], platform="linux-64", where="this host")
+    edit = ConfigEdit(path=str(rc), op="set", section="global", key="device", value="cuda")
+    return plan_fixes([ConfigFixStep(rc, [edit])], platform="linux-64", where="this host")
 
 
 def test_the_shown_plan_is_what_is_applied_and_undone(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
-from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
+from envforge.doctor.model import ConfigEdit, Evidence, Finding, Fix
 from envforge.doctor.rules.common import command_evidence, set_variable
 from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
@@ -143,7 +143,7 @@ def _judge(setting: Setting, facts: HostFacts, rules: TheanoRules, version: str,
             fix = env_fix
         elif better is not None:
             fix = Fix(text=f"in {setting.origin}: [{section}] {key} = {better}",
-                      actions=(TheanorcEdit(path=setting.origin, op="set", section=section,
+                      actions=(ConfigEdit(path=setting.origin, op="set", section=section,
                                             key=key, value=better),))
         else:
             fix = Fix(text=f"in {setting.origin}: set [{section}] {key} to one of "
@@ -167,7 +167,7 @@ def _judge(setting: Setting, facts: HostFacts, rules: TheanoRules, version: str,
         else:
             fix = Fix(text=f"in {setting.origin}: replace `[{section}] {key} = {setting.value}` "
                            f"with `[{new_section}] {new_key} = {setting.value}`",
-                      actions=(TheanorcEdit(path=setting.origin, op="move", section=section,
+                      actions=(ConfigEdit(path=setting.origin, op="move", section=section,
                                             key=key, new_section=new_section, new_key=new_key,
                                             note=f"[{section}] {key} is not a Theano flag; "
                                                  f"moved to [{new_section}] {new_key}"),))
@@ -183,7 +183,7 @@ def _judge(setting: Setting, facts: HostFacts, rules: TheanoRules, version: str,
             fix = env_fix
         else:
             fix = Fix(text=f"in {setting.origin}: delete `[{section}] {key}`{instead}",
-                      actions=(TheanorcEdit(path=setting.origin, op="comment-out",
+                      actions=(ConfigEdit(path=setting.origin, op="comment-out",
                                             section=section, key=key,
                                             note=f"{name} was removed in Theano 1.0"),))
         yield Finding(

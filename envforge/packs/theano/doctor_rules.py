@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envforge.doctor.facts import CudnnHeader, Expected, HostFacts
-from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
+from envforge.doctor.model import ConfigEdit, Evidence, Finding, Fix
 from envforge.doctor.rules.common import gpu_intended, set_variable
 from envforge.doctor.rules.cudnn import header_evidence
 from envforge.knowledge import cudnn_library_name, cudnn_version_code
@@ -76,7 +76,7 @@ def dnn_disable_fix(facts: HostFacts, eff: dict[str, Setting], version: str) -> 
         existing = [f.path for f in theano_config(facts).files if f.exists and f.error is None]
         path = existing[-1] if existing else theano_config(facts).write_to
     return Fix(text=f"in {path}: [dnn] enabled = False",
-               actions=(TheanorcEdit(path=path, op="set", section="dnn", key="enabled",
+               actions=(ConfigEdit(path=path, op="set", section="dnn", key="enabled",
                                      value="False", note=f"cuDNN {version} is too new"),))
 
 
