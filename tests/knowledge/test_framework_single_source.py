@@ -43,7 +43,6 @@ NOT_YET_MOVED: dict[str, int] = {
     "image.py": 1,  # the Apptainer definition's help text
     "host/noopstamp.py": 1,  # the steps that observe only files: each step should say so
     "errors.py": 1,  # a message naming the .theanorc among the places envforge writes
-    "doctor/rules/libgpuarray.py": 1,  # "Theano runs on the CPU": FrameworkConfig.without_gpu
     # help texts naming what doctor, image and run deal with: the packs' names
     "commands/image.py": 1,
     "commands/doctor.py": 1,

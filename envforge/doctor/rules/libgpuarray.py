@@ -30,6 +30,12 @@ from envforge.knowledge import (
 from envforge.platforms import Os
 
 
+def _framework(facts: HostFacts) -> str:
+    """The framework that starts its GPU through pygpu: the one that says what it does
+    without it (FrameworkConfig.without_gpu)."""
+    return next((c.name for c in facts.frameworks.values() if c.without_gpu), "the framework")
+
+
 def _bin(root: str) -> str:
     """``<root>/bin`` written the way the root is (a Windows root on Windows, POSIX in tests)."""
     if "\\" in root:
@@ -116,7 +122,7 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
             title=(f"libgpuarray asks for {asked} (from the driver's CUDA "
                    f"{facts.driver.cuda}); no PATH folder has it"
                    + (f", so it loads {fallback} of an older CUDA" if fallback else
-                      ": pygpu fails to start and Theano runs on the CPU")),
+                      f": pygpu fails to start and {_framework(facts)} runs on the CPU")),
             evidence=tuple(evidence), fix=fix,
             source=f"{names.source}; {mismatch_source}")
 
