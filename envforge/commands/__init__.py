@@ -36,7 +36,7 @@ SUMMARIES: dict[str, str] = {
     "run": "run a command inside an applied environment",
     "verify": "prove an applied environment does what its lock promised",
     "bundle": "gather a lock's files into a folder a host with no network can apply",
-    "doctor": "diagnose this host: driver, CUDA, cuDNN, compilers, Theano's config",
+    "doctor": "diagnose this host: driver, CUDA, cuDNN, compilers, each framework's config",
     "image": "build an OCI image from a bundle (applied and verified inside)",
     "init": "write a spec from a repository's requirements files",
 }

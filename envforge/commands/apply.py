@@ -393,7 +393,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     run = sub.add_parser(
         "run", help="run a command inside an applied environment", usage=RUN_USAGE,
         description="Runs COMMAND with the environment's variables (PATH, library path, "
-        "THEANORC). Put `--` before COMMAND so its own options are not taken for envforge's. "
+        "each framework's own). Put `--` before COMMAND so its own options are not taken "
+        "for envforge's. "
         "Ctrl-C and SIGTERM reach COMMAND, envforge waits for it and exits with its status "
         "(128+N when signal N ended it).")
     run.add_argument("spec")

@@ -115,7 +115,8 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
     parser = sub.add_parser(
-        "doctor", help="diagnose this host: driver, CUDA, cuDNN, compilers, Theano's config")
+        "doctor",
+        help="diagnose this host: driver, CUDA, cuDNN, compilers, each framework's config")
     parser.add_argument("spec", nargs="?", help="judge the host against this spec's lock")
     parser.add_argument("--prefix", type=Path,
                         help="the environment to judge (default: the spec's, else the "

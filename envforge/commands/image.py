@@ -90,7 +90,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     parser.add_argument("bundle", metavar="BUNDLE", help="a bundle made with --with-envforge")
     parser.add_argument("--base", required=True, metavar="IMAGE",
                         help="the base image: Python >= 3.11 (for envforge) and what the spec "
-                             "needs of the host (a g++ for Theano)")
+                             "needs of the host (a g++ where a framework compiles its kernels)")
     parser.add_argument("-t", "--tag", help="the image's name (default localhost/envforge-SPEC)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="the build context folder (default BUNDLE.image)")

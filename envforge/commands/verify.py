@@ -27,15 +27,14 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
 
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
                   ui=ui)
-    if args.suite:
-        suite_selection(ctx)
+    chosen = suite_selection(ctx) if args.suite else None
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (each framework builds its kernels; the first run takes "
             "a while)")
     prefix = f" --prefix {args.prefix}" if args.prefix else ""
     rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None
-    if args.suite:
+    if chosen is not None:
         suite_rows_, suite = verify_suite(ctx, workers=args.suite_workers,
                                           time_limit_s=args.suite_time_limit,
                                           bundle=args.bundle.resolve() if args.bundle else None)
@@ -72,8 +71,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         failed = sum(r.status == "fail" for r in rows)
         skipped = sum(r.status == "skip" for r in rows)
         summary = f"{passed} passed, {failed} failed, {skipped} skipped in {elapsed:.1f}s"
-        if suite is not None:
-            summary += f"; Theano's {suite.subset} tests: {suite.summary()}"
+        if suite is not None and chosen is not None:
+            summary += f"; {chosen.suite.release_name}'s {suite.subset} tests: {suite.summary()}"
         (ui.success if code == 0 else ui.error)(summary)
     return int(code)
 
@@ -94,7 +93,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
                         help="write a Markdown (.md) or HTML (.html) report with a timing chart")
     parser.add_argument("--save-probe", metavar="FILE", help="keep the probe's raw JSON report")
     parser.add_argument("--suite", action="store_true",
-                        help="also run a curated, time-bounded subset of Theano's own tests "
+                        help="also run a curated, time-bounded subset of the framework's own tests "
                              "(pytest from the lock's test group, tests from the locked sdist)")
     parser.add_argument("--suite-workers", type=int, metavar="N",
                         help="pytest workers for --suite (default: one per core)")
