@@ -118,5 +118,5 @@ def host_refusal(exc: OSError) -> str | None:
     hint = ("free some space, then run the command again (`envforge apply` resumes, "
             "`envforge rollback` undoes)" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
             else "envforge must write there: make it writable, or set ENVFORGE_HOME to a "
-            "folder you can write (HOME for ~/.theanorc)")
+            "folder you can write (HOME for a framework's config file there)")
     return f"{os.fsdecode(where)}: {_HOST_REFUSALS[exc.errno]} ({name}); {hint}"

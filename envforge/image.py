@@ -107,6 +107,6 @@ From: {archive}
 
 %help
     {recipe.spec_name}, applied from its envforge bundle and verified when the OCI image
-    was built. Theano writes its compile cache under {HOME}: run with --writable-tmpfs
+    was built. A framework that compiles writes its cache under {HOME}: run with --writable-tmpfs
     (or bind a writable folder there) on a read-only image.
 """

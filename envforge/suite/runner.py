@@ -65,7 +65,7 @@ _PYTEST_INI = """\
 [pytest]
 junit_family = xunit1
 markers =
-    slow: a test Theano marks as slow
+    slow: a test the framework marks as slow
 """
 
 

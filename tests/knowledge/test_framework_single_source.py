@@ -37,11 +37,8 @@ NOT_YET_MOVED: dict[str, int] = {
     "importers/render.py": 4,  # init's rendered [theano] section: a pack section renderer
     "envlayout.py": 4,  # the environment's theanorc path: a pack layout entry
     "doctor/model.py": 1,  # ConfigEdit's JSON kind, as doctor --json has always written it
-    "suite/runner.py": 1,  # pytest.ini's `slow` marker: the pack's suite markers
     "suite/plugin.py": 1,  # the per-worker compiledir flag: the pack's suite settings
-    "image.py": 1,  # the Apptainer definition's help text
     "host/noopstamp.py": 1,  # the steps that observe only files: each step should say so
-    "errors.py": 1,  # a message naming the .theanorc among the places envforge writes
 }
 
 
