@@ -15,7 +15,6 @@ from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 DEB_ROOT = "deb"  # Debian packages are unpacked under <prefix>/deb
 LINKS_DIR = "envforge-libs"  # unversioned library names libgpuarray and -l flags need
-THEANORC_IN_ENV = "etc/theanorc"
 COMPILEDIR_IN_ENV = "theano-compiledir"
 
 
@@ -74,10 +73,6 @@ class EnvLayout:
     @property
     def links_dir(self) -> PurePath:
         return self.prefix / LINKS_DIR
-
-    @property
-    def theanorc(self) -> PurePath:
-        return self.prefix / THEANORC_IN_ENV
 
     @property
     def compiledir(self) -> PurePath:

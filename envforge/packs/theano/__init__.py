@@ -66,10 +66,11 @@ class TheanoPack:
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
+        from envforge.packs.theano.theanorc import env_theanorc
 
         if theano_section(ctx.pspec).theanorc != "env":
             return ()
-        return (EnvEdit(name="THEANORC", op="set", value=str(ctx.layout.theanorc)),)
+        return (EnvEdit(name="THEANORC", op="set", value=str(env_theanorc(ctx))),)
 
     def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
         from envforge.packs.theano.verify import probe_request

@@ -8,7 +8,7 @@ the journal before it is replaced, so rollback gives it back byte for byte.
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import assert_never
 
 from envforge.journal import Transaction
@@ -19,6 +19,12 @@ from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.actions import StepPlan, WriteFile, perform_all
 from envforge.steps.base import Change, StepContext, state_of, text_digest
+
+THEANORC_IN_ENV = "etc/theanorc"  # where [theano] theanorc = "env" puts it; THEANORC says so
+
+
+def env_theanorc(ctx: StepContext) -> PurePath:
+    return ctx.layout.prefix / THEANORC_IN_ENV
 
 
 def expanded_flags(ctx: StepContext) -> dict[str, str]:
@@ -41,7 +47,7 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
 
 def theanorc_target(ctx: StepContext) -> Path:
     if theano_section(ctx.pspec).theanorc == "env":
-        return Path(ctx.layout.theanorc)
+        return Path(env_theanorc(ctx))
     target = PLATFORMS[ctx.platform]
     match target.os:
         case Os.WINDOWS:
