@@ -66,13 +66,12 @@ def map_requirement(text: str) -> tuple[str, str]:
     except InvalidRequirement:
         return text, ""
     name = canonicalize_name(requirement.name)
-    from envforge.packs.theano.knowledge import map_legacy_theano, theano_distribution
+    from envforge.packs import PACKS
 
-    theano = theano_distribution(name)
-    if theano is not None and theano.maps_to is not None and not requirement.url:
-        mapped = map_legacy_theano(text)
-        return mapped, (f"was {text}: the original Theano; envforge's rules are for "
-                        f"{theano.maps_to} (packs/theano/theano.toml [[distributions]])")
+    for pack in PACKS.values():
+        rewritten = pack.legacy_requirement(text)
+        if rewritten is not None:
+            return rewritten
     for row in legacy_names().rename:
         if row.name != name or requirement.url:
             continue

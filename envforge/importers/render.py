@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from packaging.requirements import Requirement
-
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
 
@@ -65,10 +63,10 @@ def render_spec(draft: Draft) -> str:
             continue
         lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
     lines.append("]")
-    if any(_is_theano(f.requirement) for f in repo.imported.requirements
-           if f.requirement not in draft.left_out):
-        lines += ["", "[compiler]", "# Theano compiles its kernels with the host's g++",
-                  'kind = "gcc"']
+    note = next((n for n in (_compiler_note(f.requirement) for f in repo.imported.requirements
+                             if f.requirement not in draft.left_out) if n), None)
+    if note is not None:
+        lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
     return "\n".join(lines) + "\n"
 
 
@@ -77,5 +75,8 @@ def _comment(line: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", line).rstrip()
 
 
-def _is_theano(text: str) -> bool:
-    return Requirement(text).name.lower() in ("theano", "theano-pymc")
+def _compiler_note(text: str) -> str | None:
+    """The first pack's note for a requirement of a framework that compiles with g++."""
+    from envforge.packs import PACKS
+
+    return next((n for n in (p.compiler_note(text) for p in PACKS.values()) if n), None)

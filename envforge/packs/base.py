@@ -171,6 +171,14 @@ class FrameworkPack(Protocol):
     def import_hint(self, error: str) -> str | None:
         """A hint for a failure that names an import the framework makes undeclared."""
 
+    def legacy_requirement(self, text: str) -> tuple[str, str] | None:
+        """``init``'s rewrite of a requirement naming a predecessor of the framework (the
+        original Theano -> Theano-PyMC): the requirement to write and why; None otherwise."""
+
+    def compiler_note(self, requirement: str) -> str | None:
+        """Where a repository's ``requirement`` is the framework and it compiles with the
+        host's C++ compiler: the comment of the ``[compiler]`` section ``init`` writes."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -218,4 +226,10 @@ class PackDefaults:
         return None
 
     def import_hint(self, error: str) -> str | None:
+        return None
+
+    def legacy_requirement(self, text: str) -> tuple[str, str] | None:
+        return None
+
+    def compiler_note(self, requirement: str) -> str | None:
         return None

@@ -32,9 +32,7 @@ ALLOWED: dict[str, str] = {
 # or a line more fails. What each still needs is said beside it.
 NOT_YET_MOVED: dict[str, int] = {
     "app/locking.py": 11,  # the suite's runner lock and the exact pin: the same suite hook
-    "importers/legacy_names.py": 6,  # init's original-Theano mapping: a pack legacy-name hook
     "noop.py": 4,  # the no-op stamp's .theanorc and [theano] cxx: files a pack's steps watch
-    "importers/render.py": 4,  # init's rendered [theano] section: a pack section renderer
     "envlayout.py": 1,  # COMPILEDIR_IN_ENV's value, in every lock's flags (noop.py reads it)
     "doctor/model.py": 1,  # ConfigEdit's JSON kind, as doctor --json has always written it
     "suite/plugin.py": 1,  # the per-worker compiledir flag: the pack's suite settings

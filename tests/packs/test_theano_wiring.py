@@ -23,7 +23,6 @@ ALLOWED: dict[str, str] = {
     # Theano's knowledge moved into the pack (packs/theano/knowledge.py); these callers still
     # ask it by name, where a hook (suite, legacy names, hints) should serve them instead
     "app/locking.py": "the suite runner and the exact Theano pin (lock_suite, suite_missing)",
-    "importers/legacy_names.py": "init maps the original Theano to Theano-PyMC",
 }
 # What moved into the pack, as the core used to spell it.
 MOVED = re.compile(r"\b(TheanoSection|TheanorcStep|TheanoExpect|theano_flag_spelling|"

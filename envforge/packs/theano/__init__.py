@@ -169,6 +169,16 @@ class TheanoPack:
             nvcc_note="Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code "
                       "with g++ alone, so Theano itself is not affected")
 
+    def legacy_requirement(self, text: str) -> tuple[str, str] | None:
+        from envforge.packs.theano.legacy import legacy_requirement
+
+        return legacy_requirement(text)
+
+    def compiler_note(self, requirement: str) -> str | None:
+        from envforge.packs.theano.legacy import compiler_note
+
+        return compiler_note(requirement)
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.theano.knowledge import error_hints
 
