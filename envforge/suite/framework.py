@@ -34,6 +34,14 @@ class FrameworkSuite(Protocol):
     @property
     def knowledge_file(self) -> str: ...  # where the rows live, for messages
 
+    @property
+    def package(self) -> str: ...  # the import name its tests exercise, as the runner's
+
+    @property
+    def compiledir_flag(self) -> tuple[str, str] | None:
+        """(variable, key) that gives the framework a compile folder, one per pytest worker;
+        None where it compiles nothing."""
+
     def release(self, versions: Mapping[str, str]) -> str | None:
         """The framework's version among a lock's versions; None where it holds none."""
 
@@ -62,6 +70,14 @@ def framework_suite(versions: Mapping[str, str]) -> tuple[FrameworkSuite, str] |
         if suite is not None and release is not None:
             return suite, release
     return None
+
+
+def compiledir_flag(package: str) -> tuple[str, str] | None:
+    """The compile-folder setting of the registered suite whose tests exercise ``package``."""
+    from envforge.packs import PACKS
+
+    return next((p.suite.compiledir_flag for p in PACKS.values()
+                 if p.suite is not None and p.suite.package == package), None)
 
 
 def pinned_suite(packages: Sequence[str]) -> tuple[FrameworkSuite, str] | None:

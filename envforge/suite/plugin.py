@@ -22,6 +22,8 @@ from typing import Any
 SOURCE = os.environ.get("ENVFORGE_SUITE_SOURCE", "")
 PACKAGE = os.environ.get("ENVFORGE_SUITE_PACKAGE", "")
 COMPILEDIR = os.environ.get("ENVFORGE_SUITE_COMPILEDIR", "")
+# VARIABLE:key: the framework's setting for its compile folder (Theano's THEANO_FLAGS key).
+COMPILEDIR_FLAG = os.environ.get("ENVFORGE_SUITE_COMPILEDIR_FLAG", "")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
@@ -50,12 +52,13 @@ class TestsFinder(MetaPathFinder):
 
 if SOURCE and PACKAGE:
     sys.meta_path.insert(0, TestsFinder(SOURCE, PACKAGE))
-if COMPILEDIR:
+if COMPILEDIR and ":" in COMPILEDIR_FLAG:
     # One compile cache per worker: Theano's cache lock makes a waiting worker sleep for
     # seconds at a time, so workers sharing one cache mostly wait for each other.
     # Theano reads THEANO_FLAGS at its first import, which comes after this plugin's.
-    flag = "base_compiledir=" + str(Path(COMPILEDIR, WORKER))
-    os.environ["THEANO_FLAGS"] = ",".join(f for f in (os.environ.get("THEANO_FLAGS"), flag) if f)
+    VARIABLE, _, KEY = COMPILEDIR_FLAG.partition(":")
+    flag = f"{KEY}=" + str(Path(COMPILEDIR, WORKER))
+    os.environ[VARIABLE] = ",".join(f for f in (os.environ.get(VARIABLE), flag) if f)
 
 
 def pytest_report_header(config: Any) -> str:

@@ -174,6 +174,11 @@ def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
     env.update(PYTHONPATH=str(folder.runner), ENVFORGE_SUITE_SOURCE=str(folder.source),
                ENVFORGE_SUITE_PACKAGE=package, ENVFORGE_SUITE_COMPILEDIR=str(compiledir),
                PYTHONDONTWRITEBYTECODE="1")
+    from envforge.suite.framework import compiledir_flag
+
+    flag = compiledir_flag(package)
+    if flag is not None:
+        env["ENVFORGE_SUITE_COMPILEDIR_FLAG"] = ":".join(flag)
     if settings is not None:
         variable, pairs = settings
         flags = [env.get(variable, ""), *(f"{k}={v}" for k, v in pairs.items())]

@@ -35,7 +35,6 @@ NOT_YET_MOVED: dict[str, int] = {
     "noop.py": 4,  # the no-op stamp's .theanorc and [theano] cxx: files a pack's steps watch
     "envlayout.py": 1,  # COMPILEDIR_IN_ENV's value, in every lock's flags (noop.py reads it)
     "doctor/model.py": 1,  # ConfigEdit's JSON kind, as doctor --json has always written it
-    "suite/plugin.py": 1,  # the per-worker compiledir flag: the pack's suite settings
     "host/noopstamp.py": 1,  # the steps that observe only files: each step should say so
 }
 

@@ -20,6 +20,8 @@ from envforge.suite.runner import SuiteSubset
 class TheanoSuite:
     release_name = "Theano-PyMC"
     knowledge_file = "envforge/packs/theano/theano_suite.toml"
+    package = "theano"
+    compiledir_flag = ("THEANO_FLAGS", "base_compiledir")
 
     def release(self, versions: Mapping[str, str]) -> str | None:
         return versions.get("theano")
