@@ -10,8 +10,10 @@ A probe reads the request (``envforge.verify.build_request`` plus ``probe_reques
 JSON on stdin and prints one report. The core judges its shared fields: ``format``,
 ``error``, ``python.version``, ``versions`` and ``import_errors`` (by module),
 ``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
-``ops``/``gpu_ops``, ``run_s``), ``gpu`` (``pygpu_activated``, ``dnn_*``) and ``nvidia``;
-anything else (Theano's ``theano`` and ``blas``) is the pack's, for its ``verify_rows``.
+``run_s``, the CPU comparison), ``gpu.pygpu_activated`` for the speedup row, and ``nvidia``;
+anything else (Theano's ``theano``, ``blas``, ``gpu``, each kernel's ``ops``/``gpu_ops``,
+``scan``, ``gemm_timing``) is the pack's, for its ``verify_rows``, ``kernel_checks`` and
+``timing_rows``.
 Verify runs the probe of every pack the lock holds that brings one, in registry order, and
 judges their reports merged (``envforge.verify.merge_reports``): the core's kernels go to
 the first of them (the framework the kernels' device is), the others get none and report
