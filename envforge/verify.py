@@ -150,6 +150,8 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
     packs = locked_packs(expect)
     for pack in packs:
         rows += pack.verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
+    for pack in packs:
+        rows += pack.device_rows(report, expect, gpu_expected=gpu_expected)
     for kernel in expect.kernels:
         rows += kernel_rows(_find_kernel(report, kernel.name), kernel)
         for pack in packs:

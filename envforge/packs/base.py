@@ -12,8 +12,8 @@ JSON on stdin and prints one report. The core judges its shared fields: ``format
 ``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
 ``run_s``, the CPU comparison), ``gpu.pygpu_activated`` for the speedup row, and ``nvidia``;
 anything else (Theano's ``theano``, ``blas``, ``gpu``, each kernel's ``ops``/``gpu_ops``,
-``scan``, ``gemm_timing``) is the pack's, for its ``verify_rows``, ``kernel_checks`` and
-``timing_rows``.
+``scan``, ``gemm_timing``) is the pack's, for its ``verify_rows``, ``device_rows``,
+``kernel_checks`` and ``timing_rows``.
 Verify runs the probe of every pack the lock holds that brings one, in registry order, and
 judges their reports merged (``envforge.verify.merge_reports``): the core's kernels go to
 the first of them (the framework the kernels' device is), the others get none and report
@@ -159,6 +159,11 @@ class FrameworkPack(Protocol):
     def suite(self) -> FrameworkSuite | None:
         """Its own tests for ``verify --suite``; None where envforge knows none."""
 
+    def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        """Rows judging whether the framework ran on its device, after every pack's
+        ``verify_rows`` (Theano: its gpuarray back-end and each kernel's GPU ops)."""
+
     def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
         """Rows after a core kernel's own (Theano: which implementation ran ``scan``)."""
 
@@ -216,6 +221,10 @@ class PackDefaults:
 
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
         return None
+
+    def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        return ()
 
     def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
         return ()

@@ -83,6 +83,12 @@ class TheanoPack:
 
         return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
+    def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]:
+        from envforge.packs.theano.verify_gpu import gpu_rows
+
+        return gpu_rows(report, expect, gpu_expected)
+
     def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]:
         from envforge.packs.theano.verify_gpu import scan_row
 

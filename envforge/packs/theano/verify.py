@@ -15,7 +15,6 @@ from envforge.lockfile import Expectations
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.knowledge import theano_rules
 from envforge.packs.theano.knowledge_models import CudnnRuleRow
-from envforge.packs.theano.verify_gpu import gpu_rows
 from envforge.verify import CheckRow, _list, _map, _show, _with_hint
 
 # dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
@@ -31,7 +30,7 @@ def verify_rows(report: Mapping[str, Any], expect: Expectations, *, prefix: str 
     rows = _config_rows(report, expect, prefix)
     if not expect.device.startswith("cpu") or expect.cudnn is not None:
         rows.append(_cudnn_row(report, expect, gpu_expected))
-    return [*rows, *gpu_rows(report, expect, gpu_expected)]
+    return rows
 
 
 def flag_name(name: str) -> str:
