@@ -62,3 +62,16 @@ def test_gpu_rows_skip_without_a_gpu_and_fail_on_a_missing_library() -> None:
     assert rows["tensorflow.library.libcudnn.so.7"][0] == "pass"
     assert rows["tensorflow.devices"][0] == "fail"
     assert "lists no GPU" in rows["tensorflow.devices"][1]
+
+
+def test_a_gpu_lock_is_not_asked_theano_s_gpu_questions() -> None:
+    """pygpu's back-end, each kernel's GPU ops and the resident-GEMM ratio are the Theano
+    probe's fields: a TensorFlow GPU lock's verify has no such rows to fail."""
+    from envforge.verify import check_report
+
+    report = {"format": 1, "python": {"version": "3.7.16"}, "kernels": [],
+              "tensorflow": {"devices": DEVICES, "variables": {}, "libraries": {}}}
+    names = [r.name for r in check_report(report, GPU, gpu_expected=True, prefix="/p")]
+    assert "tensorflow.devices" in names and "gpu.speedup" in names
+    assert not [n for n in names if n in ("gpu.backend", "gpu.gemm.cublas_ratio")
+                or n.startswith("gpu.ops.")]
