@@ -29,6 +29,7 @@ from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec
 
 if TYPE_CHECKING:
+    from envforge.host.interpreters import Interpreter
     from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
 
@@ -72,18 +73,19 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
 
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
+        builder = _host_interpreter(_minor(target.version))
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
         # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, target.version)
+        early = runner_in_background(pspec, target.version, builder)
 
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
                                 as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
                                 controls=_controls(pspec),
-                                extra_indexes=pspec.pypi.extra_indexes)
+                                extra_indexes=pspec.pypi.extra_indexes, interpreter=builder)
 
         # what Theano imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
@@ -100,7 +102,9 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early)
+    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early,
+                       interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
+                       else None)
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -120,7 +124,8 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
-def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | None:
+def runner_in_background(pspec: PlatformSpec, python: str,
+                         interpreter: str | None = None) -> Future[Runner] | None:
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
     environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
     package with the environment, where those pins could not have changed it."""
@@ -137,12 +142,13 @@ def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | N
         return None
     return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
         row.requirements, platform=pspec.platform, python=python,
-        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
+        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
+        interpreter=interpreter)))
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
                python: str | None = None, early: Future[Runner] | None = None,
-               ) -> SuiteLock | None:
+               interpreter: str | None = None) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
     PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
@@ -171,7 +177,8 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
     runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
-                          constraints=[f"{f.name}=={f.version}" for f in pypi])
+                          constraints=[f"{f.name}=={f.version}" for f in pypi],
+                          interpreter=interpreter)
     return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
@@ -198,23 +205,39 @@ def _controls(pspec: PlatformSpec) -> BuildControls:
                          only_binary=section.only_binary, no_binary=section.no_binary)
 
 
-_HOST_PYTHONS: dict[str, str | None] = {}
+_HOST_PYTHONS: dict[str, Interpreter | None] = {}
 _HOST_PYTHONS_LOCK = threading.Lock()
 
 
-def _host_python(minor: str) -> str | None:
-    """The version of the interpreter apply would use for a venv, when this host has one;
-    asked once per process (each platform's thread wants it, and it runs interpreters)."""
+def _found_interpreter(minor: str) -> Interpreter | None:
+    """The interpreter apply would use for a venv, when this host has one; asked once per
+    process (each platform's thread wants it, and finding it runs interpreters)."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
 
     with _HOST_PYTHONS_LOCK:
         if minor not in _HOST_PYTHONS:
             try:
-                _HOST_PYTHONS[minor] = find_interpreter(minor).version
+                _HOST_PYTHONS[minor] = find_interpreter(minor)
             except StepError:
                 _HOST_PYTHONS[minor] = None
         return _HOST_PYTHONS[minor]
+
+
+def _host_python(minor: str) -> str | None:
+    found = _found_interpreter(minor)
+    return None if found is None else found.version
+
+
+def _host_interpreter(minor: str) -> str | None:
+    """What uv builds sdists' metadata with: this host's Python of the target's minor
+    version (as apply builds them), which also spares uv its own search of PATH."""
+    found = _found_interpreter(minor)
+    return None if found is None else str(found.executable)
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
