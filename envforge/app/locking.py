@@ -74,18 +74,20 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
         builder = _host_interpreter(_minor(target.version))
+        uv_cache = own_uv_cache(pspec.platform)
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
         # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, target.version, builder)
+        early = runner_in_background(pspec, target.version, builder, uv_cache)
 
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
                                 as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
                                 controls=_controls(pspec),
-                                extra_indexes=pspec.pypi.extra_indexes, interpreter=builder)
+                                extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
+                                uv_cache=uv_cache)
 
         # what Theano imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
@@ -104,7 +106,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
-                       else None)
+                       else None, uv_cache=own_uv_cache(pspec.platform))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -124,8 +126,8 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
-def runner_in_background(pspec: PlatformSpec, python: str,
-                         interpreter: str | None = None) -> Future[Runner] | None:
+def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
+                         uv_cache: Path | None = None) -> Future[Runner] | None:
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
     environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
     package with the environment, where those pins could not have changed it."""
@@ -143,12 +145,13 @@ def runner_in_background(pspec: PlatformSpec, python: str,
     return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
         row.requirements, platform=pspec.platform, python=python,
         index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
-        interpreter=interpreter)))
+        interpreter=interpreter, uv_cache=uv_cache)))
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
                python: str | None = None, early: Future[Runner] | None = None,
-               interpreter: str | None = None) -> SuiteLock | None:
+               interpreter: str | None = None, uv_cache: Path | None = None,
+               ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
     PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
@@ -178,7 +181,7 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
                           constraints=[f"{f.name}=={f.version}" for f in pypi],
-                          interpreter=interpreter)
+                          interpreter=interpreter, uv_cache=uv_cache)
     return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
@@ -236,6 +239,19 @@ def _host_interpreter(minor: str) -> str | None:
     return None if found is None else str(found.executable)
 
 
+def own_uv_cache(platform: Platform) -> Path | None:
+    """Where uv resolves for a platform other than this host's: a cache of its own, so that
+    the platforms' runs go side by side. In one cache, each run waits for the other's build
+    of an sdist's metadata (uv locks the sdist's folder), and where the sdist's response
+    cannot be cached (a proxy that strips caching headers) builds it again. The host's
+    platform keeps the cache apply and bundle share: its builds' requirements are the ones
+    they need offline."""
+    from envforge.paths import envforge_dirs
+    from envforge.platforms import host_platform
+
+    return None if platform == host_platform().name else envforge_dirs().cache / f"uv-{platform}"
+
+
 def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
@@ -254,7 +270,9 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     todo = [p for p in spec.project.platforms if p in wanted and not (
         reusable and previous is not None and p in previous.platforms
         and not suite_missing(previous.platforms[p]))]
-    # Platforms resolve independently; their uv runs and downloads overlap in threads.
+    # Platforms resolve independently; their uv runs and downloads overlap in threads, and
+    # the kernels' references (NumPy's, a second of CPU) are computed beside them, not after.
+    _references_in_background([spec.for_platform(p) for p in todo])
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
             fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
@@ -289,6 +307,22 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         ),
         platforms=locked,
     )
+
+
+def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:
+    """Start each distinct kernel-reference computation the platforms will ask for; their
+    ``expectations_for`` then takes the result (``kernel_expectations`` computes one once
+    per process: a caller that comes while it runs waits for it, and a failure is raised
+    again by that caller's own computation)."""
+    from envforge.expectations import kernel_expectations
+    from envforge.lockplan import kernel_device
+
+    started = set()
+    for pspec in pspecs:
+        key = (pspec.verify.model_dump_json(), kernel_device(pspec)[1])
+        if pspec.verify.kernels and key not in started:
+            started.add(key)
+            in_background("kernels", kernel_expectations, pspec.verify, key[1])
 
 
 def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:
