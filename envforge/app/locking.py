@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envforge import __version__
-from envforge.background import in_background
+from envforge.background import in_background, yielding
 from envforge.errors import InputError, ResolveError
 from envforge.lockfile import (
     LockedCondaPackage,
@@ -61,11 +61,13 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
-        from envforge.resolve.deb import resolve_debs_in_background
+        from envforge.resolve.deb import resolve_debs
 
-        debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
-            deb, debs = _debs(debs.result(), pspec, notes), None
+            deb = _debs(resolve_debs(pspec.debian, pspec.platform), pspec, notes)
+        else:
+            debs = in_background("deb", yielding(resolve_debs), pspec.debian,
+                                 pspec.platform)  # beside uv's run
     early = None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
@@ -322,7 +324,7 @@ def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:
         key = (pspec.verify.model_dump_json(), kernel_device(pspec)[1])
         if pspec.verify.kernels and key not in started:
             started.add(key)
-            in_background("kernels", kernel_expectations, pspec.verify, key[1])
+            in_background("kernels", yielding(kernel_expectations), pspec.verify, key[1])
 
 
 def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:
