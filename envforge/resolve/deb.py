@@ -51,7 +51,10 @@ BASE_SYSTEM = frozenset({
     "debconf", "debconf-2.0", "dpkg", "install-info", "init-system-helpers", "sensible-utils",
 })
 _BASE_PATTERN = re.compile(r"^gcc-\d+-base$")  # only a doc folder; versioned with its compiler
-_INDEX_NAMES = ("Packages.xz", "Packages.gz", "Packages")  # preference order
+# preference order: gzip before xz, for the CPU; bookworm's main index, 12 MB as .gz and
+# 9 MB as .xz, takes 0.24 s to inflate and 0.68 s to unpack from xz, on a lock's critical
+# path when uv's builds want the same cores
+_INDEX_NAMES = ("Packages.gz", "Packages.xz", "Packages")
 
 
 # --- dpkg version ordering -------------------------------------------------------------
