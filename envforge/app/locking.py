@@ -17,6 +17,7 @@ from envforge import __version__
 from envforge.background import in_background, yielding
 from envforge.errors import InputError, ResolveError
 from envforge.lockfile import (
+    Expectations,
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
@@ -41,7 +42,6 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.lockplan import (
         build_record,
-        expectations_for,
         locked_artifacts,
         stack_versions,
         undeclared_expected,
@@ -114,7 +114,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec),
-        expect=expectations_for(pspec, versions),
+        expect=_expectations(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
         build=build_record(pspec, pypi),
@@ -312,11 +312,10 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
 
 
 def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:
-    """Start each distinct kernel-reference computation the platforms will ask for; their
-    ``expectations_for`` then takes the result (``kernel_expectations`` computes one once
-    per process: a caller that comes while it runs waits for it, and a failure is raised
-    again by that caller's own computation)."""
-    from envforge.expectations import kernel_expectations
+    """Start each distinct kernel-reference computation the platforms will ask for
+    (``_expectations``): a platform that asks while one runs waits for it (the computation
+    is once per process), and one that failed is raised again by the platform's own."""
+    from envforge.app.references import kernel_references
     from envforge.lockplan import kernel_device
 
     started = set()
@@ -324,7 +323,20 @@ def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:
         key = (pspec.verify.model_dump_json(), kernel_device(pspec)[1])
         if pspec.verify.kernels and key not in started:
             started.add(key)
-            in_background("kernels", yielding(kernel_expectations), pspec.verify, key[1])
+            in_background("kernels", yielding(kernel_references), pspec.verify, key[1])
+
+
+def _expectations(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
+    """``lockplan.expectations_for``, the kernels' references taken from envforge's cache
+    (``app/references.py``): the rest is computed for the spec without kernels."""
+    from envforge.app.references import kernel_references
+    from envforge.lockplan import expectations_for, kernel_device
+
+    if not pspec.verify.kernels:
+        return expectations_for(pspec, versions)
+    bare = pspec.model_copy(update={"verify": pspec.verify.model_copy(update={"kernels": ()})})
+    kernels = kernel_references(pspec.verify, kernel_device(pspec)[1])
+    return expectations_for(bare, versions).model_copy(update={"kernels": kernels})
 
 
 def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:
