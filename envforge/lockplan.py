@@ -21,12 +21,13 @@ from envforge.lockfile import (
 from envforge.spec import PlatformSpec
 
 if TYPE_CHECKING:
-    from envforge.knowledge import UndeclaredRow
+    from envforge.knowledge.models import UndeclaredImport
 
-# Package names, per source, of the parts of the stack verify checks.
+# Package names, per source, of the parts of the stack verify checks (a pack adds its own:
+# FrameworkPack.stack_names).
 _STACK_NAMES: dict[str, str] = {
     "python": "python", "numpy": "numpy", "scipy": "scipy", "six": "six",
-    "theano-pymc": "theano", "theano": "theano", "pygpu": "pygpu", "libgpuarray": "libgpuarray",
+    "pygpu": "pygpu", "libgpuarray": "libgpuarray",
     "python3-numpy": "numpy", "python3-scipy": "scipy", "python3-six": "six",
     "python3-pygpu": "pygpu", "libgpuarray3": "libgpuarray",
 }
@@ -51,42 +52,44 @@ def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
                    conda: Sequence[LockedCondaPackage],
                    deb: Sequence[LockedDeb]) -> dict[str, str]:
     """The versions of the stack's parts as locked; later sources win (PyPI over Debian)."""
+    from envforge.packs import PACKS
+
+    names = {**_STACK_NAMES, **{k: v for pack in PACKS.values()
+                                for k, v in pack.stack_names.items()}}
     versions: dict[str, str] = {"python": pspec.python.version}
     for record in deb:
         python = _DEB_PYTHON.match(record.name)
         if python:
             versions["python"] = upstream_version(record.version)
-        elif record.name in _STACK_NAMES:
-            versions[_STACK_NAMES[record.name]] = upstream_version(record.version)
+        elif record.name in names:
+            versions[names[record.name]] = upstream_version(record.version)
     for package in conda:
-        if package.name in _STACK_NAMES:
-            versions[_STACK_NAMES[package.name]] = package.version
+        if package.name in names:
+            versions[names[package.name]] = package.version
     for file in pypi:
-        if file.name in _STACK_NAMES:
-            versions[_STACK_NAMES[file.name]] = file.version
+        if file.name in names:
+            versions[names[file.name]] = file.version
     return dict(sorted(versions.items()))
 
 
+def _undeclared(versions: dict[str, str]) -> list[UndeclaredImport]:
+    """Each pack's rows for the releases ``versions`` (canonical name -> version) name."""
+    from envforge.packs import PACKS
+
+    return [row for pack in PACKS.values() for row in pack.undeclared_imports(versions)]
+
+
 def undeclared_missing(pypi: Sequence[LockedPypiFile],
-                       exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
-    """What the resolved Theano imports but does not declare, and the resolution lacks.
+                       exclude: Iterable[str] = ()) -> tuple[UndeclaredImport, ...]:
+    """What the resolved framework imports but does not declare, and the resolution lacks.
 
     A requirement already met (a spec that pins setuptools itself) or provided elsewhere
     (``pypi.provided_elsewhere``) needs nothing more.
     """
-    from envforge.knowledge import UnknownFactError, theano_rules
-
     locked: dict[str, str] = {canonicalize_name(f.name): f.version for f in pypi}
-    theano = locked.get("theano-pymc") or locked.get("theano")
-    if theano is None:
-        return ()
-    try:
-        rows = theano_rules(theano).undeclared
-    except UnknownFactError:
-        return ()
     skip = {canonicalize_name(name) for name in exclude}
     missing = []
-    for row in rows:
+    for row in _undeclared(locked):
         requirement = Requirement(row.requirement)
         name = canonicalize_name(requirement.name)
         have = locked.get(name)
@@ -97,36 +100,28 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
     return tuple(missing)
 
 
-def exact_theano(packages: Sequence[str]) -> str | None:
-    """The Theano (or Theano-PyMC) version the packages pin with one exact ``==``."""
-    named: dict[str, Requirement] = {canonicalize_name(Requirement(p).name): Requirement(p)
-                                     for p in packages}
-    pin = named.get("theano-pymc") or named.get("theano")
-    exact = [str(s.version) for s in pin.specifier if s.operator == "=="] if pin else []
-    if pin is None or pin.url or len(exact) != 1 or "*" in exact[0]:
-        return None
-    return exact[0]
+def exact_pins(packages: Sequence[str]) -> dict[str, str]:
+    """Canonical name -> version of the packages pinned with one exact ``==`` (no URL, no
+    wildcard)."""
+    pins: dict[str, str] = {}
+    for text in packages:
+        requirement = Requirement(text)
+        exact = [str(s.version) for s in requirement.specifier if s.operator == "=="]
+        if not requirement.url and len(exact) == 1 and "*" not in exact[0]:
+            pins[canonicalize_name(requirement.name)] = exact[0]
+    return pins
 
 
 def undeclared_expected(packages: Sequence[str],
-                        exclude: Iterable[str] = ()) -> tuple[UndeclaredRow, ...]:
-    """What a Theano pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
+                        exclude: Iterable[str] = ()) -> tuple[UndeclaredImport, ...]:
+    """What a framework pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
     undeclared, known before resolving: resolved together with the spec's packages, it
     spares the second resolution (``undeclared_missing`` still checks the result). Rows
     for names the spec itself names or leaves to another source are left to that check."""
-    from envforge.knowledge import UnknownFactError, theano_rules
-
-    pinned = exact_theano(packages)
-    if pinned is None:
-        return ()
-    try:
-        rows = theano_rules(pinned).undeclared
-    except UnknownFactError:
-        return ()
     named = {canonicalize_name(Requirement(p).name) for p in packages}
     skip = named | {canonicalize_name(name) for name in exclude}
-    return tuple(r for r in rows if canonicalize_name(Requirement(r.requirement).name)
-                 not in skip)
+    return tuple(r for r in _undeclared(exact_pins(packages))
+                 if canonicalize_name(Requirement(r.requirement).name) not in skip)
 
 
 def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBuild | None:

@@ -1,25 +1,35 @@
-"""A plan = the steps a lock needs on this host, each with the changes it would make.
+"""A plan = the steps a lock needs on this host, each with the rows it shows and the typed
+actions the executor will perform, exactly those (``steps/actions.py``).
 
-Which steps apply follows from the lock and the spec alone; what each would change comes
-from observing the host (``describe``), which never changes anything.
+Which steps apply follows from the lock and the spec alone; what each would do comes from
+observing the host once, here, which never changes anything. A plan can be saved
+(``envforge plan SPEC -o FILE``) with the lock's sha256 and applied later
+(``envforge apply FILE``), which refuses it if the lock or any before-state changed.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field, ValidationError
+
+from envforge import __version__
+from envforge.errors import InputError
+from envforge.model import Frozen
 from envforge.platforms import PLATFORMS, Os
-from envforge.spec import Frozen
-from envforge.steps.base import Change, Step, StepContext, after
+from envforge.steps.actions import Observes, PlansActions, RunStep, StepPlan
+from envforge.steps.base import Step, StepContext, after
 
 if TYPE_CHECKING:
     from envforge.host.windows import RegistrySeam
 
+__all__ = ["PLAN_FORMAT", "Plan", "PlanOptions", "SavedPlan", "StepPlan", "build_steps",
+           "make_plan", "plan_step", "read_saved_plan", "write_saved_plan"]
 
-class StepPlan(Frozen):
-    step: str
-    changes: tuple[Change, ...]
+PLAN_FORMAT = 1
 
 
 class Plan(Frozen):
@@ -31,6 +41,34 @@ class Plan(Frozen):
     @property
     def pending(self) -> bool:
         return any(s.changes for s in self.steps)
+
+    @property
+    def artifacts(self) -> dict[str, str]:
+        """role -> sha256 of each ``--artifact`` a step already checked while planning."""
+        return {role: sha for s in self.steps for role, sha in s.artifacts.items()}
+
+
+class PlanOptions(Frozen):
+    """What ``apply FILE`` needs to rebuild the context the plan was made in."""
+
+    prefix: str
+    locks_dir: str | None = None
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    bundle: str | None = None
+    offline: bool = False
+    sync: bool = False
+
+
+class SavedPlan(Frozen):
+    """``envforge plan -o``'s file: the plan, and what it was made from."""
+
+    format: Literal[1]
+    envforge: str
+    spec_file: str
+    lock_file: str
+    lock_sha256: str
+    options: PlanOptions
+    plan: Plan
 
 
 def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> list[Step]:
@@ -91,9 +129,50 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
 
 
 def make_plan(ctx: StepContext, steps: Sequence[Step], *, spec: str) -> Plan:
-    """Each step described with what the steps before it found (``steps.base.after``)."""
+    """Each step planned once, with what the steps before it found (``steps.base.after``)."""
     planned = []
     for step in steps:
-        planned.append(StepPlan(step=step.name, changes=step.describe(ctx)))
+        planned.append(plan_step(step, ctx))
         ctx = after(step, ctx)
     return Plan(spec=spec, platform=ctx.platform, prefix=str(ctx.prefix), steps=tuple(planned))
+
+
+def plan_step(step: Step, ctx: StepContext) -> StepPlan:
+    """A step's file actions, or for a step whose work is a tool's, one ``RunStep``."""
+    if isinstance(step, PlansActions):
+        return step.plan(ctx)
+    changes = step.describe(ctx)
+    if not changes:
+        return StepPlan(step=step.name, changes=())
+    run = (RunStep(step=step.name, before=step.observe(ctx)) if isinstance(step, Observes)
+           else RunStep(step=step.name, within=str(ctx.layout.prefix)))
+    return StepPlan(step=step.name, changes=changes, actions=(run,))
+
+
+def write_saved_plan(path: Path, saved: SavedPlan) -> None:
+    path.write_text(saved.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def read_saved_plan(path: Path) -> SavedPlan:
+    """A saved plan, or InputError (one line naming the file, and the line or key)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the plan: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        raise InputError(f"{path}:{line}: not a plan (JSON): {exc}") from None
+    if isinstance(data, dict) and data.get("format") not in (None, PLAN_FORMAT):
+        raise InputError(f"{path}: format: {data.get('format')!r}, this envforge reads plans of "
+                         f"format {PLAN_FORMAT}; make the plan again")
+    if isinstance(data, dict) and data.get("envforge") not in (None, __version__):
+        raise InputError(f"{path}: envforge: made by envforge {data.get('envforge')}, this is "
+                         f"{__version__}; make the plan again (`envforge plan SPEC -o {path}`)")
+    try:
+        return SavedPlan.model_validate_json(text)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "(top)"
+        raise InputError(f"{path}: {key}: {error['msg']}") from None

@@ -18,7 +18,8 @@ from envforge.spec import PLATFORMS, PlatformSpec, ProjectSection
 REFERENCE = Path("docs/spec-reference.md")
 SCHEMA = Path("docs/envforge-spec.schema.json")
 
-# "section.key" -> (what it means, an example value as TOML)
+# "section.key" -> (what it means, an example value as TOML): the core's sections; a pack's
+# come from it (FrameworkPack.spec_keys), see keys()
 KEYS: dict[str, tuple[str, str]] = {
     "project.name": ("the spec's name: the lock is `locks/NAME.lock`, the environment "
                      "`envs/NAME`", '"theano-cpu"'),
@@ -69,21 +70,6 @@ KEYS: dict[str, tuple[str, str]] = {
     "compiler.version": ("MinGW-w64's release", '"8.1.0"'),
     "compiler.threads": ("MinGW-w64's thread model", '"posix"'),
     "compiler.exceptions": ("MinGW-w64's exception model", '"seh"'),
-    "theano.device": ("cpu, cuda, cudaN or openclN:M", '"cuda"'),
-    "theano.floatX": ("Theano's default float type", '"float32"'),
-    "theano.mode": ("Theano's compilation mode", '"FAST_RUN"'),
-    "theano.allow_gc": ("free intermediate results between calls", "true"),
-    "theano.preallocate": ("GPU memory to preallocate (fraction, or MiB when > 1)", "0.8"),
-    "theano.dnn": ("use cuDNN: auto, enabled, disabled or no_check", '"auto"'),
-    "theano.blas_ldflags": ("BLAS link flags; `{prefix}` is the environment's folder",
-                            '"-lopenblas"'),
-    "theano.cxxflags": ("extra C++ flags", '"-O3"'),
-    "theano.cxx": ("the C++ compiler's path or name", '"g++"'),
-    "theano.compiledir": ("where Theano keeps compiled modules (default: in the environment)",
-                          '"{prefix}/theano-cache"'),
-    "theano.theanorc": ("where `.theanorc` goes: the environment (THEANORC) or the home folder",
-                        '"env"'),
-    "theano.flags": ("any other Theano flag, by its dotted name", '{ "nvcc.fastmath" = "True" }'),
     "verify.kernels": ("the kernels verify compiles and checks against NumPy",
                        '["elementwise", "gemm", "conv"]'),
     "verify.seed": ("the inputs' random seed", "22"),
@@ -103,6 +89,14 @@ KEYS: dict[str, tuple[str, str]] = {
     "path.scope": ("where the environment's PATH goes: only its activation (env) or the "
                    "Windows user PATH (user)", '"env"'),
 }
+
+
+def keys() -> dict[str, tuple[str, str]]:
+    """Every documented key: the core's, then each pack's section's."""
+    from envforge.packs import PACKS
+
+    return {**KEYS, **{key: row for pack in PACKS.values()
+                       for key, row in pack.spec_keys.items()}}
 
 
 def sections() -> dict[str, tuple[type[BaseModel], bool]]:
@@ -151,8 +145,8 @@ def json_schema() -> dict[str, Any]:
 def _describe(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> None:
     for key, prop in schema.get("properties", {}).items():
         path = f"{prefix}.{key}"
-        if path in KEYS:
-            prop["description"] = KEYS[path][0]
+        if path in keys():
+            prop["description"] = keys()[path][0]
         ref = prop.get("$ref", "")
         if ref.startswith("#/$defs/"):
             _describe(defs[ref.removeprefix("#/$defs/")], path, defs)
@@ -183,7 +177,7 @@ def _rows(section: dict[str, Any], prefix: str, defs: dict[str, Any]) -> list[st
         if key == "platform":
             continue
         path = f"{prefix}.{key}"
-        meaning, example = KEYS[path]
+        meaning, example = keys()[path]
         default = "required" if key in required else _toml(prop.get("default"))
         rows.append(f"| `{key}` | {_type(prop)} | {default} | {meaning} | `{example}` |")
         ref = prop.get("$ref", "")

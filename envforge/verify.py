@@ -21,9 +21,10 @@ from packaging.version import InvalidVersion, Version
 
 from envforge.drift import Drift
 from envforge.errors import ExitCode, InputError
-from envforge.knowledge import error_hints, undeclared_import_in
+from envforge.knowledge import error_hints
 from envforge.lockfile import Expectations, KernelExpectation
 from envforge.packs import locked_packs
+from envforge.packs.theano.knowledge import undeclared_import_in
 
 Status = Literal["pass", "fail", "skip"]
 REQUEST_FORMAT = 1

@@ -62,7 +62,7 @@ def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str],
     facts = observe(environ=environ, platform=platform, cwd=cwd,
                     prefix=env_prefix.absolute() if env_prefix else None,
                     prefix_from="spec" if spec else "--prefix",
-                    python=python, expected_flags=expected.theano_flags if expected else None,
+                    python=python, expected_settings=expected.settings if expected else None,
                     registry=host_registry())
     findings = sort_findings([*lock_findings, *diagnose(facts, expected)])
     return facts, findings, expected

@@ -133,12 +133,12 @@ def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | No
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
     environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
     package with the environment, where those pins could not have changed it."""
-    from envforge.lockplan import exact_theano
+    from envforge.packs.theano.knowledge import exact_theano
 
     pinned = exact_theano(pspec.pypi.packages)
     if pinned is None:
         return None
-    from envforge.knowledge import suite_runner
+    from envforge.packs.theano.knowledge import suite_runner
     from envforge.resolve.pypi import resolve_pypi
 
     row = suite_runner(pinned)
@@ -160,7 +160,7 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
     knowledge base knows no suite for the release or its sdist is not locked."""
     from packaging.utils import canonicalize_name
 
-    from envforge.knowledge import suite_runner
+    from envforge.packs.theano.knowledge import suite_runner
     from envforge.resolve.pypi import resolve_pypi
 
     row = suite_runner(theano) if theano else None
@@ -192,7 +192,7 @@ def suite_missing(plock: PlatformLock) -> bool:
     rather than reuse it, so ``verify --suite`` finds its runner locked."""
     from packaging.utils import canonicalize_name
 
-    from envforge.knowledge import suite_runner
+    from envforge.packs.theano.knowledge import suite_runner
 
     theano = plock.expect.versions.get("theano")
     row = suite_runner(theano) if theano else None

@@ -29,8 +29,8 @@ from envforge.verify import (
 PROBE_TIMEOUT_S = 3600.0
 
 if TYPE_CHECKING:
-    from envforge.knowledge.models import SuiteSubsetRow
     from envforge.lockfile import SuiteLock
+    from envforge.packs.theano.knowledge import SuiteSubsetRow
     from envforge.suite.results import SuiteVerdict
 
 
@@ -77,7 +77,7 @@ class _Runner:
 def suite_selection(ctx: StepContext) -> tuple[SuiteLock, _Runner, SuiteSubsetRow]:
     """The lock's test group and the knowledge base's subset for its device; InputError
     (exit 2, before anything runs) where either is missing."""
-    from envforge.knowledge import suite_runner, suite_subset
+    from envforge.packs.theano.knowledge import suite_runner, suite_subset
 
     expect, suite = ctx.lock.expect, ctx.lock.suite
     theano = expect.versions.get("theano")
@@ -99,7 +99,7 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     the environment; rows for the verdict. ``None`` when the subset needs a GPU this host
     lacks (its row is then skipped). ``time_limit_s`` replaces the subset's own bound."""
     from envforge.bundle.sources import bundle_lookup
-    from envforge.knowledge import known_bad_tests
+    from envforge.packs.theano.knowledge import known_bad_tests
     from envforge.suite import runner as testsuite
     from envforge.suite.results import judge, read_run, suite_rows
 
@@ -123,7 +123,7 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                               pathsep=os.pathsep),
                                   folder, package=runner.package,
                                   compiledir=run_dir / "compiledir",
-                                  theano_flags=subset.theano_flags)
+                                  settings=("THEANO_FLAGS", subset.theano_flags))
     ctx.ui.info(f"running Theano-PyMC {theano}'s {subset.name} tests ({count} workers, at most "
                 f"{bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
@@ -131,7 +131,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                env=env, cwd=run_dir, junit=junit,
                                timeout=bound)
     results, problem = read_run(run.junit, run.returncode, run.output_tail,
-                                bound_s=bound, subset=subset.name)
+                                bound_s=bound, subset=subset.name,
+                                defined_in="theano_suite.toml")
     verdict = judge(results, known_bad_tests(theano, expect.device, expect.versions),
                     subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)

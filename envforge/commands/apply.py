@@ -1,4 +1,8 @@
-"""``envforge plan|apply|rollback|status|run``: a lock made real on this host, and undone."""
+"""``envforge plan|apply|rollback|status|run``: a lock made real on this host, and undone.
+
+``apply SPEC`` plans and performs that plan; ``plan SPEC -o FILE`` saves the plan and
+``apply FILE`` performs a saved one after checking that the lock and every before-state
+are still what the plan was made against."""
 
 from __future__ import annotations
 
@@ -17,7 +21,16 @@ from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
 from envforge.lockfile import LockedArtifact, lock_path_for
 from envforge.paths import envforge_dirs
-from envforge.plan import Plan, build_steps, make_plan
+from envforge.plan import (
+    PLAN_FORMAT,
+    Plan,
+    PlanOptions,
+    SavedPlan,
+    build_steps,
+    make_plan,
+    read_saved_plan,
+    write_saved_plan,
+)
 from envforge.platforms import host_platform
 from envforge.spec import load_spec
 from envforge.steps.base import Step, StepContext
@@ -75,22 +88,32 @@ def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.executor import check_owner, execute
+    if args.command == "apply" and is_saved_plan(Path(args.spec)):
+        return run_saved(args, ui)
+    from envforge.executor import check_owner
     from envforge.noop import NoopProbe
 
     probe = NoopProbe(args, Path(args.spec), lock_path_for(Path(args.spec), args.locks_dir))
-    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=parse_artifacts(args.artifact),
+    supplied = parse_artifacts(args.artifact)
+    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=supplied,
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)
     spec_file = str(Path(args.spec).resolve())
     check_owner(ctx.state_dir, spec_file, ctx.prefix)
-    steps = _steps(ctx, sync=getattr(args, "sync", False))
+    sync = getattr(args, "sync", False)
+    steps = _steps(ctx, sync=sync)
     plan = make_plan(ctx, steps, spec=args.spec)
+    output = getattr(args, "output", None)
+    if output is not None:
+        _save(output, plan, ctx, args, supplied, spec_file=spec_file, sync=sync)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
     if ui.json and dry:
-        ui.document("plan", {"plan": plan.model_dump(mode="json"), "pending": plan.pending})
+        document = {"plan": plan.model_dump(mode="json"), "pending": plan.pending}
+        ui.document("plan", {**document, "saved": str(output)} if output else document)
     elif dry or not args.yes:
         show_plan(plan, ui)
+    if output is not None:
+        ui.info(f"wrote the plan to {output}: `envforge apply {output}` applies exactly it")
     if dry:
         return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
     if not plan.pending:
@@ -102,17 +125,109 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not ui.confirm("apply these changes?", what="changes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
-    if ctx.bundle is None and not ctx.offline:
-        ctx = replace(ctx, artifacts=ctx.sources.prefetch(ctx))
-        steps = _steps(ctx, sync=getattr(args, "sync", False))
     record = {"spec": spec_file, "prefix": str(ctx.prefix),
               "platform": ctx.platform, "spec_name": Path(args.spec).stem}
-    ran = execute(ctx, steps, record=record)
+    return _perform(ctx, steps, plan, record, args.spec, ui)
+
+
+def _perform(ctx: StepContext, steps: Sequence[Step], plan: Plan, record: dict[str, str],
+             what: str, ui: UI) -> int:
+    """The confirmed plan, performed: places checked writable, locked files fetched and
+    checked (each --artifact a step already checked while planning is not hashed again),
+    then the one executor."""
+    from envforge.executor import execute
+
+    writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
+    if ctx.bundle is None and not ctx.offline:
+        checked = plan.artifacts
+        unchecked = {r: p for r, p in ctx.artifacts.items() if r not in checked}
+        fetched = ctx.sources.prefetch(replace(ctx, artifacts=unchecked))
+        ctx = replace(ctx, artifacts={**fetched, **{r: p for r, p in ctx.artifacts.items()
+                                                    if r in checked}})
+    ran = execute(ctx, steps, record=record, plan=plan)
     if ui.json:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
-    ui.success(f"applied {args.spec} into {ctx.prefix} ({', '.join(ran)})")
+    ui.success(f"applied {what} into {ctx.prefix} ({', '.join(ran)})")
     return 0
+
+
+def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
+          supplied: dict[str, Path], *, spec_file: str, sync: bool) -> None:
+    from envforge.host.archives import sha256_file
+
+    lock = lock_path_for(Path(args.spec), args.locks_dir).resolve()
+    options = PlanOptions(prefix=str(ctx.prefix),
+                          locks_dir=str(args.locks_dir.resolve()) if args.locks_dir else None,
+                          artifacts={role: str(path) for role, path in supplied.items()},
+                          bundle=str(ctx.bundle) if ctx.bundle else None, offline=ctx.offline,
+                          sync=sync)
+    from envforge import __version__
+
+    write_saved_plan(output, SavedPlan(format=PLAN_FORMAT, envforge=__version__,
+                                       spec_file=spec_file, lock_file=str(lock),
+                                       lock_sha256=sha256_file(lock), options=options,
+                                       plan=plan))
+
+
+def is_saved_plan(path: Path) -> bool:
+    """A plan file is JSON (``{``), which no TOML spec starts with."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(256).lstrip().startswith(b"{")
+    except OSError:
+        return False
+
+
+def run_saved(args: argparse.Namespace, ui: UI) -> int:
+    """``apply FILE``: the saved plan, refused (exit 2, nothing changed) when the lock or a
+    before-state changed since it was made."""
+    from envforge.executor import StalePlanError, check_owner, refuse_stale
+    from envforge.host.archives import sha256_file
+
+    path = Path(args.spec)
+    given = [flag for flag, value in (("--prefix", args.prefix), ("--locks-dir", args.locks_dir),
+                                      ("--artifact", args.artifact), ("--bundle", args.bundle),
+                                      ("--offline", args.offline), ("--sync", args.sync),
+                                      ("--dry-run", args.dry_run)) if value]
+    if given:
+        raise InputError(f"{path}: a saved plan holds its own options; {given[0]} cannot "
+                         "change it (make the plan again with it)")
+    saved = read_saved_plan(path)
+    lock = Path(saved.lock_file)
+    now = sha256_file(lock) if lock.is_file() else "absent"
+    if now != saved.lock_sha256:
+        raise StalePlanError(f"{path}: the plan is stale: {lock} changed since the plan was "
+                             f"made (sha256 {saved.lock_sha256[:12]}…, now {now[:12]}…); "
+                             "nothing was changed: make the plan again")
+    opts = saved.options
+    ctx = prepare(Path(saved.spec_file), prefix=Path(opts.prefix),
+                  artifacts={role: Path(p) for role, p in opts.artifacts.items()},
+                  bundle=Path(opts.bundle) if opts.bundle else None, offline=opts.offline,
+                  ui=ui, check_sources=True,
+                  locks_dir=Path(opts.locks_dir) if opts.locks_dir else None)
+    plan = saved.plan
+    if (plan.platform, plan.prefix) != (ctx.platform, str(ctx.prefix)):
+        raise InputError(f"{path}: made for {plan.platform} at {plan.prefix}, not this host's "
+                         f"{ctx.platform} at {ctx.prefix}; make the plan here")
+    check_owner(ctx.state_dir, saved.spec_file, ctx.prefix)
+    steps = _steps(ctx, sync=opts.sync)
+    try:
+        refuse_stale(plan, ctx, steps)
+    except StalePlanError as exc:
+        raise StalePlanError(f"{path}: {exc}") from None
+    if not args.yes:
+        show_plan(plan, ui)
+    if not plan.pending:
+        ui.success(f"{path}: nothing to do ({ctx.prefix})")
+        if ui.json:
+            ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
+        return 0
+    if not args.yes and not ui.confirm("apply these changes?", what="changes"):
+        ui.info("nothing changed")
+        return int(ExitCode.PENDING)
+    record = {"spec": saved.spec_file, "prefix": str(ctx.prefix), "platform": ctx.platform,
+              "spec_name": Path(saved.spec_file).stem}
+    return _perform(ctx, steps, plan, record, str(path), ui)
 
 
 def writable(targets: Sequence[Path]) -> None:
@@ -236,7 +351,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     for name, help_text in (("apply", "provision the environment a spec's lock describes"),
                             ("plan", "show what apply would change, and change nothing")):
         parser = sub.add_parser(name, help=help_text)
-        parser.add_argument("spec")
+        parser.add_argument("spec", help="the spec; for apply also a plan saved by `envforge "
+                            "plan SPEC -o FILE`" if name == "apply" else "the spec")
         parser.add_argument("--prefix", type=Path, help="where the environment goes")
         parser.add_argument("--locks-dir", type=Path, default=None,
                             help="where the lock is (default: locks/ beside the specs folder)")
@@ -251,6 +367,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
                                  "locked packages whose files changed")
         if name == "apply":
             parser.add_argument("--dry-run", action="store_true", help="same as plan")
+        else:
+            parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                                help="also save the plan (JSON) for `envforge apply FILE`")
         parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
         common(parser)
         parser.set_defaults(handler=run_apply)

@@ -101,7 +101,7 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not ui.confirm("apply these fixes?", what="fixes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    ran = apply_fixes(steps, state)
+    ran = apply_fixes(plan, state)
     ui.success(f"applied {len(ran)} fix step(s); `envforge doctor --undo` puts them back")
     facts, findings, _ = examine(args.spec, args.prefix, environ=environ, cwd=cwd)
     if args.report:

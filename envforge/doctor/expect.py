@@ -6,7 +6,7 @@ from pathlib import Path
 
 from envforge.doctor.facts import Expected
 from envforge.lockfile import Lockfile
-from envforge.packs.theano.expect import theano_expect
+from envforge.packs import locked_packs
 from envforge.spec import Platform, Spec
 
 
@@ -22,6 +22,7 @@ def expected_from_lock(spec: Spec, lock: Lockfile, platform: Platform,
         spec=spec.source, platform=platform, prefix=str(prefix), env_kind=plock.environment,
         cuda=expect.cuda, cudnn=expect.cudnn, versions=dict(expect.versions),
         device=expect.device,
-        theano_flags={k: v.replace("{prefix}", str(prefix))
-                      for k, v in theano_expect(expect).flags.items()},
+        settings={pack.name: {k: v.replace("{prefix}", str(prefix))
+                              for k, v in pack.lock_settings(expect).items()}
+                  for pack in locked_packs(expect)},
         compiler_threads=pspec.compiler.threads if pspec.compiler else None)

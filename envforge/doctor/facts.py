@@ -13,12 +13,13 @@ from pydantic import Field
 from envforge.platforms import PLATFORMS, TargetPlatform
 from envforge.spec import Frozen, Platform
 
-# Environment variables doctor keeps: the ones that steer CUDA, compilers and Theano.
-# Everything else (tokens, passwords) never enters the facts, the JSON or a report.
+# Environment variables doctor keeps: the ones that steer CUDA and compilers (a pack adds
+# its own: FrameworkPack.doctor_variables). Everything else (tokens, passwords) never enters
+# the facts, the JSON or a report.
 RELEVANT_VARIABLES = (
-    "PATH", "LD_LIBRARY_PATH", "CUDA_ROOT", "CUDA_PATH", "CUDA_HOME", "THEANORC",
-    "THEANO_FLAGS", "HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "CONDA_PREFIX",
-    "VIRTUAL_ENV", "CPATH", "LIBRARY_PATH", "ProgramFiles",
+    "PATH", "LD_LIBRARY_PATH", "CUDA_ROOT", "CUDA_PATH", "CUDA_HOME", "HOME", "USERPROFILE",
+    "HOMEDRIVE", "HOMEPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "CPATH", "LIBRARY_PATH",
+    "ProgramFiles",
 )
 
 
@@ -96,31 +97,63 @@ class Compiler(Frozen):
     output: CommandOutput | None = None
 
 
-class TheanorcFile(Frozen):
-    """A config file Theano reads (or, for the current folder's, does not)."""
+class ConfigFile(Frozen):
+    """A configuration file a framework reads (or, for one it never looks at, does not)."""
 
     path: str
     exists: bool
-    read_by_theano: bool
+    read: bool
     text: str | None = None
-    # dotted names as parse_theanorc gives them, and the 1-based line of each one's key
+    # dotted names as the framework's parser gives them, and the 1-based line of each key
     flags: dict[str, str] = Field(default_factory=dict)
     lines: dict[str, int] = Field(default_factory=dict)
     error: str | None = None
 
 
+class FrameworkConfig(Frozen):
+    """One framework's configuration on this host as its pack observed it (Theano: its
+    .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into."""
+
+    name: str = ""  # how findings name the framework ("Theano")
+    files: tuple[ConfigFile, ...] = ()  # in the framework's reading order
+    files_label: str = "config"  # how the host table names them (".theanorc")
+    write_to: str = ""  # the file a fix writes
+    ignored: ConfigFile | None = None  # looks like one of its files, but is never read
+    variable: str | None = None  # its settings variable (THEANO_FLAGS) and that one's value
+    variable_value: str | None = None
+    cuda_root: str | None = None  # the toolkit it uses when nothing sets one
+    cuda_root_from: str = ""
+    cuda_root_label: str | None = None  # how the host table names it
+    cuda_root_setting: str = ""  # the setting that names it ("cuda.root")
+    cuda_root_variables: tuple[str, ...] = ()  # the variables it reads for it, in order
+    # it re-sorts PATH before loading the CUDA libraries here: the knowledge row that says so
+    path_rewrite: str | None = None
+    # the C++ compiler it takes when none is on PATH, and why (Theano's win32 fallback)
+    compiler_fallback: str | None = None
+    compiler_fallback_from: str = ""
+    without_gpu: str = ""  # what it does when its GPU cannot start
+    cpu_setting: str = ""  # the setting that keeps it on the CPU
+    # knowledge rows behind the core's findings about it: "cuda-root", "gpu-activated"
+    sources: dict[str, str] = Field(default_factory=dict)
+    roots: tuple[str, ...] = ()  # toolkit-shaped folders its settings name (bin, lib, include)
+    folders: tuple[str, ...] = ()  # library folders its settings name
+    include_dirs: tuple[str, ...] = ()  # header folders its settings name
+    libraries: tuple[str, ...] = ()  # libraries it links by name
+    # every distribution installing its package -> version: two overwrite each other
+    distributions: dict[str, str] = Field(default_factory=dict)
+
+
 class Environment(Frozen):
-    """The Python environment Theano runs in, and what is installed there (read from metadata)."""
+    """The Python environment judged, and what is installed there (read from metadata)."""
 
     prefix: str
     exists: bool
     found_by: str  # "spec", "VIRTUAL_ENV", "CONDA_PREFIX"
     activated: bool = False  # its envforge activation (envforge-env.json) was applied
-    # theano, numpy, pygpu, scipy, python, ... and the metadata file each version came from
+    # package (a pack's distributions counted as the package they install: theano) ->
+    # version, and the metadata file each version came from
     versions: dict[str, str] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
-    # every distribution installing the `theano` package (Theano, Theano-PyMC) -> version
-    theano_distributions: dict[str, str] = Field(default_factory=dict)
 
 
 class RegistryPath(Frozen):
@@ -142,18 +175,13 @@ class HostFacts(Frozen):
     dirs: dict[str, DirListing]
     toolkits: tuple[Toolkit, ...]
     cuda_variables: tuple[CudaVariable, ...]
-    theano_cuda_root: str | None  # CUDA_ROOT, CUDA_PATH, or the parent of the first `nvcc`
-    theano_cuda_root_from: str
     cudnn_headers: dict[str, CudnnHeader]  # include folder -> the header found there
     driver: Driver
     gpus: tuple[Gpu, ...] = ()
     gpu_query: CommandOutput | None = None
     gxx: Compiler | None = None
     msvc: SearchEntry | None = None
-    theanorc: tuple[TheanorcFile, ...] = ()
-    theanorc_write_to: str
-    cwd_theanorc: TheanorcFile | None = None
-    theano_flags: str | None = None
+    frameworks: dict[str, FrameworkConfig] = Field(default_factory=dict)  # by pack name
     env: Environment | None = None
     registry_path: RegistryPath | None = None
     # Unversioned names the dynamic loader's cache (``ldconfig -p``) resolves: dlopen finds
@@ -185,5 +213,5 @@ class Expected(Frozen):
     cudnn: str | None
     versions: dict[str, str]
     device: str
-    theano_flags: dict[str, str]  # {prefix} filled in
+    settings: dict[str, dict[str, str]] = Field(default_factory=dict)  # by pack; {prefix} filled
     compiler_threads: str | None = None

@@ -1,10 +1,11 @@
-"""Safe fixes as apply steps: described first (check mode), then made through the journal.
+"""Safe fixes as a plan for apply's executor: planned first (reading only), then performed
+exactly as shown, through the journal.
 
-Each finding's ``Fix.actions`` become steps with the same contract as ``envforge apply``'s
-(``describe`` changes nothing; ``apply`` changes the machine only through a
-``Transaction``), so every fix is backed up and ``envforge doctor --undo`` restores the
-files byte for byte. Doctor's journal is its own (``<state>/doctor``): fixes are not part
-of any environment, and ``envforge status`` does not list them.
+Each finding's ``Fix.actions`` become file actions (``steps/actions.py``) with the state each
+expects to find, so a file changed between the plan and the confirmation is refused, every
+fix is backed up, and ``envforge doctor --undo`` restores the files byte for byte. Doctor's
+journal is its own (``<state>/doctor``): fixes are not part of any environment, and
+``envforge status`` does not list them.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 
 from envforge.doctor.model import FileCopy, Finding, TheanorcEdit
 from envforge.doctor.rcfile import rewrite
-from envforge.journal import Journal, Transaction, env_lock, rollback
+from envforge.executor import refuse_stale, run_plan
+from envforge.journal import Journal, env_lock, rollback
 from envforge.paths import EnvforgeDirs
-from envforge.plan import Plan, StepPlan
-from envforge.steps.base import Change, Step, StepContext, WantFile, apply_wants, changes_for
+from envforge.plan import Plan
+from envforge.steps.actions import StepPlan, WriteFile, file_plan
+from envforge.steps.base import Change, WantFile, state_of
 
 DOCTOR_STATE = "doctor"
 
@@ -33,36 +36,28 @@ def _digest(data: bytes | None) -> str | None:
 
 
 class TheanorcFixStep:
-    """Rewrite one .theanorc with doctor's line edits; needs nothing from a StepContext."""
+    """Rewrite one .theanorc with doctor's line edits."""
 
     def __init__(self, path: Path, edits: Sequence[TheanorcEdit]) -> None:
         self.path = path
         self.edits = tuple(edits)
         self.name = f"doctor: {path}"
 
-    def _before_after(self) -> tuple[bytes | None, bytes]:
+    def plan(self) -> StepPlan:
         before = self.path.read_bytes() if self.path.is_file() else None
         text = (before or b"").decode("utf-8", errors="surrogateescape")
         after = rewrite(text, self.edits).encode("utf-8", errors="surrogateescape")
-        return before, after
-
-    def describe(self, ctx: StepContext | None = None) -> tuple[Change, ...]:
-        before, after = self._before_after()
         if before == after:
-            return ()
+            return StepPlan(step=self.name, changes=())
         diff = "".join(difflib.unified_diff(
             (before or b"").decode("utf-8", "replace").splitlines(keepends=True),
             after.decode("utf-8", "replace").splitlines(keepends=True),
             f"{self.path} (now)", f"{self.path} (after)"))
-        return (Change(action="replace" if before is not None else "create",
-                       target=str(self.path), before=_digest(before), after=_digest(after),
-                       detail=diff),)
-
-    def apply(self, ctx: StepContext | None, tx: Transaction) -> None:
-        before, after = self._before_after()
-        if before == after:
-            return
-        tx.write_bytes(self.path, after)
+        change = Change(action="replace" if before is not None else "create",
+                        target=str(self.path), before=_digest(before), after=_digest(after),
+                        detail=diff)
+        write = WriteFile(path=str(self.path), before=state_of(self.path), data=after)
+        return StepPlan(step=self.name, changes=(change,), actions=(write,))
 
 
 class CopyFixStep:
@@ -73,16 +68,12 @@ class CopyFixStep:
     def __init__(self, copies: Sequence[FileCopy]) -> None:
         self.wants = [WantFile(Path(c.target), Path(c.source)) for c in copies]
 
-    def describe(self, ctx: StepContext | None = None) -> tuple[Change, ...]:
-        return changes_for(self.wants)
-
-    def apply(self, ctx: StepContext | None, tx: Transaction) -> None:
-        apply_wants(self.wants, tx)
+    def plan(self) -> StepPlan:
+        changes, actions = file_plan(self.wants)
+        return StepPlan(step=self.name, changes=changes, actions=actions)
 
 
 FixStep = TheanorcFixStep | CopyFixStep
-# Both keep apply's Step contract (they accept a StepContext and ignore it).
-_CONTRACT: tuple[type[Step], ...] = (TheanorcFixStep, CopyFixStep)
 
 
 def _sets(edit: TheanorcEdit) -> tuple[str, str]:
@@ -122,24 +113,17 @@ def fix_steps(findings: Sequence[Finding]) -> list[FixStep]:
 def plan_fixes(steps: Sequence[FixStep], *, platform: str, where: str) -> Plan:
     """The fixes as a plan, shown like ``envforge plan``; reading only."""
     return Plan(spec="envforge doctor --fix", platform=platform, prefix=where,
-                steps=tuple(StepPlan(step=s.name, changes=s.describe()) for s in steps))
+                steps=tuple(s.plan() for s in steps))
 
 
-def apply_fixes(steps: Sequence[FixStep], state: Path) -> list[str]:
-    """Make each step's changes through doctor's journal; the names of the steps that ran."""
-    ran = []
+def apply_fixes(fixes: Plan | Sequence[FixStep], state: Path) -> list[str]:
+    """Perform the fixes' plan (made now when given steps) through doctor's journal, each
+    before-state checked first; the names of the steps that ran."""
+    plan = fixes if isinstance(fixes, Plan) else plan_fixes(fixes, platform="", where="")
     state.mkdir(parents=True, exist_ok=True)
     with env_lock(state):
-        journal = Journal(state)
-        for step in steps:
-            if not step.describe():
-                continue
-            tx = Transaction(journal, step.name)
-            tx.begin()
-            step.apply(None, tx)
-            tx.done()
-            ran.append(step.name)
-    return ran
+        refuse_stale(plan)
+        return run_plan(plan, Journal(state))
 
 
 def undo_fixes(state: Path, *, force: bool = False) -> list[str]:

@@ -9,10 +9,9 @@ finds goes into ``HostFacts``; the rules never look at the host themselves.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import assert_never
 
@@ -27,15 +26,13 @@ from envforge.doctor.facts import (
     DirListing,
     Driver,
     Environment,
+    FrameworkConfig,
     Gpu,
     HostFacts,
     RegistryPath,
     SearchEntry,
-    TheanorcFile,
     Toolkit,
 )
-from envforge.doctor.flags import ldflags_parts, parse_theano_flags
-from envforge.doctor.rcfile import key_lines
 from envforge.envvars import apply_edits
 from envforge.errors import EnvforgeError
 from envforge.host import proc
@@ -46,7 +43,8 @@ from envforge.host.cuda import (
     parse_proc_driver,
     toolkit_version,
 )
-from envforge.host.platform import theanorc_paths
+from envforge.host.installed import installed_records
+from envforge.host.ldcache import cache_entries, ldconfig_output
 from envforge.host.windows import (
     SYSTEM_ENVIRONMENT,
     USER_ENVIRONMENT,
@@ -54,8 +52,7 @@ from envforge.host.windows import (
     expand_vars,
     normalize_entry,
 )
-from envforge.knowledge import libgpuarray_names, library_file_patterns, theano_distribution
-from envforge.packs.theano.flags import parse_theanorc
+from envforge.knowledge import libgpuarray_names, library_file_patterns
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
 
@@ -72,18 +69,12 @@ GPU_QUERY = ("--query-gpu=name,compute_cap,memory.total,memory.free", "--format=
 # Drivers older than compute_cap (before r510) refuse the field; they still answer this.
 GPU_QUERY_OLD = ("--query-gpu=name,memory.total,memory.free", "--format=csv,noheader")
 
-# Flags that name folders doctor must look into, in either spelling.
-FOLDER_FLAGS = ("cuda.root", "dnn.base_path", "dnn.include_path", "dnn.library_path",
-                "dnn.bin_path")
 BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 
 # The CUDA/cuDNN/loader library names come from the knowledge base (any version).
 _TOOLS = (r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?")
-_METADATA = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*?)-(?P<version>\d[^-]*?)(?:-py\d[^-]*)?\.(?:dist|egg)-info$")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
 _GCC_VERSION = re.compile(r"gcc version (\S+)")
-_PYVENV_VERSION = re.compile(r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
 
 
 def run_command(argv: Sequence[str]) -> CommandOutput | None:
@@ -102,7 +93,7 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
             system_lib_dirs: Sequence[Path] | None = None,
             system_include_dirs: Sequence[Path] | None = None,
             proc_driver: Path = PROC_DRIVER, python: str = "3.7",
-            expected_flags: Mapping[str, str] | None = None,
+            expected_settings: Mapping[str, Mapping[str, str]] | None = None,
             registry: RegistrySeam | None = None, runner: Runner = run_command,
             ldconfig: Sequence[str] = ("ldconfig", "-p")) -> HostFacts:
     """Everything the rules need, read once. ``prefix`` is the environment to judge (the
@@ -130,49 +121,62 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
                                      else system_include_dirs)]
 
     path = _entries("PATH", target.getenv(env, "PATH") or "", target, env)
-    rc_files, write_to, cwd_rc = _theanorc(platform, env, cwd, python)
-    theano_flags = target.getenv(env, "THEANO_FLAGS")
-    flag_values = _flag_values(rc_files, theano_flags, expected_flags or {})
+    environment = _environment(prefix, prefix_from, env, target, activated)
+    env_prefix = Path(environment.prefix) if environment is not None else None
+    frameworks = _frameworks(env, platform, cwd, python, path, env_prefix,
+                             expected_settings or {})
 
     toolkits = _toolkits(env, target, cuda_search, runner)
     cuda_variables = tuple(_cuda_variable(name, value, runner)
                            for name in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME")
                            if (value := target.getenv(env, name)))
-    theano_root, theano_root_from = _theano_cuda_root(env, path, target)
 
-    folders = _folders(path, library_path, lib_dirs, toolkits, theano_root, flag_values)
-    ldflags = flag_values.get("blas.ldflags", [])
-    folders += _ldflag_dirs(ldflags)
-    wanted = _interesting(_ldflag_libs(ldflags), target)
+    configs = tuple(frameworks.values())
+    folders = _folders(path, library_path, lib_dirs, toolkits, configs)
+    wanted = _interesting([lib for c in configs for lib in c.libraries], target)
     dirs = {folder: _listing(folder, wanted) for folder in dict.fromkeys(folders)}
 
-    includes = _include_dirs(toolkits, theano_root, flag_values, include_dirs)
+    includes = _include_dirs(toolkits, configs, include_dirs)
     cudnn = {folder: header for folder in includes if (header := _cudnn_header(Path(folder)))}
     toolkits = tuple(t.model_copy(update={"cudnn": cudnn.get(str(Path(t.root) / "include"))})
                      for t in toolkits)
 
     driver, gpus, gpu_query = _driver(path, dirs, target, proc_driver, runner)
-    gxx = _gxx(path, dirs, target, prefix, runner)
+    gxx = _gxx(path, dirs, target, configs, runner)
     msvc = next((e for e in path if target.os is Os.WINDOWS
                  and _holds(dirs, e.path, "cl.exe", target)), None)
+    kept = {n.upper() for n in (*RELEVANT_VARIABLES, *_pack_variables())}
     return HostFacts(
         platform=platform, cwd=str(cwd),
         environ={k: v for k, v in env.items()
-                 if k.upper() in {n.upper() for n in RELEVANT_VARIABLES}
-                 or k.upper().startswith("CUDA_PATH_V")},
+                 if k.upper() in kept or k.upper().startswith("CUDA_PATH_V")},
         path=path, library_path=library_path, system_lib_dirs=tuple(lib_dirs),
         system_include_dirs=tuple(include_dirs), dirs=dirs,
-        toolkits=toolkits, cuda_variables=cuda_variables, theano_cuda_root=theano_root,
-        theano_cuda_root_from=theano_root_from, cudnn_headers=cudnn, driver=driver, gpus=gpus,
-        gpu_query=gpu_query, gxx=gxx, msvc=msvc, theanorc=rc_files,
-        theanorc_write_to=write_to, cwd_theanorc=cwd_rc, theano_flags=theano_flags,
-        env=_environment(prefix, prefix_from, env, target, activated),
+        toolkits=toolkits, cuda_variables=cuda_variables, cudnn_headers=cudnn, driver=driver,
+        gpus=gpus, gpu_query=gpu_query, gxx=gxx, msvc=msvc, frameworks=frameworks,
+        env=environment,
         registry_path=_registry_path(registry, env) if target.os is Os.WINDOWS and registry
         else None,
         ld_cache=_ld_cache(ldconfig) if target.os is Os.LINUX else {},
     )
 
 
+def _pack_variables() -> tuple[str, ...]:
+    from envforge.packs import PACKS
+
+    return tuple(name for pack in PACKS.values() for name in pack.doctor_variables)
+
+
+def _frameworks(env: Mapping[str, str], platform: Platform, cwd: Path, python: str,
+                path: Sequence[SearchEntry], prefix: Path | None,
+                expected: Mapping[str, Mapping[str, str]]) -> dict[str, FrameworkConfig]:
+    """Each registered pack's view of its configuration on this host."""
+    from envforge.packs import PACKS
+
+    return {name: pack.doctor_observe(environ=env, platform=platform, cwd=cwd, python=python,
+                                      path=path, prefix=prefix,
+                                      expected=expected.get(name, {}))
+            for name, pack in PACKS.items()}
 
 
 def _loader_names() -> tuple[str, ...]:
@@ -182,22 +186,13 @@ def _loader_names() -> tuple[str, ...]:
 
 
 def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
-    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries).
-
-    Read whole, not through the runner, whose output is clipped for the report: the cache
+    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries),
+    read whole, not through the runner, whose output is clipped for the report: the cache
     lists thousands of libraries (on the H200 host libnvrtc.so was past the clip)."""
-    try:
-        out = proc.run(list(ldconfig), check=False, timeout=30)
-    except EnvforgeError:
-        return {}
-    if out.returncode != 0:
-        return {}
     found: dict[str, str] = {}
-    for line in out.stdout.splitlines():
-        library, sep, target = line.strip().partition(" => ")
-        name, _, flags = library.partition(" (")
-        if sep and name in _loader_names() and "x86-64" in flags:
-            found.setdefault(name, target.strip())
+    for name, target in cache_entries(ldconfig_output(ldconfig)):
+        if name in _loader_names():
+            found.setdefault(name, target)
     return found
 
 
@@ -225,55 +220,6 @@ def _entries(variable: str, value: str, target: TargetPlatform,
         folder = expand_vars(raw.strip().strip('"'), env) if target.os is Os.WINDOWS else raw
         found.append(SearchEntry(variable=variable, index=len(found), entry=raw, path=folder))
     return tuple(found)
-
-
-# -- .theanorc and THEANO_FLAGS ---------------------------------------------------------
-
-def _theanorc(platform: Platform, env: Mapping[str, str], cwd: Path,
-              python: str) -> tuple[tuple[TheanorcFile, ...], str, TheanorcFile | None]:
-    places = theanorc_paths(platform, env, python=python)
-    files = tuple(_read_rc(Path(p.as_posix()), read=True) for p in places.files)
-    here = cwd / ".theanorc"
-    cwd_rc = None
-    if here.is_file() and not any(_same_file(here, Path(f.path)) for f in files):
-        cwd_rc = _read_rc(here, read=False)
-    return files, Path(places.write_to.as_posix()).as_posix(), cwd_rc
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:
-        return False
-
-
-def _read_rc(path: Path, *, read: bool) -> TheanorcFile:
-    if not path.is_file():
-        return TheanorcFile(path=str(path), exists=False, read_by_theano=read)
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    try:
-        flags = parse_theanorc(text)
-    except EnvforgeError as exc:
-        return TheanorcFile(path=str(path), exists=True, read_by_theano=read, text=text,
-                            error=str(exc))
-    by_lower = key_lines(text)
-    lines = {name: by_lower[name.lower()] for name in flags if name.lower() in by_lower}
-    return TheanorcFile(path=str(path), exists=True, read_by_theano=read, text=text,
-                        flags=flags, lines=lines)
-
-
-def _flag_values(files: Iterable[TheanorcFile], theano_flags: str | None,
-                 expected: Mapping[str, str]) -> dict[str, list[str]]:
-    """Every value any source gives a folder flag or blas.ldflags, in either spelling."""
-    values: dict[str, list[str]] = {}
-    pairs: list[tuple[str, str]] = [(k, v) for f in files for k, v in f.flags.items()]
-    pairs += parse_theano_flags(theano_flags or "")
-    pairs += list(expected.items())
-    for key, value in pairs:
-        name = key.replace("__", ".")
-        if name in (*FOLDER_FLAGS, "blas.ldflags") and value:
-            values.setdefault(name, []).append(value)
-    return values
 
 
 # -- CUDA -------------------------------------------------------------------------------
@@ -324,21 +270,6 @@ def _cuda_variable(name: str, value: str, runner: Runner) -> CudaVariable:
     return CudaVariable(name=name, value=value, exists=exists, version=version)
 
 
-def _theano_cuda_root(env: Mapping[str, str], path: Sequence[SearchEntry],
-                      target: TargetPlatform) -> tuple[str | None, str]:
-    """Theano's default ``cuda.root``: CUDA_ROOT, CUDA_PATH, else the parent of the first
-    PATH folder holding a file named exactly ``nvcc`` (so never ``nvcc.exe``)."""
-    for name in ("CUDA_ROOT", "CUDA_PATH"):
-        value = target.getenv(env, name)
-        if value:
-            return value, name
-    for entry in path:
-        if (Path(entry.path) / "nvcc").exists():
-            return (str(Path(os.path.normpath(Path(entry.path).absolute())).parent),
-                    f"the parent of {entry.path}, the first PATH folder holding `nvcc`")
-    return None, "no CUDA_ROOT, CUDA_PATH or `nvcc` on PATH"
-
-
 def _cudnn_header(include: Path) -> CudnnHeader | None:
     for name in ("cudnn_version.h", "cudnn.h"):
         header = include / name
@@ -350,38 +281,28 @@ def _cudnn_header(include: Path) -> CudnnHeader | None:
     return None
 
 
-def _include_dirs(toolkits: Iterable[Toolkit], theano_root: str | None,
-                  flags: Mapping[str, list[str]], system: Sequence[str]) -> list[str]:
+def _include_dirs(toolkits: Iterable[Toolkit], configs: Iterable[FrameworkConfig],
+                  system: Sequence[str]) -> list[str]:
     folders = [str(Path(t.root) / "include") for t in toolkits]
-    roots = [theano_root] if theano_root else []
-    roots += flags.get("cuda.root", []) + flags.get("dnn.base_path", [])
-    folders += [str(Path(r) / "include") for r in roots]
-    folders += flags.get("dnn.include_path", []) + list(system)
+    configs = tuple(configs)
+    folders += [str(Path(r) / "include") for c in configs for r in c.roots]
+    folders += [d for c in configs for d in c.include_dirs] + list(system)
     return list(dict.fromkeys(folders))
 
 
 # -- folders and the files in them ------------------------------------------------------
 
 def _folders(path: Sequence[SearchEntry], library_path: Sequence[SearchEntry],
-             lib_dirs: Sequence[str], toolkits: Iterable[Toolkit], theano_root: str | None,
-             flags: Mapping[str, list[str]]) -> list[str]:
-    roots = [t.root for t in toolkits] + ([theano_root] if theano_root else [])
-    roots += flags.get("cuda.root", []) + flags.get("dnn.base_path", [])
+             lib_dirs: Sequence[str], toolkits: Iterable[Toolkit],
+             configs: Sequence[FrameworkConfig]) -> list[str]:
+    roots = [t.root for t in toolkits] + [r for c in configs for r in c.roots]
     folders = [e.path for e in (*path, *library_path)] + list(lib_dirs)
     for root in roots:
         base = Path(root)
         folders += [str(base / "bin"), str(base / "lib64"), str(base / "lib" / "x64"),
                     str(base / "lib"), str(base / "targets" / "x86_64-linux" / "lib")]
-    folders += flags.get("dnn.bin_path", []) + flags.get("dnn.library_path", [])
+    folders += [f for c in configs for f in c.folders]
     return folders
-
-
-def _ldflag_dirs(values: Iterable[str]) -> list[str]:
-    return [d for value in values for d in ldflags_parts(value)[0]]
-
-
-def _ldflag_libs(values: Iterable[str]) -> list[str]:
-    return [lib for value in values for lib in ldflags_parts(value)[1]]
 
 
 def _interesting(libs: Iterable[str], target: TargetPlatform) -> re.Pattern[str]:
@@ -487,15 +408,14 @@ def _mib(text: str) -> int | None:
 # -- compilers --------------------------------------------------------------------------
 
 def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], target: TargetPlatform,
-         prefix: Path | None, runner: Runner) -> Compiler | None:
+         configs: Sequence[FrameworkConfig], runner: Runner) -> Compiler | None:
     found = _first_on_path(path, dirs, _exe_names("g++", target), target)
+    fallback = next((c for c in configs if c.compiler_fallback), None)
     if found is not None:
         entry, exe = found
         index, how = entry.index, f"PATH entry {entry.index}"
-    elif target.os is Os.WINDOWS and prefix is not None and \
-            (prefix / "Library" / "mingw-w64" / "bin" / "g++.exe").is_file():
-        exe, index = prefix / "Library" / "mingw-w64" / "bin" / "g++.exe", -1
-        how = "Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin"
+    elif fallback is not None and fallback.compiler_fallback is not None:
+        exe, index, how = Path(fallback.compiler_fallback), -1, fallback.compiler_fallback_from
     else:
         return None
     out = runner([str(exe), "-v"])
@@ -523,69 +443,29 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str],
         return Environment(prefix=str(prefix), exists=False, found_by=found_by)
     versions, sources = installed_versions(prefix)
     return Environment(prefix=str(prefix), exists=True, found_by=found_by, activated=activated,
-                       versions=versions, sources=sources,
-                       theano_distributions=installed_theanos(prefix))
+                       versions=versions, sources=sources)
 
 
 def canonical_package(name: str) -> str:
-    """PEP 503 normalised, with every distribution installing ``theano`` (Theano-PyMC, the
-    original Theano; packs/theano/theano.toml) counted as Theano: the rules are per release."""
-    return "theano" if theano_distribution(name) is not None else canonicalize_name(name)
+    """PEP 503 normalised, with a pack's distributions counted as the package they install
+    (every distribution of ``theano`` is Theano): the rules are per release."""
+    from envforge.packs import PACKS
 
-
-def _records(prefix: Path) -> Iterator[tuple[str, str, Path]]:
-    """(name, version, file) of what is installed: conda-meta, pyvenv.cfg, dist-/egg-info
-    names, the lib/pythonX.Y folder. Read, not imported: nothing is run."""
-    meta = prefix / "conda-meta"
-    if meta.is_dir():
-        for record in sorted(meta.glob("*.json")):
-            try:
-                data = json.loads(record.read_text(encoding="utf-8"))
-            except (ValueError, OSError):
-                continue
-            if isinstance(data, dict) and isinstance(data.get("name"), str):
-                yield data["name"], str(data.get("version", "")), record
-    pyvenv = prefix / "pyvenv.cfg"
-    if pyvenv.is_file():
-        match = _PYVENV_VERSION.search(pyvenv.read_text(encoding="utf-8", errors="replace"))
-        if match:
-            yield "python", match[1], pyvenv
-    folders = [*prefix.glob("lib/python3*/site-packages"), prefix / "Lib" / "site-packages",
-               *prefix.glob("deb/usr/lib/python3*/dist-packages")]
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for entry in sorted(folder.iterdir()):
-            match = _METADATA.match(entry.name)
-            if match:
-                yield match["name"], match["version"], entry
-    for folder in (*prefix.glob("lib/python3.*"), *prefix.glob("deb/usr/bin/python3.*")):
-        match = re.fullmatch(r"python(3\.\d+)", folder.name)
-        if match:
-            yield "python", match[1], folder
+    return next((package for pack in PACKS.values()
+                 if (package := pack.distribution_package(name)) is not None),
+                canonicalize_name(name))
 
 
 def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Package -> version, and the metadata file each came from (the first record wins)."""
     versions: dict[str, str] = {}
     sources: dict[str, str] = {}
-    for name, version, source in _records(prefix):
+    for name, version, source in installed_records(prefix):
         key = canonical_package(name)
         if key not in versions:
             versions[key] = version
             sources[key] = str(source)
     return versions, sources
-
-
-def installed_theanos(prefix: Path) -> dict[str, str]:
-    """Distribution (as knowledge names it: ``Theano``, ``Theano-PyMC``) -> version, for
-    every distribution installing the ``theano`` package: two of them overwrite each other."""
-    found: dict[str, str] = {}
-    for name, version, _ in _records(prefix):
-        row = theano_distribution(name)
-        if row is not None:
-            found.setdefault(row.name, version)
-    return found
 
 
 # -- Windows registry -------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envforge.doctor.facts import HostFacts
 from envforge.doctor.model import Finding
+from envforge.doctor.rules.common import doctor_packages
 
 _MARK = {"error": "❌ error", "warning": "⚠️ warning", "info": "ℹ️ info"}
 
@@ -25,8 +26,8 @@ def host_rows(facts: HostFacts) -> list[tuple[str, str]]:
               + (f"; cuDNN {t.cudnn.version}" if t.cudnn else "")) for t in facts.toolkits]
     if not facts.toolkits:
         rows.append(("CUDA toolkit", "none found"))
-    rows.append(("Theano's cuda.root", f"{facts.theano_cuda_root or '-'} "
-                                       f"({facts.theano_cuda_root_from})"))
+    rows += [(c.cuda_root_label, f"{c.cuda_root or '-'} ({c.cuda_root_from})")
+             for c in facts.frameworks.values() if c.cuda_root_label]
     rows += [("cuDNN header", f"{h.version} at {h.file}") for h in facts.cudnn_headers.values()
              if not any(t.cudnn == h for t in facts.toolkits)]
     gxx = facts.gxx
@@ -34,15 +35,17 @@ def host_rows(facts: HostFacts) -> list[tuple[str, str]]:
                         f"{gxx.thread_model or '?'})" if gxx else "none on PATH"))
     if facts.msvc is not None:
         rows.append(("cl.exe", f"{facts.msvc.path} (PATH[{facts.msvc.index}])"))
-    for rc in facts.theanorc:
-        rows.append((".theanorc (read)", rc.path + ("" if rc.exists else " (absent)")))
-    if facts.cwd_theanorc is not None:
-        rows.append((".theanorc (not read)", facts.cwd_theanorc.path))
-    rows.append(("THEANO_FLAGS", facts.theano_flags if facts.theano_flags else "(unset)"))
+    for config in facts.frameworks.values():
+        rows += [(f"{config.files_label} (read)", rc.path + ("" if rc.exists else " (absent)"))
+                 for rc in config.files]
+        if config.ignored is not None:
+            rows.append((f"{config.files_label} (not read)", config.ignored.path))
+        if config.variable:
+            rows.append((config.variable, config.variable_value or "(unset)"))
     env = facts.env
     if env is not None:
         installed = ", ".join(f"{k} {v}" for k, v in sorted(env.versions.items())
-                              if k in ("python", "theano", "numpy", "scipy", "pygpu"))
+                              if k in doctor_packages())
         rows.append(("environment", f"{env.prefix} ({env.found_by}"
                      + (", activated" if env.activated else "") + "): "
                      + (installed or "nothing known installed" if env.exists else "absent")))

@@ -1,8 +1,9 @@
 """Where things live on each target platform: pure, no I/O.
 
-The CUDA tree's shape and where Theano looks for ``.theanorc``. Host facts (environment
-variables) are parameters, so a Windows layout is computed, and tested, on Linux. Library
-names (CUDA, cuDNN, libgpuarray's loader) are facts in ``envforge.knowledge``.
+The CUDA tree's shape and a user's home folder as a given Python finds it (a framework's
+config files live there: Theano's ``.theanorc`` places are its pack's). Host facts
+(environment variables) are parameters, so a Windows layout is computed, and tested, on
+Linux. Library names (CUDA, cuDNN, libgpuarray's loader) are facts in ``envforge.knowledge``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class CudaLayout:
 
 
 def cuda_layout(platform: Platform | TargetPlatform, root: Path) -> CudaLayout:
-    """``<root>/lib/x64`` on Windows, ``<root>/lib64`` on Linux, as Theano's dnn.library_path."""
+    """``<root>/lib/x64`` on Windows, ``<root>/lib64`` on Linux (Theano's dnn.library_path)."""
     target = platform_of(platform)
     match target.os:
         case Os.WINDOWS:
@@ -36,15 +37,6 @@ def cuda_layout(platform: Platform | TargetPlatform, root: Path) -> CudaLayout:
         case _:
             assert_never(target.os)
     return CudaLayout(root=root, bin=root / "bin", include=root / "include", lib=lib)
-
-
-@dataclass(frozen=True)
-class TheanorcPaths:
-    """The config files Theano reads, in reading order (a file further right wins)."""
-
-    home: PurePath | None  # what ``~`` expands to for that Python; None: it does not expand
-    files: tuple[PurePath, ...]
-    write_to: PurePath  # the file whose settings win: write here for them to take effect
 
 
 def home_dir(platform: Platform | TargetPlatform, environ: Mapping[str, str], *,
@@ -74,27 +66,7 @@ def home_dir(platform: Platform | TargetPlatform, environ: Mapping[str, str], *,
             assert_never(target.os)
 
 
-def theanorc_paths(platform: Platform | TargetPlatform, environ: Mapping[str, str], *,
-                   python: str = "3.7") -> TheanorcPaths:
-    """Theano's ``config_files_from_theanorc`` (1.0.5), computed for another machine.
-
-    THEANORC (split on the target's ``os.pathsep``) or ``~/.theanorc``; on Windows with
-    THEANORC unset, ``~/.theanorc.txt`` is read too, last, so it wins.
-    """
-    target = platform_of(platform)
-    pure = target.pure_path
-    home = home_dir(target, environ, python=python)
-    theanorc = target.getenv(environ, "THEANORC")
-    raw = ["~/.theanorc"] if theanorc is None else theanorc.split(target.pathsep)
-    if theanorc is None and target.os is Os.WINDOWS:
-        raw.append("~/.theanorc.txt")
-    files = tuple(_expand_home(item, home, pure) for item in raw if item)
-    # THEANORC="" makes Theano read nothing; ~/.theanorc is where it reads once unset.
-    fallback = _expand_home("~/.theanorc", home, pure)
-    return TheanorcPaths(home=home, files=files, write_to=files[-1] if files else fallback)
-
-
-def _expand_home(item: str, home: PurePath | None, pure: type[PurePath]) -> PurePath:
+def expand_home(item: str, home: PurePath | None, pure: type[PurePath]) -> PurePath:
     """``expanduser`` for ``~`` and ``~/...``; ``~user`` and unexpandable ``~`` stay as written."""
     if home is not None and (item == "~" or item[:2] in ("~/", "~\\")):
         return home / item[2:]

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from envforge.errors import StepError
-from envforge.host.platform import TheanorcPaths, theanorc_paths
-
-__all__ = ["TheanorcPaths", "theanorc_paths"]  # re-exported: Windows' .theanorc rules live there
 
 # winreg's value types (the numbers are Windows' own, so they survive a JSON round trip).
 REG_SZ = 1

@@ -66,7 +66,7 @@ def map_requirement(text: str) -> tuple[str, str]:
     except InvalidRequirement:
         return text, ""
     name = canonicalize_name(requirement.name)
-    from envforge.knowledge import map_legacy_theano, theano_distribution
+    from envforge.packs.theano.knowledge import map_legacy_theano, theano_distribution
 
     theano = theano_distribution(name)
     if theano is not None and theano.maps_to is not None and not requirement.url:

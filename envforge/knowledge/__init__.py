@@ -1,4 +1,5 @@
-"""What envforge knows about Theano, CUDA, cuDNN and libgpuarray, as data with sources.
+"""What envforge knows about CUDA, cuDNN, libgpuarray and the artifacts and packages of a
+stack, as data with sources (a framework's own, e.g. Theano's rules, are its pack's).
 
 The facts live in the TOML files beside this module (a framework pack's in its folder,
 ``envforge/packs/NAME/``), one row per fact, each with a
@@ -13,19 +14,13 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, Literal, assert_never
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
-from envforge.errors import InputError
 from envforge.knowledge.models import (
     ArchiveLayoutRow,
     ArtifactsFile,
-    BlogErratum,
     CondaFile,
     CondaPackageRow,
     CudaFile,
@@ -33,22 +28,12 @@ from envforge.knowledge.models import (
     CudnnSupportRow,
     DebianFile,
     DebianPackageRow,
-    DistributionRow,
     Fact,
-    FlagSchema,
     KnownArtifact,
-    KnownBadTestRow,
     LibgpuarrayFile,
     LoaderNames,
     NameMismatchRow,
     ReferenceFile,
-    SuiteDevice,
-    SuiteRunnerRow,
-    SuiteSubsetRow,
-    TheanoFile,
-    TheanoRules,
-    TheanoSuiteFile,
-    UndeclaredRow,
     UnknownFactError,
     in_range,
     major_minor,
@@ -59,14 +44,10 @@ from envforge.spec import Frozen, Platform
 __all__ = [
     "KNOWLEDGE_FILES",
     "Fact",
-    "FlagSchema",
     "Knowledge",
     "KnownArtifact",
     "LoaderNames",
-    "TheanoRules",
-    "UndeclaredRow",
     "UnknownFactError",
-    "blog_errata",
     "compute_capability_range",
     "conda_package",
     "cuda_library_name",
@@ -79,33 +60,25 @@ __all__ = [
     "cudnn_version_code",
     "debian_package",
     "driver_library",
-    "erratum_for_flag",
     "error_hints",
     "find_artifact",
     "in_range",
     "knowledge",
     "knowledge_file",
-    "known_bad_tests",
     "libgpuarray_names",
     "library_file_patterns",
     "loader_name_mismatch",
     "major_minor",
-    "map_legacy_theano",
     "max_host_gcc",
     "min_driver",
-    "reference_theano",
-    "suite_device",
-    "suite_runner",
-    "suite_subset",
-    "theano_distribution",
-    "theano_rules",
-    "undeclared_import_in",
+    "read_knowledge",
 ]
 
 # The whole base
 
-KNOWLEDGE_FILES = ("cuda", "cudnn", "libgpuarray", "artifacts", "conda", "debian", "reference",
-                   "theano", "theano_suite")
+# The core's files; a pack's own (``FrameworkPack.knowledge``) are typed and looked up by
+# the pack.
+KNOWLEDGE_FILES = ("cuda", "cudnn", "libgpuarray", "artifacts", "conda", "debian", "reference")
 
 
 class Knowledge(Frozen):
@@ -116,8 +89,6 @@ class Knowledge(Frozen):
     conda: CondaFile
     debian: DebianFile
     reference: ReferenceFile
-    theano: TheanoFile
-    theano_suite: TheanoSuiteFile
 
 
 def knowledge_file(name: str) -> Traversable:
@@ -130,14 +101,15 @@ def knowledge_file(name: str) -> Traversable:
     return resources.files(owner).joinpath(f"{name}.toml")
 
 
-def _read(name: str) -> dict[str, Any]:
+def read_knowledge(name: str) -> dict[str, Any]:
+    """One knowledge file as TOML data (the core's or a pack's), not yet typed."""
     return tomllib.loads(knowledge_file(name).read_text(encoding="utf-8"))
 
 
 @functools.cache
 def knowledge() -> Knowledge:
     """Every fact, validated; a malformed row is a bug in the package and raises."""
-    return Knowledge.model_validate({name: _read(name) for name in KNOWLEDGE_FILES})
+    return Knowledge.model_validate({name: read_knowledge(name) for name in KNOWLEDGE_FILES})
 
 
 # Lookups
@@ -340,47 +312,14 @@ def debian_package(suite: str, package: str) -> DebianPackageRow | None:
                  if row.suite == suite and row.package == package), None)
 
 
-@functools.cache
-def theano_rules(theano_version: str) -> TheanoRules:
-    """The rules for one Theano-PyMC release; UnknownFactError for a release outside every row."""
-    data = knowledge().theano
-
-    def pick(rows: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(row for row in rows if in_range(theano_version, row.theano))
-
-    spelling = pick(data.spelling)
-    names = pick(data.flag_names)
-    if not spelling or not names:
-        raise UnknownFactError(f"envforge knows no rules for Theano-PyMC {theano_version} "
-                               f"(it knows {', '.join(row.theano for row in data.spelling)}); "
-                               f"fix: pin {_pymc().name}=={_pymc().releases[-1]}")
-    return TheanoRules(
-        version=theano_version,
-        spelling=spelling[0].spelling,
-        spelling_source=spelling[0].source,
-        known_flags=frozenset(names[0].names),
-        known_flags_source=names[0].source,
-        flags={row.name: row for row in pick(data.flags)},
-        removed=pick(data.removed),
-        config_reading=pick(data.config_reading),
-        pygpu=pick(data.pygpu),
-        cudnn=pick(data.cudnn),
-        cudnn_names=pick(data.cudnn_names),
-        numpy=pick(data.numpy),
-        python=pick(data.python),
-        classifiers=pick(data.classifiers),
-        requires=pick(data.requires),
-        preallocate=pick(data.preallocate),
-        undeclared=pick(data.undeclared),
-    )
-
-
 def error_hints() -> tuple[tuple[str, str], ...]:
-    """(text a failure prints, what fixes it): cuDNN rules' symptoms, libgpuarray's Linux
-    library names (longest first, so ``libcuda.so`` does not shadow the others), the rest."""
+    """(text a failure prints, what fixes it): each pack's (``FrameworkPack.error_hints``),
+    then libgpuarray's Linux library names (longest first, so ``libcuda.so`` does not shadow
+    the others)."""
+    from envforge.packs import PACKS
+
     data = knowledge()
-    hints = [(row.symptom, f"Theano-PyMC {row.theano}: {row.effect}; {row.fix}")
-             for row in data.theano.cudnn if row.symptom]
+    hints = [hint for pack in PACKS.values() for hint in pack.error_hints()]
     loader = libgpuarray_names("linux-64", "0")
     fact = next(r for r in data.libgpuarray.facts if r.id == "linux-unversioned")
     for asked, target in ((loader.nvrtc[0], f"the CUDA toolkit's {loader.nvrtc[0]}.N"),
@@ -388,41 +327,7 @@ def error_hints() -> tuple[tuple[str, str], ...]:
                           (loader.driver, f"the driver's {driver_library('linux-64')}")):
         hints.append((asked, f"libgpuarray loads the unversioned {asked}: link it to "
                              f"{target} in a folder on LD_LIBRARY_PATH ({fact.source})"))
-    hints += [(row.needle, row.hint) for row in data.theano.error_hints]
     return tuple(dict.fromkeys(hints))
-
-
-def undeclared_import_in(error: str) -> UndeclaredRow | None:
-    """The row for a module that an error says is missing, when a Theano release imports it
-    without declaring it: the cause and the fix of a ``No module named 'pkg_resources'``."""
-    return next((row for row in knowledge().theano.undeclared
-                 if f"No module named '{row.module}'" in error), None)
-
-
-def blog_errata() -> tuple[BlogErratum, ...]:
-    """The blog's wrong forms for Theano-PyMC 1.0.5, with the correct ones."""
-    return knowledge().theano.blog_errata
-
-
-def erratum_for_flag(name: str) -> BlogErratum | None:
-    return next((row for row in knowledge().theano.blog_errata if row.flag == name), None)
-
-
-def theano_distribution(name: str) -> DistributionRow | None:
-    """The row of a distribution installing the ``theano`` package, by PyPI or conda name."""
-    wanted = canonicalize_name(name)
-    return next((row for row in knowledge().theano.distributions
-                 if canonicalize_name(row.name) == wanted or wanted in row.conda_names), None)
-
-
-def _pymc() -> DistributionRow:
-    return next(row for row in knowledge().theano.distributions if row.maps_to is None)
-
-
-def reference_theano() -> str:
-    """The Theano-PyMC release the project is built around (theano.toml [[distributions]]):
-    what doctor assumes, and a legacy ``theano`` requirement maps to, when nothing says."""
-    return _pymc().releases[-1]
 
 
 def library_file_patterns() -> tuple[str, ...]:
@@ -444,44 +349,3 @@ def library_file_patterns() -> tuple[str, ...]:
     return tuple(sorted(patterns))
 
 
-def map_legacy_theano(requirement: str) -> str:
-    """What a requirement of a ``theano`` distribution becomes for envforge: a legacy
-    ``theano>=0.8.2`` (the original Theano) -> ``Theano-PyMC==1.0.5``, markers kept; a
-    requirement of any other distribution is returned unchanged. InputError if unparsable."""
-    try:
-        parsed = Requirement(requirement)
-    except InvalidRequirement as exc:
-        raise InputError(f"not a requirement: {requirement!r} ({exc})") from None
-    row = theano_distribution(parsed.name)
-    if row is None or row.maps_to is None:
-        return requirement
-    marker = f"; {parsed.marker}" if parsed.marker is not None else ""
-    return f"{row.maps_to}{marker}"
-
-
-def suite_runner(theano_version: str) -> SuiteRunnerRow | None:
-    """The test runner for a release's own tests; None where no suite is known."""
-    return next((row for row in knowledge().theano_suite.runner
-                 if in_range(theano_version, row.theano)), None)
-
-
-def suite_device(device: str) -> SuiteDevice:
-    """``cuda0`` and ``cuda`` select the GPU subset; anything else the CPU one."""
-    return "cuda" if device.startswith("cuda") else "cpu"
-
-
-def suite_subset(theano_version: str, device: str) -> SuiteSubsetRow | None:
-    """The curated subset of a release's tests for a Theano device flag (``cpu``, ``cuda0``)."""
-    wanted = suite_device(device)
-    return next((row for row in knowledge().theano_suite.subsets
-                 if row.device == wanted and in_range(theano_version, row.theano)), None)
-
-
-def known_bad_tests(theano_version: str, device: str,
-                    versions: Mapping[str, str] | None = None) -> tuple[KnownBadTestRow, ...]:
-    """The tests of a release known to fail on a kind of device, each with reason and source;
-    a row conditioned on other packages only where ``versions`` (the lock's) meet it."""
-    wanted = suite_device(device)
-    return tuple(row for row in knowledge().theano_suite.known_bad
-                 if wanted in row.devices and in_range(theano_version, row.theano)
-                 and row.holds_for(versions or {}))

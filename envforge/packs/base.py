@@ -19,16 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import Frozen, Platform, PlatformSpec
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
+    from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.steps.base import Step, StepContext
+    from envforge.steps.compiler import CompilerNeed
+    from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
 # rule id, message, source, fix: how a compat check reports a conflict (compat words it).
@@ -98,3 +103,89 @@ class FrameworkPack(Protocol):
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         """Doctor's rules about the framework on a host."""
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        """Whether the framework's own settings on this host (a device flag) ask for a GPU:
+        doctor's GPU rules then apply."""
+
+    @property
+    def doctor_variables(self) -> tuple[str, ...]:
+        """Environment variables steering the framework, kept in doctor's facts."""
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        """The framework's configuration on this host (doctor's only impure pack call);
+        ``expected``: the settings the lock holds for it (``lock_settings``)."""
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        """The settings the lock holds for the framework (``{prefix}`` unfilled), which
+        doctor judges the host against."""
+
+    def distribution_package(self, name: str) -> str | None:
+        """The package a distribution of the framework installs (Theano-PyMC: ``theano``);
+        None for any other distribution. Doctor counts versions by package."""
+
+    @property
+    def doctor_packages(self) -> tuple[str, ...]:
+        """Packages (as doctor counts them: ``distribution_package``) doctor shows in its
+        host table and checks against the lock."""
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        """(text a failure prints, what fixes it) for failures the framework explains."""
+
+    @property
+    def stack_names(self) -> Mapping[str, str]:
+        """Its distributions' names, per source (PyPI, conda, Debian), -> the name the lock's
+        versions give the framework (Theano-PyMC -> ``theano``)."""
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        """What the framework release in ``versions`` (canonical name -> version) imports
+        without declaring it; nothing where ``versions`` holds no release of it."""
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
+
+    @property
+    def spec_keys(self) -> Mapping[str, tuple[str, str]]:
+        """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
+
+    @property
+    def suite(self) -> FrameworkSuite | None:
+        """Its own tests for ``verify --suite``; None where envforge knows none."""
+
+
+class PackDefaults:
+    """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
+    undeclared imports, no hints): a pack inherits them and overrides what it knows."""
+
+    doctor_variables: tuple[str, ...] = ()
+    doctor_packages: tuple[str, ...] = ()
+    stack_names: Mapping[str, str] = MappingProxyType({})
+    spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    suite: FrameworkSuite | None = None
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        return False
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        from envforge.doctor.facts import FrameworkConfig
+
+        return FrameworkConfig()
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        return {}
+
+    def distribution_package(self, name: str) -> str | None:
+        return None
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        return ()
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        return None

@@ -17,11 +17,10 @@ from envforge.envvars import (
 )
 from envforge.journal import Transaction
 from envforge.platforms import Os
-from envforge.steps.base import Change, StepContext, text_digest
+from envforge.steps.actions import Action, StepPlan, WriteBlock, WriteFile, perform_all, with_block
+from envforge.steps.base import Change, StepContext, state_of, text_digest
 
 EDITS_FILE = "envforge-env.json"
-_BEGIN = "# >>> envforge >>>"
-_END = "# <<< envforge <<<"
 
 
 def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
@@ -31,8 +30,9 @@ def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
     return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root), *packs)
 
 
-def activation_files(ctx: StepContext) -> dict[Path, str]:
-    """Every file activation writes, with its content."""
+def activation_files(ctx: StepContext) -> tuple[dict[Path, str], dict[Path, str]]:
+    """Every file activation writes, with its content; and the block it adds to each script
+    the environment's tool makes (a venv's ``bin/activate``, there only once the venv is)."""
     prefix = Path(ctx.layout.prefix)
     edits = edits_for(ctx)
     files = {prefix / EDITS_FILE: json.dumps([e.model_dump() for e in edits], indent=2) + "\n"}
@@ -43,25 +43,17 @@ def activation_files(ctx: StepContext) -> dict[Path, str]:
         files[activate_d / "envforge.bat"] = render_activation(edits, "bat")
         files[prefix / "etc" / "conda" / "deactivate.d" / "envforge.sh"] = \
             render_sh_restore(edits)
-        return files
+        return files, {}
     match ctx.layout.platform.os:
         case Os.WINDOWS:
             scripts = prefix / "Scripts"
             files[scripts / "envforge-activate.bat"] = render_activation(edits, "bat")
             files[scripts / "envforge-activate.ps1"] = render_activation(edits, "ps1")
+            return files, {}
         case Os.LINUX:
-            activate = prefix / "bin" / "activate"
-            if activate.is_file():
-                files[activate] = _with_block(activate.read_text(encoding="utf-8"),
-                                              render_venv_block(edits))
+            return files, {prefix / "bin" / "activate": render_venv_block(edits)}
         case _:
             assert_never(ctx.layout.platform.os)
-    return files
-
-
-def _with_block(script: str, block: str) -> str:
-    head = script.split(_BEGIN, 1)[0].rstrip("\n")
-    return f"{head}\n{_BEGIN}\n{block}{_END}\n"
 
 
 def load_edits(prefix: Path) -> tuple[EnvEdit, ...]:
@@ -72,20 +64,33 @@ def load_edits(prefix: Path) -> tuple[EnvEdit, ...]:
 class ActivationStep:
     name = "activation"
 
-    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        changes = []
-        for path, text in activation_files(ctx).items():
+    def plan(self, ctx: StepContext) -> StepPlan:
+        files, blocks = activation_files(ctx)
+        changes: list[Change] = []
+        actions: list[Action] = []
+        for path, text in files.items():
             current = path.read_text(encoding="utf-8") if path.is_file() else None
             if current != text:
                 changes.append(Change(action="replace" if current else "create",
                                       target=str(path), before=text_digest(current),
                                       after=text_digest(text), detail=text))
-        return tuple(changes)
+                actions.append(WriteFile(path=str(path), before=state_of(path),
+                                         data=text.encode("utf-8")))
+        for path, block in blocks.items():
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+            if current is not None and with_block(current, block) == current:
+                continue
+            if current is not None:
+                text = with_block(current, block)
+                changes.append(Change(action="replace", target=str(path),
+                                      before=text_digest(current), after=text_digest(text),
+                                      detail=text))
+            # planned even before the venv made the script: the block goes in once it is there
+            actions.append(WriteBlock(path=str(path), before=state_of(path), block=block))
+        return StepPlan(step=self.name, changes=tuple(changes), actions=tuple(actions))
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        for path, text in activation_files(ctx).items():
-            if path.is_file() and path.read_text(encoding="utf-8") == text:
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tx.write_text(path, text)
-
+        perform_all(self.plan(ctx), tx)

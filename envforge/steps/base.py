@@ -4,9 +4,9 @@
 changes nothing. ``apply`` makes every change through a ``Transaction``, so it is
 journaled and undoable, and applying twice changes nothing the second time.
 
-Steps that place files say what they want as ``WantFile``/``WantLink`` rows;
-``changes_for`` and ``apply_wants`` compare those rows with the disk the same way,
-so what ``describe`` promised is exactly what ``apply`` does.
+Steps that place files say what they want as ``WantFile``/``WantLink`` rows and plan them
+as typed actions (``steps/actions.py``) with the state each expects to find: the executor
+performs exactly those, so what the plan showed is what is done.
 """
 
 from __future__ import annotations
@@ -151,7 +151,8 @@ def state_of(path: Path) -> str | None:
     return f"sha256:{sha256_file(path)}"
 
 
-def _change(want: Want) -> Change | None:
+def want_change(want: Want) -> Change | None:
+    """The row for bringing ``want.path`` to its wanted state; None when it is there."""
     before = state_of(want.path)
     if isinstance(want, WantLink):
         if before == f"link:{want.target}":
@@ -171,20 +172,8 @@ def _change(want: Want) -> Change | None:
 
 
 def changes_for(wants: Sequence[Want]) -> tuple[Change, ...]:
-    """The changes ``apply_wants`` would make, in the order it would make them; reads only."""
-    return tuple(c for c in (_change(w) for w in wants) if c is not None)
-
-
-def apply_wants(wants: Sequence[Want], tx: Transaction) -> None:
-    """Bring each path to its wanted state; paths already there are not touched."""
-    for want in wants:
-        if _change(want) is None:
-            continue
-        tx.mkdir(want.path.parent)
-        if isinstance(want, WantLink):
-            tx.symlink(want.path, want.target)
-        else:
-            tx.copy_file(want.source, want.path)
+    """The changes bringing each path to its wanted state, in order; reads only."""
+    return tuple(c for c in (want_change(w) for w in wants) if c is not None)
 
 
 def text_digest(text: str | None) -> str | None:

@@ -1,14 +1,14 @@
-"""The C++ compiler Theano builds its C code with: found on Linux, installed on Windows.
+"""The C++ compiler a framework builds its C code with: found on Linux, installed on Windows.
 
-Linux (``kind = "gcc"``): ``g++`` (or ``[theano] cxx``) must be on the environment's
-PATH; nothing is installed, a missing one fails with the command that installs it.
+Linux (``kind = "gcc"``): ``g++`` (or the one the framework's section names:
+``FrameworkPack.compiler_need``) must be on the environment's PATH; nothing is
+installed, a missing one fails with the command that installs it.
 Windows (``kind = "mingw-w64"``): the locked MinGW-w64 archive (a .7z) is fetched or taken
 from the cache, a bundle or ``--artifact compiler=PATH``, checked against the lock's
 sha256, unpacked safely into envforge's tools folder and accepted only if its layout
 shows the locked thread and exception models. The folder is adopted by the journal, so
 rollback removes it. ``mingw_bin`` says where its ``g++.exe`` lives, for the user PATH
-and for ``.theanorc``'s ``cxx`` (without it Theano on win32 looks for
-``<python dir>\\Library\\mingw-w64\\bin\\g++``).
+and for a framework's own setting (Theano's ``.theanorc`` ``cxx``).
 """
 
 from __future__ import annotations
@@ -230,17 +230,39 @@ class HostCompiler:
     version: str
 
 
-def find_host_gxx(ctx: StepContext) -> HostCompiler:
-    """``[theano] cxx`` or ``g++`` on the PATH of ``ctx.environ``, with its version."""
-    from envforge.packs.theano.section import theano_section
+@dataclass(frozen=True)
+class CompilerNeed:
+    """What a framework asks of the host's C++ compiler, and how messages name it."""
 
-    wanted = theano_section(ctx.pspec).cxx or "g++"
+    framework: str  # "Theano"
+    setting: str  # where the spec names a compiler: "[theano] cxx"
+    cxx: str | None = None  # the compiler that setting names
+    # why nvcc's gcc limit does not touch it, if it does not
+    nvcc_note: str = ""
+
+
+def compiler_need(ctx: StepContext) -> CompilerNeed | None:
+    """The first mounted pack's need, if it has one."""
+    from envforge.packs import active_packs
+
+    return next((need for pack in active_packs(ctx.pspec)
+                 if (need := pack.compiler_need(ctx.pspec)) is not None), None)
+
+
+def find_host_gxx(ctx: StepContext) -> HostCompiler:
+    """The framework's compiler setting or ``g++``, on the PATH of ``ctx.environ``, with its
+    version."""
+    need = compiler_need(ctx)
+    wanted = (need.cxx if need is not None else None) or "g++"
     found = shutil.which(wanted, path=ctx.environ.get("PATH", ""))
     if found is None:
+        who = (f"{need.framework} compiles its C code with it" if need
+               else "the C code is compiled with it")
+        setting = f" or set {need.setting} in the spec to its full path" if need else ""
         raise StepError(
-            f"{wanted} not found on PATH ({ctx.environ.get('PATH', '')!r}); Theano compiles its "
-            "C code with it. Install it (Debian/Ubuntu: `sudo apt-get install g++`; Fedora/RHEL: "
-            "`sudo dnf install gcc-c++`) or set [theano] cxx in the spec to its full path")
+            f"{wanted} not found on PATH ({ctx.environ.get('PATH', '')!r}); {who}. Install it "
+            "(Debian/Ubuntu: `sudo apt-get install g++`; Fedora/RHEL: `sudo dnf install gcc-c++`)"
+            f"{setting}")
     try:
         # -dumpfullversion is gcc >= 7; older ones ignore it and answer -dumpversion.
         done = proc.run([found, "-dumpfullversion", "-dumpversion"], env=ctx.environ, timeout=60)
@@ -252,18 +274,20 @@ def find_host_gxx(ctx: StepContext) -> HostCompiler:
     return HostCompiler(Path(found), version)
 
 
-def gcc_limit_finding(gcc_version: str, cuda: str, platform: Platform) -> str | None:
-    """A warning when nvcc of ``cuda`` refuses this gcc as its host compiler; None if fine."""
+def gcc_limit_finding(gcc_version: str, cuda: str, platform: Platform,
+                      need: CompilerNeed | None = None) -> str | None:
+    """A warning when nvcc of ``cuda`` refuses this gcc as its host compiler; None if fine
+    (``need``: the framework's, whose note says why it is not affected)."""
     from envforge.knowledge import max_host_gcc
 
     limit = max_host_gcc(cuda, platform)
     major = int(gcc_version.split(".")[0])
     if limit is None or major <= limit.value:
         return None
+    note = f": {need.nvcc_note}" if need is not None and need.nvcc_note else ""
     return (f"g++ {gcc_version} is newer than gcc {limit.value}, the newest nvcc of CUDA {cuda} "
             f"accepts (source: {limit.source}); this matters only where code is built with "
-            "nvcc: Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code with "
-            "g++ alone, so Theano itself is not affected")
+            f"nvcc{note}")
 
 
 # -- the step -----------------------------------------------------------------------------
@@ -294,6 +318,10 @@ class CompilerStep:
         return (Change(action="create" if before is None else "replace", target=str(home),
                        before=before, after=f"sha256:{artifact.sha256}",
                        detail=f"MinGW-w64 {variant} from {artifact.filename} ({where})"),)
+
+    def observe(self, ctx: StepContext) -> str | None:
+        """MinGW's folder as the plan saw it (the step writes outside the prefix)."""
+        return state_of(mingw_home(ctx)) if self._kind(ctx) == "mingw-w64" else None
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         if self._kind(ctx) == "gcc":
@@ -336,7 +364,7 @@ class CompilerStep:
         cuda = ctx.pspec.cuda
         if cuda is None or not cuda.exact:
             return
-        finding = gcc_limit_finding(gxx.version, cuda.number, ctx.platform)
+        finding = gcc_limit_finding(gxx.version, cuda.number, ctx.platform, compiler_need(ctx))
         if finding is not None and finding not in self._warned:
             self._warned.add(finding)
             ctx.ui.warn(finding)

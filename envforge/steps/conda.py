@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from envforge.host.installed import conda_records
 from envforge.journal import Transaction
 from envforge.lockfile import LockedCondaPackage
 from envforge.steps.base import Change, StepContext
@@ -12,18 +12,7 @@ from envforge.steps.base import Change, StepContext
 
 def installed_records(prefix: Path) -> dict[str, str]:
     """name -> sha256 of what conda-meta says is installed."""
-    found: dict[str, str] = {}
-    meta = prefix / "conda-meta"
-    if not meta.is_dir():
-        return found
-    for record in meta.glob("*.json"):
-        try:
-            data = json.loads(record.read_text(encoding="utf-8"))
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "name" in data:
-            found[str(data["name"])] = str(data.get("sha256", ""))
-    return found
+    return {record.name: record.sha256 for record in conda_records(prefix)}
 
 
 def missing(ctx: StepContext) -> list[LockedCondaPackage]:

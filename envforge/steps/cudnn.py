@@ -2,8 +2,10 @@
 
 NVIDIA's download needs a developer login, so envforge never fetches cuDNN: it takes
 the file the user downloaded, refuses it unless its sha256 is the lock's, unpacks it
-safely into a temporary folder and copies its files into the toolkit's folders, where
-Theano looks (``<cuda>/include``, ``<cuda>/lib/x64`` or ``lib64``, ``<cuda>/bin``).
+safely into a staging folder in envforge's cache and copies its files into the toolkit's
+folders, where Theano looks (``<cuda>/include``, ``<cuda>/lib/x64`` or ``lib64``,
+``<cuda>/bin``). The archive is hashed and unpacked once, when the step plans: its actions
+carry the staged files with their sha256, which the executor checks again before copying.
 Files already there are backed up by the journal, so rollback puts them back.
 The layout follows the context's platform, not the host's: a win-64 zip can be
 installed into a Windows-shaped tree on Linux, which is how it is tested.
@@ -13,9 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from envforge.confine import link_target_inside
@@ -26,15 +27,8 @@ from envforge.journal import Transaction
 from envforge.knowledge import cudnn_library_name
 from envforge.lockfile import LockedArtifact
 from envforge.spec import Platform
-from envforge.steps.base import (
-    Change,
-    StepContext,
-    Want,
-    WantFile,
-    WantLink,
-    apply_wants,
-    changes_for,
-)
+from envforge.steps.actions import StepPlan, file_plan, perform_all
+from envforge.steps.base import Change, StepContext, Want, WantFile, WantLink
 
 # Archive folder -> CudaLayout attribute (KNOWLEDGE §5; envforge/knowledge/cudnn.toml).
 _ARCHIVE_LAYOUT: dict[Platform, tuple[tuple[str, str], ...]] = {
@@ -103,17 +97,9 @@ class CudnnInstallStep:
             raise ValueError(f"CudnnInstallStep needs the cudnn artifact, not {artifact.role}")
         self.artifact = artifact
 
-    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        with self._staged(ctx) as wants:
-            return changes_for(wants)
-
-    def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        with self._staged(ctx) as wants:
-            apply_wants(wants, tx)
-
-    @contextmanager
-    def _staged(self, ctx: StepContext) -> Iterator[list[Want]]:
-        """Check, unpack to a temporary folder and map; the CUDA tree is not touched here."""
+    def plan(self, ctx: StepContext) -> StepPlan:
+        """Check the archive, unpack it into the staging folder and map it; the CUDA tree is
+        not touched here."""
         archive = ctx.artifacts.get("cudnn")
         if archive is None:
             raise ArtifactError(
@@ -124,7 +110,28 @@ class CudnnInstallStep:
         if ctx.cuda_root is None:
             raise StepError("cuDNN is copied into the CUDA toolkit, and no toolkit was found")
         layout = cuda_layout(ctx.platform, ctx.cuda_root)
-        with tempfile.TemporaryDirectory(prefix="envforge-cudnn-") as tmp:
-            unpacked = Path(tmp) / "archive"
-            extract_archive(archive, unpacked)
-            yield cudnn_wants(ctx.platform, unpacked, layout, archive)
+        unpacked = stage(archive, ctx.dirs.cache / "staged" / f"cudnn-{self.artifact.sha256}")
+        changes, actions = file_plan(cudnn_wants(ctx.platform, unpacked, layout, archive))
+        return StepPlan(step=self.name, changes=changes, actions=actions,
+                        artifacts={"cudnn": self.artifact.sha256})
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return self.plan(ctx).changes
+
+    def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        perform_all(self.plan(ctx), tx)
+
+
+def stage(archive: Path, folder: Path) -> Path:
+    """``archive`` unpacked afresh as ``folder`` (whole or not at all: unpacked beside it,
+    then renamed), replacing an older staging of it."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        extract_archive(archive, tmp / "archive")
+        if os.path.lexists(folder):
+            shutil.rmtree(folder)
+        (tmp / "archive").rename(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder

@@ -16,6 +16,7 @@ from envforge.host.interpreters import (
     query_version,
 )
 from envforge.journal import Journal, Transaction
+from envforge.steps.actions import MakeTree, StepPlan, perform_all
 from envforge.steps.base import Change, StepContext
 
 
@@ -24,23 +25,20 @@ class PrefixStep:
 
     name = "prefix"
 
-    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+    def plan(self, ctx: StepContext) -> StepPlan:
         prefix = Path(ctx.layout.prefix)
         if os.path.lexists(prefix):
             _ensure_ours(prefix, ctx)
-            return ()
-        return (Change(action="create", target=str(prefix), before=None, after="folder",
-                       detail="removed whole by rollback"),)
+            return StepPlan(step=self.name, changes=())
+        return StepPlan(step=self.name, changes=(
+            Change(action="create", target=str(prefix), before=None, after="folder",
+                   detail="removed whole by rollback"),), actions=(MakeTree(path=str(prefix)),))
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        prefix = Path(ctx.layout.prefix)
-        if os.path.lexists(prefix):
-            _ensure_ours(prefix, ctx)
-            return
-        if not prefix.parent.exists():
-            tx.mkdir(prefix.parent)
-        tx.adopt_tree(prefix)
-        prefix.mkdir()
+        perform_all(self.plan(ctx), tx)
 
 
 def _ensure_ours(prefix: Path, ctx: StepContext) -> None:

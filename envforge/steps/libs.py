@@ -14,28 +14,20 @@ into the toolkit's bin folder (Theano/Theano#6681, libgpuarray#587).
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, assert_never
 
 from envforge.envlayout import LINKS_DIR
-from envforge.errors import StepError, ToolError
-from envforge.host import proc
+from envforge.errors import StepError
 from envforge.host.cuda import read_driver, toolkit_version
+from envforge.host.ldcache import ldconfig_output, parse_ldconfig
 from envforge.host.platform import cuda_layout
 from envforge.journal import Transaction
 from envforge.knowledge import cuda_library_name, driver_library, libgpuarray_names
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.base import (
-    Change,
-    StepContext,
-    Want,
-    WantFile,
-    WantLink,
-    apply_wants,
-    changes_for,
-)
+from envforge.steps.actions import StepPlan, file_plan, perform_all
+from envforge.steps.base import Change, StepContext, Want, WantFile, WantLink
 
 # Where distributions and NVIDIA's installers put libcuda.so.1 when ldconfig does not say.
 DRIVER_DIRS: tuple[Path, ...] = (
@@ -46,27 +38,6 @@ DRIVER_DIRS: tuple[Path, ...] = (
 
 def links_dir(prefix: Path) -> Path:
     return prefix / LINKS_DIR
-
-
-def parse_ldconfig(text: str, name: str) -> list[Path]:
-    """The x86-64 paths ``ldconfig -p`` lists for ``name``."""
-    found = []
-    for line in text.splitlines():
-        library, sep, path = line.strip().partition(" => ")
-        soname, _, flags = library.partition(" (")
-        if sep and soname == name and "x86-64" in flags:
-            found.append(Path(path.strip()))
-    return found
-
-
-def _ldconfig_cache() -> str:
-    for exe in (shutil.which("ldconfig"), "/sbin/ldconfig", "/usr/sbin/ldconfig"):
-        if exe and Path(exe).is_file():
-            try:
-                return proc.run([exe, "-p"], check=False, timeout=30).stdout
-            except ToolError:
-                continue
-    return ""
 
 
 def _version_key(name: str) -> tuple[int, ...]:
@@ -113,11 +84,15 @@ class LibgpuarrayLinksStep:
         self.toolkit_cuda = toolkit_cuda
         self.driver_dirs = None if driver_dirs is None else tuple(driver_dirs)
 
+    def plan(self, ctx: StepContext) -> StepPlan:
+        changes, actions = file_plan(self.wants(ctx))
+        return StepPlan(step=self.name, changes=changes, actions=actions)
+
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        return changes_for(self.wants(ctx))
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        apply_wants(self.wants(ctx), tx)
+        perform_all(self.plan(ctx), tx)
 
     def wants(self, ctx: StepContext) -> list[Want]:
         if ctx.cuda_root is None:
@@ -161,7 +136,7 @@ class LibgpuarrayLinksStep:
             listed: list[Path] = []
             dirs = self.driver_dirs
         else:
-            listed = parse_ldconfig(_ldconfig_cache(), driver_library("linux-64"))
+            listed = parse_ldconfig(ldconfig_output(), driver_library("linux-64"))
             dirs = DRIVER_DIRS
         for candidate in (*listed, *(d / driver_library("linux-64") for d in dirs)):
             if candidate.exists():

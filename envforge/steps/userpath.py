@@ -64,6 +64,11 @@ class UserPathStep:
         return (Change(action="set", target=f"{USER_ENVIRONMENT}\\{PATH_NAME}", before=current,
                        after=edit.value, detail=diff),)
 
+    def observe(self, ctx: StepContext) -> str | None:
+        """The value the plan saw: a change to it since is a stale plan."""
+        found = self.registry.get(USER_ENVIRONMENT, PATH_NAME)
+        return None if found is None else f"{found[1]}:{found[0]}"
+
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         _, current_type, edit = self._edit(ctx)
         if not edit.changed:

@@ -11,14 +11,28 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from envforge.knowledge.models import KnownBadTestRow
 from envforge.verify import CheckRow
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 # How much of a failure's message a row keeps: enough to name the exception.
 _MESSAGE_LIMIT = 300
+
+
+class KnownBad(Protocol):
+    """A pack's row of tests known to fail (Theano's: packs/theano/theano_suite.toml)."""
+
+    @property
+    def test(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    def matches(self, nodeid: str) -> bool: ...
 
 
 class SuiteReportError(ValueError):
@@ -37,7 +51,7 @@ class CaseResult:
 
 @dataclass(frozen=True, slots=True)
 class KnownBadHit:
-    row: KnownBadTestRow
+    row: KnownBad
     tests: tuple[str, ...]
 
 
@@ -134,14 +148,16 @@ def nodeid(case: ET.Element) -> str:
 
 
 def read_run(junit: str | None, returncode: int | None, output_tail: str, *, bound_s: int,
-             subset: str) -> tuple[tuple[CaseResult, ...], str]:
+             subset: str, defined_in: str = "the pack's suite knowledge",
+             ) -> tuple[tuple[CaseResult, ...], str]:
     """The tests a pytest run reported, and what went wrong with the run itself ("" if
     nothing): stopped at its bound (``returncode`` None; what ran still counts), an exit
-    other than 0 (all passed) or 1 (some failed), or no readable JUnit XML."""
+    other than 0 (all passed) or 1 (some failed), or no readable JUnit XML. ``defined_in``:
+    the knowledge file that bounds the subset (``theano_suite.toml``)."""
     problem = ""
     if returncode is None:
         problem = (f"the run passed its bound of {bound_s}s (subset {subset} in "
-                   "theano_suite.toml) and was stopped")
+                   f"{defined_in}) and was stopped")
     elif returncode not in (0, 1):
         problem = f"pytest exited {returncode}: {output_tail.strip()[-600:]}"
     results: tuple[CaseResult, ...] = ()
@@ -155,7 +171,7 @@ def read_run(junit: str | None, returncode: int | None, output_tail: str, *, bou
     return results, problem
 
 
-def judge(results: Sequence[CaseResult], known_bad: Sequence[KnownBadTestRow], *,
+def judge(results: Sequence[CaseResult], known_bad: Sequence[KnownBad], *,
           subset: str, problem: str = "", seconds: float = 0.0,
           workers: int = 1) -> SuiteVerdict:
     """Sort failures into known-bad (by the first row that matches) and unknown."""

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Protocol
 
 from packaging.utils import canonicalize_name
 
@@ -26,9 +27,34 @@ from envforge.errors import ArtifactError, InputError
 from envforge.host.archives import extract_archive
 from envforge.host.fetch import FileRef, Lookup, obtain
 from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
-from envforge.knowledge.models import SuiteSubsetRow
 from envforge.lockfile import LockedPypiFile, SuiteLock
 from envforge.platforms import Os, host_platform
+
+
+class SuiteSubset(Protocol):
+    """A pack's curated selection of its tests (Theano's: packs/theano/theano_suite.toml)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def device(self) -> Literal["cpu", "cuda"]: ...
+
+    @property
+    def time_limit_s(self) -> int: ...
+
+    @property
+    def tests(self) -> tuple[str, ...]: ...
+
+    @property
+    def select(self) -> str: ...
+
+    @property
+    def deselect(self) -> tuple[str, ...]: ...
+
+    @property
+    def dist(self) -> Literal["loadfile", "loadscope"]: ...
+
 
 PLUGIN = Path(__file__).resolve().parent / "plugin.py"
 PLUGIN_MODULE = "envforge_suite_plugin"
@@ -117,7 +143,7 @@ def prepare_folder(suite: SuiteLock, pypi: Sequence[LockedPypiFile], *, python: 
     return folder
 
 
-def pytest_args(folder: SuiteFolder, subset: SuiteSubsetRow, *, junit: Path,
+def pytest_args(folder: SuiteFolder, subset: SuiteSubset, *, junit: Path,
                 workers: int) -> list[str]:
     """pytest's command line: the subset's tests from the sdist, against the installed package
     (``--import-mode=append`` keeps the environment's package ahead of the sdist's copy)."""
@@ -138,18 +164,21 @@ def pytest_args(folder: SuiteFolder, subset: SuiteSubsetRow, *, junit: Path,
 
 
 def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
-                  compiledir: Path, theano_flags: Mapping[str, str] | None = None,
+                  compiledir: Path, settings: tuple[str, Mapping[str, str]] | None = None,
                   ) -> dict[str, str]:
     """The environment's variables plus the runner; nothing of the caller's pytest setup.
-    ``theano_flags`` (the subset's) come after the environment's THEANO_FLAGS: they win."""
+    ``settings`` (a subset's: the framework's variable, e.g. THEANO_FLAGS, and its pairs)
+    come after the environment's own value of that variable, comma-joined: they win."""
     env = {k: v for k, v in base.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     env.update(PYTHONPATH=str(folder.runner), ENVFORGE_SUITE_SOURCE=str(folder.source),
                ENVFORGE_SUITE_PACKAGE=package, ENVFORGE_SUITE_COMPILEDIR=str(compiledir),
                PYTHONDONTWRITEBYTECODE="1")
-    flags = [env.get("THEANO_FLAGS", ""), *(f"{k}={v}" for k, v in (theano_flags or {}).items())]
-    if any(flags[1:]):
-        env["THEANO_FLAGS"] = ",".join(f for f in flags if f)
+    if settings is not None:
+        variable, pairs = settings
+        flags = [env.get(variable, ""), *(f"{k}={v}" for k, v in pairs.items())]
+        if any(flags[1:]):
+            env[variable] = ",".join(f for f in flags if f)
     return env
 
 

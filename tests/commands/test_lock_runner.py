@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from envforge.app import locking as lock_cmd
-from envforge.knowledge import suite_runner
 from envforge.lockfile import LockedPypiFile
+from envforge.packs.theano.knowledge import suite_runner
 from envforge.spec import load_spec
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "theano-cpu.toml"

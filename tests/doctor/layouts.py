@@ -234,7 +234,8 @@ def look(tmp: Path, environ: Mapping[str, str], *, platform: Platform = "linux-6
     return observe(environ=environ, platform=platform, cwd=cwd or tmp, prefix=prefix,
                    cuda_search=cuda_search, system_lib_dirs=lib_dirs,
                    system_include_dirs=include_dirs, proc_driver=tmp / "no-proc-driver",
-                   python=python, expected_flags=expected_flags, registry=registry,
+                   python=python, expected_settings={"theano": expected_flags or {}},
+                   registry=registry,
                    ldconfig=ldconfig)
 
 
@@ -258,6 +259,6 @@ def expected(**changes: object) -> Expected:
         spec="specs/theano-cuda102.toml", platform="linux-64", prefix="/nonexistent/env",
         env_kind="conda", cuda="10.2", cudnn="7.6.5.32",
         versions={"python": "3.7", "theano": "1.0.5", "numpy": "1.19.5", "pygpu": "0.7.6"},
-        device="cuda", theano_flags={"device": "cuda", "floatX": "float32"})
+        device="cuda", settings={"theano": {"device": "cuda", "floatX": "float32"}})
     base.update(changes)
     return Expected.model_validate(base)

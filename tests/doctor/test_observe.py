@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from envforge.doctor import HostFacts, observe
-from envforge.doctor.flags import parse_theano_flags
 from envforge.doctor.observe import parse_gpu_query
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
+from envforge.packs.theano.doctor_common import theano_config
 from tests.doctor.layouts import (
     QUERY_441,
     SMI_441,
@@ -53,10 +53,10 @@ def test_linux_host(tmp_path: Path) -> None:
     assert facts.toolkits[0].cudnn.file.endswith("cudnn_version.h")
     assert facts.gxx is not None and facts.gxx.thread_model == "posix"
     assert facts.gxx.version == "12.2.0" and facts.gxx.path == str(tools / "g++")
-    assert facts.theanorc[0].flags == {"floatX": "float32", "device": "cuda",
+    assert theano_config(facts).files[0].flags == {"floatX": "float32", "device": "cuda",
                                        "dnn.enabled": "False"}
-    assert facts.theanorc[0].lines == {"floatX": 2, "device": 3, "dnn.enabled": 6}
-    assert facts.theano_cuda_root == str(cuda)
+    assert theano_config(facts).files[0].lines == {"floatX": 2, "device": 3, "dnn.enabled": 6}
+    assert theano_config(facts).cuda_root == str(cuda)
     assert "libcudart.so.11" in facts.dirs[str(cuda / "lib64")].names
     assert "AWS_SECRET_ACCESS_KEY" not in facts.environ  # never in --json or a report
     assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
@@ -85,30 +85,12 @@ def test_windows_host_on_any_machine(tmp_path: Path) -> None:
     assert [(g.name, g.compute_capability, g.memory_free_mib) for g in facts.gpus] == [
         ("GeForce GTX 1660 SUPER", None, 5631)]
     assert facts.gxx is not None and facts.gxx.path_index == 0
-    assert [Path(f.path).name for f in facts.theanorc] == [".theanorc", ".theanorc.txt"]
-    assert facts.theanorc[1].flags == {"device": "cuda"}
-    assert facts.theano_cuda_root == str(cuda)  # from CUDA_PATH, not a PATH `nvcc`
+    files = theano_config(facts).files
+    assert [Path(f.path).name for f in files] == [".theanorc", ".theanorc.txt"]
+    assert files[1].flags == {"device": "cuda"}
+    assert theano_config(facts).cuda_root == str(cuda)  # from CUDA_PATH, not a PATH `nvcc`
     assert facts.toolkits[0].version == "10.2.89"
     assert facts.holds(str(cuda / "bin"), "CUDART64_102.DLL")  # Windows names fold case
-
-
-def test_windows_nvcc_exe_is_not_theanos_nvcc(tmp_path: Path) -> None:
-    cuda = windows_cuda(tmp_path, "10.2")
-    facts = look(tmp_path, {"PATH": str(cuda / "bin"), "USERPROFILE": str(home(tmp_path))},
-                 platform="win-64")
-    assert facts.theano_cuda_root is None
-    assert [t.found_by for t in facts.toolkits] == ["PATH (nvcc)"]
-
-
-@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
-def test_nvcc_wrapper_makes_theanos_root_its_parent(tmp_path: Path) -> None:
-    """As on this project's build host: /usr/local/bin/nvcc is a wrapper script."""
-    cuda = linux_cuda(tmp_path / "usr" / "local", "13.0.88")
-    wrapper = tmp_path / "usr" / "local" / "bin"
-    (wrapper).mkdir()
-    (wrapper / "nvcc").write_text(f"#!/bin/sh\nexec {cuda}/bin/nvcc \"$@\"\n")
-    facts = look(tmp_path, {"PATH": str(wrapper), "HOME": str(home(tmp_path))})
-    assert facts.theano_cuda_root == str(tmp_path / "usr" / "local")
 
 
 def test_pip_installed_toolkit_reads_its_version_from_dist_info(tmp_path: Path) -> None:
@@ -167,12 +149,6 @@ def test_gpu_query_lines() -> None:
         == [(0, "NVIDIA H200", "9.0"), (1, "Tesla K80", "3.7")]
 
 
-def test_theano_flags_split_like_theano() -> None:
-    assert parse_theano_flags('device=cuda,floatX=float32,blas.ldflags="-L/a b -lblas",junk') \
-        == [("device", "cuda"), ("floatX", "float32"), ("blas.ldflags", "-L/a b -lblas")]
-    assert parse_theano_flags('device="cuda') == []  # shlex refuses, as Theano does
-
-
 def test_environment_read_from_metadata(tmp_path: Path) -> None:
     prefix = venv(tmp_path / "env", {"Theano_PyMC": "1.0.5", "numpy": "1.19.5"})
     (prefix / "lib" / "python3.7" / "site-packages" / "pygpu-0.7.6-py3.7.egg-info").write_text("")
@@ -196,21 +172,8 @@ def test_spec_environment_is_seen_activated(tmp_path: Path) -> None:
         {"name": "THEANORC", "op": "set", "value": str(prefix / "etc" / "theanorc")}]))
     facts = look(tmp_path, {"HOME": str(home(tmp_path)), "PATH": "/nowhere"}, prefix=prefix)
     assert facts.env is not None and facts.env.activated and facts.env.found_by == "spec"
-    assert [f.path for f in facts.theanorc] == [str(prefix / "etc" / "theanorc")]
+    assert [f.path for f in theano_config(facts).files] == [str(prefix / "etc" / "theanorc")]
     assert [e.path for e in facts.path] == [str(prefix / "bin"), "/nowhere"]
-
-
-@pytest.mark.posix_only("observes a linux-64 host: its '/'-joined paths, ':' lists and sh fixes")
-def test_cwd_theanorc_is_seen_but_not_read(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / ".theanorc").write_text("[global]\ndevice = cuda\n")
-    facts = look(tmp_path, {"HOME": str(home(tmp_path))}, cwd=project)
-    assert facts.cwd_theanorc is not None and not facts.cwd_theanorc.read_by_theano
-    facts = look(tmp_path, {"HOME": str(home(tmp_path)),
-                            "THEANORC": f"{tmp_path}/home/.theanorc:{project}/.theanorc"},
-                 cwd=project)
-    assert facts.cwd_theanorc is None and facts.theanorc[1].flags == {"device": "cuda"}
 
 
 def test_registry_path_for_new_shells(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from envforge.doctor.rules.cuda import runtime_version
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
 from envforge.platforms import Platform
 from tests.doctor.layouts import (
-    cudnn_header,
     expected,
     gxx,
     gxx_mingw,
@@ -112,23 +111,6 @@ def test_locked_cuda_not_installed(tmp_path: Path) -> None:
     linux_cuda(tmp_path / "local", "10.2.89")
     facts = look(tmp_path, {"HOME": str(home(tmp_path))}, cuda_search=(tmp_path / "local",))
     assert "cuda.not-found" not in ids(judge(facts, expected()))
-
-
-@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
-def test_theano_root_is_the_nvcc_wrappers_parent(tmp_path: Path) -> None:
-    """nvcc wrapped in /usr/local/bin: Theano's cuda.root is /usr/local, away from cuDNN."""
-    local = tmp_path / "usr" / "local"
-    cuda = linux_cuda(local, "11.8.89")
-    cudnn_header(cuda / "include", "7.6.5")
-    (local / "bin").mkdir()
-    (local / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec {cuda}/bin/nvcc "$@"\n')
-    rc = home(tmp_path, "[global]\ndevice = cuda\n")
-    env = {"PATH": str(local / "bin"), "HOME": str(rc)}
-    finding = only(judge(look(tmp_path, env, cuda_search=(local,))), "cuda.theano-root")
-    assert finding.title.startswith(f"Theano's cuda.root is {local} (the parent of")
-    assert finding.fix is not None and f"[cuda] root = {cuda}" in finding.fix.text
-    (rc / ".theanorc").write_text(f"[global]\ndevice = cuda\n\n[cuda]\nroot = {cuda}\n")
-    assert "cuda.theano-root" not in ids(judge(look(tmp_path, env, cuda_search=(local,))))
 
 
 def test_shell_older_than_the_registry_path(tmp_path: Path) -> None:

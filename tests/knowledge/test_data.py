@@ -14,8 +14,10 @@ from envforge.knowledge import (
     cudnn_version_code,
     knowledge,
     knowledge_file,
-    theano_rules,
 )
+from envforge.packs import PACKS
+
+PACK_FILES = [name for pack in PACKS.values() for name in pack.knowledge]
 
 
 def _raw(name: str) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
-@pytest.mark.parametrize("name", [*KNOWLEDGE_FILES, "virtual_packages"])
+@pytest.mark.parametrize("name", [*KNOWLEDGE_FILES, *PACK_FILES, "virtual_packages"])
 def test_every_row_names_a_source(name: str) -> None:
     rows = _rows(name)
     assert rows
@@ -50,28 +52,10 @@ def test_inferred_and_observed_rows_say_so() -> None:
     k = knowledge()
     carried = next(r for r in k.cuda.compute_capability if r.cuda == "11.2")
     assert "*inferred*" in carried.source
-    seen = [r for r in k.theano.numpy if r.numpy == ">=1.22"]
-    assert seen and all("seen here" in r.source for r in seen)
-    assert all("*inferred*" in r.source for r in k.theano.numpy if r.theano == "==1.1.2")
 
 
 def test_source_keys_are_the_ones_knowledge_md_defines() -> None:
-    theano_sources = [r.source for r in knowledge().theano.flags]
-    assert all(s.startswith(("[TP]", "[TP112]")) for s in theano_sources)
     assert all("[GA]" in r.source for r in knowledge().libgpuarray.loader)
-
-
-@pytest.mark.parametrize("version", ["1.0.5", "1.1.2"])
-def test_typed_flags_are_flags_the_release_defines(version: str) -> None:
-    rules = theano_rules(version)
-    assert set(rules.flags) <= rules.known_flags
-    assert not any(row.matches(name) for row in rules.removed for name in rules.known_flags)
-
-
-def test_theanorc_places_in_the_table_follow_theanos_own_split() -> None:
-    rules = theano_rules("1.0.5")
-    for flag in rules.flags.values():
-        assert rules.theanorc_location(flag.name) == (flag.section, flag.key), flag.name
 
 
 def test_cudnn_version_code_matches_the_reported_example() -> None:

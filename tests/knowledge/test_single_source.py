@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from envforge.knowledge import blog_errata, reference_theano, theano_rules
 from envforge.packs.theano.flags import FIELD_FLAGS
+from envforge.packs.theano.knowledge import blog_errata, reference_theano, theano_rules
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 

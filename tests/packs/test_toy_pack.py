@@ -20,7 +20,7 @@ from envforge.lockcheck import check_lock
 from envforge.lockfile import Expectations, Lockfile, dumps_lock, load_lock
 from envforge.lockplan import expectations_for
 from envforge.packs import PACKS, FrameworkPack, active_packs
-from envforge.packs.base import Migration, Report
+from envforge.packs.base import Migration, PackDefaults, Report
 from envforge.plan import build_steps, make_plan
 from envforge.spec import Frozen, PlatformSpec, parse_spec
 from envforge.steps.activation import edits_for
@@ -65,7 +65,7 @@ class ToyStep:
         tx.write_text(target, _greeting(ctx.pspec))
 
 
-class ToyPack:
+class ToyPack(PackDefaults):
     name = "toy"
     section = ToySection
     expect = ToyExpect

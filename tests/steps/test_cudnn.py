@@ -444,3 +444,60 @@ def test_a_link_inside_the_archive_that_leads_outside_once_installed_is_refused(
 
     assert snapshot(root) == before
     assert journal.entries() == []
+
+
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
+def test_an_apply_hashes_and_unpacks_the_archive_once(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import envforge.host.archives as archives
+    import envforge.steps.cudnn as cudnn
+    from envforge.executor import execute
+    from envforge.plan import make_plan
+
+    root = linux_cuda_tree(tmp_path / "host")
+    archive = linux_cudnn_tgz(tmp_path / "cudnn-10.2-linux-x64-v7.6.5.32.tgz")
+    ctx = make_ctx(tmp_path, "linux-64", root, {"cudnn": archive})
+    hashed: list[Path] = []
+    unpacked: list[Path] = []
+    real_hash, real_extract = archives.sha256_file, cudnn.extract_archive
+
+    def counting_hash(path: Path) -> str:
+        if Path(path) == archive:
+            hashed.append(path)
+        return real_hash(path)
+
+    def counting_extract(path: Path, dest: Path) -> None:
+        unpacked.append(path)
+        real_extract(path, dest)
+
+    for module in ("envforge.host.archives", "envforge.steps.base", "envforge.bundle.sources"):
+        monkeypatch.setattr(f"{module}.sha256_file", counting_hash)
+    monkeypatch.setattr(cudnn, "extract_archive", counting_extract)
+    step = CudnnInstallStep(locked(archive))
+
+    plan = make_plan(ctx, [step], spec="x.toml")
+    assert plan.pending and plan.artifacts == {"cudnn": locked(archive).sha256}
+    assert execute(ctx, [step], record={"spec": "/x.toml"}, plan=plan) == ["cudnn"]
+
+    assert (len(hashed), len(unpacked)) == (1, 1)
+    assert (root / "lib64" / "libcudnn.so.7").readlink() == Path("libcudnn.so.7.6.5")
+    assert cudnn_header_version((root / "include" / "cudnn.h").read_text()) == (7, 6, 5)
+    assert make_plan(ctx, [step], spec="x.toml").pending is False
+
+
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
+def test_a_toolkit_file_changed_after_planning_is_refused(tmp_path: Path) -> None:
+    from envforge.executor import StalePlanError, execute
+    from envforge.plan import make_plan
+
+    root = linux_cuda_tree(tmp_path / "host")
+    archive = linux_cudnn_tgz(tmp_path / "cudnn-10.2-linux-x64-v7.6.5.32.tgz")
+    ctx = make_ctx(tmp_path, "linux-64", root, {"cudnn": archive})
+    step = CudnnInstallStep(locked(archive))
+    plan = make_plan(ctx, [step], spec="x.toml")
+    (root / "include" / "cudnn.h").write_bytes(cudnn_header(7, 4, 3))
+    before = snapshot(root)
+
+    with pytest.raises(StalePlanError, match=f"{root / 'include' / 'cudnn.h'} was sha256:"):
+        execute(ctx, [step], record={"spec": "/x.toml"}, plan=plan)
+    assert snapshot(root) == before

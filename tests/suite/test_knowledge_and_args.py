@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 
 from envforge.bundle.build import lock_items, suite_items
-from envforge.knowledge import knowledge, known_bad_tests, suite_runner, suite_subset
 from envforge.lockfile import load_lock
+from envforge.packs.theano.knowledge import (
+    known_bad_tests,
+    suite_knowledge,
+    suite_runner,
+    suite_subset,
+)
 from envforge.suite.runner import SuiteFolder, pytest_args, suite_environ, workers_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +34,7 @@ def test_subsets_follow_the_device_and_name_real_test_paths() -> None:
 
 def test_every_known_bad_row_is_narrow_and_gives_its_reason_and_the_sdists_file_and_line(
         ) -> None:
-    rows = knowledge().theano_suite.known_bad
+    rows = suite_knowledge().known_bad
     assert rows
     for row in rows:
         assert _NODE.match(row.test) and "::" in row.test, row.test
@@ -81,7 +86,7 @@ def test_the_gpu_subset_shares_classes_out_and_keeps_workers_from_preallocating(
     assert args[args.index("--dist") + 1] == "loadscope"
     env = suite_environ({"THEANO_FLAGS": "device=cuda,gpuarray.preallocate=0.9"}, folder,
                         package="theano", compiledir=tmp_path / "c",
-                        theano_flags=gpu.theano_flags)
+                        settings=("THEANO_FLAGS", gpu.theano_flags))
     # Theano takes the last of a flag given twice: the subset's.
     assert env["THEANO_FLAGS"] == "device=cuda,gpuarray.preallocate=0.9,gpuarray.preallocate=0"
     assert workers_for(None) == 1 and workers_for(16) == 16

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from envforge.knowledge.models import KnownBadTestRow
+from envforge.packs.theano.knowledge import KnownBadTestRow
 from envforge.suite.results import (
     CaseResult,
     SuiteReportError,

@@ -15,8 +15,7 @@ import pytest
 from envforge.app.context import prepare
 from envforge.cli import main
 from envforge.envvars import apply_edits
-from envforge.knowledge import known_bad_tests, suite_subset
-from envforge.knowledge.models import SuiteSubsetRow
+from envforge.packs.theano.knowledge import SuiteSubsetRow, known_bad_tests, suite_subset
 from envforge.steps.activation import load_edits
 from envforge.suite import runner as testsuite
 from envforge.suite.results import judge, parse_junit

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
-from envforge.doctor.rules import compilers, cuda, cudnn, gpu, libgpuarray, packages
+from envforge.doctor.rules import cuda, cudnn, gpu, libgpuarray, packages
 
 Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
 
@@ -20,13 +20,7 @@ RULES: tuple[Rule, ...] = (
     cuda.variable_rules,
     cuda.registry_rules,
     cudnn.placement_rules,
-    cudnn.windows_dll_rules,
-    compilers.compiler_rules,
-    compilers.windows_rules,
     packages.environment_rules,
-    packages.distribution_rules,
-    packages.release_rules,
-    packages.blas_rules,
     libgpuarray.windows_rules,
     libgpuarray.linux_rules,
 )

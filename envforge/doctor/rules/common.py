@@ -1,38 +1,14 @@
-"""What several rules derive from the facts: the Theano release, its effective settings,
-whether a GPU is meant to be used. Pure, like the rules."""
+"""What several rules derive from the facts: installed versions, whether a GPU is meant to
+be used, evidence and shell commands. Pure, like the rules."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import assert_never
 
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
-from envforge.doctor.flags import parse_theano_flags
 from envforge.doctor.model import Evidence
-from envforge.knowledge import TheanoRules, UnknownFactError, reference_theano, theano_rules
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
-
-THEANO_FLAGS = "THEANO_FLAGS"
-
-
-@dataclass(frozen=True)
-class TheanoRelease:
-    version: str
-    how: str
-    rules: TheanoRules | None  # None: the knowledge base has no rows for this release
-    present: bool  # installed (or locked); False: assumed, so package rules do not apply
-
-
-def theano_release(facts: HostFacts, expected: Expected | None) -> TheanoRelease:
-    """The installed Theano, else the locked one, else the project's reference release."""
-    found = installed(facts, expected, "theano")
-    version, how = found if found else (reference_theano(), "assumed (no environment or lock "
-                                                         "says which Theano)")
-    try:
-        return TheanoRelease(version, how, theano_rules(version), found is not None)
-    except UnknownFactError:
-        return TheanoRelease(version, how, None, found is not None)
 
 
 def installed(facts: HostFacts, expected: Expected | None,
@@ -49,83 +25,24 @@ def installed(facts: HostFacts, expected: Expected | None,
     return None
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One flag as one source sets it; ``name`` is canonical (dotted) when Theano applies it."""
-
-    name: str
-    value: str
-    origin: str  # a .theanorc path, or THEANO_FLAGS
-    line: int | None
-    raw_key: str
-    applied: bool = True  # False: THEANO_FLAGS spells it so that this release ignores it
-
-    @property
-    def from_env(self) -> bool:
-        return self.origin == THEANO_FLAGS
-
-    def evidence(self) -> Evidence:
-        if self.from_env:
-            return Evidence(kind="env", where=THEANO_FLAGS, text=f"{self.raw_key}={self.value}")
-        where = f"{self.origin}:{self.line}" if self.line else self.origin
-        section, _, key = self.name.rpartition(".")
-        shown = f"[{section or 'global'}] {key} = {self.value}"
-        return Evidence(kind="file", where=where, text=shown)
-
-
-def theano_flags_pairs(value: str | None) -> list[tuple[str, str]]:
-    return parse_theano_flags(value or "")
-
-
-def applied_name(key: str, rules: TheanoRules) -> str | None:
-    """The flag a THEANO_FLAGS key sets in this release, or None when the spelling is wrong."""
-    if rules.spelling == "dots":
-        return None if "__" in key else key
-    return None if "." in key else key.replace("__", ".")
-
-
-def settings(facts: HostFacts, rules: TheanoRules) -> list[Setting]:
-    """Every setting, lowest precedence first: the files in Theano's reading order, then
-    THEANO_FLAGS."""
-    found = []
-    for rc in facts.theanorc:
-        for name, value in rc.flags.items():
-            found.append(Setting(name=name, value=value, origin=rc.path,
-                                 line=rc.lines.get(name), raw_key=name))
-    for key, value in theano_flags_pairs(facts.theano_flags):
-        applied = applied_name(key, rules)
-        found.append(Setting(name=applied or key, value=value, origin=THEANO_FLAGS, line=None,
-                             raw_key=key, applied=applied is not None))
-    return found
-
-
-def effective(facts: HostFacts, rules: TheanoRules) -> dict[str, Setting]:
-    """What Theano ends up with for each flag some source sets: the last applied one wins."""
-    result: dict[str, Setting] = {}
-    for setting in settings(facts, rules):
-        if setting.applied:
-            result[setting.name] = setting
-    return result
-
-
-def flag_value(eff: dict[str, Setting], rules: TheanoRules | None, name: str) -> str:
-    if name in eff:
-        return eff[name].value
-    if rules is not None and name in rules.flags:
-        return rules.flags[name].default
-    return ""
-
-
 def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
-    """Whether this host is meant to run Theano on a GPU: the lock, the device flag or pygpu."""
+    """Whether this host is meant to run on a GPU: the lock's device, a pack's device
+    setting (``FrameworkPack.gpu_intended``) or pygpu installed."""
+    from envforge.packs import PACKS
+
     if expected is not None and expected.device.startswith(("cuda", "opencl")):
         return True
-    release = theano_release(facts, expected)
-    if release.rules is not None:
-        device = flag_value(effective(facts, release.rules), release.rules, "device")
-        if device.startswith(("cuda", "opencl", "gpu")):
-            return True
+    if any(pack.gpu_intended(facts, expected) for pack in PACKS.values()):
+        return True
     return installed(facts, expected, "pygpu") is not None
+
+
+def doctor_packages() -> tuple[str, ...]:
+    """Python, then the packages each pack has doctor show and check against the lock."""
+    from envforge.packs import PACKS
+
+    names = ("python", *(name for pack in PACKS.values() for name in pack.doctor_packages))
+    return tuple(dict.fromkeys(names))
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -1,5 +1,6 @@
-"""Which CUDA a process gets: toolkits found, runtimes on the search path, CUDA_* variables,
-and (Windows) a PATH older than the registry's; Theano's ``cuda.root`` is its pack's rule."""
+"""Which CUDA a process gets: toolkits found, runtimes on the search path (as a framework
+that re-sorts PATH leaves it), CUDA_* variables (and which one a framework reads for its
+CUDA root), and (Windows) a PATH older than the registry's."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from envforge.doctor.rules.common import (
     set_variable,
 )
 from envforge.host.windows import normalize_entry
-from envforge.knowledge import cuda_library_name, cuda_runtime_release, knowledge
+from envforge.knowledge import cuda_library_name, cuda_runtime_release
 from envforge.platforms import Os, Platform
 
 
@@ -57,17 +58,20 @@ def toolkit_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
         source=f"{expected.spec} ([cuda] version, locked)")
 
 
-def _theano_path_order(order: list[tuple[SearchEntry, str, str]]) -> \
+def _rewritten_order(order: list[tuple[SearchEntry, str, str]]) -> \
         list[tuple[SearchEntry, str, str]]:
-    """The order after Theano's win32 PATH rewrite: folders lower-cased and sorted."""
+    """The order after a framework's PATH rewrite (Theano's on win32): folders lower-cased
+    and sorted."""
     return sorted(order, key=lambda found: normalize_entry(found[0].path))
 
 
 def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """Several CUDA runtimes on the loader's search path: the first folder wins. On Windows
-    Theano re-sorts PATH before pygpu loads NVRTC and cuBLAS, so the order the user gave
-    decides nothing: the fix there is one CUDA on PATH, never "put it first"."""
-    resorted = facts.target.os is Os.WINDOWS  # Theano's win32 PATH rewrite
+    """Several CUDA runtimes on the loader's search path: the first folder wins. Where a
+    framework re-sorts PATH before the CUDA libraries load (Theano on Windows), the order the
+    user gave decides nothing: the fix there is one CUDA on PATH, never "put it first"."""
+    rewriter = next((c for c in facts.frameworks.values() if c.path_rewrite), None)
+    resorted = rewriter is not None
+    who = rewriter.name if rewriter is not None else ""
     order: list[tuple[SearchEntry, str, str]] = []
     for entry in library_entries(facts):
         listing = facts.listing(entry.path)
@@ -77,11 +81,9 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
                 order.append((entry, name, version))
     if len(order) < 2:
         return
-    rewrite = next(r for r in knowledge().theano.config_reading
-                   if r.id == "win32-dnn-rewrites-path")
-    source = f"{_source()}; {rewrite.source}" if resorted else _source()
+    source = f"{_source()}; {rewriter.path_rewrite}" if rewriter is not None else _source()
     if resorted:
-        order = _theano_path_order(order)
+        order = _rewritten_order(order)
     variable = order[0][0].variable
     evidence = tuple(entry_evidence(e, f"{name}: CUDA {v}") for e, name, v in order)
     wanted = expected.cuda if expected is not None else None
@@ -90,7 +92,7 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
             id="cuda.several-on-path", severity="warning",
             title=f"{variable} holds {len(order)} CUDA runtimes "
                   f"({', '.join(v for _, _, v in order)}); "
-                  + (f"Theano re-sorts PATH, so CUDA {order[0][2]}'s folder comes first"
+                  + (f"{who} re-sorts PATH, so CUDA {order[0][2]}'s folder comes first"
                      if resorted else f"the first, CUDA {order[0][2]}, wins"),
             evidence=evidence,
             fix=Fix(text=f"keep only the toolkit you use in {variable}"
@@ -112,11 +114,11 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         value = facts.target.pathsep.join(
             [right.entry, *(e.entry for e in library_entries(facts) if e.index != right.index)])
         fix = Fix(text=set_variable(facts.platform, variable, value))
-    first = (f"after Theano's PATH rewrite (sorted, lower-cased) CUDA {order[0][2]}'s runtime "
+    first = (f"after {who}'s PATH rewrite (sorted, lower-cased) CUDA {order[0][2]}'s runtime "
              "comes first" if resorted else f"{variable} finds CUDA {order[0][2]}'s runtime first")
     if resorted and runtime_matches(order[0][2], wanted):
         title = (f"PATH holds {len(order)} CUDA runtimes; CUDA {wanted} loads only because "
-                 "its folder sorts first once Theano rewrites PATH")
+                 f"its folder sorts first once {who} rewrites PATH")
         severity = "warning"
     else:
         title = f"{first}; the lock wants CUDA {wanted}"
@@ -126,9 +128,11 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
 
 
 def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
-    """CUDA_ROOT / CUDA_PATH / CUDA_HOME naming nothing, or different toolkits."""
-    source = knowledge().theano.flags
-    root_source = next(r.source for r in source if r.name == "cuda.root")
+    """CUDA_ROOT / CUDA_PATH / CUDA_HOME naming nothing, or different toolkits (judged by the
+    first framework that reads them for its CUDA root)."""
+    reader = next((c for c in facts.frameworks.values() if c.cuda_root_variables), None)
+    root_source = reader.sources.get("cuda-root", "") if reader is not None else \
+        "CUDA_ROOT, CUDA_PATH, CUDA_HOME"
     existing = [v for v in facts.cuda_variables if v.exists]
     for var in facts.cuda_variables:
         if not var.exists:
@@ -145,10 +149,11 @@ def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
         return normalize_entry(value) if facts.target.os is Os.WINDOWS else value.rstrip("/")
 
     distinct = {key(v.value, v.version) for v in existing}
-    theano_pick = next((v for v in existing if v.name in ("CUDA_ROOT", "CUDA_PATH")), None)
+    reads = reader.cuda_root_variables if reader is not None else ()
+    pick = next((v for v in existing if v.name in reads), None)
     wanted = expected.cuda if expected is not None else None
-    wrong = (theano_pick is not None and wanted is not None and theano_pick.version is not None
-             and not cuda_matches(wanted, theano_pick.version))
+    wrong = (pick is not None and wanted is not None and pick.version is not None
+             and not cuda_matches(wanted, pick.version))
     if len(distinct) < 2 and not wrong:
         return
     evidence = tuple(Evidence(kind="env", where=v.name,
@@ -162,12 +167,13 @@ def variable_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
     else:
         fix_text = "make CUDA_ROOT, CUDA_PATH and CUDA_HOME name the same toolkit, or unset " \
                    "the stale ones"
-    if wrong and theano_pick is not None:
-        title = (f"{theano_pick.name} (which Theano reads for cuda.root) names CUDA "
-                 f"{theano_pick.version}; the lock wants {wanted}")
+    if wrong and pick is not None and reader is not None:
+        title = (f"{pick.name} (which {reader.name} reads for {reader.cuda_root_setting}) "
+                 f"names CUDA {pick.version}; the lock wants {wanted}")
     else:
-        title = "CUDA_ROOT, CUDA_PATH and CUDA_HOME name different toolkits: Theano reads " \
-                "CUDA_ROOT then CUDA_PATH, nvcc-based tools CUDA_PATH or CUDA_HOME"
+        title = "CUDA_ROOT, CUDA_PATH and CUDA_HOME name different toolkits: " + (
+            f"{reader.name} reads {' then '.join(reader.cuda_root_variables)}, "
+            if reader is not None else "") + "nvcc-based tools CUDA_PATH or CUDA_HOME"
     yield Finding(id="cuda.variables", severity="error" if wrong else "warning", title=title,
                   evidence=evidence, fix=Fix(text=fix_text or "unset the stale variable"),
                   source=root_source)

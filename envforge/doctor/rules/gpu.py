@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envforge.doctor.facts import Expected, HostFacts
+from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
     command_evidence,
@@ -19,9 +19,13 @@ from envforge.knowledge import compute_capability_range, knowledge, min_driver
 
 
 def _fact_source(kind: str, fact_id: str) -> str:
-    if kind == "gpu_probe":
-        return next(r.source for r in knowledge().theano.gpu_probe if r.id == fact_id)
     return next(r.source for r in knowledge().libgpuarray.facts if r.id == fact_id)
+
+
+def _on_gpu(facts: HostFacts) -> FrameworkConfig:
+    """The framework whose GPU start the driver findings describe: the first that says."""
+    return next((c for c in facts.frameworks.values() if c.without_gpu),
+                FrameworkConfig(name="the framework", without_gpu="it runs on the CPU"))
 
 
 def driver_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -31,19 +35,22 @@ def driver_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
     if driver.version is None:
         evidence = ((command_evidence(driver.output),) if driver.output is not None
                     else (Evidence(kind="value", where="NVIDIA driver", text=driver.source),))
+        framework = _on_gpu(facts)
+        source = framework.sources.get("gpu-activated", driver.source)
         if intended:
             yield Finding(
                 id="driver.missing", severity="error",
-                title="Theano is set up for the GPU but no NVIDIA driver answers: it will "
-                      "log \"Could not initialize pygpu\" and run on the CPU",
+                title=f"{framework.name} is set up for the GPU but no NVIDIA driver answers: "
+                      f"{framework.without_gpu}",
                 evidence=evidence,
-                fix=Fix(text="install the NVIDIA driver until `nvidia-smi` works, or set "
-                             "[global] device = cpu"),
-                source=_fact_source("gpu_probe", "activated"))
+                fix=Fix(text="install the NVIDIA driver until `nvidia-smi` works"
+                             + (f", or set {framework.cpu_setting}"
+                                if framework.cpu_setting else "")),
+                source=source)
         else:
             yield Finding(id="driver.missing", severity="info",
                           title="no NVIDIA driver found; the GPU checks were skipped",
-                          evidence=evidence, source=_fact_source("gpu_probe", "activated"))
+                          evidence=evidence, source=source)
         return
     shown = (command_evidence(driver.output, lines=4) if driver.output is not None
              else Evidence(kind="value", where="NVIDIA driver", text=driver.version))

@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envforge.packs.theano.expect import TheanoExpect, migrate_v1
-from envforge.packs.theano.section import TheanoSection, theano_section
+from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_section
 
 if TYPE_CHECKING:
     from envforge.compat import Pin
+    from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
-    from envforge.spec import PlatformSpec
+    from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import Step, StepContext
+    from envforge.steps.compiler import CompilerNeed
+    from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
@@ -35,6 +39,10 @@ class TheanoPack:
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
     lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
+    doctor_variables = ("THEANORC", "THEANO_FLAGS")
+    doctor_packages = ("theano", "numpy", "scipy", "pygpu")
+    stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
+    spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -75,10 +83,74 @@ class TheanoPack:
         return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
+        from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules
-        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules
+        from envforge.packs.theano.doctor_packages import (
+            blas_rules,
+            distribution_rules,
+            environment_rules,
+            release_rules,
+        )
+        from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules, windows_dll_rules
 
-        return (root_rules, cudnn_rules, config_rules)
+        return (windows_dll_rules, compiler_rules, windows_rules, environment_rules,
+                distribution_rules,
+                release_rules, blas_rules, root_rules, cudnn_rules, config_rules)
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        from envforge.packs.theano.doctor_common import device_is_gpu
+
+        return device_is_gpu(facts, expected)
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        from envforge.packs.theano.doctor_observe import observe_theano
+
+        return observe_theano(environ=environ, platform=platform, cwd=cwd, python=python,
+                              path=path, prefix=prefix, expected=expected)
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        from envforge.packs.theano.expect import theano_expect
+
+        return theano_expect(expect).flags
+
+    def distribution_package(self, name: str) -> str | None:
+        from envforge.packs.theano.knowledge import theano_distribution
+
+        row = theano_distribution(name)
+        return None if row is None else row.installs
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        from envforge.knowledge import UnknownFactError
+        from envforge.packs.theano.knowledge import theano_rules
+
+        theano = versions.get("theano-pymc") or versions.get("theano")
+        if theano is None:
+            return ()
+        try:
+            return theano_rules(theano).undeclared
+        except UnknownFactError:
+            return ()
+
+    @property
+    def suite(self) -> FrameworkSuite:
+        from envforge.packs.theano.suite import THEANO_SUITE
+
+        return THEANO_SUITE
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed:
+        from envforge.steps.compiler import CompilerNeed
+
+        return CompilerNeed(
+            framework="Theano", setting="[theano] cxx", cxx=theano_section(pspec).cxx,
+            nvcc_note="Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code "
+                      "with g++ alone, so Theano itself is not affected")
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        from envforge.packs.theano.knowledge import error_hints
+
+        return error_hints()
 
 
 THEANO = TheanoPack()

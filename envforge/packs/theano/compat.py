@@ -11,18 +11,17 @@ from collections.abc import Mapping, Sequence
 from packaging.utils import canonicalize_name
 
 from envforge.compat import Pin, conda_pin, exact_pin, interval, pypi_pin
-from envforge.knowledge import (
-    TheanoRules,
-    UnknownFactError,
-    cudnn_version_code,
-    erratum_for_flag,
-    knowledge,
-    map_legacy_theano,
-    theano_distribution,
-    theano_rules,
-)
+from envforge.knowledge import UnknownFactError, cudnn_version_code
 from envforge.packs.base import Report
 from envforge.packs.theano.flags import FIELD_FLAGS, field_flags
+from envforge.packs.theano.knowledge import (
+    TheanoRules,
+    erratum_for_flag,
+    map_legacy_theano,
+    theano_distribution,
+    theano_knowledge,
+    theano_rules,
+)
 from envforge.packs.theano.section import theano_section
 from envforge.spec import PlatformSpec
 
@@ -94,7 +93,7 @@ def _check_theano_distributions(spec: PlatformSpec, conflict: Report) -> bool:
 
 
 def _check_not_on_pypi(spec: PlatformSpec, conflict: Report) -> None:
-    for row in knowledge().theano.blog_errata:
+    for row in theano_knowledge().blog_errata:
         if row.package is None:
             continue
         for requirement in spec.pypi.packages:

@@ -15,23 +15,28 @@ from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix, TheanorcEdit
-from envforge.doctor.rules.common import (
+from envforge.doctor.rules.common import command_evidence, set_variable
+from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
     Setting,
-    command_evidence,
     effective,
-    set_variable,
     settings,
+    theano_config,
     theano_flags_pairs,
     theano_release,
 )
-from envforge.knowledge import FlagSchema, TheanoRules, erratum_for_flag, knowledge
+from envforge.packs.theano.knowledge import (
+    FlagSchema,
+    TheanoRules,
+    erratum_for_flag,
+    theano_knowledge,
+)
 
 _SPECIAL = frozenset("\"'\\#, ")
 
 
 def _reading(fact_id: str) -> str:
-    return next(r.source for r in knowledge().theano.config_reading if r.id == fact_id)
+    return next(r.source for r in theano_knowledge().config_reading if r.id == fact_id)
 
 
 def corrected_value(schema: FlagSchema, value: str) -> str | None:
@@ -65,7 +70,7 @@ def corrected_flags(facts: HostFacts, rules: TheanoRules) -> str:
     """THEANO_FLAGS with every pair fixed that can be: respelled, renamed, valued right;
     pairs of removed flags dropped."""
     pairs = []
-    for key, value in theano_flags_pairs(facts.theano_flags):
+    for key, value in theano_flags_pairs(theano_config(facts).variable_value):
         name = key.replace("__", ".") if rules.spelling == "double-underscores" or \
             key.replace("__", ".") in rules.known_flags else key
         erratum = erratum_for_flag(name)
@@ -86,7 +91,7 @@ def corrected_flags(facts: HostFacts, rules: TheanoRules) -> str:
 def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     release = theano_release(facts, expected)
     if release.rules is None:
-        if facts.theano_flags or any(f.exists for f in facts.theanorc):
+        if theano_config(facts).variable_value or any(f.exists for f in theano_config(facts).files):
             yield Finding(
                 id="config.unknown-release", severity="info",
                 title=f"Theano {release.version} ({release.how}): the knowledge base has no "
@@ -94,7 +99,7 @@ def config_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
                 source="envforge/packs/theano/theano.toml")
         return
     rules = release.rules
-    for rc in facts.theanorc:
+    for rc in theano_config(facts).files:
         if rc.error is not None:
             yield Finding(
                 id="config.unparsable", severity="error",
@@ -215,10 +220,10 @@ def _overrides(found: list[Setting]) -> Iterator[Finding]:
 
 
 def _cwd(facts: HostFacts) -> Iterator[Finding]:
-    rc = facts.cwd_theanorc
+    rc = theano_config(facts).ignored
     if rc is None:
         return
-    files = [f.path for f in facts.theanorc] + [rc.path]
+    files = [f.path for f in theano_config(facts).files] + [rc.path]
     yield Finding(
         id="config.cwd-theanorc-ignored", severity="warning",
         title=f"{rc.path} is in the current folder, where Theano never looks: its "
@@ -230,7 +235,7 @@ def _cwd(facts: HostFacts) -> Iterator[Finding]:
                                       if k.upper() == "THEANORC"), "(unset)"))),
         fix=Fix(text=set_variable(facts.platform, "THEANORC",
                                   facts.target.pathsep.join(files))
-                + "  (or move its settings into " + facts.theanorc_write_to + ")"),
+                + "  (or move its settings into " + theano_config(facts).write_to + ")"),
         source=_reading("theanorc-cwd"))
 
 
@@ -255,8 +260,8 @@ def _preallocate(facts: HostFacts, rules: TheanoRules) -> Iterator[Finding]:
     if wanted <= gpu.memory_free_mib:
         return
     fits = math.floor(gpu.memory_free_mib / gpu.memory_total_mib * 0.9 * 100) / 100
-    row = next(r for r in knowledge().theano.flags if r.name == "gpuarray.preallocate")
-    probe = next(r for r in knowledge().theano.gpu_probe if r.id == "activated")
+    row = next(r for r in theano_knowledge().flags if r.name == "gpuarray.preallocate")
+    probe = next(r for r in theano_knowledge().gpu_probe if r.id == "activated")
     yield Finding(
         id="config.preallocate-exceeds-free", severity="error",
         title=f"gpuarray.preallocate = {setting.value} asks for {wanted:.0f} MiB of GPU "

@@ -41,7 +41,7 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpe
     theano = versions.get("theano")
     spelling = None
     if theano is not None:
-        from envforge.knowledge import theano_rules
+        from envforge.packs.theano.knowledge import theano_rules
 
         spelling = theano_rules(theano).spelling
     return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import configparser
 
 from envforge.errors import InputError
-from envforge.knowledge import knowledge, theano_rules
+from envforge.packs.theano.knowledge import theano_knowledge, theano_rules
 from envforge.packs.theano.section import TheanoSection
 
 # The flag each [theano] key renders, in rendering order; values are the spec's TOML keys.
@@ -140,7 +140,7 @@ def parse_theanorc(text: str) -> dict[str, str]:
 
 
 def _canonical_names() -> dict[str, str]:
-    names = (name for row in knowledge().theano.flag_names for name in row.names)
+    names = (name for row in theano_knowledge().flag_names for name in row.names)
     return {name.lower(): name for name in names}
 
 

@@ -64,3 +64,24 @@ def theano_section(pspec: PlatformSpec) -> TheanoSection:
     """The spec's [theano] table for one platform; its defaults where the pack is not mounted."""
     section = pspec.packs.get("theano")
     return section if isinstance(section, TheanoSection) else TheanoSection()
+
+
+# "theano.key" -> (what it means, an example value as TOML): the spec reference's rows
+# (envforge.specdoc, FrameworkPack.spec_keys)
+SPEC_KEYS: dict[str, tuple[str, str]] = {
+    "theano.device": ("cpu, cuda, cudaN or openclN:M", '"cuda"'),
+    "theano.floatX": ("Theano's default float type", '"float32"'),
+    "theano.mode": ("Theano's compilation mode", '"FAST_RUN"'),
+    "theano.allow_gc": ("free intermediate results between calls", "true"),
+    "theano.preallocate": ("GPU memory to preallocate (fraction, or MiB when > 1)", "0.8"),
+    "theano.dnn": ("use cuDNN: auto, enabled, disabled or no_check", '"auto"'),
+    "theano.blas_ldflags": ("BLAS link flags; `{prefix}` is the environment's folder",
+                            '"-lopenblas"'),
+    "theano.cxxflags": ("extra C++ flags", '"-O3"'),
+    "theano.cxx": ("the C++ compiler's path or name", '"g++"'),
+    "theano.compiledir": ("where Theano keeps compiled modules (default: in the environment)",
+                          '"{prefix}/theano-cache"'),
+    "theano.theanorc": ("where `.theanorc` goes: the environment (THEANORC) or the home folder",
+                        '"env"'),
+    "theano.flags": ("any other Theano flag, by its dotted name", '{ "nvcc.fastmath" = "True" }'),
+}

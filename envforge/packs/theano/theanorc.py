@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import assert_never
 
 from envforge.journal import Transaction
-from envforge.knowledge import reference_theano
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.flags import render_theanorc
+from envforge.packs.theano.knowledge import reference_theano
 from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.base import Change, StepContext, text_digest
+from envforge.steps.actions import StepPlan, WriteFile, perform_all
+from envforge.steps.base import Change, StepContext, state_of, text_digest
 
 
 def expanded_flags(ctx: StepContext) -> dict[str, str]:
@@ -44,7 +45,7 @@ def theanorc_target(ctx: StepContext) -> Path:
     target = PLATFORMS[ctx.platform]
     match target.os:
         case Os.WINDOWS:
-            from envforge.host.windows import theanorc_paths
+            from envforge.packs.theano.rcpaths import theanorc_paths
 
             return Path(theanorc_paths(target, dict(ctx.environ)).write_to)
         case Os.LINUX:
@@ -61,27 +62,26 @@ def rendered(ctx: StepContext) -> str:
 class TheanorcStep:
     name = "theanorc"
 
-    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+    def plan(self, ctx: StepContext) -> StepPlan:
         target = theanorc_target(ctx)
         text = rendered(ctx)
         # bytes, not text: a user's file in another encoding is replaced (and backed up), not
         # a crash; the diff shows it with undecodable bytes escaped
         raw = target.read_bytes() if target.is_file() else None
         before = None if raw is None else raw.decode("utf-8", "backslashreplace")
-        if raw == text.encode("utf-8"):
-            return ()
+        data = text.encode("utf-8")
+        if raw == data:
+            return StepPlan(step=self.name, changes=())
         diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
                                             text.splitlines(keepends=True),
                                             str(target) + " (now)", str(target) + " (after)"))
-        return (Change(action="replace" if before is not None else "create", target=str(target),
-                       before=text_digest(before), after=text_digest(text), detail=diff),)
+        change = Change(action="replace" if before is not None else "create", target=str(target),
+                        before=text_digest(before), after=text_digest(text), detail=diff)
+        write = WriteFile(path=str(target), before=state_of(target), data=data)
+        return StepPlan(step=self.name, changes=(change,), actions=(write,))
+
+    def describe(self, ctx: StepContext) -> tuple[Change, ...]:
+        return self.plan(ctx).changes
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        target = theanorc_target(ctx)
-        text = rendered(ctx)
-        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
-            return
-        if not target.parent.exists():
-            tx.mkdir(target.parent)
-        tx.write_text(target, text)
-
+        perform_all(self.plan(ctx), tx)

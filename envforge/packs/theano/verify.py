@@ -10,10 +10,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from envforge.knowledge import UnknownFactError, cudnn_major, cudnn_version_code, theano_rules
-from envforge.knowledge.models import CudnnRuleRow
+from envforge.knowledge import UnknownFactError, cudnn_major, cudnn_version_code
 from envforge.lockfile import Expectations
 from envforge.packs.theano.expect import theano_expect
+from envforge.packs.theano.knowledge import theano_rules
+from envforge.packs.theano.knowledge_models import CudnnRuleRow
 from envforge.verify import CheckRow, _list, _map, _show, _with_hint
 
 # dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.

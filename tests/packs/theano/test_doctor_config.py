@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from envforge.doctor import apply_fixes, fix_steps
+from envforge.packs.theano.doctor_common import theano_config
 from tests.doctor.layouts import home, ids, judge, look, nvidia_smi, only, venv
 
 BLOG_THEANORC = """\
@@ -141,7 +142,7 @@ def test_theanorc_in_the_current_folder(tmp_path: Path) -> None:
     env["THEANORC"] = theanorc[1]
     facts = look(tmp_path, env, cwd=project)
     assert "config.cwd-theanorc-ignored" not in ids(judge(facts))
-    assert facts.theanorc[-1].flags == {"device": "cpu"}
+    assert theano_config(facts).files[-1].flags == {"device": "cpu"}
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")

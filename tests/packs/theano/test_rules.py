@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envforge.errors import InputError
-from envforge.knowledge import (
-    UnknownFactError,
+from envforge.knowledge import UnknownFactError
+from envforge.packs.theano.knowledge import (
     blog_errata,
     erratum_for_flag,
     map_legacy_theano,

@@ -1,4 +1,4 @@
-"""The C++ compiler Theano needs: present, ahead of MSVC on Windows, with posix threads."""
+"""Doctor's rules about the C++ compiler Theano builds with (packs/theano/doctor_compilers.py)."""
 
 from __future__ import annotations
 

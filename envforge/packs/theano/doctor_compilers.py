@@ -1,4 +1,5 @@
-"""The C++ compiler Theano builds its C code with: present, first on PATH, posix threads."""
+"""Doctor's rules about the C++ compiler Theano builds its C code with: present, first on
+PATH, posix threads."""
 
 from __future__ import annotations
 
@@ -9,20 +10,20 @@ from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
     command_evidence,
-    effective,
     entry_evidence,
     env_evidence,
     gpu_intended,
     set_variable,
-    theano_release,
 )
 from envforge.host.windows import arrange_path
-from envforge.knowledge import find_artifact, knowledge
+from envforge.knowledge import find_artifact
+from envforge.packs.theano.doctor_common import effective, theano_release
+from envforge.packs.theano.knowledge import theano_knowledge
 from envforge.platforms import Os
 
 
 def _cxx_source() -> str:
-    return next(r.source for r in knowledge().theano.flags if r.name == "cxx")
+    return next(r.source for r in theano_knowledge().flags if r.name == "cxx")
 
 
 def _install_text(facts: HostFacts) -> str:
@@ -42,7 +43,7 @@ def compiler_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Find
     """No g++ (or ``cxx`` emptied): Theano runs slow Python code, and the GPU back-end refuses."""
     release = theano_release(facts, expected)
     eff = effective(facts, release.rules) if release.rules is not None else {}
-    row = next(r for r in knowledge().theano.flags if r.name == "cxx")
+    row = next(r for r in theano_knowledge().flags if r.name == "cxx")
     intended = gpu_intended(facts, expected)
     cxx = eff.get("cxx")
     if cxx is not None and cxx.value.strip():

@@ -1,0 +1,37 @@
+"""Theano's knowledge files (packs/theano/theano.toml): they load into the pack's models,
+their sources are the ones KNOWLEDGE.md defines, and the flag tables agree with each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from envforge.packs.theano.knowledge import suite_knowledge, theano_knowledge, theano_rules
+
+
+def test_both_files_load_into_the_typed_models() -> None:
+    assert theano_knowledge().flags and suite_knowledge().subsets
+
+
+def test_inferred_and_observed_rows_say_so() -> None:
+    seen = [r for r in theano_knowledge().numpy if r.numpy == ">=1.22"]
+    assert seen and all("seen here" in r.source for r in seen)
+    assert all("*inferred*" in r.source for r in theano_knowledge().numpy
+               if r.theano == "==1.1.2")
+
+
+def test_source_keys_are_the_ones_knowledge_md_defines() -> None:
+    theano_sources = [r.source for r in theano_knowledge().flags]
+    assert all(s.startswith(("[TP]", "[TP112]")) for s in theano_sources)
+
+
+@pytest.mark.parametrize("version", ["1.0.5", "1.1.2"])
+def test_typed_flags_are_flags_the_release_defines(version: str) -> None:
+    rules = theano_rules(version)
+    assert set(rules.flags) <= rules.known_flags
+    assert not any(row.matches(name) for row in rules.removed for name in rules.known_flags)
+
+
+def test_theanorc_places_in_the_table_follow_theanos_own_split() -> None:
+    rules = theano_rules("1.0.5")
+    for flag in rules.flags.values():
+        assert rules.theanorc_location(flag.name) == (flag.section, flag.key), flag.name
