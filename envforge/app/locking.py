@@ -131,8 +131,9 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
 def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
                          uv_cache: Path | None = None) -> Future[Runner] | None:
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
-    environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
-    package with the environment, where those pins could not have changed it."""
+    environment's pins (not known yet); ``lock_suite`` keeps it only where every package it
+    shares with the environment has the environment's version: the pins, met already,
+    could not have changed it."""
     from envforge.packs.theano.knowledge import exact_theano
 
     pinned = exact_theano(pspec.pypi.packages)
@@ -175,10 +176,13 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
             requirements, for_python, runner = early.result()
         except ResolveError:
             requirements, for_python, runner = (), "", ()  # resolved again below
-        shared = {canonicalize_name(f.name) for f in pypi} & {
-            canonicalize_name(f.name) for f in runner}
-        if (requirements, for_python) == (row.requirements, target) and runner and not shared:
-            return SuiteLock(distribution=distribution, runner=runner, python=target)
+        pinned = {canonicalize_name(f.name): f.version for f in pypi}
+        if (requirements, for_python) == (row.requirements, target) and runner and all(
+                pinned.get(canonicalize_name(f.name), f.version) == f.version for f in runner):
+            # the pins hold already: resolved under them it is the same, less what it
+            # shares with the environment (left to the environment's own files)
+            return SuiteLock(distribution=distribution, python=target, runner=tuple(
+                f for f in runner if canonicalize_name(f.name) not in pinned))
     runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],

@@ -150,8 +150,18 @@ def stamped(handler: Handler) -> Handler:
             sys.stdout, sys.stderr = out.stream, err.stream
         if code == 0:
             noopstamp.write(stamp, start_ns=start_ns, links=links, environ=os.environ,
-                            paths=[*paths, *read_paths(dirs)[0], *noopstamp.own_files()],
+                            paths=[*paths, *read_paths(dirs)[0], *noopstamp.own_files(),
+                                   *_libraries()],
                             output=("".join(out.parts), "".join(err.parts)))
         return code
 
     return run
+
+
+def _libraries() -> list[str]:
+    """The folders holding the libraries that render status: an upgrade of rich changes the
+    table it draws, and the folder's listing with it."""
+    import pydantic
+    import rich
+
+    return sorted({str(Path(str(m.__file__)).parent.parent) for m in (pydantic, rich)})
