@@ -222,8 +222,31 @@ def ensure_compatible(spec: Spec) -> None:
         conflicts = check_platform_spec(spec.for_platform(platform))
         if conflicts:
             first = conflicts[0]
+            line, key = pin_place(spec, platform, first.message)
             raise CompatibilityError(f"{platform}: {first.message}", source=first.source,
-                                     fix=first.fix, path=spec.source)
+                                     fix=first.fix, path=spec.source, line=line, key=key)
+
+
+# How spec_pins writes a pin -> the key it comes from.
+_PIN_KEYS = (("[python] version", ("python", "version")), ("pypi ", ("pypi", "packages")),
+             ("conda ", ("conda", "packages")), ("debian ", ("debian", "packages")))
+
+
+def pin_place(spec: Spec, platform: Platform, message: str) -> tuple[int | None, str | None]:
+    """The line and key of the first pin a conflict's message names, as the spec writes it;
+    (None, None) when it names none. A platform's own ``version`` replaces the shared one, so
+    it is named first; its ``packages`` are added to the shared ones, which are named first."""
+    pins = [pin.written for found in spec_pins(spec.for_platform(platform)).values()
+            for pin in found if pin.written in message]
+    for written in sorted(pins, key=message.find):
+        for prefix, (section, key) in _PIN_KEYS:
+            if not written.startswith(prefix):
+                continue
+            shared, own = (section, key), (section, "platform", platform, key)
+            for path in ((own, shared) if key == "version" else (shared, own)):
+                if path in spec.key_lines:
+                    return spec.key_lines[path], ".".join(path)
+    return None, None
 
 
 def _check_cudnn_cuda(spec: PlatformSpec, conflict: _Report) -> None:

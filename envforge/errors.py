@@ -53,11 +53,14 @@ class SpecError(InputError):
 class CompatibilityError(InputError):
     """The spec pins a combination known not to work; names the rule's source and a fix."""
 
-    def __init__(self, conflict: str, *, source: str, fix: str, path: str | None = None) -> None:
+    def __init__(self, conflict: str, *, source: str, fix: str, path: str | None = None,
+                 line: int | None = None, key: str | None = None) -> None:
         self.conflict = conflict
         self.source = source
         self.fix = fix
-        prefix = f"{path}: " if path else ""
+        self.path = path
+        where = f"{path}:{line}" if path and line is not None else path
+        prefix = "".join(f"{part}: " for part in (where, key) if part)
         super().__init__(f"{prefix}{conflict} (source: {source}); fix: {fix}")
 
 

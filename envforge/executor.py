@@ -69,7 +69,7 @@ def refuse_stale(plan: Plan, ctx: StepContext | None = None,
     by_name = {s.name: s for s in steps}
     for planned in plan.steps:
         for action in planned.actions:
-            why = _drift(action, (), by_name.get(planned.step), ctx)
+            why = _drift(action, (), by_name.get(planned.step), ctx, sources=True)
             if why is not None:
                 raise StalePlanError(f"the plan is stale: {why}; nothing was changed: make "
                                      "the plan again")
@@ -106,7 +106,7 @@ def run_plan(plan: Plan, journal: Journal, *, ctx: StepContext | None = None,
 def _run_step(planned: StepPlan, step: Step | None, ctx: StepContext | None,
               tx: Transaction, owned: list[Path]) -> None:
     for action in planned.actions:
-        why = _drift(action, owned, step, ctx)
+        why = _drift(action, owned, step, ctx, sources=False)
         if why is not None:
             raise StalePlanError(f"step {planned.step}: the host changed since the plan was "
                                  f"made: {why}; stopped before changing it (`envforge apply` "
@@ -124,14 +124,14 @@ def _run_step(planned: StepPlan, step: Step | None, ctx: StepContext | None,
 
 
 def _drift(action: Action, owned: Sequence[Path], step: Step | None,
-           ctx: StepContext | None) -> str | None:
+           ctx: StepContext | None, *, sources: bool) -> str | None:
     if isinstance(action, RunStep):
         if isinstance(step, Observes) and ctx is not None:
             now = step.observe(ctx)
             if now != action.before:
                 return f"{action.step}: {action.before!r} when planned, now {now!r}"
         return None
-    return drift(action, owned)
+    return drift(action, owned, sources=sources)
 
 
 def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> list[str]:

@@ -51,11 +51,14 @@ def debian_python(packages: Sequence[str]) -> bool:
 def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
                    conda: Sequence[LockedCondaPackage],
                    deb: Sequence[LockedDeb]) -> dict[str, str]:
-    """The versions of the stack's parts as locked; later sources win (PyPI over Debian)."""
-    from envforge.packs import PACKS
+    """The versions of the stack's parts as locked; later sources win (PyPI over Debian).
 
-    names = {**_STACK_NAMES, **{k: v for pack in PACKS.values()
-                                for k, v in pack.stack_names.items()}}
+    The parts are the core's and each mounted pack's (``FrameworkPack.stack_names``)."""
+    from envforge.packs import active_packs
+
+    names = dict(_STACK_NAMES)
+    for pack in active_packs(pspec):
+        names.update(pack.stack_names)
     versions: dict[str, str] = {"python": pspec.python.version}
     for record in deb:
         python = _DEB_PYTHON.match(record.name)

@@ -65,6 +65,7 @@ class SavedPlan(Frozen):
     format: Literal[1]
     envforge: str
     spec_file: str
+    spec_sha256: str
     lock_file: str
     lock_sha256: str
     options: PlanOptions

@@ -215,6 +215,8 @@ class Spec(Frozen):
     project: ProjectSection
     platforms: dict[Platform, PlatformSpec]
     content_hash: str
+    # where each key is written, for errors found after parsing (a compat rule's pin)
+    key_lines: dict[KeyPath, int] = Field(default_factory=dict, exclude=True, repr=False)
 
     @property
     def name(self) -> str:
@@ -275,7 +277,8 @@ def parse_spec(text: str, *, source: str) -> Spec:
     # so a new optional key in a later envforge does not make every lock stale.
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}")
+    return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}",
+                key_lines=lines)
 
 
 def load_toml(text: str, source: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from rich.text import Text
 
 from envforge import __version__
 
-JSON_SCHEMA_VERSION = 1
+# 2: doctor's facts keep a framework's settings under facts.frameworks.NAME (its pack's).
+JSON_SCHEMA_VERSION = 2
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Verify's pure core: a probe report against the lock's expectations, as check rows.
 
-A pack's probe (``envforge/packs/theano/probe.py``) runs inside the target environment
+Each pack's probe (``envforge/packs/theano/probe.py``) runs inside the target environment
 and only describes; this module and the packs' ``verify_rows`` judge. It reads the
 report defensively, since the report comes from another interpreter and possibly a
 half-broken environment: a missing or malformed field is a failing row, never an
@@ -56,30 +56,19 @@ class KernelTiming:
     uses_gpu: bool
 
 
-def build_request(expect: Expectations, *, cpu_compare: bool | None = None) -> dict[str, Any]:
+def build_request(expect: Expectations, *, cpu_compare: bool | None = None,
+                  kernels: bool = True) -> dict[str, Any]:
     """The probe's request for a lock's expectations.
 
     By default a CPU comparison runs only when the device is a GPU and the lock holds
     a minimum speedup to check: it compiles and runs every kernel a second time.
+    ``kernels=False`` asks a probe after the first for its pack's part only.
     """
     if cpu_compare is None:
         cpu_compare = expect.min_gpu_speedup is not None and not expect.device.startswith("cpu")
-    kernels = []
-    for kernel in expect.kernels:
-        entry: dict[str, Any] = {"name": kernel.name, "seed": kernel.seed,
-                                 "shape": list(kernel.shape),
-                                 "sample_indices": list(kernel.sample_indices)}
-        if kernel.conv is not None:
-            entry.update(channels=list(kernel.conv.channels),
-                         filter_size=kernel.conv.filter_size,
-                         border_mode=kernel.conv.border_mode,
-                         filter_flip=kernel.conv.filter_flip)
-        if kernel.params is not None:
-            entry["params"] = dict(kernel.params)
-        kernels.append(entry)
     return {
         "format": REQUEST_FORMAT,
-        "kernels": kernels,
+        "kernels": [kernel_request(kernel) for kernel in expect.kernels] if kernels else [],
         "repeats": expect.repeats,
         "cpu_compare": cpu_compare,
         **{k: v for pack in locked_packs(expect) for k, v in pack.probe_request(expect).items()},
@@ -88,12 +77,56 @@ def build_request(expect: Expectations, *, cpu_compare: bool | None = None) -> d
     }
 
 
+def kernel_request(kernel: KernelExpectation) -> dict[str, Any]:
+    """What a probe needs to run one kernel: its seed, shapes, samples and parameters."""
+    entry: dict[str, Any] = {"name": kernel.name, "seed": kernel.seed,
+                             "shape": list(kernel.shape),
+                             "sample_indices": list(kernel.sample_indices)}
+    if kernel.conv is not None:
+        entry.update(channels=list(kernel.conv.channels), filter_size=kernel.conv.filter_size,
+                     border_mode=kernel.conv.border_mode, filter_flip=kernel.conv.filter_flip)
+    if kernel.params is not None:
+        entry["params"] = dict(kernel.params)
+    return entry
+
+
+def probe_scripts(expect: Expectations) -> tuple[tuple[str, Path], ...]:
+    """(pack, probe) of every pack the lock holds that brings one, in registry order."""
+    found = tuple((pack.name, pack.probe) for pack in locked_packs(expect)
+                  if pack.probe is not None)
+    if not found:
+        raise InputError("the lock holds no framework pack with a probe: nothing to verify with")
+    return found
+
+
 def probe_script(expect: Expectations) -> Path:
-    """The probe of the first pack the lock holds that brings one."""
-    for pack in locked_packs(expect):
-        if pack.probe is not None:
-            return pack.probe
-    raise InputError("the lock holds no framework pack with a probe: nothing to verify with")
+    """The probe of the first pack the lock holds that brings one: it runs the kernels."""
+    return probe_scripts(expect)[0][1]
+
+
+def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One report from each probe's, in the order they ran: the first one's fields, the
+    others' added where the first has none; versions, import errors and distributions
+    merged by name, kernels listed together. A probe's error fails the whole report,
+    naming its pack."""
+    merged: dict[str, Any] = {}
+    for pack, report in reports:
+        if report.get("error") or report.get("format") != REPORT_FORMAT:
+            why = str(report.get("error") or f"report format {report.get('format')!r} "
+                                              f"is not {REPORT_FORMAT}")
+            merged.setdefault("error", f"{pack}'s probe: {why}")
+            continue
+        for key, value in report.items():
+            if key in _MERGED_BY_NAME and isinstance(value, Mapping):
+                merged[key] = {**value, **_map(merged.get(key))}
+            elif key == "kernels":
+                merged[key] = [*_list(merged.get(key)), *_list(value)]
+            else:
+                merged.setdefault(key, value)
+    return merged
+
+
+_MERGED_BY_NAME = ("versions", "import_errors", "distributions")
 
 
 def probe_modules(expect: Expectations) -> tuple[str, ...]:
@@ -119,7 +152,7 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
         rows += pack.verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
     rows += _gpu_rows(report, expect, gpu_expected)
     for kernel in expect.kernels:
-        rows += _kernel_rows(_find_kernel(report, kernel.name), kernel)
+        rows += kernel_rows(_find_kernel(report, kernel.name), kernel)
         if kernel.name == "scan":
             rows.append(_scan_row(report))
     rows.append(_speedup_row(report, expect, gpu_expected))
@@ -356,8 +389,11 @@ def _find_kernel(report: Mapping[str, Any], name: str) -> Mapping[str, Any] | No
     return None
 
 
-def _kernel_rows(entry: Mapping[str, Any] | None, kernel: KernelExpectation) -> list[CheckRow]:
-    base = f"kernel.{kernel.name}"
+def kernel_rows(entry: Mapping[str, Any] | None, kernel: KernelExpectation, *,
+                base: str | None = None) -> list[CheckRow]:
+    """The checksum and samples rows of one kernel's entry in a report, named ``base``
+    (``kernel.NAME`` for the core's kernels; a pack names its own)."""
+    base = base or f"kernel.{kernel.name}"
     checksum_text = _show(kernel.checksum)
     samples_text = f"{len(kernel.samples)} values within rtol {kernel.rtol:g}, " \
                    f"atol {kernel.atol:g}"
@@ -375,8 +411,8 @@ def _kernel_rows(entry: Mapping[str, Any] | None, kernel: KernelExpectation) -> 
         return [CheckRow(f"{base}.checksum", checksum_text, "error", "fail", why),
                 CheckRow(f"{base}.samples", samples_text, "error", "fail", why)]
     assert entry is not None
-    return [_checksum_row(entry, kernel, checksum_text),
-            _samples_row(entry, kernel, samples_text)]
+    return [_checksum_row(entry, kernel, checksum_text, f"{base}.checksum"),
+            _samples_row(entry, kernel, samples_text, f"{base}.samples")]
 
 
 def _close(found: float, wanted: float, kernel: KernelExpectation) -> bool:
@@ -384,8 +420,7 @@ def _close(found: float, wanted: float, kernel: KernelExpectation) -> bool:
 
 
 def _checksum_row(entry: Mapping[str, Any], kernel: KernelExpectation,
-                  shown: str) -> CheckRow:
-    row = f"kernel.{kernel.name}.checksum"
+                  shown: str, row: str) -> CheckRow:
     found = _number(entry.get("checksum"))
     if found is None:
         bad = entry.get("nonfinite")
@@ -400,8 +435,8 @@ def _checksum_row(entry: Mapping[str, Any], kernel: KernelExpectation,
                     f"(rtol {kernel.rtol:g}, atol {kernel.atol:g})")
 
 
-def _samples_row(entry: Mapping[str, Any], kernel: KernelExpectation, shown: str) -> CheckRow:
-    row = f"kernel.{kernel.name}.samples"
+def _samples_row(entry: Mapping[str, Any], kernel: KernelExpectation, shown: str,
+                 row: str) -> CheckRow:
     found = [_number(v) for v in _list(entry.get("samples"))]
     if len(found) != len(kernel.samples):
         return CheckRow(row, shown, f"{len(found)} values", "fail",

@@ -213,7 +213,9 @@ def test_ensure_compatible_raises_the_first_conflict_as_one_line() -> None:
     with pytest.raises(CompatibilityError) as caught:
         ensure_compatible(spec)
     message = str(caught.value)
-    assert message.startswith("specs/x.toml: linux-64: Theano-PyMC 1.0.5 with Python >=3.12")
+    line = text.splitlines().index('version = "3.12"') + 1
+    assert message.startswith(f"specs/x.toml:{line}: python.version: linux-64: Theano-PyMC 1.0.5 "
+                              "with Python >=3.12")
     assert "(source: " in message and "; fix: " in message and "\n" not in message
     assert caught.value.source and caught.value.fix
 
@@ -319,3 +321,14 @@ def test_both_theanos_refused_by_ensure_compatible(tmp_path: Path) -> None:
     with pytest.raises(CompatibilityError) as caught:
         ensure_compatible(load_spec(path))
     assert "fix: drop Theano==1.0.5" in str(caught.value)
+
+
+def test_a_conflict_names_the_line_of_a_platform_s_own_pin() -> None:
+    text = _spec_text(project={"name": "t", "platforms": ["linux-64", "win-64"]}) \
+        + '\n[python.platform.win-64]\nversion = "3.12"\n'
+    spec = parse_spec(text, source="specs/x.toml")
+    with pytest.raises(CompatibilityError) as caught:
+        ensure_compatible(spec)
+    line = len(text.splitlines())
+    assert str(caught.value).startswith(
+        f"specs/x.toml:{line}: python.platform.win-64.version: win-64: ")

@@ -33,7 +33,7 @@ def _saved() -> SavedPlan:
             WriteFile(path="/home/u/.theanorc", before="sha256:00", data=b"\xff\r\n"),)),
     ))
     return SavedPlan(format=PLAN_FORMAT, envforge=__version__, spec_file="/p/specs/x.toml",
-                     lock_file="/p/locks/x.lock", lock_sha256="ab" * 32,
+                     spec_sha256="cd" * 32, lock_file="/p/locks/x.lock", lock_sha256="ab" * 32,
                      options=PlanOptions(prefix="/envs/x"), plan=plan)
 
 

@@ -108,7 +108,8 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
         sources=LockedSources(),
     )
     if options.check_sources and (ctx.bundle is not None or options.offline):
-        ctx = replace(ctx, artifacts=ctx.sources.preflight(ctx, lock))
+        found = ctx.sources.preflight(ctx, lock)
+        ctx = replace(ctx, artifacts=found, checked=frozenset(found))
     return ctx
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from envforge import __version__
 from envforge.background import in_background, yielding
-from envforge.errors import InputError, ResolveError
+from envforge.errors import CompatibilityError, InputError, ResolveError
 from envforge.lockfile import (
     Expectations,
     LockedCondaPackage,
@@ -283,6 +283,12 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
             fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
                                              todo), strict=True))
+    except CompatibilityError as exc:
+        # a pack's rule on the resolved versions: named by the spec, as the pins' rules are
+        if exc.path is not None:
+            raise
+        raise CompatibilityError(exc.conflict, source=exc.source, fix=exc.fix,
+                                 path=spec.source) from None
     except ResolveError as exc:
         from envforge.resolve.pypi import UnsatisfiableError
 

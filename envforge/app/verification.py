@@ -23,7 +23,8 @@ from envforge.verify import (
     build_request,
     check_report,
     drift_rows,
-    probe_script,
+    merge_reports,
+    probe_scripts,
 )
 
 PROBE_TIMEOUT_S = 3600.0
@@ -39,13 +40,16 @@ def host_has_gpu(environ: dict[str, str]) -> bool:
     return read_driver(environ).version is not None
 
 
-def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
-    """The probe's report, from the environment's own Python with its activation applied."""
+def run_probe(ctx: StepContext, request: dict[str, Any],
+              script: Path | None = None) -> dict[str, Any]:
+    """A probe's report (the kernels' pack's by default), from the environment's own Python
+    with its activation applied."""
     python = Path(ctx.layout.python)
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
-    done = proc.run([python, probe_script(ctx.lock.expect)], env=env,
+    script = script or probe_scripts(ctx.lock.expect)[0][1]
+    done = proc.run([python, script], env=env,
                     input_text=json.dumps(request), check=False, timeout=PROBE_TIMEOUT_S)
     try:
         report: dict[str, Any] = json.loads(done.stdout)
@@ -55,13 +59,23 @@ def run_probe(ctx: StepContext, request: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+def run_probes(ctx: StepContext) -> dict[str, Any]:
+    """Every locked pack's probe, one after the other (each in its own interpreter: two
+    frameworks need not import side by side), their reports merged; the core's kernels
+    run in the first."""
+    expect = ctx.lock.expect
+    reports = [(pack, run_probe(ctx, build_request(expect, kernels=index == 0), script))
+               for index, (pack, script) in enumerate(probe_scripts(expect))]
+    return reports[0][1] if len(reports) == 1 else merge_reports(reports)
+
+
 def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --sync",
                        ) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
     """Rows for every expectation the lock holds and for drift (``sync``: the command that
     restores the locked set); the probe's report alongside."""
     expect = ctx.lock.expect
     gpu = expect.device.startswith("cuda") and host_has_gpu(dict(ctx.environ))
-    report = run_probe(ctx, build_request(expect))
+    report = run_probes(ctx)
     rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
     drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
                        also_expected=[c.name for c in ctx.lock.conda])

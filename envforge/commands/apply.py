@@ -164,7 +164,9 @@ def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
     from envforge import __version__
 
     write_saved_plan(output, SavedPlan(format=PLAN_FORMAT, envforge=__version__,
-                                       spec_file=spec_file, lock_file=str(lock),
+                                       spec_file=spec_file,
+                                       spec_sha256=sha256_file(Path(spec_file)),
+                                       lock_file=str(lock),
                                        lock_sha256=sha256_file(lock), options=options,
                                        plan=plan))
 
@@ -193,12 +195,13 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
         raise InputError(f"{path}: a saved plan holds its own options; {given[0]} cannot "
                          "change it (make the plan again with it)")
     saved = read_saved_plan(path)
-    lock = Path(saved.lock_file)
-    now = sha256_file(lock) if lock.is_file() else "absent"
-    if now != saved.lock_sha256:
-        raise StalePlanError(f"{path}: the plan is stale: {lock} changed since the plan was "
-                             f"made (sha256 {saved.lock_sha256[:12]}…, now {now[:12]}…); "
-                             "nothing was changed: make the plan again")
+    for made_from, digest in ((saved.spec_file, saved.spec_sha256),
+                              (saved.lock_file, saved.lock_sha256)):
+        now = sha256_file(Path(made_from)) if Path(made_from).is_file() else "absent"
+        if now != digest:
+            raise StalePlanError(f"{path}: the plan is stale: {made_from} changed since the "
+                                 f"plan was made (sha256 {digest[:12]}…, now {now[:12]}…); "
+                                 "nothing was changed: make the plan again")
     opts = saved.options
     ctx = prepare(Path(saved.spec_file), prefix=Path(opts.prefix),
                   artifacts={role: Path(p) for role, p in opts.artifacts.items()},

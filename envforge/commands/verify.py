@@ -30,7 +30,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     if args.suite:
         suite_selection(ctx)
     started = time.perf_counter()
-    ui.info(f"probing {ctx.prefix} (Theano compiles its kernels; the first run takes a while)")
+    ui.info(f"probing {ctx.prefix} (each framework builds its kernels; the first run takes "
+            "a while)")
     prefix = f" --prefix {args.prefix}" if args.prefix else ""
     rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+# host/ observes the driver, GPUs and toolkits; the facts hold its models as they are
+from envforge.host.cuda import Driver as Driver
+from envforge.host.cuda import Gpu as Gpu
+from envforge.host.cuda import Toolkit as FoundToolkit
+from envforge.host.runner import CommandOutput as CommandOutput
 from envforge.platforms import PLATFORMS, TargetPlatform
 from envforge.spec import Frozen, Platform
 
@@ -21,14 +26,6 @@ RELEVANT_VARIABLES = (
     "HOMEDRIVE", "HOMEPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "CPATH", "LIBRARY_PATH",
     "ProgramFiles",
 )
-
-
-class CommandOutput(Frozen):
-    """A command doctor ran, how it ended and what it printed (stdout then stderr)."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    output: str
 
 
 class SearchEntry(Frozen):
@@ -56,11 +53,9 @@ class CudnnHeader(Frozen):
     version: str  # "7.6.5"
 
 
-class Toolkit(Frozen):
-    root: str
-    version: str | None
-    version_from: str
-    found_by: str
+class Toolkit(FoundToolkit):
+    """A toolkit host/ found, with the cuDNN header its include folder holds."""
+
     cudnn: CudnnHeader | None = None
 
 
@@ -71,21 +66,6 @@ class CudaVariable(Frozen):
     value: str
     exists: bool
     version: str | None
-
-
-class Driver(Frozen):
-    version: str | None
-    cuda: str | None  # the newest CUDA the driver runs, as nvidia-smi says
-    source: str
-    output: CommandOutput | None = None
-
-
-class Gpu(Frozen):
-    index: int
-    name: str
-    compute_capability: str | None
-    memory_total_mib: int | None
-    memory_free_mib: int | None
 
 
 class Compiler(Frozen):

@@ -1,4 +1,5 @@
-"""Observing the host once: the only part of doctor that reads files and runs commands.
+"""Observing the host once: the only part of doctor that reads files and runs commands
+(toolkits, the driver and GPUs through host/cuda, the observation apply and verify use).
 
 Everything it looks at is a parameter (environment, platform, current folder, where
 toolkits and system libraries live, the registry, how commands run), so tests build
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import assert_never
 
@@ -19,32 +20,29 @@ from packaging.utils import canonicalize_name
 
 from envforge.doctor.facts import (
     RELEVANT_VARIABLES,
-    CommandOutput,
     Compiler,
     CudaVariable,
     CudnnHeader,
     DirListing,
-    Driver,
     Environment,
     FrameworkConfig,
-    Gpu,
     HostFacts,
     RegistryPath,
     SearchEntry,
     Toolkit,
 )
 from envforge.envvars import apply_edits
-from envforge.errors import EnvforgeError
-from envforge.host import proc
 from envforge.host.cuda import (
-    NVCC_RELEASE,
-    candidate_roots,
-    parse_nvidia_smi,
-    parse_proc_driver,
-    toolkit_version,
+    PROC_DRIVER,
+    exe_names,
+    observe_toolkits,
+    read_driver,
+    read_gpus,
+    toolkit_version_of,
 )
 from envforge.host.installed import installed_records
 from envforge.host.ldcache import cache_entries, ldconfig_output
+from envforge.host.runner import Runner, run_command
 from envforge.host.windows import (
     SYSTEM_ENVIRONMENT,
     USER_ENVIRONMENT,
@@ -56,18 +54,11 @@ from envforge.knowledge import libgpuarray_names, library_file_patterns
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
 
-Runner = Callable[[Sequence[str]], CommandOutput | None]
-
 # Where the dynamic loader and the linker look when no variable says otherwise (Debian,
 # Ubuntu, RHEL layouts), and where the compiler finds headers by default.
 LINUX_LIB_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
                   "/lib", "/usr/lib", "/usr/local/lib")
 LINUX_INCLUDE_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu")
-PROC_DRIVER = Path("/proc/driver/nvidia/version")
-
-GPU_QUERY = ("--query-gpu=name,compute_cap,memory.total,memory.free", "--format=csv,noheader")
-# Drivers older than compute_cap (before r510) refuse the field; they still answer this.
-GPU_QUERY_OLD = ("--query-gpu=name,memory.total,memory.free", "--format=csv,noheader")
 
 BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 
@@ -75,16 +66,6 @@ BLAS_LIBRARIES = ("openblas", "blas", "mkl_rt")
 _TOOLS = (r"nvcc(?:\.exe)?", r"g\+\+(?:\.exe)?", r"cl\.exe", r"nvidia-smi(?:\.exe)?")
 _THREAD_MODEL = re.compile(r"Thread model:\s*(\S+)")
 _GCC_VERSION = re.compile(r"gcc version (\S+)")
-
-
-def run_command(argv: Sequence[str]) -> CommandOutput | None:
-    """Run a probe command; None when it cannot be started at all."""
-    try:
-        done = proc.run(list(argv), check=False, timeout=60)
-    except (EnvforgeError, OSError):
-        return None
-    text = (done.stdout + done.stderr).strip()
-    return CommandOutput(argv=tuple(argv), returncode=done.returncode, output=text[-8000:])
 
 
 def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
@@ -126,7 +107,8 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     frameworks = _frameworks(env, platform, cwd, python, path, env_prefix,
                              expected_settings or {})
 
-    toolkits = _toolkits(env, target, cuda_search, runner)
+    toolkits = tuple(Toolkit(**t.model_dump()) for t in observe_toolkits(
+        env, platform=target, search=cuda_search, runner=runner))
     cuda_variables = tuple(_cuda_variable(name, value, runner)
                            for name in ("CUDA_ROOT", "CUDA_PATH", "CUDA_HOME")
                            if (value := target.getenv(env, name)))
@@ -141,7 +123,9 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     toolkits = tuple(t.model_copy(update={"cudnn": cudnn.get(str(Path(t.root) / "include"))})
                      for t in toolkits)
 
-    driver, gpus, gpu_query = _driver(path, dirs, target, proc_driver, runner)
+    driver = read_driver(env, platform=target, folders=[e.path for e in path],
+                         proc_driver=proc_driver, runner=runner)
+    gpus, gpu_query = read_gpus(driver.smi, runner) if driver.smi else ((), None)
     gxx = _gxx(path, dirs, target, configs, runner)
     msvc = next((e for e in path if target.os is Os.WINDOWS
                  and _holds(dirs, e.path, "cl.exe", target)), None)
@@ -224,45 +208,6 @@ def _entries(variable: str, value: str, target: TargetPlatform,
 
 # -- CUDA -------------------------------------------------------------------------------
 
-def toolkit_version_of(root: Path, runner: Runner) -> tuple[str | None, str]:
-    """A toolkit's version and where it was read: version.json/.txt, then the wheels'
-    dist-info (pip-installed toolkits have neither), then ``nvcc --version``."""
-    version = toolkit_version(root)
-    if version is not None:
-        for name in ("version.json", "version.txt", "dist-info"):
-            if (root / name).exists():
-                return version, name
-    for name in ("nvcc", "nvcc.exe"):
-        nvcc = root / "bin" / name
-        if nvcc.is_file() and _looks_like_toolkit(root):
-            out = runner([str(nvcc), "--version"])
-            match = NVCC_RELEASE.search(out.output) if out else None
-            if match:
-                return match[2], f"{nvcc} --version"
-    return None, "unknown"
-
-
-def _looks_like_toolkit(root: Path) -> bool:
-    include = root / "include"
-    return (include / "cuda_runtime.h").is_file() or (include / "cuda.h").is_file()
-
-
-def _toolkits(env: Mapping[str, str], target: TargetPlatform, search: tuple[Path, ...] | None,
-              runner: Runner) -> tuple[Toolkit, ...]:
-    seen: set[str] = set()
-    found = []
-    for root, how in candidate_roots(env, platform=target, search=search):
-        real = str(root.resolve()) if root.exists() else str(root)
-        if real in seen or not root.is_dir():
-            continue
-        seen.add(real)
-        version, source = toolkit_version_of(root, runner)
-        if version is None and not _looks_like_toolkit(root):
-            continue
-        found.append(Toolkit(root=str(root), version=version, version_from=source, found_by=how))
-    return tuple(found)
-
-
 def _cuda_variable(name: str, value: str, runner: Runner) -> CudaVariable:
     root = Path(value)
     exists = root.is_dir()
@@ -341,75 +286,11 @@ def _first_on_path(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing],
     return None
 
 
-# -- driver and GPUs --------------------------------------------------------------------
-
-def _driver(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing],
-            target: TargetPlatform, proc_driver: Path,
-            runner: Runner) -> tuple[Driver, tuple[Gpu, ...], CommandOutput | None]:
-    names = _exe_names("nvidia-smi", target)
-    found = _first_on_path(path, dirs, names, target)
-    if found is not None:
-        smi = str(found[1])
-        out = runner([smi])
-        if out is not None and out.returncode == 0:
-            info = parse_nvidia_smi(out.output)
-            query = runner([smi, *GPU_QUERY])
-            if query is None or query.returncode != 0:
-                query = runner([smi, *GPU_QUERY_OLD])
-            gpus = parse_gpu_query(query.output) if query and query.returncode == 0 else ()
-            return Driver(version=info.version, cuda=info.cuda, source=smi, output=out), \
-                gpus, query
-        if out is not None:
-            return Driver(version=None, cuda=None, source=smi, output=out), (), None
-    match target.os:
-        case Os.WINDOWS:
-            return Driver(version=None, cuda=None, source="no nvidia-smi on PATH"), (), None
-        case Os.LINUX:  # the kernel module's version file
-            if proc_driver.is_file():
-                text = proc_driver.read_text(encoding="utf-8", errors="replace")
-                return Driver(version=parse_proc_driver(text), cuda=None,
-                              source=str(proc_driver),
-                              output=CommandOutput(argv=("cat", str(proc_driver)), returncode=0,
-                                                   output=text.strip())), (), None
-            return Driver(version=None, cuda=None,
-                          source=f"no nvidia-smi on PATH and no {proc_driver}"), (), None
-        case _:
-            assert_never(target.os)
-
-
-def _exe_names(stem: str, target: TargetPlatform) -> tuple[str, ...]:
-    """The names a program is found by on PATH there (``nvidia-smi.exe``, then as written)."""
-    return tuple(dict.fromkeys((f"{stem}{target.exe_suffix}", stem)))
-
-
-def parse_gpu_query(text: str) -> tuple[Gpu, ...]:
-    """``nvidia-smi --query-gpu=name[,compute_cap],memory.total,memory.free`` CSV lines."""
-    gpus = []
-    for index, line in enumerate(line for line in text.splitlines() if line.strip()):
-        fields = [f.strip() for f in line.rsplit(",", 3)]
-        if len(fields) == 4:
-            name, cap, total, free = fields
-        else:
-            fields = [f.strip() for f in line.rsplit(",", 2)]
-            if len(fields) != 3:
-                continue
-            (name, total, free), cap = fields, None
-        gpus.append(Gpu(index=index, name=name,
-                        compute_capability=cap if cap and re.fullmatch(r"\d+\.\d+", cap) else None,
-                        memory_total_mib=_mib(total), memory_free_mib=_mib(free)))
-    return tuple(gpus)
-
-
-def _mib(text: str) -> int | None:
-    match = re.match(r"(\d+)", text)
-    return int(match[1]) if match else None
-
-
 # -- compilers --------------------------------------------------------------------------
 
 def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], target: TargetPlatform,
          configs: Sequence[FrameworkConfig], runner: Runner) -> Compiler | None:
-    found = _first_on_path(path, dirs, _exe_names("g++", target), target)
+    found = _first_on_path(path, dirs, exe_names("g++", target), target)
     fallback = next((c for c in configs if c.compiler_fallback), None)
     if found is not None:
         entry, exe = found

@@ -30,7 +30,7 @@ def conda_records(prefix: Path) -> Iterator[CondaRecord]:
     meta = prefix / "conda-meta"
     if not meta.is_dir():
         return
-    for record in sorted(meta.glob("*.json")):
+    for record in sorted(meta.glob("*.json"), key=lambda path: path.name):
         try:
             data = json.loads(record.read_text(encoding="utf-8"))
         except (ValueError, OSError):
@@ -55,7 +55,7 @@ def installed_records(prefix: Path) -> Iterator[tuple[str, str, Path]]:
     for folder in folders:
         if not folder.is_dir():
             continue
-        for entry in sorted(folder.iterdir()):
+        for entry in sorted(folder.iterdir(), key=lambda path: path.name):  # one order on every OS
             match = _METADATA.match(entry.name)
             if match:
                 yield match["name"], match["version"], entry

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import FrameworkPack
+from envforge.packs.keras import KERAS
+from envforge.packs.tensorflow import TENSORFLOW
 from envforge.packs.theano import THEANO
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ __all__ = ["PACKS", "FrameworkPack", "active_packs", "locked_packs", "mounted"]
 
 PACKS: dict[str, FrameworkPack] = {
     THEANO.name: THEANO,
+    TENSORFLOW.name: TENSORFLOW,
+    KERAS.name: KERAS,
 }
 
 

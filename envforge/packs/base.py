@@ -12,7 +12,10 @@ JSON on stdin and prints one report. The core judges its shared fields: ``format
 ``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
 ``ops``/``gpu_ops``, ``run_s``), ``gpu`` (``pygpu_activated``, ``dnn_*``) and ``nvidia``;
 anything else (Theano's ``theano`` and ``blas``) is the pack's, for its ``verify_rows``.
-Verify runs the probe of the first pack the lock holds that brings one.
+Verify runs the probe of every pack the lock holds that brings one, in registry order, and
+judges their reports merged (``envforge.verify.merge_reports``): the core's kernels go to
+the first of them (the framework the kernels' device is), the others get none and report
+their own part (Keras on its back-end).
 """
 
 from __future__ import annotations

@@ -132,11 +132,13 @@ def file_plan(wants: Sequence[Want]) -> tuple[tuple[Change, ...], tuple[Action, 
     return tuple(changes), tuple(actions)
 
 
-def drift(action: Action, owned: Sequence[Path] = ()) -> str | None:
+def drift(action: Action, owned: Sequence[Path] = (), *, sources: bool = True) -> str | None:
     """What no longer holds of the state ``action`` was planned against; None if all does.
 
     Paths under a folder this plan made or had a tool write in (``owned``) are the plan's
-    own doing and are not compared. A ``RunStep``'s ``before`` is its step's to compare."""
+    own doing and are not compared. A ``RunStep``'s ``before`` is its step's to compare.
+    ``sources``: also re-hash a copy's staged source (envforge's own cache; the executor
+    does it once, before the first change)."""
     if isinstance(action, RunStep):
         return None
     path = Path(action.path)
@@ -145,7 +147,7 @@ def drift(action: Action, owned: Sequence[Path] = ()) -> str | None:
     now = state_of(path)
     if now != action.before:
         return f"{path} was {action.before or 'absent'} when planned, now {now or 'absent'}"
-    if isinstance(action, CopyFile):
+    if isinstance(action, CopyFile) and sources:
         source = state_of(Path(action.source))
         if source != f"sha256:{action.sha256}":
             return (f"{action.source} (to be copied to {path}) was sha256:{action.sha256} when "

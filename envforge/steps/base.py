@@ -4,9 +4,11 @@
 changes nothing. ``apply`` makes every change through a ``Transaction``, so it is
 journaled and undoable, and applying twice changes nothing the second time.
 
-Steps that place files say what they want as ``WantFile``/``WantLink`` rows and plan them
-as typed actions (``steps/actions.py``) with the state each expects to find: the executor
-performs exactly those, so what the plan showed is what is done.
+Steps that place files also ``plan`` (``steps/actions.PlansActions``): typed actions with
+the state each expects to find (``WantFile``/``WantLink`` rows become copies and links), which
+the executor performs exactly, so what the plan showed is what is done; their ``describe``
+and ``apply`` are that plan's rows and actions. A step whose work is a tool's (venv, the
+installer, rattler) is planned as one ``RunStep``: its own ``apply``, run by the executor.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class Sources(Protocol):
     def pypi_wheels(self, ctx: StepContext,
                     files: Sequence[LockedPypiFile]) -> list[WheelToInstall]: ...
 
-    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]: ...
+    def preflight(self, ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
+        """The artifacts by role, each already hashed against the lock."""
 
     def prefetch(self, ctx: StepContext) -> dict[str, Path]: ...
 
@@ -79,6 +82,9 @@ class StepContext:
     home: Path
     state_dir: Path
     artifacts: Mapping[str, Path]  # role ("cudnn", ...) -> the file the user supplied
+    # roles whose file this run has already hashed against the lock (bundle/offline preflight),
+    # so a multi-gigabyte archive is not read again to plan its step
+    checked: frozenset[str] = frozenset()
     lock: PlatformLock
     pspec: PlatformSpec
     layout: EnvLayout

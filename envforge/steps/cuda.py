@@ -11,7 +11,7 @@ from dataclasses import replace
 from packaging.version import Version
 
 from envforge.errors import StepError
-from envforge.host.cuda import CudaToolkit, DriverInfo, find_toolkits, read_driver
+from envforge.host.cuda import CudaToolkit, Driver, find_toolkits, read_driver
 from envforge.journal import Transaction
 from envforge.knowledge import min_driver
 from envforge.platforms import PLATFORMS
@@ -41,7 +41,7 @@ def select_toolkit(ctx: StepContext) -> CudaToolkit:
     raise StepError(f"CUDA {wanted} not found (found: {seen}); {remedy}")
 
 
-def check_driver(toolkit: CudaToolkit, driver: DriverInfo, ctx: StepContext) -> None:
+def check_driver(toolkit: CudaToolkit, driver: Driver, ctx: StepContext) -> None:
     """A driver older than the toolkit needs cannot run its kernels; no driver is only a
     warning, since an environment may be provisioned before the GPU host is reached."""
     needed = min_driver(toolkit.version, ctx.platform)

@@ -16,7 +16,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from envforge.confine import link_target_inside
@@ -106,7 +109,8 @@ class CudnnInstallStep:
                 f"cuDNN is locked as {self.artifact.filename} (sha256 {self.artifact.sha256}); "
                 "NVIDIA requires a login to download it, so download it and pass "
                 f"--artifact cudnn=PATH/{self.artifact.filename}")
-        verify_artifact(archive, self.artifact.sha256)
+        if "cudnn" not in ctx.checked:
+            verify_artifact(archive, self.artifact.sha256)
         if ctx.cuda_root is None:
             raise StepError("cuDNN is copied into the CUDA toolkit, and no toolkit was found")
         layout = cuda_layout(ctx.platform, ctx.cuda_root)
@@ -130,8 +134,23 @@ def stage(archive: Path, folder: Path) -> Path:
     try:
         extract_archive(archive, tmp / "archive")
         if os.path.lexists(folder):
-            shutil.rmtree(folder)
+            _remove(folder)
         (tmp / "archive").rename(folder)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove(tmp)
     return folder
+
+
+def _remove(folder: Path) -> None:
+    """rmtree that also takes read-only files (cuDNN's headers are 0444; Windows refuses to
+    delete a read-only file)."""
+    def writable_again(func: Callable[[str], object], path: str, _: object) -> None:
+        Path(path).chmod(stat.S_IREAD | stat.S_IWRITE)
+        func(path)
+
+    if not os.path.lexists(folder):
+        return
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=writable_again)
+    else:
+        shutil.rmtree(folder, onerror=writable_again)

@@ -44,7 +44,7 @@ def test_findings_as_json_and_the_exit_code(tmp_path: Path) -> None:
     done = doctor(env, "--json", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     data = _json(done)
-    assert data["kind"] == "doctor" and data["schema"] == 1
+    assert data["kind"] == "doctor" and data["schema"] == 2
     found = {f["id"] for f in data["findings"]}
     assert {"config.invalid-value", "config.blog-form"} <= found
     assert data["errors"] == sum(f["severity"] == "error" for f in data["findings"])

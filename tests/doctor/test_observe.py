@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envforge.doctor import HostFacts, observe
-from envforge.doctor.observe import parse_gpu_query
+from envforge.host.cuda import parse_gpu_query
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
 from envforge.packs.theano.doctor_common import theano_config
 from tests.doctor.layouts import (

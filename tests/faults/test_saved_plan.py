@@ -1,17 +1,18 @@
 """``envforge plan SPEC -o FILE`` then ``envforge apply FILE``: exactly the saved plan is
 applied, and a plan made stale by a change on disk (the ~/.theanorc it would overwrite, the
-lock) is refused with exit 2, naming what changed, before anything is written."""
+lock, the spec) is refused with exit 2, naming what changed, before anything is written."""
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from envforge.cli import main
 from tests.faults.conftest import World, count
-from tests.faults.harness import USER_RC, snapshot
+from tests.faults.harness import USER_RC, faulty, journal_lines, snapshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -45,7 +46,7 @@ def test_a_saved_plan_round_trips_and_a_stale_one_is_refused(
     count("saved plan: round trip and rollback")
 
 
-def test_a_plan_whose_lock_changed_is_refused(world: World, tmp_path: Path,
+def test_a_plan_whose_lock_or_spec_changed_is_refused(world: World, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     spec, prefix, saved = world.spec("a"), tmp_path / "a", tmp_path / "a-plan.json"
     assert main(["plan", str(spec), "--prefix", str(prefix), "-o", str(saved), "-q"]) == 3
@@ -57,7 +58,12 @@ def test_a_plan_whose_lock_changed_is_refused(world: World, tmp_path: Path,
     assert f"{saved}: the plan is stale: {lock} changed since the plan was made" in err
     assert not prefix.exists()
     assert main(["apply", str(saved), "--prefix", str(prefix)]) == 2  # options are the plan's
-    count("saved plan: changed lock refused")
+    lock.write_text(lock.read_text().removesuffix("\n# edited after the plan\n"))
+    spec.write_text(spec.read_text() + "# edited after the plan\n")
+    assert main(["apply", str(saved), "--yes"]) == 2
+    assert f"{saved}: the plan is stale: {spec} changed since the plan was made" in \
+        capsys.readouterr().err
+    count("saved plan: changed lock, changed spec refused")
 
 
 def test_a_damaged_plan_file_is_one_line_naming_it(world: World, tmp_path: Path,
@@ -76,3 +82,34 @@ def test_a_damaged_plan_file_is_one_line_naming_it(world: World, tmp_path: Path,
     assert main(["apply", str(saved), "--yes"]) == 2
     assert f"{saved}:3: not a plan (JSON)" in capsys.readouterr().err
     count("saved plan: damaged file refused")
+
+
+def test_a_killed_apply_of_a_saved_plan_resumes_while_it_holds_and_is_refused_after(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kill -9 right after ``apply FILE``'s first journal line: nothing changed yet, so the
+    same plan still holds and applying it again completes. Killed at the theanorc step (the
+    prefix made, packages in): that plan no longer describes the host and is refused;
+    ``apply SPEC`` resumes. Rollback restores the home folder exactly, both times."""
+    spec, prefix, saved = world.spec("a"), tmp_path / "envs" / "a", tmp_path / "a-plan.json"
+    before = snapshot(world.home, prefix.parent)
+    kill_at = [1]
+    for round_ in ("resumed", "refused"):
+        assert main(["plan", str(spec), "--prefix", str(prefix), "-o", str(saved), "-q"]) == 3
+        child = faulty(["apply", str(saved), "--yes"], env=world.env, at=kill_at[-1],
+                       action="kill")
+        child.communicate(timeout=300)
+        assert child.returncode == -signal.SIGKILL, round_
+        capsys.readouterr()
+        if round_ == "resumed":
+            assert main(["apply", str(saved), "--yes", "-q"]) == 0
+            lines = journal_lines(world.state)
+            kill_at.append(next(n for n, line in enumerate(lines, start=1)
+                                if line["step"] == "theanorc"))
+        else:
+            assert main(["apply", str(saved), "--yes"]) == 2
+            assert f"{saved}: the plan is stale: " in capsys.readouterr().err
+            assert main(["apply", str(spec), "--yes", "--prefix", str(prefix), "-q"]) == 0
+        assert main(["plan", str(spec), "--prefix", str(prefix), "-q"]) == 0, round_
+        assert main(["rollback", str(spec), "--prefix", str(prefix), "-q"]) == 0, round_
+        assert snapshot(world.home, prefix.parent) == before, round_
+        count(f"saved plan: killed, {round_}, rolled back exactly")

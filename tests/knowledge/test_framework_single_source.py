@@ -41,7 +41,7 @@ NOT_YET_MOVED: dict[str, int] = {
     "envlayout.py": 4,  # the environment's theanorc path: a pack layout entry
     "doctor/rcfile.py": 2,  # the .theanorc line editor: an INI editor named generically
     "doctor/model.py": 3,  # TheanorcEdit: a ConfigEdit action (JSON kind kept)
-    "commands/verify.py": 3,  # the probe's and --suite's messages: the pack's name
+    "commands/verify.py": 2,  # the probe's and --suite's messages: the pack's name
     "doctor/__init__.py": 1,  # TheanorcEdit re-exported
     "suite/runner.py": 1,  # pytest.ini's `slow` marker: the pack's suite markers
     "suite/plugin.py": 1,  # the per-worker compiledir flag: the pack's suite settings

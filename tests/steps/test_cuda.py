@@ -82,6 +82,8 @@ def test_toolkit_without_version_files_is_read_from_nvcc(tmp_path: Path) -> None
     """As on the H200 host: /usr/local/cuda with bin/nvcc and no version.json or dist-info."""
     root = tmp_path / "usr-local" / "cuda"
     (root / "bin").mkdir(parents=True)
+    (root / "include").mkdir()
+    (root / "include" / "cuda.h").write_text("")
     nvcc = root / "bin" / "nvcc"
     nvcc.write_text("#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
                     "echo 'Cuda compilation tools, release 13.0, V13.0.88'\n")

@@ -14,6 +14,7 @@ import tarfile
 import textwrap
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -501,3 +502,32 @@ def test_a_toolkit_file_changed_after_planning_is_refused(tmp_path: Path) -> Non
     with pytest.raises(StalePlanError, match=f"{root / 'include' / 'cudnn.h'} was sha256:"):
         execute(ctx, [step], record={"spec": "/x.toml"}, plan=plan)
     assert snapshot(root) == before
+
+
+@pytest.mark.posix_only("Linux shared-library symlinks (libX.so -> libX.so.N)")
+def test_an_archive_preflight_checked_is_not_hashed_again_to_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --bundle or --offline, preflight hashes every file before planning; the step
+    trusts its ``checked`` roles, so the archive is read once per apply there too."""
+    import envforge.steps.cudnn as cudnn
+    from envforge.plan import make_plan
+
+    root = linux_cuda_tree(tmp_path / "host")
+    archive = linux_cudnn_tgz(tmp_path / "cudnn-10.2-linux-x64-v7.6.5.32.tgz")
+    step = CudnnInstallStep(locked(archive))
+    hashed: list[Path] = []
+    real_verify = cudnn.verify_artifact
+
+    def counting_verify(path: Path, sha256: str) -> None:
+        hashed.append(path)
+        real_verify(path, sha256)
+
+    monkeypatch.setattr(cudnn, "verify_artifact", counting_verify)
+    checked = replace(make_ctx(tmp_path, "linux-64", root, {"cudnn": archive}),
+                      checked=frozenset({"cudnn"}))
+    assert make_plan(checked, [step], spec="x.toml").pending
+    assert hashed == []
+
+    unchecked = make_ctx(tmp_path, "linux-64", root, {"cudnn": archive})
+    make_plan(unchecked, [step], spec="x.toml")
+    assert hashed == [archive]

@@ -1,0 +1,119 @@
+"""The Keras 2.x pack: ``[keras]`` (keras.json's values, the back-end pack it runs on), its
+pitfalls refused at lock time, the keras.json step (in the environment, KERAS_HOME and
+KERAS_BACKEND set by activation), a probe that trains a model on the back-end against its
+locked NumPy loss curve, doctor's rules, its knowledge (``keras.toml``, its own models).
+
+Keras runs on a framework another pack provides (``[tensorflow]`` or ``[theano]``); that
+pack's probe runs the core's kernels, this one's reports only Keras's part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from envforge.packs.base import PackDefaults
+from envforge.packs.keras.expect import KerasExpect
+from envforge.packs.keras.section import SPEC_KEYS, KerasSection, keras_section
+
+if TYPE_CHECKING:
+    from envforge.compat import Pin
+    from envforge.doctor.facts import FrameworkConfig, SearchEntry
+    from envforge.doctor.rules import Rule
+    from envforge.envvars import EnvEdit
+    from envforge.lockfile import Expectations
+    from envforge.packs.base import Migration, Report
+    from envforge.platforms import Platform
+    from envforge.spec import PlatformSpec
+    from envforge.steps.base import Step, StepContext
+    from envforge.verify import CheckRow
+
+PROBE_SCRIPT = Path(__file__).parent / "probe.py"
+
+
+class KerasPack(PackDefaults):
+    name = "keras"
+    section = KerasSection
+    expect = KerasExpect
+    implicit = False
+    knowledge = ()  # its own file, read by envforge.packs.keras.knowledge
+    probe: Path | None = PROBE_SCRIPT
+    probe_modules = ("keras",)
+    stack_names: Mapping[str, str] = {
+        "keras": "keras", "h5py": "h5py", "keras-applications": "keras-applications",
+        "keras-preprocessing": "keras-preprocessing",
+    }
+    doctor_variables = ("KERAS_BACKEND", "KERAS_HOME")
+    doctor_packages = ("keras", "h5py")
+    spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Report) -> None:
+        from envforge.packs.keras.compat import compat_checks
+
+        compat_checks(pspec, pins, report)
+
+    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> KerasExpect:
+        from envforge.packs.keras.expect import expectations
+
+        return expectations(pspec, versions)
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
+        return "cpu", keras_section(pspec).floatx
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]:
+        from envforge.packs.keras.kerasjson import KerasJsonStep
+
+        return (KerasJsonStep(),)
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
+        from envforge.envvars import EnvEdit
+        from envforge.packs.keras.kerasjson import keras_dir
+
+        section = keras_section(ctx.pspec)
+        edits = [EnvEdit(name="KERAS_BACKEND", op="set", value=section.backend)]
+        if section.keras_json == "env":
+            edits.insert(0, EnvEdit(name="KERAS_HOME", op="set", value=str(keras_dir(ctx))))
+        return tuple(edits)
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
+        from envforge.packs.keras.verify import probe_request
+
+        return probe_request(expect)
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
+        from envforge.packs.keras.verify import verify_rows
+
+        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
+
+    def doctor_rules(self) -> tuple[Rule, ...]:
+        from envforge.packs.keras.doctor_rules import config_rules, release_rules
+
+        return (release_rules, config_rules)
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig:
+        from envforge.packs.keras.doctor_rules import observe
+
+        return observe(environ, platform)
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
+        from envforge.packs.keras.expect import keras_expect
+
+        table = keras_expect(expect)
+        if table is None:
+            return {}
+        return {"backend": table.backend, "floatx": table.floatx, "keras_json": table.keras_json}
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]:
+        from envforge.packs.keras.knowledge import keras_knowledge
+        from envforge.packs.pitfalls import error_hints
+
+        return error_hints(keras_knowledge().pitfalls)
+
+
+KERAS = KerasPack()

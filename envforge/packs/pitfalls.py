@@ -1,0 +1,95 @@
+"""Combinations of releases known not to work, as a pack's knowledge states them, and the
+one verdict on them that compat (the spec's pins), lock (the resolved versions) and doctor
+(what an environment has installed) each word their own way.
+
+A row's ``when`` names each part (a PyPI distribution by its canonical name, ``python``,
+``cuda``, ``cudnn``) with the PEP 440 range of releases that fail together; it fires only
+when every part is known and every release a part allows lies in its range, so an unpinned
+part never fires at lock time from the spec alone (the resolved versions are judged again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from envforge.knowledge.models import Range, Row
+
+if TYPE_CHECKING:
+    from envforge.compat import Pin, Releases
+    from envforge.spec import PlatformSpec
+
+
+class PitfallRow(Row):
+    """One combination known not to work: what breaks, the message users see, the fix."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    when: dict[str, Range] = Field(min_length=2)
+    effect: str
+    seen: str
+    fix: str
+    # a part of the error text that names this pitfall, for verify's hints
+    error: str | None = None
+
+
+def fired(rows: Iterable[PitfallRow], parts: Mapping[str, Releases]) -> list[PitfallRow]:
+    """The rows whose every part lies in its range, in the rows' order."""
+    from envforge.compat import interval
+
+    found = []
+    for row in rows:
+        ranges = {name: interval(spec) for name, spec in row.when.items()}
+        if all(name in parts and wanted is not None and parts[name].within(wanted)
+               for name, wanted in ranges.items()):
+            found.append(row)
+    return found
+
+
+def spec_parts(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+               aliases: Mapping[str, str] | None = None) -> dict[str, Releases]:
+    """Each part the spec pins, as the releases all its pins allow together; ``cuda`` and
+    ``cudnn`` from their sections; ``aliases`` maps other distribution names onto a part
+    (``tensorflow-gpu`` -> ``tensorflow``)."""
+    from envforge.compat import interval
+
+    parts: dict[str, Releases] = {}
+    for name, found in pins.items():
+        key = (aliases or {}).get(name, name)
+        for pin in found:
+            parts[key] = parts[key].intersect(pin.releases) if key in parts else pin.releases
+    for key, section in (("cuda", pspec.cuda), ("cudnn", pspec.cudnn)):
+        if section is None:
+            continue
+        version = section.version
+        number = version.removeprefix(">=").removeprefix("==")
+        allowed = interval(version if version.startswith(">=") else f"=={number}")
+        if allowed is not None:
+            parts[key] = allowed
+    return parts
+
+
+def exact_parts(versions: Mapping[str, str],
+                aliases: Mapping[str, str] | None = None) -> dict[str, Releases]:
+    """Each part at one known release (a lock's versions, an environment's installed ones)."""
+    from envforge.compat import interval
+
+    parts: dict[str, Releases] = {}
+    for name, version in versions.items():
+        allowed = interval(f"=={version}")
+        if allowed is not None:
+            parts[(aliases or {}).get(name, name)] = allowed
+    return parts
+
+
+def error_hints(rows: Iterable[PitfallRow]) -> tuple[tuple[str, str], ...]:
+    """(text the failure prints, what fixes it) of each row that names its error text."""
+    return tuple((row.error, f"{row.fix} (source: {row.source})") for row in rows
+                 if row.error is not None)
+
+
+def message(row: PitfallRow, parts: Mapping[str, str]) -> str:
+    """The conflict as one line: the parts as written, what breaks and what users see."""
+    named = " with ".join(parts.get(name, f"{name} {spec}") for name, spec in row.when.items())
+    return f"{named}: {row.effect}; at run time: {row.seen}"

@@ -1,0 +1,60 @@
+"""The keras.json step: in the environment by default (KERAS_HOME), or in the user's home,
+where a file already there is backed up by the journal and given back byte for byte."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from envforge.journal import rollback
+from envforge.lockfile import load_lock
+from envforge.packs.keras import KERAS
+from envforge.packs.keras.kerasjson import KerasJsonStep
+from envforge.plan import build_steps
+from envforge.spec import parse_spec
+from envforge.steps.activation import edits_for
+from tests.testing.contexts import apply_step, make_ctx
+
+REPO = Path(__file__).resolve().parents[3]
+SPEC = (REPO / "specs" / "tf1-keras-cpu.toml").read_text(encoding="utf-8")
+LOCK = load_lock(REPO / "locks" / "tf1-keras-cpu.lock").platforms["linux-64"]
+
+
+def _ctx(tmp_path: Path, where: str = "env"):  # type: ignore[no-untyped-def]
+    text = SPEC.replace('keras_json = "env"', f'keras_json = "{where}"')
+    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
+    return dataclasses.replace(make_ctx(tmp_path, "linux-64", None), lock=LOCK, pspec=pspec)
+
+
+def test_in_the_environment_with_keras_home(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    names = [s.name for s in build_steps(ctx)]
+    assert names.index("keras-json") == names.index("activation") - 1
+    step = KerasJsonStep()
+    [change] = step.describe(ctx)
+    target = tmp_path / "prefix" / "keras" / "keras.json"
+    assert (change.action, change.target) == ("create", str(target))
+    apply_step(step, ctx)
+    assert json.loads(target.read_text()) == {"floatx": "float32", "epsilon": 1e-07,
+                                              "backend": "tensorflow",
+                                              "image_data_format": "channels_last"}
+    assert step.describe(ctx) == ()
+    assert not (tmp_path / "home" / ".keras").exists()
+    edits = {e.name: e.value for e in edits_for(ctx) if e.name.startswith("KERAS")}
+    assert edits == {"KERAS_HOME": str(target.parent), "KERAS_BACKEND": "tensorflow"}
+
+
+def test_in_the_home_a_users_file_is_backed_up_and_restored(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, "home")
+    user = tmp_path / "home" / ".keras" / "keras.json"
+    user.parent.mkdir(parents=True)
+    original = b'{"backend": "theano", "floatx": "float64"}\r\n\xff'
+    user.write_bytes(original)
+    [change] = KerasJsonStep().describe(ctx)
+    assert change.action == "replace" and '-{"backend": "theano"' in change.detail
+    journal = apply_step(KerasJsonStep(), ctx)
+    assert json.loads(user.read_text())["backend"] == "tensorflow"
+    assert "KERAS_HOME" not in {e.name for e in KERAS.env_edits(ctx)}
+    rollback(journal)
+    assert user.read_bytes() == original
