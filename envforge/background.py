@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
+
+from envforge.platforms import threads_have_own_priority
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -41,7 +42,7 @@ def yielding(fn: Callable[P, T]) -> Callable[P, T]:
     elsewhere a priority is the whole process's, and ``fn`` runs as it is."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        if sys.platform.startswith("linux"):
+        if threads_have_own_priority():
             with contextlib.suppress(OSError):  # a priority refused costs only the yield
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), YIELDING_NICE)
         return fn(*args, **kwargs)
