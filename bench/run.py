@@ -110,16 +110,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ". A goal is judged by the median of the per-round ratios.",
     ]
     bench.notes += [
-        "uv pip compile is run once per platform, one after the other (as a user locking "
-        "both would); envforge resolves its platforms in parallel threads and also reads "
-        "Debian's index (theano-cpu), computes the kernel references and resolves the "
-        "suite's runner.",
+        "What each lock row does. `uv pip compile` (the goal's baseline): the spec's "
+        "requirements and what envforge adds for Theano, `--generate-hashes`, once per "
+        "platform, one after the other, as a user locking both would type it (uv finds a "
+        "Python for builds itself). envforge lock: the same two resolutions (each with "
+        "every file's hash), run at once, each given `--python` the Python 3.7 envforge "
+        "found (uv builds Theano-PyMC's metadata with it and skips its own interpreter "
+        "search, which runs pyenv's shims here: about a second per run), the platform "
+        "that is not the host's in a uv cache of its own; beside them the suite's runner "
+        "for each platform (two more uv runs), Debian's index (theano-cpu) and the "
+        "kernels' references (taken from envforge's cache when warm), then the lock is "
+        "written. `uv pip compile as envforge runs it` (no goal, for comparison): uv "
+        "alone, given what envforge gives it (both platforms at once, `--python`, a cache "
+        "per platform): the floor envforge's own work adds to.",
         "This machine's network goes through a proxy that strips ETag, Last-Modified and "
         "Cache-Control, so warm uv runs download and build Theano-PyMC's metadata again.",
         "Peak memory is wait4's ru_maxrss: the largest single process of the command's tree "
         "(envforge or the uv it runs).",
         "The first no-op apply after a change takes the real path and writes the stamp; the "
         "no-op rows are the runs after it (`--offline`, never stamped, shows the real path).",
+        "`envforge status` is decided from its stamp likewise: the bench's first status "
+        "(untimed) writes it, the rows are the runs after it.",
     ]
     RESULTS.mkdir(exist_ok=True)
     judged = bench.judged()

@@ -8,12 +8,19 @@ early never exits with the work frozen mid-call (a daemon left inside OpenBLAS o
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
+from envforge.platforms import threads_have_own_priority
+
 P = ParamSpec("P")
 T = TypeVar("T")
+
+YIELDING_NICE = 10  # the nice value of work that must not take the CPU from the critical path
 
 
 def in_background(name: str, fn: Callable[P, T], /, *args: P.args,
@@ -25,3 +32,19 @@ def in_background(name: str, fn: Callable[P, T], /, *args: P.args,
         return pool.submit(fn, *args, **kwargs)
     finally:
         pool.shutdown(wait=False)
+
+
+def yielding(fn: Callable[P, T]) -> Callable[P, T]:
+    """``fn`` run at a lower CPU priority, for ``in_background`` work beside the critical
+    path (lock's Debian index and kernel references beside uv's runs): on a loaded machine
+    uv's builds get the CPU first, and this work takes what they leave. On Linux a thread
+    has a nice value of its own (and ``in_background``'s worker ends with its one task);
+    elsewhere a priority is the whole process's, and ``fn`` runs as it is."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        if threads_have_own_priority():
+            with contextlib.suppress(OSError):  # a priority refused costs only the yield
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), YIELDING_NICE)
+        return fn(*args, **kwargs)
+
+    return run

@@ -1,8 +1,10 @@
-"""Which no-op applies get a stamp (``envforge/host/noopstamp.py``), and of which paths.
+"""Which no-op applies and statuses get a stamp (``envforge/host/noopstamp.py``), and of
+which paths.
 
 Only a plain ``apply --yes`` whose steps all observe files is stamped: a bundle, --offline,
 --artifact, --sync (which reads every RECORD hash), --json, or a step that asks the host
-(CUDA toolkits, compilers, the Windows registry) always takes the real path.
+(CUDA toolkits, compilers, the Windows registry) always takes the real path. (``status``,
+which only reads files, is stamped whenever it succeeds: ``app.status.stamped``.)
 """
 
 from __future__ import annotations
@@ -83,3 +85,4 @@ def _gxx_paths(ctx: StepContext) -> list[str]:
     else:
         return found
     return [*found, *noopstamp.link_chain(str(candidate))]
+

@@ -141,6 +141,13 @@ def host_platform() -> TargetPlatform:
     return _WINDOWS if sys.platform == "win32" else _LINUX
 
 
+def threads_have_own_priority() -> bool:
+    """Whether this host's kernel gives a thread a nice value of its own (Linux:
+    ``setpriority`` on a thread id). Not asked of host_platform(), which answers Linux for
+    every non-Windows host: elsewhere a thread id may name another process."""
+    return sys.platform.startswith("linux")
+
+
 def platform_of(platform: Platform | TargetPlatform) -> TargetPlatform:
     """The TargetPlatform for a name read from a spec or lock (already one: itself)."""
     return platform if isinstance(platform, TargetPlatform) else PLATFORMS[platform]

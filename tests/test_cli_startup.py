@@ -1,4 +1,5 @@
-"""Start-up: --version, --help and a no-op's stamp check import none of the heavy modules."""
+"""Start-up: --version, --help and the stamp check of a no-op apply or a status import none
+of the heavy modules."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ def test_platforms_are_the_specs() -> None:
     assert cli.PLATFORMS == spec.PLATFORMS
 
 
-@pytest.mark.parametrize("words", [["--version"], ["--help"], ["apply", "nothing.toml", "-y"]])
+@pytest.mark.parametrize("words", [["--version"], ["--help"], ["apply", "nothing.toml", "-y"],
+                                   ["status"]])
 def test_start_up_imports_nothing_heavy(words: list[str]) -> None:
     code = (f"import sys; from envforge.cli import main\ntry:\n    main({words!r})\n"
             "except SystemExit:\n    pass\nexcept Exception:\n    pass\n"
             f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))")
-    if words[0] == "apply":  # only up to the stamp check: stop before the real path
+    if words[0] in ("apply", "status"):  # only up to the stamp check: not the real path
         code = ("import sys; from envforge.host.noopstamp import try_noop\nimport os\n"
                 f"try_noop({words!r}, cwd=os.getcwd(), environ=os.environ, version='0')\n"
                 f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))")

@@ -4,22 +4,41 @@ removed so that it resolves again), and the peak memory of each."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from bench.harness import Bench, Goal, Sample, clean_environ, summed, timed
 from bench.scenarios.common import INDEX, UV_PLATFORMS, Project, Tools, new_project
 
 
-def _uv_compile(tools: Tools, project: Project, xdg: Path) -> Sample:
-    """One uv run per platform, one after the other, as a user locking both would."""
+def _compile_argv(tools: Tools, project: Project, platform: str, *extra: str) -> list[str]:
     req_in = project.root / "requirements.in"
     req_in.write_text("\n".join(project.requirements()) + "\n", encoding="utf-8")
+    return [tools.uv, "pip", "compile", str(req_in), "--quiet", "--no-header",
+            "--generate-hashes", "--python-version", tools.python37_version,
+            "--python-platform", UV_PLATFORMS[platform], "--index-url", INDEX, "--no-config",
+            "--output-file", str(project.root / f"uv-{platform}{'-tuned' if extra else ''}.txt"),
+            *extra]
+
+
+def _uv_compile(tools: Tools, project: Project, xdg: Path) -> Sample:
+    """One uv run per platform, one after the other, as a user locking both would."""
     env = clean_environ(XDG_CACHE_HOME=str(xdg))
-    return summed([timed([tools.uv, "pip", "compile", req_in, "--quiet", "--no-header",
-                          "--generate-hashes", "--python-version", tools.python37_version,
-                          "--python-platform", UV_PLATFORMS[p], "--index-url", INDEX,
-                          "--no-config", "--output-file", project.root / f"uv-{p}.txt"],
-                         env=env) for p in project.platforms()])
+    return summed([timed(_compile_argv(tools, project, p), env=env)
+                   for p in project.platforms()])
+
+
+def _uv_compile_tuned(tools: Tools, project: Project, xdg: Path) -> Sample:
+    """uv given what envforge gives it: the platforms' runs at once, each in a cache of its
+    own, and ``--python`` the Python 3.7 found (uv builds with it and searches for none)."""
+    runs = [shlex.join(_compile_argv(tools, project, p, "--python", tools.python37,
+                                     "--cache-dir", str(xdg / f"uv-{p}")))
+            for p in project.platforms()]
+    # sh waits for each run (wait4 on sh then gives the largest one's peak memory) and
+    # fails if either did
+    script = "".join(f"{run} & p{k}=$!; " for k, run in enumerate(runs))
+    script += " && ".join(f"wait $p{k}" for k in range(len(runs)))
+    return timed(["sh", "-c", script], env=clean_environ())
 
 
 def run_lock(bench: Bench, tools: Tools, scratch: Path, size: str) -> Project | None:
@@ -38,15 +57,25 @@ def run_lock(bench: Bench, tools: Tools, scratch: Path, size: str) -> Project | 
         project, cache = rounds[i]
         return _uv_compile(tools, project, cache / "xdg-uv")
 
+    def uv_tuned(i: int) -> Sample:
+        project, cache = rounds[i]
+        return _uv_compile_tuned(tools, project, cache / "uv-tuned")
+
     cmd_e = f"envforge lock specs/{size}.toml"
     cmd_u = "uv pip compile --generate-hashes (each platform; times summed)"
+    cmd_t = ("uv pip compile --generate-hashes --python P37 --cache-dir C-PLATFORM "
+             "(both platforms at once)")
     for phase, what in (("cold", "fresh caches, no lock"),
                         ("warm", "caches full, lock removed: resolves again")):
         bench.paired(f"Lock ({size}, linux-64 + win-64)", bench.rounds, [
             (f"lock-{phase}-{size}", f"envforge lock, {phase} ({what})", cmd_e, envforge_lock),
-            (f"uv-compile-{phase}-{size}", f"uv pip compile, {phase}", cmd_u, uv)])
+            (f"uv-compile-{phase}-{size}", f"uv pip compile, {phase}", cmd_u, uv),
+            (f"uv-tuned-{phase}-{size}", f"uv pip compile as envforge runs it, {phase}",
+             cmd_t, uv_tuned)])
         bench.goals.append(Goal(f"lock {size}, {phase} ÷ uv pip compile {phase}",
                                 f"lock-{phase}-{size}", f"uv-compile-{phase}-{size}", 1.0))
+        bench.goals.append(Goal(f"lock {size}, {phase} ÷ uv pip compile as envforge runs it",
+                                f"lock-{phase}-{size}", f"uv-tuned-{phase}-{size}", None))
     bench.goals.append(Goal(f"lock {size}, peak memory (cold) ÷ uv's", f"lock-cold-{size}",
                             f"uv-compile-cold-{size}", 2.0, memory=True))
     first = rounds[0][0]

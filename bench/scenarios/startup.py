@@ -11,11 +11,13 @@ from bench.scenarios.common import Tools
 def run_startup(bench: Bench, tools: Tools, home: Path | None, rounds: int) -> None:
     """``home``: an ENVFORGE_HOME with an environment applied, so status has one to check."""
     env = clean_environ(**({"ENVFORGE_HOME": str(home)} if home else {}))
+    applied = len(list((home / "state").glob("*/applied.json"))) if home else 0
     rows = [("python", "python -c pass (envforge's interpreter)", [tools.python, "-c", "pass"]),
             ("version", "envforge --version", [tools.envforge, "--version"]),
             ("help", "envforge --help", [tools.envforge, "--help"]),
-            ("status", "envforge status" + (" (one environment applied)" if home else ""),
-             [tools.envforge, "status"])]
+            ("status", f"envforge status ({applied} environment{'s' * (applied != 1)} "
+             "applied)", [tools.envforge, "status"])]
+    timed([tools.envforge, "status"], env=env)  # untimed: the real path, which stamps it
     bench.paired("Start-up", rounds, [
         (f"startup-{key}", label, " ".join(Path(w).name for w in argv),
          lambda i, argv=argv: timed(argv, env=env)) for key, label, argv in rows])

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envforge import __version__
-from envforge.background import in_background
+from envforge.background import in_background, yielding
 from envforge.errors import CompatibilityError, InputError, ResolveError
 from envforge.lockfile import (
+    Expectations,
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
@@ -29,6 +30,7 @@ from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec
 
 if TYPE_CHECKING:
+    from envforge.host.interpreters import Interpreter
     from envforge.resolve.deb import DebResolution
     from envforge.resolve.pypi import BuildControls
 
@@ -40,7 +42,6 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
     from envforge.lockplan import (
         build_record,
-        expectations_for,
         locked_artifacts,
         stack_versions,
         undeclared_expected,
@@ -60,11 +61,13 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
-        from envforge.resolve.deb import resolve_debs_in_background
+        from envforge.resolve.deb import resolve_debs
 
-        debs = resolve_debs_in_background(pspec.debian, pspec.platform)  # beside uv's run
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
-            deb, debs = _debs(debs.result(), pspec, notes), None
+            deb = _debs(resolve_debs(pspec.debian, pspec.platform), pspec, notes)
+        else:
+            debs = in_background("deb", yielding(resolve_debs), pspec.debian,
+                                 pspec.platform)  # beside uv's run
     early = None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
@@ -72,18 +75,21 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
 
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
+        builder = _host_interpreter(_minor(target.version))
+        uv_cache = own_uv_cache(pspec.platform)
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
         # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, target.version)
+        early = runner_in_background(pspec, target.version, builder, uv_cache)
 
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
                                 as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
                                 controls=_controls(pspec),
-                                extra_indexes=pspec.pypi.extra_indexes)
+                                extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
+                                uv_cache=uv_cache)
 
         # what Theano imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
@@ -100,13 +106,15 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early)
+    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early,
+                       interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
+                       else None, uv_cache=own_uv_cache(pspec.platform))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec),
-        expect=expectations_for(pspec, versions),
+        expect=_expectations(pspec, versions),
         suite=suite,
         pypi_python=pypi_python,
         build=build_record(pspec, pypi),
@@ -120,10 +128,12 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
-def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | None:
+def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
+                         uv_cache: Path | None = None) -> Future[Runner] | None:
     """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
-    environment's pins (not known yet); ``lock_suite`` keeps it only where it shares no
-    package with the environment, where those pins could not have changed it."""
+    environment's pins (not known yet); ``lock_suite`` keeps it only where every package it
+    shares with the environment has the environment's version: the pins, met already,
+    could not have changed it."""
     from envforge.packs.theano.knowledge import exact_theano
 
     pinned = exact_theano(pspec.pypi.packages)
@@ -137,11 +147,13 @@ def runner_in_background(pspec: PlatformSpec, python: str) -> Future[Runner] | N
         return None
     return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
         row.requirements, platform=pspec.platform, python=python,
-        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere)))
+        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
+        interpreter=interpreter, uv_cache=uv_cache)))
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
                python: str | None = None, early: Future[Runner] | None = None,
+               interpreter: str | None = None, uv_cache: Path | None = None,
                ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
@@ -164,14 +176,18 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str 
             requirements, for_python, runner = early.result()
         except ResolveError:
             requirements, for_python, runner = (), "", ()  # resolved again below
-        shared = {canonicalize_name(f.name) for f in pypi} & {
-            canonicalize_name(f.name) for f in runner}
-        if (requirements, for_python) == (row.requirements, target) and runner and not shared:
-            return SuiteLock(distribution=distribution, runner=runner, python=target)
+        pinned = {canonicalize_name(f.name): f.version for f in pypi}
+        if (requirements, for_python) == (row.requirements, target) and runner and all(
+                pinned.get(canonicalize_name(f.name), f.version) == f.version for f in runner):
+            # the pins hold already: resolved under them it is the same, less what it
+            # shares with the environment (left to the environment's own files)
+            return SuiteLock(distribution=distribution, python=target, runner=tuple(
+                f for f in runner if canonicalize_name(f.name) not in pinned))
     runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
-                          constraints=[f"{f.name}=={f.version}" for f in pypi])
+                          constraints=[f"{f.name}=={f.version}" for f in pypi],
+                          interpreter=interpreter, uv_cache=uv_cache)
     return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
@@ -198,23 +214,52 @@ def _controls(pspec: PlatformSpec) -> BuildControls:
                          only_binary=section.only_binary, no_binary=section.no_binary)
 
 
-_HOST_PYTHONS: dict[str, str | None] = {}
+_HOST_PYTHONS: dict[str, Interpreter | None] = {}
 _HOST_PYTHONS_LOCK = threading.Lock()
 
 
-def _host_python(minor: str) -> str | None:
-    """The version of the interpreter apply would use for a venv, when this host has one;
-    asked once per process (each platform's thread wants it, and it runs interpreters)."""
+def _found_interpreter(minor: str) -> Interpreter | None:
+    """The interpreter apply would use for a venv, when this host has one; asked once per
+    process (each platform's thread wants it, and finding it runs interpreters)."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
 
     with _HOST_PYTHONS_LOCK:
         if minor not in _HOST_PYTHONS:
             try:
-                _HOST_PYTHONS[minor] = find_interpreter(minor).version
+                _HOST_PYTHONS[minor] = find_interpreter(minor)
             except StepError:
                 _HOST_PYTHONS[minor] = None
         return _HOST_PYTHONS[minor]
+
+
+def _host_python(minor: str) -> str | None:
+    found = _found_interpreter(minor)
+    return None if found is None else found.version
+
+
+def _host_interpreter(minor: str) -> str | None:
+    """What uv builds sdists' metadata with: this host's Python of the target's minor
+    version (as apply builds them), which also spares uv its own search of PATH."""
+    found = _found_interpreter(minor)
+    return None if found is None else str(found.executable)
+
+
+def own_uv_cache(platform: Platform) -> Path | None:
+    """Where uv resolves for a platform other than this host's: a cache of its own, so that
+    the platforms' runs go side by side. In one cache, each run waits for the other's build
+    of an sdist's metadata (uv locks the sdist's folder), and where the sdist's response
+    cannot be cached (a proxy that strips caching headers) builds it again. The host's
+    platform keeps the cache apply and bundle share: its builds' requirements are the ones
+    they need offline."""
+    from envforge.paths import envforge_dirs
+    from envforge.platforms import host_platform
+
+    return None if platform == host_platform().name else envforge_dirs().cache / f"uv-{platform}"
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
 
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
@@ -231,7 +276,9 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     todo = [p for p in spec.project.platforms if p in wanted and not (
         reusable and previous is not None and p in previous.platforms
         and not suite_missing(previous.platforms[p]))]
-    # Platforms resolve independently; their uv runs and downloads overlap in threads.
+    # Platforms resolve independently; their uv runs and downloads overlap in threads, and
+    # the kernels' references (NumPy's, a second of CPU) are computed beside them, not after.
+    _references_in_background([spec.for_platform(p) for p in todo])
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
             fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
@@ -272,6 +319,34 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         ),
         platforms=locked,
     )
+
+
+def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:
+    """Start each distinct kernel-reference computation the platforms will ask for
+    (``_expectations``): a platform that asks while one runs waits for it (the computation
+    is once per process), and one that failed is raised again by the platform's own."""
+    from envforge.app.references import kernel_references
+    from envforge.lockplan import kernel_device
+
+    started = set()
+    for pspec in pspecs:
+        key = (pspec.verify.model_dump_json(), kernel_device(pspec)[1])
+        if pspec.verify.kernels and key not in started:
+            started.add(key)
+            in_background("kernels", yielding(kernel_references), pspec.verify, key[1])
+
+
+def _expectations(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
+    """``lockplan.expectations_for``, the kernels' references taken from envforge's cache
+    (``app/references.py``): the rest is computed for the spec without kernels."""
+    from envforge.app.references import kernel_references
+    from envforge.lockplan import expectations_for, kernel_device
+
+    if not pspec.verify.kernels:
+        return expectations_for(pspec, versions)
+    bare = pspec.model_copy(update={"verify": pspec.verify.model_copy(update={"kernels": ()})})
+    kernels = kernel_references(pspec.verify, kernel_device(pspec)[1])
+    return expectations_for(bare, versions).model_copy(update={"kernels": kernels})
 
 
 def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:

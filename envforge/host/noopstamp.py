@@ -1,4 +1,5 @@
-"""A no-op apply decided from stat data alone, before the modules a real apply needs load.
+"""A no-op apply (or status) decided from stat data alone, before the modules a real one
+needs load.
 
 uv's and pixi's fast paths are the model: the real path, having found nothing to do, writes
 a stamp of what it read, and the next run with the same words in the same folder and
@@ -7,6 +8,12 @@ mtime, ctime) of every path the real path's no-op decision rests on: the spec, t
 the prefix's state files, every folder and file in the environment outside its packages'
 code (site-packages' own entries, the ``*.dist-info`` folders and their files), the
 ``.theanorc`` outside it, the base interpreter, and envforge's own modules and knowledge.
+
+``envforge status`` uses the same stamps: its real path records everything it printed and
+every path its answer rests on (envforge's state, each record's spec and lock, and in each
+environment the ``*.dist-info`` folders and every file their RECORD lists, whose hashes the
+drift check reads), and the next ``status`` with the same words prints that again while
+every stat holds. An edited file has a new ctime, so drift is never replayed stale.
 
 Why a match means "nothing to do":
 
@@ -33,18 +40,26 @@ through to the real path, which writes a fresh stamp when it again finds nothing
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import assert_never
 
-from envforge.platforms import Os, host_platform
+TYPE_CHECKING = False  # typing's, spelt here: the fast path spares typing's import (3 ms)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
-FORMAT = 1
+try:  # the built-in BLAKE2: hashlib's import loads OpenSSL's binding (4-6 ms), more than
+    from _blake2 import blake2b  # the whole stamp check; hashlib's blake2b is this one
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
+
+# envforge.platforms' host_platform() reads sys.platform the same way; importing it (enum,
+# dataclasses, typing) would cost the fast path more than all its stat calls
+ON_LINUX = sys.platform.startswith("linux")
+
+FORMAT = 2  # 2: stats grouped by folder, BLAKE2 digests
 RACY_NS = 1_000_000_000  # entries changed within a second of the stamp's start: not trusted
 VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})  # a shell changes these per command
 ELIGIBLE_STEPS = frozenset({"prefix", "debian-packages", "environment", "pypi-packages",
@@ -70,7 +85,7 @@ def stat_of(path: str) -> Stat | None:
 
 def environment_digest(environ: Mapping[str, str]) -> str:
     items = sorted((k, v) for k, v in environ.items() if k not in VOLATILE)
-    return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()
+    return blake2b(json.dumps(items).encode("utf-8"), digest_size=32).hexdigest()
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
@@ -80,7 +95,7 @@ def cache_root(environ: Mapping[str, str]) -> Path:
     home = environ.get("ENVFORGE_HOME")
     if home:
         return Path(home) / "cache"
-    if host_platform().os is Os.LINUX:  # platformdirs' rule there; importing it costs 5-25 ms
+    if ON_LINUX:  # platformdirs' rule there; importing it costs 5-25 ms
         xdg = environ.get("XDG_CACHE_HOME", "").strip()
         base = Path(xdg) if xdg else Path("~/.cache").expanduser()
         return base / "envforge"
@@ -92,7 +107,7 @@ def cache_root(environ: Mapping[str, str]) -> Path:
 def stamp_path(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
                version: str) -> Path:
     key = json.dumps([FORMAT, version, sys.executable, cwd, list(words)])
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    digest = blake2b(key.encode("utf-8"), digest_size=16).hexdigest()
     return cache_root(environ) / "noop" / f"{digest}.json"
 
 
@@ -150,14 +165,22 @@ def resolved(paths: Iterable[str]) -> dict[str, str]:
 
 
 def write(path: Path, *, start_ns: int, paths: Iterable[str], links: Mapping[str, str],
-          environ: Mapping[str, str], message: str, quiet: bool) -> None:
-    """Record the stats of ``paths`` as they are now, with the message the no-op printed;
-    ``links`` are ``resolved`` as they were at ``start_ns``. A stamp that cannot be written
-    only costs the next run its fast path."""
+          environ: Mapping[str, str], message: str = "", quiet: bool = False,
+          output: tuple[str, str] | None = None) -> None:
+    """Record the stats of ``paths`` as they are now, with the message the no-op printed
+    (apply) or everything it wrote to stdout and stderr (``output``: status, whose table
+    depends on the terminal it was drawn for, recorded too); ``links`` are ``resolved`` as
+    they were at ``start_ns``. A stamp that cannot be written only costs the next run its
+    fast path."""
     targets = dict(links)
-    stats = {p: stat_of(p) for p in dict.fromkeys([*paths, *targets.values()])}
+    stats: dict[str, dict[str, Stat | None]] = {}  # folder -> name -> stat: half the bytes
+    for p in dict.fromkeys([*paths, *targets.values()]):
+        folder, name = os.path.split(p)
+        stats.setdefault(folder, {})[name] = stat_of(p)
     document = {"format": FORMAT, "start_ns": start_ns, "environ": environment_digest(environ),
                 "message": message, "quiet": quiet, "links": targets, "stats": stats}
+    if output is not None:
+        document.update(output=list(output), terminal=terminal())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -165,6 +188,20 @@ def write(path: Path, *, start_ns: int, paths: Iterable[str], links: Mapping[str
         tmp.replace(path)
     except OSError:
         return
+
+
+def terminal() -> list[list[object]]:
+    """Whether stdout and stderr are terminals, and each one's size: what a table drawn
+    for them depends on."""
+    found: list[list[object]] = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            tty = stream.isatty()
+            size = list(os.get_terminal_size(stream.fileno())) if tty else None
+        except (AttributeError, OSError, ValueError):
+            tty, size = False, None
+        found.append([tty, size])
+    return found
 
 
 def invalidate(path: Path) -> None:
@@ -184,32 +221,31 @@ def still_valid(document: object, environ: Mapping[str, str]) -> bool:
     if not isinstance(start, int) or not isinstance(stats, dict) or not stats \
             or not isinstance(links, dict) or resolved(links) != links:
         return False
-    for path, recorded in stats.items():
-        now = stat_of(path)
-        if now is None:
-            if recorded is not None:
+    trusted = start - RACY_NS
+    for folder, entries in stats.items():
+        if not isinstance(entries, dict):
+            return False
+        for name, recorded in entries.items():
+            now = stat_of(os.path.join(folder, name))
+            if now is None:
+                if recorded is not None:
+                    return False
+                continue
+            if recorded is None or list(now) != recorded:
                 return False
-            continue
-        if recorded is None or list(now) != recorded:
-            return False
-        if now[3] >= start - RACY_NS or now[4] >= start - RACY_NS:
-            return False
+            if now[3] >= trusted or now[4] >= trusted:
+                return False
     return True
 
 
 def try_noop(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
              version: str) -> int | None:
-    """0 after printing the recorded no-op message when the stamp for these words still
-    holds; None when the real path must decide."""
-    if not words or words[0] != "apply":
+    """0 after printing the recorded no-op message (apply) or output (status) when the
+    stamp for these words still holds; None when the real path must decide."""
+    if not words or words[0] not in ("apply", "status"):
         return None
-    match host_platform().os:
-        case Os.LINUX:
-            pass
-        case Os.WINDOWS:  # st_ctime is the creation time there, and SetFileTime sets it:
-            return None  # stat data cannot prove a rewritten file unchanged
-        case _:
-            assert_never(host_platform().os)
+    if not ON_LINUX:  # Windows' st_ctime is the creation time, and SetFileTime sets it:
+        return None  # stat data cannot prove a rewritten file unchanged there
     path = stamp_path(words, cwd=cwd, environ=environ, version=version)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -217,9 +253,21 @@ def try_noop(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
         return None
     if not still_valid(document, environ):
         return None
+    if "output" in document:
+        return _replay(document)
     if not document.get("quiet"):
         message = str(document.get("message", ""))
         if sys.stderr.isatty():
             message = f"\x1b[32m{message}\x1b[0m"
         sys.stderr.write(message + "\n")
+    return 0
+
+
+def _replay(document: Mapping[str, object]) -> int | None:
+    output = document.get("output")
+    if document.get("terminal") != terminal() or not isinstance(output, list) \
+            or len(output) != 2 or not all(isinstance(text, str) for text in output):
+        return None
+    sys.stdout.write(output[0])
+    sys.stderr.write(output[1])
     return 0

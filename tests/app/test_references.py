@@ -1,0 +1,28 @@
+"""The kernels' references from envforge's cache: the same as computed, and computed again
+when the entry is damaged or the inputs differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envforge.app.references import kernel_references
+from envforge.expectations import kernel_expectations
+from envforge.spec import VerifySection
+
+VERIFY = VerifySection(kernels=("elementwise", "gemm", "random"), elementwise_size=300,
+                       gemm_size=16)
+
+
+def test_an_entry_gives_what_was_computed_and_a_damaged_one_is_computed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path))
+    computed = kernel_expectations(VERIFY, "float64")
+    assert kernel_references(VERIFY, "float64") == computed  # computed, then written
+    [entry] = (tmp_path / "cache" / "kernels").iterdir()
+    assert kernel_references(VERIFY, "float64") == computed  # read back
+    entry.write_text('[{"name": "gemm"}]')
+    assert kernel_references(VERIFY, "float64") == computed
+    assert kernel_references(VERIFY, "float32") == kernel_expectations(VERIFY, "float32")
+    assert len(list(entry.parent.iterdir())) == 2
