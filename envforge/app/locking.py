@@ -8,7 +8,7 @@ still its spec's is judged in ``lockcheck`` (pure, below this layer: bundle need
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,7 +91,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                                 extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
                                 uv_cache=uv_cache)
 
-        # what Theano imports undeclared joins the lock, resolved with the rest: known
+        # what a framework imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
         added = undeclared_expected(pspec.pypi.packages, pspec.pypi.provided_elsewhere)
         pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
@@ -100,13 +100,12 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
             added = (*added, *missing)
             pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
         if notes is not None:
-            notes.extend(f"{pspec.platform}: added {row.requirement}: Theano imports "
-                         f"{row.module} ({row.imported_at}) without declaring it"
-                         for row in added)
+            notes.extend(f"{pspec.platform}: added {row.requirement}: {row.imported_at} "
+                         f"imports {row.module} without declaring it" for row in added)
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions.get("theano"), python=pypi_python, early=early,
+    suite = lock_suite(pspec, pypi, versions, python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
                        else None, uv_cache=own_uv_cache(pspec.platform))
     return PlatformLock(
@@ -130,19 +129,18 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
 
 def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
                          uv_cache: Path | None = None) -> Future[Runner] | None:
-    """The suite's runner for an exactly pinned Theano, resolved now in a thread, without the
-    environment's pins (not known yet); ``lock_suite`` keeps it only where every package it
-    shares with the environment has the environment's version: the pins, met already,
-    could not have changed it."""
-    from envforge.packs.theano.knowledge import exact_theano
+    """The suite's runner for a framework the spec pins exactly, resolved now in a thread,
+    without the environment's pins (not known yet); ``lock_suite`` keeps it only where every
+    package it shares with the environment has the environment's version: the pins, met
+    already, could not have changed it."""
+    from envforge.suite.framework import pinned_suite
 
-    pinned = exact_theano(pspec.pypi.packages)
-    if pinned is None:
+    found = pinned_suite(pspec.pypi.packages)
+    if found is None:
         return None
-    from envforge.packs.theano.knowledge import suite_runner
     from envforge.resolve.pypi import resolve_pypi
 
-    row = suite_runner(pinned)
+    row = found[0].runner(found[1])
     if row is None:
         return None
     return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
@@ -151,20 +149,23 @@ def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | No
         interpreter=interpreter, uv_cache=uv_cache)))
 
 
-def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], theano: str | None, *,
+def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Mapping[str, str],
+               *,
                python: str | None = None, early: Future[Runner] | None = None,
                interpreter: str | None = None, uv_cache: Path | None = None,
                ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
     PyPI was resolved for (recorded: lockcheck refuses a group of another); None where the
-    knowledge base knows no suite for the release or its sdist is not locked."""
+    knowledge base knows no suite for the release (of the framework ``versions`` holds) or
+    its sdist is not locked."""
     from packaging.utils import canonicalize_name
 
-    from envforge.packs.theano.knowledge import suite_runner
     from envforge.resolve.pypi import resolve_pypi
+    from envforge.suite.framework import framework_suite
 
-    row = suite_runner(theano) if theano else None
+    found = framework_suite(versions)
+    row = found[0].runner(found[1]) if found is not None else None
     if row is None:
         return None
     distribution = canonicalize_name(row.distribution)
@@ -196,10 +197,10 @@ def suite_missing(plock: PlatformLock) -> bool:
     rather than reuse it, so ``verify --suite`` finds its runner locked."""
     from packaging.utils import canonicalize_name
 
-    from envforge.packs.theano.knowledge import suite_runner
+    from envforge.suite.framework import framework_suite
 
-    theano = plock.expect.versions.get("theano")
-    row = suite_runner(theano) if theano else None
+    found = framework_suite(plock.expect.versions)
+    row = found[0].runner(found[1]) if found is not None else None
     return plock.suite is None and row is not None and any(
         canonicalize_name(f.name) == canonicalize_name(row.distribution) and f.kind == "sdist"
         for f in plock.pypi)

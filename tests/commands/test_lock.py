@@ -255,7 +255,7 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
     spec = load_spec(REPO / "specs" / "theano-cpu.toml")
     lock = load_lock(REPO / "locks" / "theano-cpu.lock")
     plock = lock.platforms["linux-64"]
-    suite = lock_command.lock_suite(spec.for_platform("linux-64"), plock.pypi, "1.0.5",
+    suite = lock_command.lock_suite(spec.for_platform("linux-64"), plock.pypi, {"theano": "1.0.5"},
                                     python="3.7.16")
     assert suite is not None and suite.python == "3.7.16"
     assert {"pytest", "pytest-xdist"} <= {f.name for f in suite.runner}

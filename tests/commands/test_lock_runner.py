@@ -50,12 +50,12 @@ def test_a_runner_sharing_nothing_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
     calls = _resolved_again(monkeypatch)
     pspec = load_spec(SPEC).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("pluggy", "1.2.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and list(suite.runner) == runner and suite.python == "3.7.16"
     assert calls == []
     # resolved for another Python than the environment's: not kept
-    other = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.17",
+    other = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.17",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert other is not None and [f.name for f in other.runner] == ["pytest"]
     assert len(calls) == 1
@@ -66,7 +66,7 @@ def test_a_runner_sharing_a_package_is_resolved_under_the_pins(
     calls = _resolved_again(monkeypatch)
     pspec = load_spec(SPEC).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("six", "1.17.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == [["Theano-PyMC==1.0.5", "six==1.16.0"]]
@@ -78,7 +78,7 @@ def test_a_runner_sharing_a_package_at_the_environments_version_is_kept_less_it(
     calls = _resolved_again(monkeypatch)
     pspec = load_spec(SPEC).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("six", "1.16.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, "1.0.5", python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == []

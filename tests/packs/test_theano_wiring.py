@@ -20,9 +20,6 @@ PACK = PACKAGE / "packs" / "theano"
 ALLOWED: dict[str, str] = {
     "packs/__init__.py": "the registry: where a pack is registered",
     "noop.py": "the no-op stamp watches the .theanorc and the [theano] cxx the pack uses",
-    # Theano's knowledge moved into the pack (packs/theano/knowledge.py); these callers still
-    # ask it by name, where a hook (suite, legacy names, hints) should serve them instead
-    "app/locking.py": "the suite runner and the exact Theano pin (lock_suite, suite_missing)",
 }
 # What moved into the pack, as the core used to spell it.
 MOVED = re.compile(r"\b(TheanoSection|TheanorcStep|TheanoExpect|theano_flag_spelling|"
