@@ -10,6 +10,7 @@ pypa's installer, rattler) is one ``RunStep`` inside the environment's own prefi
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
@@ -17,7 +18,15 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkabl
 from pydantic import ConfigDict, Field
 
 from envforge.model import Frozen
-from envforge.steps.base import Change, StepContext, Want, WantLink, state_of, want_change
+from envforge.steps.base import (
+    Change,
+    StepContext,
+    Want,
+    WantLink,
+    state_of,
+    text_digest,
+    want_change,
+)
 
 if TYPE_CHECKING:
     from envforge.journal import Transaction
@@ -130,6 +139,25 @@ def file_plan(wants: Sequence[Want]) -> tuple[tuple[Change, ...], tuple[Action, 
                                     source=str(want.source),
                                     sha256=change.after.removeprefix("sha256:")))
     return tuple(changes), tuple(actions)
+
+
+def text_file_plan(step: str, target: Path, text: str) -> StepPlan:
+    """``step``'s plan to make ``target`` hold ``text`` (UTF-8): nothing where it does, else
+    one write with the diff the user reads before confirming. Bytes are compared, not text:
+    a user's file in another encoding is replaced (and backed up), not a crash; the diff
+    shows it with undecodable bytes escaped."""
+    raw = target.read_bytes() if target.is_file() else None
+    before = None if raw is None else raw.decode("utf-8", "backslashreplace")
+    data = text.encode("utf-8")
+    if raw == data:
+        return StepPlan(step=step, changes=())
+    diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
+                                        text.splitlines(keepends=True),
+                                        str(target) + " (now)", str(target) + " (after)"))
+    change = Change(action="replace" if before is not None else "create", target=str(target),
+                    before=text_digest(before), after=text_digest(text), detail=diff)
+    write = WriteFile(path=str(target), before=state_of(target), data=data)
+    return StepPlan(step=step, changes=(change,), actions=(write,))
 
 
 def drift(action: Action, owned: Sequence[Path] = (), *, sources: bool = True) -> str | None:

@@ -5,14 +5,13 @@ gives it back byte for byte. Shaped as the .theanorc step is."""
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 from envforge.journal import Transaction
 from envforge.packs.keras.expect import keras_expect, keras_json_text
 from envforge.packs.keras.section import keras_section
-from envforge.steps.actions import StepPlan, WriteFile, perform_all
-from envforge.steps.base import Change, StepContext, state_of, text_digest
+from envforge.steps.actions import StepPlan, perform_all, text_file_plan
+from envforge.steps.base import Change, StepContext
 
 
 def keras_dir(ctx: StepContext) -> Path:
@@ -35,20 +34,7 @@ class KerasJsonStep:
     name = "keras-json"
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        target = keras_dir(ctx) / "keras.json"
-        text = rendered(ctx)
-        raw = target.read_bytes() if target.is_file() else None
-        before = None if raw is None else raw.decode("utf-8", "backslashreplace")
-        data = text.encode("utf-8")
-        if raw == data:
-            return StepPlan(step=self.name, changes=())
-        diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
-                                            text.splitlines(keepends=True),
-                                            str(target) + " (now)", str(target) + " (after)"))
-        change = Change(action="replace" if before is not None else "create", target=str(target),
-                        before=text_digest(before), after=text_digest(text), detail=diff)
-        write = WriteFile(path=str(target), before=state_of(target), data=data)
-        return StepPlan(step=self.name, changes=(change,), actions=(write,))
+        return text_file_plan(self.name, keras_dir(ctx) / "keras.json", rendered(ctx))
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         return self.plan(ctx).changes

@@ -7,7 +7,6 @@ the journal before it is replaced, so rollback gives it back byte for byte.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path, PurePath
 from typing import assert_never
 
@@ -17,8 +16,8 @@ from envforge.packs.theano.flags import render_theanorc
 from envforge.packs.theano.knowledge import reference_theano
 from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.actions import StepPlan, WriteFile, perform_all
-from envforge.steps.base import Change, StepContext, state_of, text_digest
+from envforge.steps.actions import StepPlan, perform_all, text_file_plan
+from envforge.steps.base import Change, StepContext
 
 THEANORC_IN_ENV = "etc/theanorc"  # where [theano] theanorc = "env" puts it; THEANORC says so
 
@@ -69,22 +68,7 @@ class TheanorcStep:
     name = "theanorc"
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        target = theanorc_target(ctx)
-        text = rendered(ctx)
-        # bytes, not text: a user's file in another encoding is replaced (and backed up), not
-        # a crash; the diff shows it with undecodable bytes escaped
-        raw = target.read_bytes() if target.is_file() else None
-        before = None if raw is None else raw.decode("utf-8", "backslashreplace")
-        data = text.encode("utf-8")
-        if raw == data:
-            return StepPlan(step=self.name, changes=())
-        diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
-                                            text.splitlines(keepends=True),
-                                            str(target) + " (now)", str(target) + " (after)"))
-        change = Change(action="replace" if before is not None else "create", target=str(target),
-                        before=text_digest(before), after=text_digest(text), detail=diff)
-        write = WriteFile(path=str(target), before=state_of(target), data=data)
-        return StepPlan(step=self.name, changes=(change,), actions=(write,))
+        return text_file_plan(self.name, theanorc_target(ctx), rendered(ctx))
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         return self.plan(ctx).changes
