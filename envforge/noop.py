@@ -20,7 +20,7 @@ from envforge import __version__
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.host import noopstamp
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.base import Step, StepContext
+from envforge.steps.base import Step, StepContext, WatchesFiles
 
 
 def eligible(args: argparse.Namespace) -> bool:
@@ -49,40 +49,25 @@ class NoopProbe:
             noopstamp.invalidate(self.stamp)
 
     def save(self, ctx: StepContext, steps: Sequence[Step], message: str) -> None:
-        names = {s.name for s in steps}
         gcc = ctx.pspec.compiler is not None and ctx.pspec.compiler.kind == "gcc" \
             and ctx.pspec.cuda is None and PLATFORMS[ctx.platform].os is Os.LINUX
-        if self.stamp is None or not names <= noopstamp.ELIGIBLE_STEPS | (
-                {"compiler"} if gcc else set()):
+        core = noopstamp.ELIGIBLE_STEPS | ({"compiler"} if gcc else set())
+        files = [s for s in steps if s.name not in core]
+        if self.stamp is None or not all(isinstance(s, WatchesFiles) for s in files):
             return
-        from envforge.packs.theano.theanorc import theanorc_target
+        watched = [str(path) for s in files if isinstance(s, WatchesFiles)
+                   for path in s.watched(ctx)]
+        names = {s.name for s in steps}
+        from envforge.steps.compiler import gxx_search_paths
 
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
         state = ctx.state_dir
         paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
-                 str(theanorc_target(ctx)), os.path.realpath(ctx.layout.python),
+                 *watched, os.path.realpath(ctx.layout.python),
                  *noopstamp.environment_files(prefix, site, skip=[prefix / COMPILEDIR_IN_ENV]),
-                 *noopstamp.own_files(), *(_gxx_paths(ctx) if "compiler" in names else ())]
+                 *noopstamp.own_files(), *(gxx_search_paths(ctx) if "compiler" in names else ())]
         quiet = bool(getattr(self.args, "quiet", False))
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
                         environ=os.environ, message=message, quiet=quiet)
-
-
-def _gxx_paths(ctx: StepContext) -> list[str]:
-    """What finding the host's g++ reads: the PATH folders up to the one that has it (a g++
-    added to an earlier one would win) and each link from it to the compiler."""
-    from envforge.packs.theano.section import theano_section
-
-    wanted = theano_section(ctx.pspec).cxx or "g++"
-    found: list[str] = []
-    for folder in ctx.environ.get("PATH", "").split(os.pathsep):
-        found.append(folder)
-        candidate = Path(folder, wanted)
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            break
-    else:
-        return found
-    return [*found, *noopstamp.link_chain(str(candidate))]
-

@@ -62,8 +62,10 @@ ON_LINUX = sys.platform.startswith("linux")
 FORMAT = 2  # 2: stats grouped by folder, BLAKE2 digests
 RACY_NS = 1_000_000_000  # entries changed within a second of the stamp's start: not trusted
 VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})  # a shell changes these per command
+# the core's steps that observe only files; a pack's step is eligible by saying which
+# (steps.base.WatchesFiles)
 ELIGIBLE_STEPS = frozenset({"prefix", "debian-packages", "environment", "pypi-packages",
-                            "theanorc", "activation"})  # steps that observe only files
+                            "activation"})
 
 Stat = tuple[int, int, int, int, int]
 

@@ -119,6 +119,15 @@ class FindsFacts(Protocol):
     def facts(self, ctx: StepContext) -> Facts: ...
 
 
+@runtime_checkable
+class WatchesFiles(Protocol):
+    """A step whose plan reads only these files (besides the lock and the environment): the
+    no-op stamp records their stat data, so an apply that finds none of them changed knows,
+    before importing what planning needs, that the step has nothing to do."""
+
+    def watched(self, ctx: StepContext) -> Sequence[Path]: ...
+
+
 def after(step: Step, ctx: StepContext) -> StepContext:
     """The context for the steps after ``step``: with what it found, if it finds anything."""
     return replace(ctx, facts=step.facts(ctx)) if isinstance(step, FindsFacts) else ctx

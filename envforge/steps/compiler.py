@@ -274,6 +274,25 @@ def find_host_gxx(ctx: StepContext) -> HostCompiler:
     return HostCompiler(Path(found), version)
 
 
+def gxx_search_paths(ctx: StepContext) -> list[str]:
+    """What ``find_host_gxx`` reads to find the compiler: the PATH folders up to the one that
+    has it (one added to an earlier folder would win) and each link from it to the
+    compiler; the no-op stamp watches them."""
+    from envforge.host.noopstamp import link_chain
+
+    need = compiler_need(ctx)
+    wanted = (need.cxx if need is not None else None) or "g++"
+    found: list[str] = []
+    for folder in ctx.environ.get("PATH", "").split(os.pathsep):
+        found.append(folder)
+        candidate = Path(folder, wanted)
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            break
+    else:
+        return found
+    return [*found, *link_chain(str(candidate))]
+
+
 def gcc_limit_finding(gcc_version: str, cuda: str, platform: Platform,
                       need: CompilerNeed | None = None) -> str | None:
     """A warning when nvcc of ``cuda`` refuses this gcc as its host compiler; None if fine

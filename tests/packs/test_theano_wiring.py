@@ -19,7 +19,6 @@ PACK = PACKAGE / "packs" / "theano"
 # (module relative to envforge/, why it still imports the Theano pack): the next moves.
 ALLOWED: dict[str, str] = {
     "packs/__init__.py": "the registry: where a pack is registered",
-    "noop.py": "the no-op stamp watches the .theanorc and the [theano] cxx the pack uses",
 }
 # What moved into the pack, as the core used to spell it.
 MOVED = re.compile(r"\b(TheanoSection|TheanorcStep|TheanoExpect|theano_flag_spelling|"

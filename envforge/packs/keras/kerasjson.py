@@ -34,7 +34,10 @@ class KerasJsonStep:
     name = "keras-json"
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        return text_file_plan(self.name, keras_dir(ctx) / "keras.json", rendered(ctx))
+        return text_file_plan(self.name, self.watched(ctx)[0], rendered(ctx))
+
+    def watched(self, ctx: StepContext) -> tuple[Path, ...]:
+        return (keras_dir(ctx) / "keras.json",)
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         return self.plan(ctx).changes

@@ -68,7 +68,10 @@ class TheanorcStep:
     name = "theanorc"
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        return text_file_plan(self.name, theanorc_target(ctx), rendered(ctx))
+        return text_file_plan(self.name, self.watched(ctx)[0], rendered(ctx))
+
+    def watched(self, ctx: StepContext) -> tuple[Path, ...]:
+        return (theanorc_target(ctx),)
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         return self.plan(ctx).changes

@@ -58,3 +58,17 @@ def test_in_the_home_a_users_file_is_backed_up_and_restored(tmp_path: Path) -> N
     assert "KERAS_HOME" not in {e.name for e in KERAS.env_edits(ctx)}
     rollback(journal)
     assert user.read_bytes() == original
+
+
+def test_the_no_op_stamp_watches_the_file_the_step_writes(tmp_path: Path) -> None:
+    """Every step a Keras spec plans either is a core step the stamp knows or names the files
+    it reads, so a no-op apply of it can take the fast path."""
+    from envforge.host.noopstamp import ELIGIBLE_STEPS
+    from envforge.steps.base import WatchesFiles
+
+    ctx = _ctx(tmp_path)
+    steps = build_steps(ctx)
+    assert all(s.name in ELIGIBLE_STEPS or isinstance(s, WatchesFiles) for s in steps)
+    step = KerasJsonStep()
+    [change] = step.describe(ctx)
+    assert step.watched(ctx) == (Path(change.target),)
