@@ -285,11 +285,15 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
             fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
                                              todo), strict=True))
     except CompatibilityError as exc:
-        # a pack's rule on the resolved versions: named by the spec, as the pins' rules are
+        # a pack's rule on the resolved versions: named by the spec, as the pins' rules are,
+        # at the packages it resolved them from (where the fix pins the culprit)
         if exc.path is not None:
             raise
+        packages = ("pypi", "packages")
         raise CompatibilityError(exc.conflict, source=exc.source, fix=exc.fix,
-                                 path=spec.source) from None
+                                 path=spec.source, line=spec.key_lines.get(packages),
+                                 key=".".join(packages) if packages in spec.key_lines else None,
+                                 ) from None
     except ResolveError as exc:
         from envforge.resolve.pypi import UnsatisfiableError
 

@@ -102,7 +102,10 @@ def test_lock_refuses_what_resolves_to_protobuf_4(host: Path, tmp_path: Path,
     capsys.readouterr()
     assert main(["lock", str(spec)]) == 2
     error = capsys.readouterr().err
-    assert f"{spec}: linux-64: resolved tensorflow 1.15.5 with protobuf 4." in error
+    line = next(n for n, row in enumerate(spec.read_text().splitlines(), 1)
+                if row.startswith("packages"))
+    assert f"{spec}:{line}: pypi.packages: linux-64: resolved tensorflow 1.15.5 with " \
+        "protobuf 4." in error
     assert "Descriptors cannot not be created directly" in error
     assert 'fix: pin "protobuf<4"' in error
     assert not (tmp_path / "locks").exists()
