@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from envforge.envlayout import EnvLayout
-from envforge.host.archives import sha256_file
+from envforge.host.archives import sha256_file, verify_artifact
 from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
 from envforge.paths import EnvforgeDirs
 from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
@@ -150,6 +150,17 @@ class WantLink:
 
 
 Want = WantFile | WantLink
+
+
+def supplied_artifact(ctx: StepContext, role: str, sha256: str) -> Path | None:
+    """The file given for ``role`` (``--artifact``, a bundle's, the cache's), checked against
+    the lock's sha256 unless this run has hashed it already (``ctx.checked``); None when none
+    was given. The one place a step reads an artifact, so a multi-gigabyte archive is hashed
+    once per apply whichever step takes it."""
+    path = ctx.artifacts.get(role)
+    if path is not None and role not in ctx.checked:
+        verify_artifact(path, sha256)
+    return path
 
 
 def state_of(path: Path) -> str | None:

@@ -29,14 +29,13 @@ from envforge.host.archives import (
     check_unpacked_size,
     refuse_member,
     safe_member_name,
-    verify_artifact,
 )
 from envforge.host.fetch import FileRef
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Platform
-from envforge.steps.base import Change, StepContext, state_of
+from envforge.steps.base import Change, StepContext, state_of, supplied_artifact
 
 MINGW_TARGET = "x86_64-w64-mingw32"
 MINGW_TOP = "mingw64"  # the archive's one top folder (x86_64 builds)
@@ -391,9 +390,8 @@ class CompilerStep:
     @staticmethod
     def _archive(ctx: StepContext, artifact: LockedArtifact, *, fetch: bool) -> Path | None:
         """A verified local copy; None when it is still to be downloaded and ``fetch`` is off."""
-        supplied = ctx.artifacts.get("compiler")
+        supplied = supplied_artifact(ctx, "compiler", artifact.sha256)
         if supplied is not None:
-            verify_artifact(supplied, artifact.sha256)
             return supplied
         ref = FileRef(url=artifact.url or "", sha256=artifact.sha256, filename=artifact.filename,
                       size=artifact.size)

@@ -24,14 +24,21 @@ from pathlib import Path
 
 from envforge.confine import link_target_inside
 from envforge.errors import ArtifactError, StepError
-from envforge.host.archives import extract_archive, verify_artifact
+from envforge.host.archives import extract_archive
 from envforge.host.platform import CudaLayout, cuda_layout
 from envforge.journal import Transaction
 from envforge.knowledge import cudnn_library_name
 from envforge.lockfile import LockedArtifact
 from envforge.spec import Platform
 from envforge.steps.actions import StepPlan, file_plan, perform_all
-from envforge.steps.base import Change, StepContext, Want, WantFile, WantLink
+from envforge.steps.base import (
+    Change,
+    StepContext,
+    Want,
+    WantFile,
+    WantLink,
+    supplied_artifact,
+)
 
 # Archive folder -> CudaLayout attribute (KNOWLEDGE §5; envforge/knowledge/cudnn.toml).
 _ARCHIVE_LAYOUT: dict[Platform, tuple[tuple[str, str], ...]] = {
@@ -103,14 +110,12 @@ class CudnnInstallStep:
     def plan(self, ctx: StepContext) -> StepPlan:
         """Check the archive, unpack it into the staging folder and map it; the CUDA tree is
         not touched here."""
-        archive = ctx.artifacts.get("cudnn")
+        archive = supplied_artifact(ctx, "cudnn", self.artifact.sha256)
         if archive is None:
             raise ArtifactError(
                 f"cuDNN is locked as {self.artifact.filename} (sha256 {self.artifact.sha256}); "
                 "NVIDIA requires a login to download it, so download it and pass "
                 f"--artifact cudnn=PATH/{self.artifact.filename}")
-        if "cudnn" not in ctx.checked:
-            verify_artifact(archive, self.artifact.sha256)
         if ctx.cuda_root is None:
             raise StepError("cuDNN is copied into the CUDA toolkit, and no toolkit was found")
         layout = cuda_layout(ctx.platform, ctx.cuda_root)

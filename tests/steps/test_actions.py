@@ -94,3 +94,27 @@ def test_a_plan_round_trips_through_json_byte_for_byte() -> None:
     assert again == plan
     assert isinstance(again.steps[0].actions[0], WriteFile)
     assert again.steps[0].actions[0].data == data
+
+
+def test_a_supplied_artifact_is_hashed_unless_this_run_checked_it(tmp_path: Path) -> None:
+    """cuDNN's and MinGW's steps read their archive through ``supplied_artifact``: a file
+    not the locked one is refused, one preflight already hashed is not read again."""
+    import hashlib
+    from dataclasses import replace
+
+    from envforge.errors import ArtifactError
+    from envforge.steps.base import supplied_artifact
+    from tests.testing.contexts import make_ctx
+
+    archive = tmp_path / "mingw.7z"
+    archive.write_bytes(b"the locked bytes")
+    locked = hashlib.sha256(b"the locked bytes").hexdigest()
+    ctx = make_ctx(tmp_path, "win-64", None, {"compiler": archive})
+    assert supplied_artifact(ctx, "compiler", locked) == archive
+    assert supplied_artifact(ctx, "cudnn", locked) is None
+    archive.write_bytes(b"other bytes")
+    with pytest.raises(ArtifactError, match="sha256 mismatch"):
+        supplied_artifact(ctx, "compiler", locked)
+    # preflight hashed it (and refused it there, had it differed): the step trusts that
+    checked = replace(ctx, checked=frozenset({"compiler"}))
+    assert supplied_artifact(checked, "compiler", locked) == archive

@@ -509,20 +509,20 @@ def test_an_archive_preflight_checked_is_not_hashed_again_to_plan(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With --bundle or --offline, preflight hashes every file before planning; the step
     trusts its ``checked`` roles, so the archive is read once per apply there too."""
-    import envforge.steps.cudnn as cudnn
+    import envforge.steps.base as base
     from envforge.plan import make_plan
 
     root = linux_cuda_tree(tmp_path / "host")
     archive = linux_cudnn_tgz(tmp_path / "cudnn-10.2-linux-x64-v7.6.5.32.tgz")
     step = CudnnInstallStep(locked(archive))
     hashed: list[Path] = []
-    real_verify = cudnn.verify_artifact
+    real_verify = base.verify_artifact
 
     def counting_verify(path: Path, sha256: str) -> None:
         hashed.append(path)
         real_verify(path, sha256)
 
-    monkeypatch.setattr(cudnn, "verify_artifact", counting_verify)
+    monkeypatch.setattr(base, "verify_artifact", counting_verify)
     checked = replace(make_ctx(tmp_path, "linux-64", root, {"cudnn": archive}),
                       checked=frozenset({"cudnn"}))
     assert make_plan(checked, [step], spec="x.toml").pending
