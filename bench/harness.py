@@ -26,7 +26,7 @@ from typing import Any
 
 # This machine's settings for uv and pip (a local mirror, find-links): no tool may read
 # them. PYTHONDONTWRITEBYTECODE (set here) would make every run byte-compile again.
-STRIPPED = ("UV_", "PIP_", "PYTHONDONTWRITEBYTECODE")
+STRIPPED = ("UV_", "PIP_", "PYTHONDONTWRITEBYTECODE", "RES_OPTIONS")
 
 
 class BenchError(Exception):

@@ -117,12 +117,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "every file's hash), run at once, each given `--python` the Python 3.7 envforge "
         "found (uv builds Theano-PyMC's metadata with it and skips its own interpreter "
         "search, which runs pyenv's shims here: about a second per run), the platform "
-        "that is not the host's in a uv cache of its own; beside them the suite's runner "
+        "that is not the host's in a uv cache of its own, and glibc's resolver told to ask "
+        "again after 1 s, not 5, for a lost DNS reply (`RES_OPTIONS`, envforge.host.resolver: "
+        "this host's DNS loses a few replies, and uv looks its host up once per "
+        "connection); beside them the suite's runner "
         "for each platform (two more uv runs), Debian's index (theano-cpu) and the "
         "kernels' references (taken from envforge's cache when warm), then the lock is "
         "written. `uv pip compile as envforge runs it` (no goal, for comparison): uv "
         "alone, given what envforge gives it (both platforms at once, `--python`, a cache "
-        "per platform): the floor envforge's own work adds to.",
+        "per platform, the resolver's quick retry): the floor envforge's own work adds to.",
         "This machine's network goes through a proxy that strips ETag, Last-Modified and "
         "Cache-Control, so warm uv runs download and build Theano-PyMC's metadata again.",
         "Peak memory is wait4's ru_maxrss: the largest single process of the command's tree "

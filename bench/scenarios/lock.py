@@ -30,7 +30,10 @@ def _uv_compile(tools: Tools, project: Project, xdg: Path) -> Sample:
 
 def _uv_compile_tuned(tools: Tools, project: Project, xdg: Path) -> Sample:
     """uv given what envforge gives it: the platforms' runs at once, each in a cache of its
-    own, and ``--python`` the Python 3.7 found (uv builds with it and searches for none)."""
+    own, ``--python`` the Python 3.7 found (uv builds with it and searches for none), and
+    the DNS resolver's quick retry (``envforge.host.resolver``)."""
+    from envforge.host.resolver import host_retry_options
+
     runs = [shlex.join(_compile_argv(tools, project, p, "--python", tools.python37,
                                      "--cache-dir", str(xdg / f"uv-{p}")))
             for p in project.platforms()]
@@ -38,7 +41,7 @@ def _uv_compile_tuned(tools: Tools, project: Project, xdg: Path) -> Sample:
     # fails if either did
     script = "".join(f"{run} & p{k}=$!; " for k, run in enumerate(runs))
     script += " && ".join(f"wait $p{k}" for k in range(len(runs)))
-    return timed(["sh", "-c", script], env=clean_environ())
+    return timed(["sh", "-c", script], env=clean_environ(**host_retry_options({})))
 
 
 def run_lock(bench: Bench, tools: Tools, scratch: Path, size: str) -> Project | None:
