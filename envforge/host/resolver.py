@@ -1,13 +1,13 @@
 """The DNS stub resolver's options for the network tools envforge runs (uv).
 
 glibc waits 5 s for a lost UDP reply before it asks again (resolv.conf(5): ``timeout``,
-default 5). uv opens a connection, and looks its host up, per concurrent request: 19 for a
-cold resolution of the bench's ml30 set, 26 warm, two platforms at once. On a network that
-drops a few replies (here: 3% of lookups one at a time, 15% four at a time, each exactly
-5.006 s) most locks then wait 5 s or more on one lookup. ``timeout:1 attempts:5`` asks again
-after 1 s and still gives a slow server its 5 s: glibc resends the same query, so a late
-answer to the first is taken too. The host's own choice wins: a ``RES_OPTIONS`` already set
-(even empty) or a ``timeout`` in resolv.conf leaves the environment as it is.
+default 5). uv opens a connection, and looks its host up, per concurrent request: tens per
+resolution, two platforms at once. On a network that drops a few replies most locks then
+wait 5 s or more on one lookup (``bench/dns.py`` measures a host's loss and uv's lookups).
+``timeout:1 attempts:5`` asks again after 1 s and still gives a slow server its 5 s: glibc
+resends the same query, so a late answer to the first is taken too. The host's own choice
+wins: a ``RES_OPTIONS`` already set (even empty), or a ``timeout`` or ``attempts`` in
+resolv.conf (the variable would replace both), leaves the environment as it is.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from envforge.platforms import Os, host_platform
 
 QUICK_RETRY = "timeout:1 attempts:5"
 RESOLV_CONF = Path("/etc/resolv.conf")
-_TIMEOUT_SET = re.compile(r"^\s*options\s+(?:.*\s)?timeout:\d+", re.MULTILINE)
+_RETRY_SET = re.compile(r"^[ \t]*options[ \t]+(?:.*[ \t])?(?:timeout|attempts):\d+",
+                        re.MULTILINE)
 
 
 def retry_options(environ: Mapping[str, str], resolv_conf: str | None) -> dict[str, str]:
@@ -29,7 +30,7 @@ def retry_options(environ: Mapping[str, str], resolv_conf: str | None) -> dict[s
     the host already chose (``resolv_conf``: the file's text, None where there is none)."""
     if "RES_OPTIONS" in environ:
         return {}
-    if resolv_conf is not None and _TIMEOUT_SET.search(resolv_conf):
+    if resolv_conf is not None and _RETRY_SET.search(resolv_conf):
         return {}
     return {"RES_OPTIONS": QUICK_RETRY}
 

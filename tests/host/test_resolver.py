@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envforge.host import resolver
-from envforge.host.uv import uv_environ
+from envforge.host.uv import uv_binary, uv_environ
 
 # what a child's glibc resolver settled on: res_init(), then _res.retrans and _res.retry
 RES_STATE = """
@@ -39,6 +39,7 @@ def test_a_quick_retry_where_nothing_was_chosen() -> None:
     ({"RES_OPTIONS": ""}, None),  # set, even empty: the user's
     ({}, "nameserver 10.0.0.53\noptions timeout:2\n"),
     ({}, "options rotate timeout:7 attempts:2\n"),
+    ({}, "options attempts:1\n"),  # RES_OPTIONS would reset it too
 ])
 def test_the_user_or_the_host_choice_wins(environ: dict[str, str], conf: str | None) -> None:
     assert resolver.retry_options(environ, conf) == {}
@@ -46,6 +47,15 @@ def test_the_user_or_the_host_choice_wins(environ: dict[str, str], conf: str | N
 
 def test_a_commented_timeout_is_no_choice() -> None:
     assert resolver.retry_options({}, "# options timeout:9\n") != {}
+    assert resolver.retry_options({}, "options ndots:1\ntimeout:9 attempts:2\n") != {}
+
+
+@pytest.mark.posix_only("glibc's stub resolver reads RES_OPTIONS; Windows has none")
+def test_uv_is_a_glibc_build_so_it_reads_the_variable() -> None:
+    """A musl (static) uv would ignore RES_OPTIONS: uv names the libc it was built for."""
+    done = subprocess.run([uv_binary(), "--version"], check=True, capture_output=True,
+                          text=True)
+    assert "-linux-gnu)" in done.stdout
 
 
 @pytest.mark.posix_only("glibc's stub resolver reads RES_OPTIONS; Windows has none")
