@@ -31,7 +31,7 @@ def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
     from envforge.commands.lock_command import run_lock
 
     return run_lock([Path(p) for p in args.specs], platforms=args.platform or (),
-                    check=args.check, locks_dir=args.locks_dir, ui=ui)
+                    check=args.check, upgrade=args.upgrade, locks_dir=args.locks_dir, ui=ui)
 
 
 def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
@@ -61,8 +61,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     lock.add_argument("specs", nargs="*", help="spec files (default: specs/*.toml)")
     lock.add_argument("--platform", action="append", choices=PLATFORMS,
                       help="lock only this platform (repeatable)")
-    lock.add_argument("--check", action="store_true",
+    mode = lock.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
                       help="exit 0 if each lock satisfies its spec, 3 if stale (no network)")
+    mode.add_argument("-U", "--upgrade", action="store_true",
+                      help="resolve afresh: without it, the lock on disk's versions are kept "
+                           "where the spec allows them")
     lock.add_argument("--locks-dir", type=Path, default=None, help="where locks go")
     _common(lock)
     lock.set_defaults(handler=_cmd_lock)

@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     Runner = tuple[Sequence[str], str, tuple[LockedPypiFile, ...]]
 
 
-def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> PlatformLock:
-    """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index."""
+def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
+                  previous: PlatformLock | None = None) -> PlatformLock:
+    """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index. The
+    ``previous`` lock's PyPI versions are preferred where the spec still allows them."""
     from envforge.lockplan import (
         build_record,
         locked_artifacts,
@@ -81,7 +83,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
         # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, target.version, builder, uv_cache)
+        early = runner_in_background(pspec, target.version, builder, uv_cache,
+                                     preferences=_runner_files(previous))
 
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
@@ -89,7 +92,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
                                 as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
                                 controls=_controls(pspec),
                                 extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
-                                uv_cache=uv_cache)
+                                uv_cache=uv_cache,
+                                preferences=previous.pypi if previous is not None else ())
 
         # what a framework imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
@@ -107,7 +111,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None) -> Platfo
     versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, pypi, versions, python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
-                       else None, uv_cache=own_uv_cache(pspec.platform))
+                       else None, uv_cache=own_uv_cache(pspec.platform),
+                       preferences=_runner_files(previous))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
@@ -127,8 +132,14 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     return resolution.records
 
 
+def _runner_files(previous: PlatformLock | None) -> tuple[LockedPypiFile, ...]:
+    return previous.suite.runner if previous is not None and previous.suite is not None else ()
+
+
 def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
-                         uv_cache: Path | None = None) -> Future[Runner] | None:
+                         uv_cache: Path | None = None,
+                         preferences: Sequence[LockedPypiFile] = (),
+                         ) -> Future[Runner] | None:
     """The suite's runner for a framework the spec pins exactly, resolved now in a thread,
     without the environment's pins (not known yet); ``lock_suite`` keeps it only where every
     package it shares with the environment has the environment's version: the pins, met
@@ -146,13 +157,14 @@ def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | No
     return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
         row.requirements, platform=pspec.platform, python=python,
         index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
-        interpreter=interpreter, uv_cache=uv_cache)))
+        interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)))
 
 
 def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Mapping[str, str],
                *,
                python: str | None = None, early: Future[Runner] | None = None,
                interpreter: str | None = None, uv_cache: Path | None = None,
+               preferences: Sequence[LockedPypiFile] = (),
                ) -> SuiteLock | None:
     """``verify --suite``'s runner, resolved under the environment's own pins so that a
     shared dependency keeps the environment's version (and is left to it), for the Python
@@ -188,7 +200,7 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Ma
                           index=pspec.pypi.index,
                           exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
                           constraints=[f"{f.name}=={f.version}" for f in pypi],
-                          interpreter=interpreter, uv_cache=uv_cache)
+                          interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)
     return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
@@ -265,13 +277,17 @@ def _minor(version: str) -> str:
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
               previous: Lockfile | None = None, lock_path: Path | None = None,
-              notes: list[str] | None = None) -> Lockfile:
-    """The lock for a spec; platforms already locked for this exact spec are reused.
-    Resolvers' remarks that do not stop the lock are appended to ``notes``."""
+              notes: list[str] | None = None, upgrade: bool = False) -> Lockfile:
+    """The lock for a spec; platforms already locked for this exact spec are reused, and a
+    platform resolved again keeps the previous lock's PyPI versions where the spec allows
+    them (``upgrade``: resolved afresh, nothing reused). Resolvers' remarks that do not stop
+    the lock are appended to ``notes``."""
     from envforge.compat import ensure_compatible
 
     wanted = _wanted_platforms(spec, platforms)
     ensure_compatible(spec)
+    if upgrade:
+        previous = None
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
     todo = [p for p in spec.project.platforms if p in wanted and not (
@@ -282,8 +298,9 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     _references_in_background([spec.for_platform(p) for p in todo])
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(spec.for_platform(p), notes),
-                                             todo), strict=True))
+            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(
+                spec.for_platform(p), notes,
+                previous.platforms.get(p) if previous is not None else None), todo), strict=True))
     except CompatibilityError as exc:
         # a pack's rule on the resolved versions: named by the spec, as the pins' rules are,
         # at the packages it resolved them from (where the fix pins the culprit)

@@ -49,8 +49,9 @@ class Project:
 
 
 def lock(project: Project, platforms: Sequence[Platform] = (),
-         notes: list[str] | None = None) -> Lockfile:
+         notes: list[str] | None = None, upgrade: bool = False) -> Lockfile:
     """The project's lock (not written): platforms already locked for this exact spec are
-    reused from the lock on disk; resolvers' remarks are appended to ``notes``."""
+    reused from the lock on disk, the others keep its versions where the spec allows
+    (``upgrade``: neither); resolvers' remarks are appended to ``notes``."""
     return lock_spec(project.spec, platforms=platforms or None, previous=project.previous_lock(),
-                     lock_path=project.lock_path, notes=notes)
+                     lock_path=project.lock_path, notes=notes, upgrade=upgrade)

@@ -1,4 +1,4 @@
-"""``envforge lock [SPEC ...] [--platform P] [--check]``: call ``app.locking``, render.
+"""``envforge lock [SPEC ...] [--platform P] [--check | --upgrade]``: call ``app.locking``, render.
 
 cli.py registers the command's arguments itself (``commands.BUILT_IN``)."""
 
@@ -15,8 +15,9 @@ from envforge.ui import UI
 
 
 def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check: bool,
-             locks_dir: Path | None, ui: UI) -> int:
-    """The command: lock (or with ``check``, only judge) each spec; returns the exit code."""
+             locks_dir: Path | None, ui: UI, upgrade: bool = False) -> int:
+    """The command: lock (or with ``check``, only judge) each spec; returns the exit code.
+    ``upgrade`` resolves afresh rather than keep the lock on disk's versions."""
     if not spec_paths:
         spec_paths = sorted(Path("specs").glob("*.toml"))
         if not spec_paths:
@@ -39,7 +40,7 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
         notes: list[str] = []
         try:
             with ui.progress(f"locking {spec.name}"):
-                locked = lock(project, platforms, notes)
+                locked = lock(project, platforms, notes, upgrade=upgrade)
         except ResolveError as exc:
             if len(projects) == 1:
                 raise

@@ -100,7 +100,8 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                  controls: BuildControls | None = None,
                  extra_indexes: Iterable[str] = (),
                  interpreter: str | None = None,
-                 uv_cache: Path | None = None) -> tuple[LockedPypiFile, ...]:
+                 uv_cache: Path | None = None,
+                 preferences: Iterable[LockedPypiFile] = ()) -> tuple[LockedPypiFile, ...]:
     """Resolve requirements for the target; one locked file per package, sorted by name.
 
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
@@ -110,7 +111,9 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
     version, is the one uv builds sdists' metadata with; without it uv looks for one itself
     (every candidate on PATH run, pyenv's shims among them: a second or more) and builds
     with whatever Python it finds. ``uv_cache`` replaces the uv cache envforge shares with
-    apply and bundle."""
+    apply and bundle. ``preferences`` (the previous lock's files) are kept where the
+    requirements still allow them, as uv keeps an existing output file's: an edited spec
+    moves only what the edit needs, and uv skips the search that found them."""
     reqs = list(requirements)
     if not reqs:
         return ()
@@ -118,6 +121,9 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("\n".join(reqs) + "\n", encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
+        seed = preference_pylock(preferences)
+        if seed:
+            out.write_text(seed, encoding="utf-8")
         args = [
             uv_binary(), "pip", "compile", str(req_in), "--quiet", "--no-header",
             "--format", "pylock.toml", "--output-file", str(out),
@@ -157,6 +163,24 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         pylock = tomllib.loads(out.read_text(encoding="utf-8"))
     return pick_files(pylock, platform=platform, python=python, find_links=links,
                       git_file=archive_git_dependency, controls=controls)
+
+
+def preference_pylock(files: Iterable[LockedPypiFile]) -> str:
+    """A pylock.toml (PEP 751) of the versions to prefer, for uv to read as the existing
+    output: each index file with its URL and hash; git dependencies are left out (uv would
+    prefer the commit's source, which the lock holds as an archive); empty without any."""
+    import tomli_w
+
+    packages: list[dict[str, Any]] = []
+    for file in files:
+        if file.origin == "git":
+            continue
+        source = {"url": file.url, "hashes": {"sha256": file.sha256}}
+        packages.append({"name": file.name, "version": file.version,
+                         **({"sdist": source} if file.kind == "sdist" else {"wheels": [source]})})
+    if not packages:
+        return ""
+    return tomli_w.dumps({"lock-version": "1.0", "created-by": "envforge", "packages": packages})
 
 
 def archive_git_dependency(name: str, version: str, vcs: Mapping[str, Any]) -> LockedPypiFile:

@@ -108,3 +108,31 @@ def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
     assert then.meta.pypi_as_of == "2019-09-01" and now.meta.pypi_as_of is None
     assert Version(dated["h5py"]) < Version(version["h5py"])
     assert dated["theano-pymc"] == "1.0.5"  # an exact pin newer than the day is taken as is
+
+
+@pytest.mark.network
+def test_an_edited_spec_keeps_the_locks_versions_and_upgrade_resolves_afresh(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As uv and pip-compile keep their output's: the edit moves only what it needs."""
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "keep", spec_text("keep", ["requests==2.27.1", "idna==3.3"],
+                                             python="3.7.16"))
+    assert main(["lock", str(path), "-q"]) == 0
+
+    def idna() -> str:
+        return {f.name: f.version
+                for f in load_lock(tmp_path / "locks" / "keep.lock").platforms["linux-64"].pypi
+                }["idna"]
+
+    assert idna() == "3.3"
+    path.write_text(spec_text("keep", ["requests==2.27.1"], python="3.7.16"))  # idna unpinned
+    assert main(["lock", str(path), "-q"]) == 0
+    assert idna() == "3.3"
+    assert main(["lock", str(path), "-q", "--upgrade"]) == 0
+    assert Version(idna()) > Version("3.3")
+
+
+def test_check_and_upgrade_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["lock", "--check", "--upgrade"])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -98,3 +98,51 @@ def test_constraints_and_overrides_shape_a_real_resolution() -> None:
         controls=BuildControls(constraints=("numpy<1.20",), overrides=("six==1.15.0",)))}
     # numpy is only h5py's dependency: the constraint limits it without naming it a package
     assert files["numpy"].startswith("1.19.") and files["six"] == "1.15.0"
+
+
+def test_preferences_become_a_pylock_uv_reads_as_its_output() -> None:
+    import tomllib
+
+    from envforge.lockfile import LockedPypiFile
+    from envforge.resolve.pypi import preference_pylock
+
+    sha = "a" * 64
+    idna = LockedPypiFile(name="idna", version="3.3", kind="wheel",
+                          filename="idna-3.3-py3-none-any.whl",
+                          url="https://files.pythonhosted.org/idna-3.3-py3-none-any.whl",
+                          sha256=sha)
+    lasagne = LockedPypiFile(name="lasagne", version="0.2.dev1", kind="sdist",
+                             filename="lasagne-0.2.dev1.tar.gz", url="git+file:///r@" + "b" * 40,
+                             sha256=sha, origin="git", commit="b" * 40)
+    theano = LockedPypiFile(name="theano-pymc", version="1.0.5", kind="sdist",
+                            filename="Theano-PyMC-1.0.5.tar.gz",
+                            url="https://files.pythonhosted.org/Theano-PyMC-1.0.5.tar.gz",
+                            sha256=sha)
+    doc = tomllib.loads(preference_pylock([idna, lasagne, theano]))
+    assert doc["lock-version"] == "1.0"
+    assert doc["packages"] == [
+        {"name": "idna", "version": "3.3", "wheels": [{"url": idna.url,
+                                                        "hashes": {"sha256": sha}}]},
+        {"name": "theano-pymc", "version": "1.0.5", "sdist": {"url": theano.url,
+                                                               "hashes": {"sha256": sha}}}]
+    assert preference_pylock([lasagne]) == "" and preference_pylock([]) == ""
+
+
+@pytest.mark.network
+def test_a_real_resolution_keeps_preferred_versions_the_requirements_allow() -> None:
+    """requests 2.27.1 takes any idna 2.5-3.x: uv alone picks the newest, with the previous
+    lock's 3.3 preferred it keeps 3.3; a pin that excludes the preference wins over it."""
+    index = "https://pypi.org/simple"
+    old = resolve_pypi(["requests==2.27.1", "idna==3.3", "urllib3==1.26.8"],
+                       platform="linux-64", python="3.7.16", index=index)
+    fresh = {f.name: f.version for f in resolve_pypi(
+        ["requests==2.27.1"], platform="linux-64", python="3.7.16", index=index)}
+    kept = {f.name: f.version for f in resolve_pypi(
+        ["requests==2.27.1"], platform="linux-64", python="3.7.16", index=index,
+        preferences=old)}
+    assert fresh["idna"] != "3.3" and fresh["urllib3"] != "1.26.8"
+    assert (kept["idna"], kept["urllib3"]) == ("3.3", "1.26.8")
+    moved = {f.name: f.version for f in resolve_pypi(
+        ["requests==2.27.1", "idna==3.2"], platform="linux-64", python="3.7.16", index=index,
+        preferences=old)}
+    assert (moved["idna"], moved["urllib3"]) == ("3.2", "1.26.8")
