@@ -254,6 +254,37 @@ class Lockfile(Frozen):
     platforms: dict[Platform, PlatformLock]
 
 
+class VersionChange(Frozen):
+    """A package whose locked version differs between two locks of a platform: what a
+    re-lock moved (``before`` None: added, ``after`` None: removed)."""
+
+    platform: Platform
+    source: Literal["pypi", "conda", "deb"]
+    name: str
+    before: str | None
+    after: str | None
+
+
+def version_changes(before: Lockfile | None, after: Lockfile) -> tuple[VersionChange, ...]:
+    """What moved from ``before`` to ``after``, per platform both lock; none for a first lock
+    (everything in it is new), by platform, then PyPI, conda and Debian, then name."""
+    if before is None:
+        return ()
+    changes: list[VersionChange] = []
+    for platform, now in sorted(after.platforms.items()):
+        was = before.platforms.get(platform)
+        if was is None:
+            continue
+        for source in ("pypi", "conda", "deb"):
+            old = {p.name: p.version for p in getattr(was, source)}
+            new = {p.name: p.version for p in getattr(now, source)}
+            changes.extend(VersionChange(platform=platform, source=source, name=name,
+                                         before=old.get(name), after=new.get(name))
+                           for name in sorted(old.keys() | new.keys())
+                           if old.get(name) != new.get(name))
+    return tuple(changes)
+
+
 def dumps_lock(lock: Lockfile) -> str:
     """Serialise to TOML deterministically, with a header saying what wrote it."""
     data = lock.model_dump(mode="json", exclude_none=True)

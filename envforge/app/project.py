@@ -49,9 +49,12 @@ class Project:
 
 
 def lock(project: Project, platforms: Sequence[Platform] = (),
-         notes: list[str] | None = None, upgrade: bool = False) -> Lockfile:
+         notes: list[str] | None = None, upgrade: bool = False,
+         previous: Lockfile | None = None) -> Lockfile:
     """The project's lock (not written): platforms already locked for this exact spec are
-    reused from the lock on disk, the others keep its versions where the spec allows
-    (``upgrade``: neither); resolvers' remarks are appended to ``notes``."""
-    return lock_spec(project.spec, platforms=platforms or None, previous=project.previous_lock(),
+    reused from the lock on disk (``previous``, where the caller read it already), the
+    others keep its versions where the spec allows (``upgrade``: neither); resolvers'
+    remarks are appended to ``notes``."""
+    return lock_spec(project.spec, platforms=platforms or None,
+                     previous=previous if previous is not None else project.previous_lock(),
                      lock_path=project.lock_path, notes=notes, upgrade=upgrade)

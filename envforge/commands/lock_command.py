@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envforge.app.project import Project, lock
 from envforge.errors import InputError, ResolveError
-from envforge.lockfile import PlatformLock, write_lock
+from envforge.lockfile import PlatformLock, version_changes, write_lock
 from envforge.spec import Platform
 from envforge.ui import UI
 
@@ -39,8 +39,9 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             continue
         notes: list[str] = []
         try:
+            previous = project.previous_lock()
             with ui.progress(f"locking {spec.name}"):
-                locked = lock(project, platforms, notes, upgrade=upgrade)
+                locked = lock(project, platforms, notes, upgrade=upgrade, previous=previous)
         except ResolveError as exc:
             if len(projects) == 1:
                 raise
@@ -50,16 +51,22 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             exit_code = max(exit_code, 1)
             continue
         changed = write_lock(locked, lock_path)
+        moved = version_changes(previous, locked)
         if notes:
             ui.warn(f"{spec.name}: {len(notes)} note(s) from the resolvers, e.g. {notes[0]} "
                     "(all of them: --json)")
         results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
-                        "notes": notes,
+                        "notes": notes, "moved": [c.model_dump() for c in moved],
                         "platforms": {p: _counts(pl) for p, pl in locked.platforms.items()}})
         ui.table(f"{lock_path} ({'written' if changed else 'unchanged'})",
                  ["platform", "python", "pypi", "conda", "deb", "artifacts"],
                  [[p, pl.python, len(pl.pypi), len(pl.conda), len(pl.deb), len(pl.artifacts)]
                   for p, pl in locked.platforms.items()])
+        if moved:
+            ui.table(f"{len(moved)} version(s) moved",
+                     ["platform", "source", "package", "before", "after"],
+                     [[c.platform, c.source, c.name, c.before or "(new)", c.after or "(removed)"]
+                      for c in moved])
     if ui.json:
         ui.document("lock", {"results": results, "exit_code": exit_code})
     return exit_code

@@ -1,7 +1,9 @@
-"""uv, the one PyPI engine envforge drives: where its binary is and the environment it runs in.
+"""uv, the PyPI resolver envforge drives: where its binary is and the environment it runs in.
 
-Lock (resolve), apply (sync, interpreters) and bundle (builds) all run uv through these two,
-so none of them picks up a user's uv or pip configuration.
+Lock (resolve) and bundle (builds) run uv in ``uv_environ``, so neither picks up a user's uv
+or pip configuration. Apply installs with pypa's installer, not uv; it asks uv only for a
+missing interpreter (``host.interpreters.install_with_uv``), in the user's environment, where
+a ``UV_PYTHON_INSTALL_MIRROR`` is the user's to choose.
 """
 
 from __future__ import annotations

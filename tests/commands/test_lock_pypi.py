@@ -3,6 +3,7 @@ project's era (``[pypi] as_of``) and one clear line when a pin cannot be satisfi
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -112,7 +113,8 @@ def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
 
 @pytest.mark.network
 def test_an_edited_spec_keeps_the_locks_versions_and_upgrade_resolves_afresh(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """As uv and pip-compile keep their output's: the edit moves only what it needs."""
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "keep", spec_text("keep", ["requests==2.27.1", "idna==3.3"],
@@ -128,8 +130,12 @@ def test_an_edited_spec_keeps_the_locks_versions_and_upgrade_resolves_afresh(
     path.write_text(spec_text("keep", ["requests==2.27.1"], python="3.7.16"))  # idna unpinned
     assert main(["lock", str(path), "-q"]) == 0
     assert idna() == "3.3"
-    assert main(["lock", str(path), "-q", "--upgrade"]) == 0
+    capsys.readouterr()
+    assert main(["lock", str(path), "--json", "--upgrade"]) == 0
     assert Version(idna()) > Version("3.3")
+    [result] = json.loads(capsys.readouterr().out)["results"]
+    assert {"platform": "linux-64", "source": "pypi", "name": "idna", "before": "3.3",
+            "after": idna()} in result["moved"]
 
 
 def test_check_and_upgrade_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
