@@ -280,27 +280,26 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
               notes: list[str] | None = None, upgrade: bool = False) -> Lockfile:
     """The lock for a spec; platforms already locked for this exact spec are reused, and a
     platform resolved again keeps the previous lock's PyPI versions where the spec allows
-    them (``upgrade``: resolved afresh, nothing reused). Resolvers' remarks that do not stop
-    the lock are appended to ``notes``."""
+    them (``upgrade``: the wanted platforms are resolved afresh, the others still reused).
+    Resolvers' remarks that do not stop the lock are appended to ``notes``."""
     from envforge.compat import ensure_compatible
 
     wanted = _wanted_platforms(spec, platforms)
     ensure_compatible(spec)
-    if upgrade:
-        previous = None
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
-    todo = [p for p in spec.project.platforms if p in wanted and not (
+    todo = [p for p in spec.project.platforms if p in wanted and (upgrade or not (
         reusable and previous is not None and p in previous.platforms
-        and not suite_missing(previous.platforms[p]))]
+        and not suite_missing(previous.platforms[p])))]
+    preferred: Mapping[Platform, PlatformLock] = (
+        {} if upgrade or previous is None else previous.platforms)
     # Platforms resolve independently; their uv runs and downloads overlap in threads, and
     # the kernels' references (NumPy's, a second of CPU) are computed beside them, not after.
     _references_in_background([spec.for_platform(p) for p in todo])
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
             fresh = dict(zip(todo, pool.map(lambda p: lock_platform(
-                spec.for_platform(p), notes,
-                previous.platforms.get(p) if previous is not None else None), todo), strict=True))
+                spec.for_platform(p), notes, preferred.get(p)), todo), strict=True))
     except CompatibilityError as exc:
         # a pack's rule on the resolved versions: named by the spec, as the pins' rules are,
         # at the packages it resolved them from (where the fix pins the culprit)

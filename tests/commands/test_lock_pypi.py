@@ -142,3 +142,18 @@ def test_check_and_upgrade_together_are_refused(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as exc:
         main(["lock", "--check", "--upgrade"])
     assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.network
+def test_upgrade_of_one_platform_leaves_the_other_as_locked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = spec_text("two", ["requests==2.27.1"], python="3.7.16").replace(
+        'platforms = ["linux-64"]', 'platforms = ["linux-64", "win-64"]')
+    path = write(tmp_path, "two", text)
+    assert main(["lock", str(path), "-q"]) == 0
+    before = load_lock(tmp_path / "locks" / "two.lock")
+    assert main(["lock", str(path), "-q", "--platform", "linux-64", "--upgrade"]) == 0
+    after = load_lock(tmp_path / "locks" / "two.lock")
+    assert after.platforms.keys() == {"linux-64", "win-64"}
+    assert after.platforms["win-64"] == before.platforms["win-64"]
