@@ -21,7 +21,7 @@ lint: setup
 
 # GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
 test: lint
-	$(BIN)/pytest -m "not gpu and not fleet"
+	$(BIN)/pytest -m "not gpu and not fleet" --durations=20
 
 test-gpu:
 	$(BIN)/pytest -m gpu
