@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
                   previous: PlatformLock | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index. The
-    ``previous`` lock's PyPI versions are preferred where the spec still allows them."""
+    ``previous`` lock's PyPI and conda versions are preferred where the spec still allows
+    them (a Debian suite's index holds one version of each package: nothing to prefer)."""
     from envforge.lockplan import (
         build_record,
         locked_artifacts,
@@ -59,7 +60,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
 
         conda = solve_conda(pspec.conda.packages, pspec.environment.channels, pspec.platform,
                             python=pspec.python.version,
-                            cuda=pspec.cuda.number if pspec.cuda else None)
+                            cuda=pspec.cuda.number if pspec.cuda else None,
+                            preferences=previous.conda if previous is not None else ())
     debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -84,11 +84,15 @@ def python_spec(python: str) -> str:
 def solve_conda(specs: Sequence[str], channels: Sequence[str], platform: Platform, *,
                 python: str | None, cuda: str | None = None,
                 virtual_packages: Sequence[VirtualPackage] | None = None,
-                cache_dir: Path | None = None) -> tuple[LockedCondaPackage, ...]:
+                cache_dir: Path | None = None,
+                preferences: Sequence[LockedCondaPackage] = ()) -> tuple[LockedCondaPackage, ...]:
     """Solve match specs for ``platform`` from ``channels`` (strict priority), sorted by name.
 
     ``virtual_packages`` replaces the target's defaults, which ``cuda`` extends otherwise.
-    No channels means conda-forge. Any failure is a ResolveError.
+    ``preferences`` (the previous lock's packages) are kept where the specs still allow
+    them: rattler's locked packages, looked up in the channels by their URL (one the
+    channels no longer hold is no preference). No channels means conda-forge. Any failure
+    is a ResolveError.
     """
     urls = [channel_url(c) for c in channels or DEFAULT_CHANNELS]
     wanted = [*specs, *([python_spec(python)] if python else [])]
@@ -102,12 +106,13 @@ def solve_conda(specs: Sequence[str], channels: Sequence[str], platform: Platfor
     for package in virtual:
         _rattler_virtual(package)  # a bad one is refused here, before the child starts
     cache = cache_dir if cache_dir is not None else envforge_dirs().cache / "rattler"
-    return _solve_in_child(wanted, urls, platform, virtual, cache)
+    return _solve_in_child(wanted, urls, platform, virtual, cache,
+                           preferred={p.name: p.url for p in preferences})
 
 
 def _solve_in_child(wanted: list[str], urls: list[str], platform: Platform,
-                    virtual: Sequence[VirtualPackage], cache: Path) -> tuple[LockedCondaPackage,
-                                                                             ...]:
+                    virtual: Sequence[VirtualPackage], cache: Path,
+                    preferred: Mapping[str, str] | None = None) -> tuple[LockedCondaPackage, ...]:
     """Solve in a child Python that leaves with ``os._exit``.
 
     rattler's tokio threads outlive a failed solve (the other subdirs' downloads go on) and
@@ -117,7 +122,8 @@ def _solve_in_child(wanted: list[str], urls: list[str], platform: Platform,
     and envforge's own process never starts rattler's runtime.
     """
     request = {"wanted": wanted, "urls": urls, "platform": platform, "cache": str(cache),
-               "virtual": [[v.name, v.version, v.build] for v in virtual]}
+               "virtual": [[v.name, v.version, v.build] for v in virtual],
+               "preferred": dict(preferred or {})}
     done = subprocess.run([sys.executable, "-m", "envforge.resolve.conda"],
                           input=json.dumps(request), capture_output=True, text=True,
                           check=False)
@@ -132,10 +138,11 @@ def _solve_in_child(wanted: list[str], urls: list[str], platform: Platform,
 
 
 def _solve_here(wanted: list[str], urls: list[str], platform: Platform,
-                virtual: Sequence[VirtualPackage], cache: Path) -> tuple[LockedCondaPackage, ...]:
+                virtual: Sequence[VirtualPackage], cache: Path,
+                preferred: Mapping[str, str] | None = None) -> tuple[LockedCondaPackage, ...]:
     rattler_virtual = [_rattler_virtual(v) for v in virtual]
     try:
-        records = asyncio.run(_solve(wanted, urls, platform, rattler_virtual, cache))
+        records = asyncio.run(_solve(wanted, urls, platform, rattler_virtual, cache, preferred))
     except SolverError as exc:
         reason = _one_line(str(exc).removeprefix("Cannot solve the request because of:"))
         raise ResolveError(f"no conda solution for {platform} from {', '.join(urls)}: "
@@ -159,13 +166,23 @@ def _rattler_virtual(package: VirtualPackage) -> Any:
 
 
 async def _solve(specs: list[str], urls: list[str], platform: Platform,
-                 virtual: list[Any], cache: Path) -> list[Any]:
+                 virtual: list[Any], cache: Path,
+                 preferred: Mapping[str, str] | None = None) -> list[Any]:
+    """``preferred``: name -> the URL of the record to keep where the specs allow it."""
     gateway = rattler.Gateway(cache_dir=cache)
+    sources = [rattler.Channel(u) for u in urls]
+    locked: list[Any] = []
+    if preferred:
+        found = await gateway.query(sources, [platform, "noarch"], sorted(preferred),
+                                    recursive=False)
+        urls_kept = set(preferred.values())
+        locked = [r for records in found for r in records if str(r.url) in urls_kept]
     return list(await rattler.solve(
-        sources=[rattler.Channel(u) for u in urls],
+        sources=sources,
         specs=specs,
         gateway=gateway,
         platforms=[platform, "noarch"],
+        locked_packages=locked,
         virtual_packages=virtual,
         # Solve against exactly the channels the spec names (CEP-42 relations off).
         channel_relations="disabled",
@@ -232,7 +249,7 @@ def _child() -> None:
     try:
         records = _solve_here(request["wanted"], request["urls"], request["platform"],
                               [VirtualPackage(*v) for v in request["virtual"]],
-                              Path(request["cache"]))
+                              Path(request["cache"]), request.get("preferred"))
         answer: dict[str, Any] = {"records": [r.model_dump(mode="json") for r in records]}
     except ResolveError as exc:
         answer = {"error": str(exc)}

@@ -263,3 +263,32 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
     check_lock(spec, lock.model_copy(update={"platforms": {**lock.platforms,
                                                            "linux-64": recorded}}),
                REPO / "locks" / "theano-cpu.lock")
+
+
+def test_a_conda_relock_keeps_the_locks_versions_and_upgrade_moves_them(
+        tmp_path: Path, conda_channel: Path) -> None:
+    text = f"""\
+[project]
+name = "keep"
+platforms = ["linux-64"]
+[python]
+version = "3.7"
+[environment]
+kind = "conda"
+channels = ["{conda_channel.as_uri()}"]
+[conda]
+packages = ["libgpuarray ==0.7.6"]
+"""
+    spec = project_with(tmp_path, "keep", text)
+
+    def libgpuarray() -> str:
+        lock = load_lock(tmp_path / "locks" / "keep.lock")
+        return {p.name: p.version for p in lock.platforms["linux-64"].conda}["libgpuarray"]
+
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert libgpuarray() == "0.7.6"
+    spec.write_text(text.replace('"libgpuarray ==0.7.6"', '"libgpuarray"'))
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert libgpuarray() == "0.7.6"  # 0.8.0 exists: the lock's version was preferred
+    assert main(["lock", str(spec), "-q", "--upgrade"]) == 0
+    assert libgpuarray() == "0.8.0"

@@ -180,3 +180,21 @@ def test_default_virtual_packages() -> None:
     win = {v.name: v for v in default_virtual_packages("win-64", cuda="10.1")}
     assert set(win) == {"__win", "__archspec", "__cuda"}
     assert str(win["__cuda"]) == "__cuda=10.1"
+
+
+def test_the_previous_locks_packages_are_kept_where_the_specs_allow(conda_channel: Path,
+                                                                    tmp_path: Path) -> None:
+    """Alone, pygpu takes 0.8.0 (and libgpuarray 0.8.0, python 3.8): with the 0.7.6 stack
+    locked before, the pin removed keeps it; a spec that excludes a preference wins."""
+    channels = [str(conda_channel)]
+    old = solve_conda(["pygpu ==0.7.6"], channels, "linux-64", python=None, cache_dir=tmp_path)
+    assert _versions(old) == {"libgpuarray": "0.7.6", "pygpu": "0.7.6", "python": "3.7.16"}
+    kept = solve_conda(["pygpu"], channels, "linux-64", python=None, cache_dir=tmp_path,
+                       preferences=old)
+    assert kept == old
+    moved = solve_conda(["pygpu", "python >=3.8"], channels, "linux-64", python=None,
+                        cache_dir=tmp_path, preferences=old)
+    assert _versions(moved) == {"libgpuarray": "0.8.0", "pygpu": "0.8.0", "python": "3.8.18"}
+    gone = [r.model_copy(update={"url": r.url + ".gone"}) for r in old]  # not in the channel
+    assert _versions(solve_conda(["pygpu"], channels, "linux-64", python=None,
+                                 cache_dir=tmp_path, preferences=gone))["pygpu"] == "0.8.0"
