@@ -31,7 +31,8 @@ def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
     from envforge.commands.lock_command import run_lock
 
     return run_lock([Path(p) for p in args.specs], platforms=args.platform or (),
-                    check=args.check, upgrade=args.upgrade, locks_dir=args.locks_dir, ui=ui)
+                    check=args.check, upgrade=args.upgrade,
+                    upgrade_packages=args.upgrade_package, locks_dir=args.locks_dir, ui=ui)
 
 
 def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
@@ -67,6 +68,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     mode.add_argument("-U", "--upgrade", action="store_true",
                       help="resolve afresh: without it, the lock on disk's versions are kept "
                            "where the spec allows them")
+    mode.add_argument("-P", "--upgrade-package", action="append", default=[], metavar="NAME",
+                      help="resolve again keeping the lock's versions of all but NAME "
+                           "(repeatable)")
     lock.add_argument("--locks-dir", type=Path, default=None, help="where locks go")
     _common(lock)
     lock.set_defaults(handler=_cmd_lock)

@@ -8,7 +8,7 @@ still its spec's is judged in ``lockcheck`` (pure, below this layer: bundle need
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -279,10 +279,12 @@ def _minor(version: str) -> str:
 
 def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
               previous: Lockfile | None = None, lock_path: Path | None = None,
-              notes: list[str] | None = None, upgrade: bool = False) -> Lockfile:
+              notes: list[str] | None = None, upgrade: bool = False,
+              upgrade_packages: Collection[str] = ()) -> Lockfile:
     """The lock for a spec; platforms already locked for this exact spec are reused, and a
-    platform resolved again keeps the previous lock's PyPI versions where the spec allows
-    them (``upgrade``: the wanted platforms are resolved afresh, the others still reused).
+    platform resolved again keeps the previous lock's PyPI and conda versions where the spec
+    allows them. ``upgrade`` resolves the wanted platforms afresh (the others still reused);
+    ``upgrade_packages`` resolves them again preferring all but these packages' versions.
     Resolvers' remarks that do not stop the lock are appended to ``notes``."""
     from envforge.compat import ensure_compatible
 
@@ -290,11 +292,12 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     ensure_compatible(spec)
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
-    todo = [p for p in spec.project.platforms if p in wanted and (upgrade or not (
+    again = upgrade or bool(upgrade_packages)
+    todo = [p for p in spec.project.platforms if p in wanted and (again or not (
         reusable and previous is not None and p in previous.platforms
         and not suite_missing(previous.platforms[p])))]
-    preferred: Mapping[Platform, PlatformLock] = (
-        {} if upgrade or previous is None else previous.platforms)
+    preferred: Mapping[Platform, PlatformLock] = {} if upgrade or previous is None else {
+        p: _without(plock, upgrade_packages) for p, plock in previous.platforms.items()}
     # Platforms resolve independently; their uv runs and downloads overlap in threads, and
     # the kernels' references (NumPy's, a second of CPU) are computed beside them, not after.
     _references_in_background([spec.for_platform(p) for p in todo])
@@ -342,6 +345,23 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         ),
         platforms=locked,
     )
+
+
+def _without(plock: PlatformLock, names: Collection[str]) -> PlatformLock:
+    """The lock's packages to prefer, less those named (PyPI names compared normalised)."""
+    if not names:
+        return plock
+    from packaging.utils import canonicalize_name
+
+    drop = {canonicalize_name(n) for n in names}
+    suite = plock.suite
+    if suite is not None:
+        suite = suite.model_copy(update={"runner": tuple(
+            f for f in suite.runner if canonicalize_name(f.name) not in drop)})
+    return plock.model_copy(update={
+        "pypi": tuple(f for f in plock.pypi if canonicalize_name(f.name) not in drop),
+        "conda": tuple(c for c in plock.conda if canonicalize_name(c.name) not in drop),
+        "suite": suite})
 
 
 def _references_in_background(pspecs: Sequence[PlatformSpec]) -> None:

@@ -1,4 +1,5 @@
-"""``envforge lock [SPEC ...] [--platform P] [--check | --upgrade]``: call ``app.locking``, render.
+"""``envforge lock [SPEC ...] [--platform P] [--check | --upgrade | -P NAME]``: call
+``app.locking``, render.
 
 cli.py registers the command's arguments itself (``commands.BUILT_IN``)."""
 
@@ -15,9 +16,11 @@ from envforge.ui import UI
 
 
 def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check: bool,
-             locks_dir: Path | None, ui: UI, upgrade: bool = False) -> int:
+             locks_dir: Path | None, ui: UI, upgrade: bool = False,
+             upgrade_packages: Sequence[str] = ()) -> int:
     """The command: lock (or with ``check``, only judge) each spec; returns the exit code.
-    ``upgrade`` resolves afresh rather than keep the lock on disk's versions."""
+    ``upgrade`` resolves afresh rather than keep the lock on disk's versions;
+    ``upgrade_packages`` keeps all but these."""
     if not spec_paths:
         spec_paths = sorted(Path("specs").glob("*.toml"))
         if not spec_paths:
@@ -41,7 +44,8 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
         try:
             previous = project.previous_lock()
             with ui.progress(f"locking {spec.name}"):
-                locked = lock(project, platforms, notes, upgrade=upgrade, previous=previous)
+                locked = lock(project, platforms, notes, upgrade=upgrade, previous=previous,
+                              upgrade_packages=upgrade_packages)
         except ResolveError as exc:
             if len(projects) == 1:
                 raise

@@ -157,3 +157,22 @@ def test_upgrade_of_one_platform_leaves_the_other_as_locked(
     after = load_lock(tmp_path / "locks" / "two.lock")
     assert after.platforms.keys() == {"linux-64", "win-64"}
     assert after.platforms["win-64"] == before.platforms["win-64"]
+
+
+@pytest.mark.network
+def test_upgrade_package_moves_only_the_named_one(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "one", spec_text(
+        "one", ["requests==2.27.1", "idna==3.3", "urllib3==1.26.8"], python="3.7.16"))
+    assert main(["lock", str(path), "-q"]) == 0
+    path.write_text(spec_text("one", ["requests==2.27.1"], python="3.7.16"))
+    assert main(["lock", str(path), "-q"]) == 0  # both kept: preferred
+
+    def versions() -> dict[str, str]:
+        lock = load_lock(tmp_path / "locks" / "one.lock")
+        return {f.name: f.version for f in lock.platforms["linux-64"].pypi}
+
+    assert (versions()["idna"], versions()["urllib3"]) == ("3.3", "1.26.8")
+    assert main(["lock", str(path), "-q", "--upgrade-package", "IDNA"]) == 0  # unchanged spec
+    assert Version(versions()["idna"]) > Version("3.3") and versions()["urllib3"] == "1.26.8"
