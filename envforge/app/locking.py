@@ -292,6 +292,8 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     ensure_compatible(spec)
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
+    if upgrade_packages and previous is not None:
+        _ensure_locked(upgrade_packages, previous, lock_path)
     again = upgrade or bool(upgrade_packages)
     todo = [p for p in spec.project.platforms if p in wanted and (again or not (
         reusable and previous is not None and p in previous.platforms
@@ -345,6 +347,20 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         ),
         platforms=locked,
     )
+
+
+def _ensure_locked(names: Collection[str], previous: Lockfile, lock_path: Path | None) -> None:
+    """A name to upgrade that the lock does not hold is a typo: refused before any work."""
+    from packaging.utils import canonicalize_name
+
+    held = {canonicalize_name(p.name) for plock in previous.platforms.values()
+            for p in (*plock.pypi, *plock.conda, *(plock.suite.runner if plock.suite else ()))}
+    unknown = sorted(n for n in names if canonicalize_name(n) not in held)
+    if unknown:
+        where = lock_path if lock_path is not None else "the lock"
+        raise InputError(f"--upgrade-package {', '.join(unknown)}: not in {where} (it holds "
+                         f"{len(held)} PyPI and conda packages, named as in its pypi and conda "
+                         "tables)")
 
 
 def _without(plock: PlatformLock, names: Collection[str]) -> PlatformLock:

@@ -292,3 +292,16 @@ packages = ["libgpuarray ==0.7.6"]
     assert libgpuarray() == "0.7.6"  # 0.8.0 exists: the lock's version was preferred
     assert main(["lock", str(spec), "-q", "--upgrade"]) == 0
     assert libgpuarray() == "0.8.0"
+
+
+def test_upgrading_a_package_the_lock_does_not_hold_is_refused_before_any_work(
+        tmp_path: Path, conda_channel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = project_with(tmp_path, "condaenv", conda_spec_text(conda_channel))
+    assert main(["lock", str(spec), "-q"]) == 0
+    lock = tmp_path / "locks" / "condaenv.lock"
+    before = lock.read_bytes()
+    capsys.readouterr()
+    assert main(["lock", str(spec), "-q", "-P", "pygpu", "-P", "nmupy"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--upgrade-package nmupy: not in" in err
+    assert "pygpu" not in err.split("not in")[0] and lock.read_bytes() == before
