@@ -353,8 +353,9 @@ def _ensure_locked(names: Collection[str], previous: Lockfile, lock_path: Path |
     """A name to upgrade that the lock does not hold is a typo: refused before any work."""
     from packaging.utils import canonicalize_name
 
-    held = {canonicalize_name(p.name) for plock in previous.platforms.values()
-            for p in (*plock.pypi, *plock.conda, *(plock.suite.runner if plock.suite else ()))}
+    held = {canonicalize_name(name) for plock in previous.platforms.values()
+            for name in (*(f.name for f in plock.pypi), *(c.name for c in plock.conda),
+                         *(f.name for f in (plock.suite.runner if plock.suite else ())))}
     unknown = sorted(n for n in names if canonicalize_name(n) not in held)
     if unknown:
         where = lock_path if lock_path is not None else "the lock"
