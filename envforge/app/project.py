@@ -48,14 +48,14 @@ class Project:
         return ["no lock file"] if previous is None else stale_reasons(self.spec, previous)
 
 
-def lock(project: Project, platforms: Sequence[Platform] = (),
+def lock(project: Project, previous: Lockfile | None, platforms: Sequence[Platform] = (),
          notes: list[str] | None = None, upgrade: bool = False,
-         previous: Lockfile | None = None, upgrade_packages: Sequence[str] = ()) -> Lockfile:
-    """The project's lock (not written): platforms already locked for this exact spec are
-    reused from the lock on disk (``previous``, where the caller read it already), the
-    others keep its versions where the spec allows (``upgrade``: neither;
-    ``upgrade_packages``: all but these); resolvers' remarks are appended to ``notes``."""
-    return lock_spec(project.spec, platforms=platforms or None,
-                     previous=previous if previous is not None else project.previous_lock(),
+         upgrade_packages: Sequence[str] = ()) -> Lockfile:
+    """The project's lock (not written), given the lock on disk (``previous_lock()``, read
+    by the caller, who also shows what moved from it): platforms already locked for this
+    exact spec are reused, the others keep its versions where the spec allows
+    (``upgrade``: neither; ``upgrade_packages``: all but these); resolvers' remarks are
+    appended to ``notes``."""
+    return lock_spec(project.spec, platforms=platforms or None, previous=previous,
                      lock_path=project.lock_path, notes=notes, upgrade=upgrade,
                      upgrade_packages=upgrade_packages)

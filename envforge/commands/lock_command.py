@@ -44,7 +44,7 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
         try:
             previous = project.previous_lock()
             with ui.progress(f"locking {spec.name}"):
-                locked = lock(project, platforms, notes, upgrade=upgrade, previous=previous,
+                locked = lock(project, previous, platforms, notes, upgrade=upgrade,
                               upgrade_packages=upgrade_packages)
         except ResolveError as exc:
             if len(projects) == 1:

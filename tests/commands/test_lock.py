@@ -265,7 +265,7 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
                REPO / "locks" / "theano-cpu.lock")
 
 
-def test_a_conda_relock_keeps_the_locks_versions_and_upgrade_moves_them(
+def test_a_conda_relock_keeps_the_locks_versions_and_upgrades_move_them(
         tmp_path: Path, conda_channel: Path) -> None:
     text = conda_spec_text(conda_channel, name="keep", platforms=("linux-64",)).replace(
         'packages = ["python=3.7", "theano-pymc=1.0.5"]', 'packages = ["libgpuarray ==0.7.6"]')
@@ -281,6 +281,11 @@ def test_a_conda_relock_keeps_the_locks_versions_and_upgrade_moves_them(
     spec.write_text(text.replace('"libgpuarray ==0.7.6"', '"libgpuarray"'))
     assert main(["lock", str(spec), "-q"]) == 0
     assert libgpuarray() == "0.7.6"  # 0.8.0 exists: the lock's version was preferred
+    lock = tmp_path / "locks" / "keep.lock"
+    kept = lock.read_bytes()
+    assert main(["lock", str(spec), "-q", "-P", "libgpuarray"]) == 0  # only it is let go
+    assert libgpuarray() == "0.8.0"
+    lock.write_bytes(kept)
     assert main(["lock", str(spec), "-q", "--upgrade"]) == 0
     assert libgpuarray() == "0.8.0"
 
