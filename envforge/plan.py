@@ -10,7 +10,10 @@ observing the host once, here, which never changes anything. A plan can be saved
 from __future__ import annotations
 
 import json
+import re
+import stat
 from collections.abc import Sequence
+from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -20,16 +23,26 @@ from envforge import __version__
 from envforge.errors import InputError
 from envforge.model import Frozen
 from envforge.platforms import PLATFORMS, Os
-from envforge.steps.actions import Observes, PlansActions, RunStep, StepPlan
+from envforge.steps.actions import (
+    Action,
+    CopyFile,
+    Observes,
+    PlansActions,
+    RunStep,
+    StepPlan,
+)
 from envforge.steps.base import Step, StepContext, after
 
 if TYPE_CHECKING:
     from envforge.host.windows import RegistrySeam
 
 __all__ = ["PLAN_FORMAT", "Plan", "PlanOptions", "SavedPlan", "StepPlan", "build_steps",
-           "make_plan", "plan_step", "read_saved_plan", "write_saved_plan"]
+           "first_difference", "make_plan", "plan_step", "read_saved_plan", "special_file",
+           "write_saved_plan"]
 
 PLAN_FORMAT = 1
+PLAN_MAX_BYTES = 16 * 1024 * 1024  # a plan carries its files' bytes; the largest is KiBs
+PLAN_MAX_DEPTH = 32  # a plan nests 6 deep; json.loads recurses once per level
 
 
 class Plan(Frozen):
@@ -155,11 +168,16 @@ def write_saved_plan(path: Path, saved: SavedPlan) -> None:
 
 
 def read_saved_plan(path: Path) -> SavedPlan:
-    """A saved plan, or InputError (one line naming the file, and the line or key)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the plan: {exc}") from None
+    """A saved plan, or InputError (one line naming the file, and the line or key).
+
+    Its file is read only when it is a regular one under ``PLAN_MAX_BYTES`` (a FIFO or a
+    device given as FILE would block or never end), its JSON only when nested at most
+    ``PLAN_MAX_DEPTH`` deep, and its types strictly: ``"yes"`` is not a bool."""
+    text = _plan_text(path)
+    depth = json_depth(text)
+    if depth > PLAN_MAX_DEPTH:
+        raise InputError(f"{path}: not a plan: its JSON nests {depth} deep (a plan: at most "
+                         f"{PLAN_MAX_DEPTH})")
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -172,8 +190,87 @@ def read_saved_plan(path: Path) -> SavedPlan:
         raise InputError(f"{path}: envforge: made by envforge {data.get('envforge')}, this is "
                          f"{__version__}; make the plan again (`envforge plan SPEC -o {path}`)")
     try:
-        return SavedPlan.model_validate_json(text)
+        return SavedPlan.model_validate_json(text, strict=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(top)"
         raise InputError(f"{path}: {key}: {error['msg']}") from None
+
+
+def _plan_text(path: Path) -> str:
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file: a saved plan is one "
+                             "(`envforge plan SPEC -o FILE`)")
+        if st.st_size > PLAN_MAX_BYTES:
+            raise InputError(f"{path}: {st.st_size} bytes, more than a plan's "
+                             f"{PLAN_MAX_BYTES}: not a plan")
+        with open(path, "rb") as handle:
+            raw = handle.read(PLAN_MAX_BYTES + 1)
+        if len(raw) > PLAN_MAX_BYTES:
+            raise InputError(f"{path}: grew past a plan's {PLAN_MAX_BYTES} bytes while read")
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the plan: {exc}") from None
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str) -> int:
+    """How deep ``text``'s arrays and objects nest, strings left out: counted before parsing,
+    as a document nested 100,000 deep exhausts the parser's recursion."""
+    depth = deepest = 0
+    for char in _STRINGS.sub("", text):
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def first_difference(saved: Plan, fresh: Plan) -> str | None:
+    """Where ``saved``'s typed actions first differ from ``fresh``'s (the plan the same spec,
+    lock and options make now), or None: a saved plan is applied only as the plan envforge
+    itself would make, never as written."""
+    for old, new in zip_longest(saved.steps, fresh.steps):
+        if old is None or new is None or old.step != new.step:
+            return (f"step {old.step if old else '(none)'} where the spec plans step "
+                    f"{new.step if new else '(none)'}")
+        for number, (was, now) in enumerate(zip_longest(old.actions, new.actions), start=1):
+            if was != now:
+                same = _what(was) == _what(now)
+                return (f"step {old.step}, action {number}: {_what(was)}"
+                        + (" with other contents or before-state" if same
+                           else f" where the spec plans {_what(now)}"))
+        if old.artifacts != new.artifacts:
+            return f"step {old.step}: other artifacts' sha256"
+    return None
+
+
+def special_file(plan: Plan) -> str | None:
+    """The first path an action names (or copies from) that is a FIFO, device or socket:
+    checking a before-state reads it, and reading one would block or never end."""
+    for planned in plan.steps:
+        for action in planned.actions:
+            if isinstance(action, RunStep):
+                continue
+            paths = [action.path, *([action.source] if isinstance(action, CopyFile) else [])]
+            for name in paths:
+                try:
+                    mode = Path(name).lstat().st_mode
+                except OSError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                    return f"step {planned.step}: {name} is a special file"
+    return None
+
+
+def _what(action: Action | None) -> str:
+    if action is None:
+        return "nothing"
+    if isinstance(action, RunStep):
+        return f"run {action.step}"
+    return f"{action.kind} {action.path}"

@@ -10,6 +10,7 @@ import argparse
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,8 +28,10 @@ from envforge.plan import (
     PlanOptions,
     SavedPlan,
     build_steps,
+    first_difference,
     make_plan,
     read_saved_plan,
+    special_file,
     write_saved_plan,
 )
 from envforge.platforms import host_platform
@@ -88,13 +91,16 @@ def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
+    _refuse_special(Path(args.spec))
     if args.command == "apply" and is_saved_plan(Path(args.spec)):
         return run_saved(args, ui)
     from envforge.executor import check_owner
     from envforge.noop import NoopProbe
 
-    probe = NoopProbe(args, Path(args.spec), lock_path_for(Path(args.spec), args.locks_dir))
+    lock_file = lock_path_for(Path(args.spec), args.locks_dir)
+    probe = NoopProbe(args, Path(args.spec), lock_file)
     supplied = parse_artifacts(args.artifact)
+    output = getattr(args, "output", None)
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=supplied,
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)
@@ -103,7 +109,6 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     sync = getattr(args, "sync", False)
     steps = _steps(ctx, sync=sync)
     plan = make_plan(ctx, steps, spec=args.spec)
-    output = getattr(args, "output", None)
     if output is not None:
         _save(output, plan, ctx, args, supplied, spec_file=spec_file, sync=sync)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
@@ -171,6 +176,18 @@ def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
                                        plan=plan))
 
 
+def _refuse_special(path: Path) -> None:
+    """A FIFO or device given as SPEC or FILE is refused before it is opened: reading one
+    blocks (a FIFO) or never ends (/dev/zero)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # absent: the spec's reader names it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(f"{path}: not a regular file (a FIFO, device or socket): give a spec "
+                         "or a plan saved by `envforge plan SPEC -o FILE`")
+
+
 def is_saved_plan(path: Path) -> bool:
     """A plan file is JSON (``{``), which no TOML spec starts with."""
     try:
@@ -182,7 +199,9 @@ def is_saved_plan(path: Path) -> bool:
 
 def run_saved(args: argparse.Namespace, ui: UI) -> int:
     """``apply FILE``: the saved plan, refused (exit 2, nothing changed) when the lock or a
-    before-state changed since it was made."""
+    before-state changed since it was made, or when its actions are not exactly those the
+    spec, lock and options it names plan now (planned as ``apply SPEC`` plans): a saved plan
+    is a proposal checked against envforge's own, never code run as written."""
     from envforge.executor import StalePlanError, check_owner, refuse_stale
     from envforge.host.archives import sha256_file
 
@@ -213,11 +232,20 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
         raise InputError(f"{path}: made for {plan.platform} at {plan.prefix}, not this host's "
                          f"{ctx.platform} at {ctx.prefix}; make the plan here")
     check_owner(ctx.state_dir, saved.spec_file, ctx.prefix)
+    special = special_file(plan)
+    if special is not None:
+        raise InputError(f"{path}: not a plan envforge makes: {special}; nothing was changed")
     steps = _steps(ctx, sync=opts.sync)
     try:
         refuse_stale(plan, ctx, steps)
     except StalePlanError as exc:
         raise StalePlanError(f"{path}: {exc}") from None
+    fresh = make_plan(ctx, steps, spec=str(path))
+    differs = first_difference(plan, fresh)
+    if differs is not None:
+        raise InputError(f"{path}: not the plan {saved.spec_file} and its lock make: "
+                         f"{differs}; nothing was changed: make the plan again")
+    plan = fresh  # equal actions; its rows are envforge's own too
     if not args.yes:
         show_plan(plan, ui)
     if not plan.pending:

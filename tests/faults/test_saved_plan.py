@@ -4,8 +4,13 @@ lock, the spec) is refused with exit 2, naming what changed, before anything is 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,3 +118,118 @@ def test_a_killed_apply_of_a_saved_plan_resumes_while_it_holds_and_is_refused_af
         assert main(["rollback", str(spec), "--prefix", str(prefix), "-q"]) == 0, round_
         assert snapshot(world.home, prefix.parent) == before, round_
         count(f"saved plan: killed, {round_}, rolled back exactly")
+
+
+def _write(document: dict, step: str, kind: str) -> dict:
+    """The one ``kind`` action of ``step`` in a saved plan's JSON, to tamper with."""
+    [planned] = [s for s in document["plan"]["steps"] if s["step"] == step]
+    [action] = [a for a in planned["actions"] if a["kind"] == kind]
+    return action
+
+
+def _digest(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _bashrc(world: World, document: dict, tmp_path: Path) -> None:
+    bashrc = world.home / ".bashrc"
+    _write(document, "theanorc", "write").update(path=str(bashrc), before=_digest(bashrc))
+
+
+def _block_into_bashrc(world: World, document: dict, tmp_path: Path) -> None:
+    bashrc = world.home / ".bashrc"
+    _write(document, "activation", "block").update(path=str(bashrc), before=_digest(bashrc))
+
+
+def _outside_prefix(world: World, document: dict, tmp_path: Path) -> None:
+    _write(document, "theanorc", "write").update(path=f"{tmp_path}/a/../../outside", before=None)
+
+
+def _relative(world: World, document: dict, tmp_path: Path) -> None:
+    _write(document, "theanorc", "write").update(path="../relative", before=None)
+
+
+def _proc(world: World, document: dict, tmp_path: Path) -> None:
+    _write(document, "theanorc", "write").update(path="/proc/self/envforge-x", before=None)
+
+
+def _other_bytes(world: World, document: dict, tmp_path: Path) -> None:
+    action = _write(document, "theanorc", "write")
+    action["data"] = base64.b64encode(b"[global]\ndevice = cuda\n").decode()
+
+
+def _other_spec(world: World, document: dict, tmp_path: Path) -> None:
+    other = tmp_path / "b-plan.json"
+    assert main(["plan", str(world.spec("b")), "--prefix", str(tmp_path / "a"), "-o",
+                 str(other), "-q"]) == 3
+    document["plan"]["steps"] = json.loads(other.read_text())["plan"]["steps"]
+    other.unlink()
+
+
+HOSTILE = {"bashrc": _bashrc, "block into bashrc": _block_into_bashrc,
+           "outside the prefix": _outside_prefix, "relative path": _relative,
+           "/proc": _proc, "other bytes": _other_bytes, "another spec's steps": _other_spec}
+
+
+@pytest.mark.parametrize("tamper", list(HOSTILE))
+def test_a_tampered_plan_is_refused_naming_the_first_differing_action_and_nothing_changes(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: str) -> None:
+    """Issue 29, finding 1: the saved actions are checked against the plan the spec and lock
+    make now; whatever a tampered one points at (~/.bashrc with its sha256, a path outside
+    the prefix, /proc), nothing anywhere under the test's folder changes."""
+    spec, saved = world.spec("a"), tmp_path / "a-plan.json"
+    (world.home / ".bashrc").write_bytes(b"# the user's bashrc\n")
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "a"), "-o", str(saved),
+                 "-q"]) == 3
+    document = json.loads(saved.read_text())
+    HOSTILE[tamper](world, document, tmp_path)
+    saved.write_text(json.dumps(document))
+    untouched = snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(["apply", str(saved), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {saved}: not the plan {spec} and its lock make: step ") \
+        and err.count("\n") == 1, err
+    assert snapshot(tmp_path) == untouched and not Path("/proc/self/envforge-x").exists()
+    count("saved plan: tampered actions refused")
+
+
+def test_a_plan_with_loose_types_or_deep_nesting_is_refused_naming_the_file(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``options.sync = "yes"`` is not coerced to true; a plan nested 100,000 deep is one
+    line, not a RecursionError."""
+    spec, saved = world.spec("a"), tmp_path / "a-plan.json"
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "a"), "-o", str(saved),
+                 "-q"]) == 3
+    document = json.loads(saved.read_text())
+    document["options"]["sync"] = "yes"
+    saved.write_text(json.dumps(document))
+    untouched = snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(["apply", str(saved), "--yes"]) == 2
+    assert f"{saved}: options.sync: Input should be a valid boolean" in capsys.readouterr().err
+    saved.write_text('{"format": 1, "plan": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    untouched = snapshot(tmp_path)
+    assert main(["apply", str(saved), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert f"{saved}: not a plan: its JSON nests 100001 deep" in err and err.count("\n") == 1
+    assert snapshot(tmp_path) == untouched
+    count("saved plan: loose types, deep nesting refused")
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_a_fifo_or_device_given_as_the_plan_is_refused_without_reading_it(
+        world: World, tmp_path: Path, special: str) -> None:
+    given = Path(special)
+    if special == "fifo":
+        given = tmp_path / "plan.json"
+        os.mkfifo(given)
+    untouched = snapshot(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "envforge", "apply", str(given), "--yes"],
+                          env=world.env, cwd=world.project, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: {given}: not a regular file (a FIFO, device or socket): " \
+        "give a spec or a plan saved by `envforge plan SPEC -o FILE`\n"
+    assert snapshot(tmp_path) == untouched
+    count("saved plan: FIFO or device refused")
