@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -117,3 +118,29 @@ def test_git_and_local_files_export_as_pep751_sources(cpu_lock: Lockfile) -> Non
         update={"pypi": (*plock.pypi, extra[1])})}})
     assert "tiny @ file:///src/tiny-1.0.tar.gz \\\n    --hash=sha256:" + "c" * 64 in \
         export_lock(only_path, "requirements", "linux-64")
+
+
+@pytest.mark.parametrize("where", ["the lock", "its hard link", "a folder", "a missing folder"])
+def test_export_o_onto_its_own_lock_a_folder_or_into_a_missing_folder_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    """Issue 29, findings 4 and 9: ``export locks/x.lock -o locks/x.lock`` replaced the lock
+    (exit 0); a folder was a traceback. Now: exit 2, one line, nothing written."""
+    lock = tmp_path / "locks" / "x.lock"
+    lock.parent.mkdir()
+    shutil.copyfile(REPO / "locks" / "theano-cpu.lock", lock)
+    (tmp_path / "hard.lock").hardlink_to(lock)
+    output = {"the lock": tmp_path / "locks" / ".." / "locks" / "x.lock",
+              "its hard link": tmp_path / "hard.lock", "a folder": tmp_path / "locks",
+              "a missing folder": tmp_path / "missing" / "r.txt"}[where]
+    untouched = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["export", str(lock), "--format", "requirements", "-o", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: -o {output}: ") and err.count("\n") == 1, err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == untouched
+
+
+def test_export_given_a_folder_for_the_lock_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(tmp_path), "--format", "requirements"]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path}: a folder, not a lock file\n"

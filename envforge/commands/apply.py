@@ -20,6 +20,7 @@ from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
+from envforge.host.outputs import check_output
 from envforge.lockfile import LockedArtifact, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import (
@@ -101,6 +102,8 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     probe = NoopProbe(args, Path(args.spec), lock_file)
     supplied = parse_artifacts(args.artifact)
     output = getattr(args, "output", None)
+    if output is not None:
+        check_output(output, inputs=[Path(args.spec), lock_file, *supplied.values()])
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=supplied,
                   bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
                   locks_dir=args.locks_dir)

@@ -15,6 +15,7 @@ from envforge.bundle.manifest import Manifest
 from envforge.commands import Common
 from envforge.commands.apply import parse_artifacts
 from envforge.errors import ExitCode, InputError
+from envforge.host.outputs import check_output
 from envforge.paths import envforge_dirs
 from envforge.spec import PLATFORMS
 from envforge.ui import UI
@@ -25,9 +26,12 @@ def run_bundle(args: argparse.Namespace, ui: UI) -> int:
         return run_check(Path(args.target), ui)
     if args.output is None:
         raise InputError("envforge bundle LOCK -o DIR: say where the bundle goes")
+    artifacts = parse_artifacts(args.artifact)
+    check_output(Path(args.output), inputs=[Path(args.target), *artifacts.values()],
+                 kind="folder", make_parents=True)
     request = BundleRequest(
         lock=Path(args.target), output=Path(args.output).absolute(), platform=args.platform,
-        artifacts=parse_artifacts(args.artifact), with_envforge=args.with_envforge,
+        artifacts=artifacts, with_envforge=args.with_envforge,
         with_suite=args.with_suite,
         jobs=args.jobs, **({"envforge_python": args.envforge_python}
                            if args.envforge_python else {}))

@@ -12,6 +12,7 @@ from pathlib import Path
 from envforge.app.drafting import draft_spec, git_commit_day, settle, spec_name
 from envforge.commands import Common
 from envforge.errors import InputError
+from envforge.host.outputs import check_output
 from envforge.importers.render import Draft, render_spec
 from envforge.spec import Platform, parse_spec
 from envforge.ui import UI
@@ -33,6 +34,8 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
     with ui.progress(f"reading {root}"):
         draft = draft_spec(root, source=str(root), name=name or spec_name(root),
                            platform=platform, lookup=lookup, commit_day=git_commit_day(root))
+    check_output(output, inputs=[root / name for name in draft.repository.files],
+                 make_parents=True)
     text = render_spec(draft)
     parse_spec(text, source=str(output))
     failure = None

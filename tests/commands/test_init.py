@@ -166,3 +166,17 @@ def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
                           check=True)
     assert done.stdout.strip() == "1.0.5"
     assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
+
+
+def test_init_o_onto_a_file_it_reads_or_a_folder_is_refused_and_nothing_changes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29, finding 4: ``-o`` onto the repository's own requirements.txt (with --force)
+    would replace what init reads; a folder was a traceback."""
+    root = repo_copy(tmp_path, "deepsurv")
+    untouched = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for output in (root / "requirements.txt", root):
+        capsys.readouterr()
+        assert main(["init", str(root), "-o", str(output), "--offline", "--force"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: -o {output}: ") and err.count("\n") == 1, err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == untouched

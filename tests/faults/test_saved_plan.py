@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -120,45 +121,45 @@ def test_a_killed_apply_of_a_saved_plan_resumes_while_it_holds_and_is_refused_af
         count(f"saved plan: killed, {round_}, rolled back exactly")
 
 
-def _write(document: dict, step: str, kind: str) -> dict:
+def _write(document: dict[str, Any], step: str, kind: str) -> dict[str, Any]:
     """The one ``kind`` action of ``step`` in a saved plan's JSON, to tamper with."""
     [planned] = [s for s in document["plan"]["steps"] if s["step"] == step]
     [action] = [a for a in planned["actions"] if a["kind"] == kind]
-    return action
+    return cast(dict[str, Any], action)  # the same object: changing it changes the plan
 
 
 def _digest(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _bashrc(world: World, document: dict, tmp_path: Path) -> None:
+def _bashrc(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     bashrc = world.home / ".bashrc"
     _write(document, "theanorc", "write").update(path=str(bashrc), before=_digest(bashrc))
 
 
-def _block_into_bashrc(world: World, document: dict, tmp_path: Path) -> None:
+def _block_into_bashrc(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     bashrc = world.home / ".bashrc"
     _write(document, "activation", "block").update(path=str(bashrc), before=_digest(bashrc))
 
 
-def _outside_prefix(world: World, document: dict, tmp_path: Path) -> None:
+def _outside_prefix(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     _write(document, "theanorc", "write").update(path=f"{tmp_path}/a/../../outside", before=None)
 
 
-def _relative(world: World, document: dict, tmp_path: Path) -> None:
+def _relative(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     _write(document, "theanorc", "write").update(path="../relative", before=None)
 
 
-def _proc(world: World, document: dict, tmp_path: Path) -> None:
+def _proc(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     _write(document, "theanorc", "write").update(path="/proc/self/envforge-x", before=None)
 
 
-def _other_bytes(world: World, document: dict, tmp_path: Path) -> None:
+def _other_bytes(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     action = _write(document, "theanorc", "write")
     action["data"] = base64.b64encode(b"[global]\ndevice = cuda\n").decode()
 
 
-def _other_spec(world: World, document: dict, tmp_path: Path) -> None:
+def _other_spec(world: World, document: dict[str, Any], tmp_path: Path) -> None:
     other = tmp_path / "b-plan.json"
     assert main(["plan", str(world.spec("b")), "--prefix", str(tmp_path / "a"), "-o",
                  str(other), "-q"]) == 3
@@ -233,3 +234,28 @@ def test_a_fifo_or_device_given_as_the_plan_is_refused_without_reading_it(
         "give a spec or a plan saved by `envforge plan SPEC -o FILE`\n"
     assert snapshot(tmp_path) == untouched
     count("saved plan: FIFO or device refused")
+
+
+OUTPUTS = ["the spec", "the lock", "a folder", "a file in a missing folder", "a fifo"]
+
+
+@pytest.mark.parametrize("where", OUTPUTS)
+def test_plan_o_onto_its_own_input_a_folder_a_fifo_or_into_a_missing_folder_is_refused(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    """Issue 29, findings 4 and 9: ``plan specs/a.toml -o specs/a.toml`` replaced the spec
+    with plan JSON; a folder or a missing folder was a traceback. Now: exit 2, one line,
+    nothing written."""
+    (tmp_path / "out").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    output = {"the spec": "specs/a.toml", "the lock": "locks/../locks/a.lock",
+              "a folder": str(tmp_path / "out"),
+              "a file in a missing folder": str(tmp_path / "missing" / "p.json"),
+              "a fifo": str(tmp_path / "fifo")}[where]
+    untouched = snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(["plan", str(world.spec("a")), "--prefix", str(tmp_path / "a"), "-o", output,
+                 "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: -o {output}: ") and err.count("\n") == 1, err
+    assert snapshot(tmp_path) == untouched
+    count("plan -o: own input, folder, FIFO, missing folder refused")
