@@ -14,6 +14,7 @@ import json
 import re
 
 from envforge.bundle.manifest import Manifest
+from envforge.errors import InputError
 from envforge.spec import Frozen
 
 ROOT = "/opt/envforge"
@@ -55,7 +56,35 @@ class ImageRecipe(Frozen):
         }
 
 
+# distribution/reference's grammar (reference.go, v0.5.0, lines 4-26; regexp.go spells it):
+#   reference := name [":" tag] ["@" digest];  name := [domain "/"] path-component ["/" ...]
+#   domain := host [":" port]; host := domain-name | "[" IPv6 "]"
+#   path-component := [a-z0-9]+ (separator [a-z0-9]+)*; separator := [_.] | "__" | "-"+
+#   tag := [\w][\w.-]{0,127}; digest := algorithm ":" hex{32,}
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_NAME = rf"(?:{_HOST}(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+REFERENCE = re.compile(rf"(?P<name>{_NAME})(?::[\w][\w.-]{{0,127}})?(?:@{_DIGEST})?", re.ASCII)
+NAME_MAX = 255  # the grammar's NameTotalLengthMax
+
+
+def check_reference(value: str, option: str) -> str:
+    """``value`` when it is an OCI image reference by distribution/reference's grammar, else
+    InputError: a newline or space in --base would become a Containerfile line of its own."""
+    match = REFERENCE.fullmatch(value) if len(value) <= 1024 else None
+    if match is None or len(match["name"]) > NAME_MAX:
+        raise InputError(f"{option} {value!r}: not an image reference ([registry[:port]/]"
+                         "path[:tag][@digest], path in lowercase, no spaces), e.g. debian:12")
+    return value
+
+
 def recipe_for(manifest: Manifest, *, base: str, tag: str | None) -> ImageRecipe:
+    """The recipe, with ``base`` and ``tag`` checked as image references."""
+    check_reference(base, "--base")
+    if tag is not None:
+        check_reference(tag, "-t")
     return ImageRecipe(base=base, tag=tag or default_tag(manifest.spec_name),
                        spec_name=manifest.spec_name, spec_hash=manifest.spec_hash,
                        lock_sha256=manifest.lock_sha256, platform=manifest.platform,

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from envforge.bundle.manifest import Manifest
+from envforge.errors import InputError
 from envforge.image import (
     BUNDLE,
     ENVFORGE,
     VERIFY_JSON,
     apptainer_definition,
+    check_reference,
     containerfile,
     default_tag,
     recipe_for,
@@ -48,3 +52,25 @@ def test_apptainer_definition_starts_from_the_oci_archive_and_runs_in_the_env() 
 
 def test_default_tag_is_a_valid_reference() -> None:
     assert default_tag("Theano CPU") == "localhost/envforge-theano-cpu:latest"
+
+
+@pytest.mark.parametrize("reference", [
+    "debian:12", "docker.io/library/debian:12", "localhost:5000/team/img:v1.2_rc-3",
+    "localhost/envforge-theano-cpu:latest", "[::1]:5000/img", "Registry.Example.com/a__b/c--d",
+    "debian@sha256:" + "0" * 64, "debian:12@sha256:" + "a" * 64, "a" * 255])
+def test_references_of_distribution_reference_grammar_are_accepted(reference: str) -> None:
+    assert check_reference(reference, "--base") == reference
+
+
+@pytest.mark.parametrize("reference", [
+    "", "debian:12\nRUN touch /pwned", "debian:12\n", " debian", "debian 12", "Debian:12",
+    "debian:", "debian:-12", "debian:" + "1" * 129, "a-_b", "/debian", "debian/", "a//b",
+    "debian@sha256:abc", "host:port/x", "a" * 256, "ubuntu:22.04\tlatest", "déb:12"])
+def test_anything_else_is_refused_naming_the_option(reference: str) -> None:
+    with pytest.raises(InputError, match=r"^-t .*: not an image reference"):
+        check_reference(reference, "-t")
+
+
+def test_the_recipe_refuses_a_base_that_would_add_a_containerfile_line() -> None:
+    with pytest.raises(InputError, match="--base"):
+        recipe_for(MANIFEST, base="debian:12\nRUN touch /pwned", tag=None)

@@ -16,16 +16,29 @@ from envforge.bundle.check import check_bundle
 from envforge.commands import Common
 from envforge.errors import ExitCode, InputError
 from envforge.host import containers
-from envforge.image import ImageRecipe, apptainer_definition, containerfile, recipe_for
+from envforge.host.outputs import check_output
+from envforge.image import (
+    ImageRecipe,
+    apptainer_definition,
+    check_reference,
+    containerfile,
+    recipe_for,
+)
 from envforge.platforms import PLATFORMS, Os
 from envforge.ui import UI
 
 CONTAINERFILE = "Containerfile"
 APPTAINER_DEF = "envforge.def"
+MARKER = ".envforge-image-context"  # written first: the folder is envforge's to replace
 
 
 def run_image(args: argparse.Namespace, ui: UI) -> int:
     bundle = Path(args.bundle)
+    check_reference(args.base, "--base")
+    if args.tag is not None:
+        check_reference(args.tag, "-t")
+    context = Path(args.output or f"{bundle}.image").absolute()
+    check_context(context, bundle)
     checked = check_bundle(bundle)
     if not checked.ok:
         raise InputError(f"{bundle}: not a whole bundle: {'; '.join(checked.problems)}")
@@ -37,7 +50,6 @@ def run_image(args: argparse.Namespace, ui: UI) -> int:
     if PLATFORMS[manifest.platform].os is not Os.LINUX:  # OCI images here are Linux ones
         raise InputError(f"{bundle}: images are linux-64; this bundle is {manifest.platform}")
     recipe = recipe_for(manifest, base=args.base, tag=args.tag)
-    context = Path(args.output or f"{bundle}.image").absolute()
     write_context(context, bundle, recipe)
     archive = f"{manifest.spec_name}.oci.tar"
     (context / APPTAINER_DEF).write_text(apptainer_definition(recipe, archive), encoding="utf-8")
@@ -61,14 +73,24 @@ def run_image(args: argparse.Namespace, ui: UI) -> int:
     return int(ExitCode.OK)
 
 
+def check_context(context: Path, bundle: Path) -> None:
+    """Refuse a build context that would destroy or copy into itself what is not envforge's:
+    a folder neither empty nor marked as a context envforge made, one inside the bundle (the
+    copy would copy itself), one holding the bundle, or an output ``check_output`` refuses."""
+    check_output(context, inputs=[bundle], kind="folder", make_parents=True)
+    if context.is_dir() and any(context.iterdir()) and not (context / MARKER).is_file():
+        raise InputError(f"-o {context}: not empty and not a build context envforge made (it "
+                         f"has no {MARKER}); pick a new or empty folder")
+
+
 def write_context(context: Path, bundle: Path, recipe: ImageRecipe) -> None:
-    """The build context: Containerfile and a copy of the bundle (hard links where possible)."""
-    if context.exists():
-        if not (context / CONTAINERFILE).is_file():
-            raise InputError(f"{context} exists and is not an envforge image context: "
-                             f"pick another -o")
+    """The build context: its marker, the Containerfile and a copy of the bundle (hard links
+    where possible). Only a folder envforge marked as its own context is replaced whole."""
+    if (context / MARKER).is_file():
         shutil.rmtree(context)
-    context.mkdir(parents=True)
+    context.mkdir(parents=True, exist_ok=True)
+    (context / MARKER).write_text("made by `envforge image`, which replaces this folder whole "
+                                  "when it writes the context again\n", encoding="utf-8")
     shutil.copytree(bundle, context / "bundle", copy_function=_link_or_copy)
     (context / CONTAINERFILE).write_text(containerfile(recipe), encoding="utf-8")
 
