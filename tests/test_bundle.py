@@ -504,3 +504,20 @@ def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_py
     assert (python, numpy, scipy, theano) == ("3.9.2", "1.19.5", "1.6.0", "1.0.5")
     # NumPy is Debian bullseye's (the mission's 1.19.5), seen through the venv.
     assert numpy_file.startswith(str(prefix / "deb" / "usr" / "lib" / "python3" / "dist-packages"))
+
+
+@pytest.mark.posix_only(reason="FIFOs")
+def test_bundle_o_onto_a_fifo_a_file_or_the_locks_own_folder_is_refused_before_reading(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-o goes through the one output guard: one line naming -o, exit 2, nothing written."""
+    lock = project_copy(tmp_path / "project", CPU_LOCK)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "file").write_text("mine\n")
+    untouched = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for output, says in ((tmp_path / "fifo", "a special file"),
+                         (tmp_path / "file", "exists and is not a folder"),
+                         (lock.parent, f"overlaps the command's input {lock}")):
+        capsys.readouterr()
+        assert main(["bundle", str(lock), "-o", str(output)]) == 2
+        assert capsys.readouterr().err.startswith(f"error: -o {output}: {says}")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == untouched
