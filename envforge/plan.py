@@ -215,18 +215,19 @@ def _plan_text(path: Path) -> str:
         raise InputError(f"{path}: cannot read the plan: {exc}") from None
 
 
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRINGS = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # possessive: no backtracking
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def json_depth(text: str) -> int:
     """How deep ``text``'s arrays and objects nest, strings left out: counted before parsing,
     as a document nested 100,000 deep exhausts the parser's recursion."""
     depth = deepest = 0
-    for char in _STRINGS.sub("", text):
-        if char in "[{":
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        if bracket in "[{":
             depth += 1
             deepest = max(deepest, depth)
-        elif char in "]}":
+        else:
             depth -= 1
     return deepest
 
