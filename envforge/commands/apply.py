@@ -10,7 +10,6 @@ import argparse
 import errno
 import os
 import shutil
-import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +19,7 @@ from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.host.outputs import check_output
+from envforge.host.outputs import check_output, regular_input
 from envforge.lockfile import LockedArtifact, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import (
@@ -92,7 +91,7 @@ def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
-    _refuse_special(Path(args.spec))
+    regular_input(Path(args.spec), "spec or saved plan")  # a FIFO is refused before opened
     if args.command == "apply" and is_saved_plan(Path(args.spec)):
         return run_saved(args, ui)
     from envforge.executor import check_owner
@@ -177,18 +176,6 @@ def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
                                        lock_file=str(lock),
                                        lock_sha256=sha256_file(lock), options=options,
                                        plan=plan))
-
-
-def _refuse_special(path: Path) -> None:
-    """A FIFO or device given as SPEC or FILE is refused before it is opened: reading one
-    blocks (a FIFO) or never ends (/dev/zero)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return  # absent: the spec's reader names it
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise InputError(f"{path}: not a regular file (a FIFO, device or socket): give a spec "
-                         "or a plan saved by `envforge plan SPEC -o FILE`")
 
 
 def is_saved_plan(path: Path) -> bool:

@@ -218,20 +218,19 @@ def test_a_plan_with_loose_types_or_deep_nesting_is_refused_naming_the_file(
     count("saved plan: loose types, deep nesting refused")
 
 
-@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
-def test_a_fifo_or_device_given_as_the_plan_is_refused_without_reading_it(
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "folder"])
+def test_a_fifo_device_or_folder_given_as_the_plan_is_refused_without_reading_it(
         world: World, tmp_path: Path, special: str) -> None:
-    given = Path(special)
+    given = {"fifo": tmp_path / "plan.json", "folder": tmp_path}.get(special, Path(special))
     if special == "fifo":
-        given = tmp_path / "plan.json"
         os.mkfifo(given)
+    says = "a folder" if special == "folder" else "a special file (FIFO, device or socket)"
     untouched = snapshot(tmp_path)
     done = subprocess.run([sys.executable, "-m", "envforge", "apply", str(given), "--yes"],
                           env=world.env, cwd=world.project, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == f"error: {given}: not a regular file (a FIFO, device or socket): " \
-        "give a spec or a plan saved by `envforge plan SPEC -o FILE`\n"
+    assert done.stderr == f"error: {given}: {says}, not a spec or saved plan file\n"
     assert snapshot(tmp_path) == untouched
     count("saved plan: FIFO or device refused")
 
