@@ -212,8 +212,11 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
                                  f"plan was made (sha256 {digest[:12]}…, now {now[:12]}…); "
                                  "nothing was changed: make the plan again")
     opts = saved.options
-    ctx = prepare(Path(saved.spec_file), prefix=Path(opts.prefix),
-                  artifacts={role: Path(p) for role, p in opts.artifacts.items()},
+    try:  # checked as --artifact is: a known role, a regular file (a FIFO would block)
+        artifacts = parse_artifacts([f"{role}={p}" for role, p in opts.artifacts.items()])
+    except InputError as exc:
+        raise InputError(f"{path}: options.artifacts: {exc}") from None
+    ctx = prepare(Path(saved.spec_file), prefix=Path(opts.prefix), artifacts=artifacts,
                   bundle=Path(opts.bundle) if opts.bundle else None, offline=opts.offline,
                   ui=ui, check_sources=True,
                   locks_dir=Path(opts.locks_dir) if opts.locks_dir else None)

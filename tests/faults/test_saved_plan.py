@@ -260,23 +260,29 @@ def test_plan_o_onto_its_own_input_a_folder_a_fifo_or_into_a_missing_folder_is_r
     count("plan -o: own input, folder, FIFO, missing folder refused")
 
 
-def test_a_plan_naming_a_fifo_is_refused_without_reading_it(world: World,
-                                                          tmp_path: Path) -> None:
-    """Checking a before-state hashes the file: a FIFO an edited plan names would block."""
-    spec, saved = world.spec("a"), tmp_path / "a-plan.json"
+@pytest.mark.parametrize("where", ["an action", "an artifact"])
+def test_a_plan_naming_a_fifo_is_refused_without_reading_it(world: World, tmp_path: Path,
+                                                          where: str) -> None:
+    """Checking a before-state or an artifact hashes the file: a FIFO an edited plan names
+    would block."""
+    spec, saved, fifo = world.spec("a"), tmp_path / "a-plan.json", tmp_path / "fifo"
     assert main(["plan", str(spec), "--prefix", str(tmp_path / "a"), "-o", str(saved),
                  "-q"]) == 3
-    os.mkfifo(tmp_path / "fifo")
+    os.mkfifo(fifo)
     document = json.loads(saved.read_text())
-    _write(document, "theanorc", "write").update(path=str(tmp_path / "fifo"),
-                                                 before="sha256:" + "0" * 64)
+    if where == "an action":
+        _write(document, "theanorc", "write").update(path=str(fifo), before="sha256:" + "0" * 64)
+        says = f"not a plan envforge makes: step theanorc: {fifo} is a special file; nothing " \
+            "was changed"
+    else:
+        document["options"]["artifacts"] = {"cudnn": str(fifo)}
+        says = f"options.artifacts: --artifact cudnn: no such file {fifo}"
     saved.write_text(json.dumps(document))
     untouched = snapshot(tmp_path)
     done = subprocess.run([sys.executable, "-m", "envforge", "apply", str(saved), "--yes"],
                           env=world.env, cwd=world.project, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == (f"error: {saved}: not a plan envforge makes: step theanorc: "
-                           f"{tmp_path / 'fifo'} is a special file; nothing was changed\n")
+    assert done.stderr == f"error: {saved}: {says}\n"
     assert snapshot(tmp_path) == untouched
     count("saved plan: a FIFO it names refused")
