@@ -37,6 +37,13 @@ def test_protobuf_4_is_refused_with_the_message_users_see() -> None:
     assert fix.startswith('pin "protobuf<4"')
 
 
+@pytest.mark.parametrize("spec", ["tf114-keras22-cpu", "tf113-keras21-cpu"])
+def test_protobuf_4_is_refused_for_tensorflow_1_13_and_1_14_too(spec: str) -> None:
+    text = (REPO / "specs" / f"{spec}.toml").read_text(encoding="utf-8")
+    assert [r for r, _, _ in _rules(text.replace('"protobuf<4"', '"protobuf>=4"'))] == [
+        "tf1-protobuf4"]
+
+
 def test_the_refusal_is_one_line_naming_the_spec() -> None:
     spec = parse_spec(CPU.replace('"protobuf<4"', '"protobuf==4.21.0"'),
                       source="specs/tf1-keras-cpu.toml")
