@@ -47,6 +47,7 @@ def test_tensorflow_1_15_2_and_later_are_cpu_only_so_tensorflow_gpu_is_kept() ->
         assert cpu[version] < 120 * MiB < 300 * MiB < gpu[version], version
         pinned = f"tensorflow-gpu=={version}"
         assert map_requirement(pinned)[0] == pinned
+    assert map_requirement("tensorflow-gpu~=1.15")[0] == "tensorflow-gpu~=1.15"  # -> 1.15.5
 
 
 def test_mkl_names_are_pypi_distributions() -> None:
