@@ -24,8 +24,8 @@ def compat_checks(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
         report(row.id, message(row, written), row.source, row.fix)
     section = keras_section(pspec)
     if "keras" in parts and ignores_keras_home(section, parts["keras"]):
-        report("keras-home", home_message(written["keras"]), config_row("KERAS_HOME").source,
-               HOME_FIX)
+        home = config_row("KERAS_HOME")
+        report("keras-home", home_message(written["keras"]), home.source, home.fix or "")
     backend = section.backend
     if backend not in pspec.packs:
         report("keras-backend", f"[keras] backend = \"{backend}\", but the spec has no "
@@ -33,10 +33,6 @@ def compat_checks(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                config_row("backends").source,
                f"add a [{backend}] section (and its packages), or set [keras] backend to the "
                "framework the spec mounts")
-
-
-HOME_FIX = ('set [keras] keras_json = "home" (~/.keras/keras.json, backed up and restored by '
-            'rollback), or pin "keras>=2.2"')
 
 
 def ignores_keras_home(section: KerasSection, keras: Releases) -> bool:

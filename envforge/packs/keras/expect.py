@@ -56,7 +56,7 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> KerasExpec
 
 
 def refuse_resolved(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
-    from envforge.packs.keras.compat import HOME_FIX, home_message, ignores_keras_home
+    from envforge.packs.keras.compat import home_message, ignores_keras_home
     from envforge.packs.keras.knowledge import config_row, keras_knowledge, part_aliases
     from envforge.packs.pitfalls import exact_parts, fired, message
 
@@ -70,7 +70,7 @@ def refuse_resolved(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
     if "keras" in parts and ignores_keras_home(keras_section(pspec), parts["keras"]):
         raise CompatibilityError(
             f"{pspec.platform}: resolved {home_message('keras ' + named['keras'])}",
-            source=config_row("KERAS_HOME").source, fix=HOME_FIX)
+            source=config_row("KERAS_HOME").source, fix=config_row("KERAS_HOME").fix or "")
 
 
 def keras_json_text(expect: KerasExpect) -> str:

@@ -16,6 +16,8 @@ class ConfigRow(Row):
     path: str
     # the Keras releases the row holds for; all of 2.x when absent
     keras: Range | None = None
+    # what to do where the row makes a spec's setting ineffective
+    fix: str | None = None
 
 
 class KerasFile(Frozen):

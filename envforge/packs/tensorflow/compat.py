@@ -9,7 +9,12 @@ from collections.abc import Mapping, Sequence
 from envforge.compat import Pin, Releases, interval
 from envforge.packs.base import Report
 from envforge.packs.pitfalls import fired, message, spec_parts
-from envforge.packs.tensorflow.knowledge import aliases, tensorflow_knowledge
+from envforge.packs.tensorflow.knowledge import (
+    GpuBuildRow,
+    aliases,
+    gpu_build,
+    tensorflow_knowledge,
+)
 from envforge.packs.tensorflow.section import PROBE_KERNELS as KERNELS
 from envforge.packs.tensorflow.section import tensorflow_section
 from envforge.spec import PlatformSpec
@@ -29,9 +34,10 @@ def compat_checks(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
     if tensorflow_section(pspec).device == "cuda":
         for name, found in pins.items():
             for pin in found:
-                if cpu_only(name, pin.releases):
-                    report("tf1-cpu-build", cpu_message(pin.written), _gpu_source(name),
-                           CPU_FIX)
+                build = gpu_build(name)
+                if build is not None and cpu_only(name, pin.releases):
+                    report("tf1-cpu-build", cpu_message(pin.written, build), build.source,
+                           build.fix)
     others = [k for k in pspec.verify.kernels if k not in KERNELS]
     if others:
         report("tf-kernels", f"[verify] kernels {', '.join(others)}: the TensorFlow probe runs "
@@ -39,27 +45,13 @@ def compat_checks(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                f"set [verify] kernels to a subset of {list(KERNELS)}")
 
 
-CPU_FIX = 'pin "tensorflow-gpu==1.15.5" in [pypi] packages instead (the GPU build of 1.15.5)'
-
-
 def cpu_only(distribution: str, releases: Releases) -> bool:
     """Every 1.x release allowed is a CPU-only build of ``distribution``."""
-    from envforge.packs.tensorflow.knowledge import gpu_build
-
     row = gpu_build(distribution)
     tf1, gpu = interval("<2"), None if row is None else interval(row.tensorflow)
     return (gpu is not None and tf1 is not None and releases.within(tf1)
             and releases.disjoint(gpu))
 
 
-def cpu_message(written: str) -> str:
-    return (f'{written} with [tensorflow] device = "cuda": these releases\' wheels are '
-            "CPU-only builds (among 1.x only tensorflow 1.15.0 holds the GPU build; "
-            "tensorflow-gpu does throughout); TensorFlow would list no GPU")
-
-
-def _gpu_source(distribution: str) -> str:
-    from envforge.packs.tensorflow.knowledge import gpu_build
-
-    row = gpu_build(distribution)
-    return row.source if row is not None else ""
+def cpu_message(written: str, row: GpuBuildRow) -> str:
+    return f'{written} with [tensorflow] device = "cuda": {row.effect}'

@@ -82,7 +82,7 @@ def _refuse_cpu_build(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
     """The resolved release of the distribution the spec names, where its wheel is CPU-only
     (``versions`` knows ``tensorflow`` only: the spec says which distribution it is)."""
     from envforge.compat import interval, spec_pins
-    from envforge.packs.tensorflow.compat import CPU_FIX, cpu_message, cpu_only
+    from envforge.packs.tensorflow.compat import cpu_message, cpu_only
     from envforge.packs.tensorflow.knowledge import gpu_build
 
     version = versions.get("tensorflow")
@@ -91,5 +91,5 @@ def _refuse_cpu_build(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
         row = gpu_build(name)
         if row is not None and exact is not None and cpu_only(name, exact):
             raise CompatibilityError(
-                f"{pspec.platform}: resolved {cpu_message(f'{name} {version}')}",
-                source=row.source, fix=CPU_FIX)
+                f"{pspec.platform}: resolved {cpu_message(f'{name} {version}', row)}",
+                source=row.source, fix=row.fix)

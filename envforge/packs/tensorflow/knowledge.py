@@ -26,6 +26,9 @@ class GpuBuildRow(Row):
 
     distribution: str
     tensorflow: Range
+    # what a release outside the range means where the spec asks for the GPU, and the fix
+    effect: str
+    fix: str
 
 
 class BuildConfigRow(Row):
