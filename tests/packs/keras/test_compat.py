@@ -119,3 +119,23 @@ def test_a_resolved_keras_2_1_with_keras_json_in_the_environment_is_refused() ->
         expectations(pspec, versions)
     home = load_spec(REPO / "specs" / "tf113-keras21-cpu.toml").for_platform("linux-64")
     assert expectations(home, versions).keras_json == "~/.keras/keras.json"
+
+
+def test_lock_refuses_keras_2_4_on_tensorflow_1_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 before anything is resolved: the spec's file:line, what `import keras` prints,
+    the fix; no lock written."""
+    from envforge.cli import main
+
+    spec = tmp_path / "specs" / "tf1-keras24.toml"
+    spec.parent.mkdir()
+    spec.write_text(CPU.replace("keras==2.3.1", "keras==2.4.3"), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 2
+    error = capsys.readouterr().err.strip()
+    line = next(n for n, row in enumerate(CPU.splitlines(), 1) if row.startswith("packages"))
+    assert "\n" not in error
+    assert f"{spec}:{line}: pypi.packages: " in error
+    assert "Keras requires TensorFlow 2.2 or higher" in error
+    assert 'fix: pin "keras<2.4"' in error and "keras-team/keras/releases/tag/2.4.0" in error
+    assert not (tmp_path / "locks").exists()
