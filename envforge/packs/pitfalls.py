@@ -26,7 +26,8 @@ class PitfallRow(Row):
     """One combination known not to work: what breaks, the message users see, the fix."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
-    when: dict[str, Range] = Field(min_length=2)
+    # one part is enough where the pack itself is the other (TensorFlow 2 under [tensorflow])
+    when: dict[str, Range] = Field(min_length=1)
     effect: str
     seen: str
     fix: str

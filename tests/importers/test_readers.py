@@ -128,9 +128,16 @@ def test_legacy_names_follow_the_knowledge_rows() -> None:
     assert map_requirement("Theano")[0] == "Theano-PyMC==1.0.5"
     mapped, why = map_requirement("theano==0.8.2")  # lock refuses the original: always mapped
     assert mapped == "Theano-PyMC==1.0.5" and "packs/theano/theano.toml" in why
-    assert map_requirement("tensorflow-gpu==1.15.0")[0] == "tensorflow==1.15.0"
-    kept, why = map_requirement("tensorflow-gpu==1.14.0")
-    assert kept == "tensorflow-gpu==1.14.0" and "does not admit 1.15.0" in why
+    # tensorflow-gpu is kept for 1.x (tensorflow 1.15.2+ is CPU-only); 2.12.0 refuses to install
+    for pinned in ("tensorflow-gpu==1.15.0", "tensorflow-gpu~=1.15", "tensorflow-gpu<2"):
+        kept, why = map_requirement(pinned)
+        assert kept == pinned and "does not admit 2.12.0" in why
+    assert map_requirement("tensorflow-gpu>=2.1")[0] == "tensorflow>=2.1"
+    assert map_requirement("tensorflow-gpu")[0] == "tensorflow"
+    assert conda_to_pypi("tensorflow-gpu") == ("tensorflow-gpu", "")  # same name on PyPI
+    for name in ("mkl", "mkl-service", "intel-openmp"):
+        pypi, why = conda_to_pypi(name)
+        assert pypi is None and "on PyPI as well" in why and "OpenBLAS" in why
     assert map_requirement('theano; python_version < "3.8"')[0] == \
         'Theano-PyMC==1.0.5; python_version < "3.8"'
     assert conda_to_pypi("cudatoolkit")[0] is None and conda_to_pypi("numpy") == ("numpy", "")

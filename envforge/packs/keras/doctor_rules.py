@@ -10,7 +10,7 @@ from pathlib import Path
 
 from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
-from envforge.packs.keras.knowledge import config_row, keras_knowledge
+from envforge.packs.keras.knowledge import config_row, keras_knowledge, part_aliases
 from envforge.packs.pitfalls import exact_parts, fired, message
 from envforge.platforms import PLATFORMS, Platform
 
@@ -19,7 +19,8 @@ def release_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
     env = facts.env
     if env is None or not env.exists:
         return
-    versions = dict(env.versions)
+    aliases = part_aliases()
+    versions = {aliases.get(name, name): version for name, version in env.versions.items()}
     for row in fired(keras_knowledge().pitfalls, exact_parts(versions)):
         shown = {name: f"{name} {versions.get(name)}" for name in row.when}
         yield Finding(

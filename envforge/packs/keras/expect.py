@@ -56,13 +56,21 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> KerasExpec
 
 
 def refuse_resolved(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
-    from envforge.packs.keras.knowledge import keras_knowledge
+    from envforge.packs.keras.compat import home_message, ignores_keras_home
+    from envforge.packs.keras.knowledge import config_row, keras_knowledge, part_aliases
     from envforge.packs.pitfalls import exact_parts, fired, message
 
-    for row in fired(keras_knowledge().pitfalls, exact_parts(versions)):
-        shown = {name: f"{name} {versions.get(name)}" for name in row.when}
+    aliases = part_aliases()
+    parts = exact_parts(versions, aliases)
+    named = {aliases.get(name, name): version for name, version in versions.items()}
+    for row in fired(keras_knowledge().pitfalls, parts):
+        shown = {name: f"{name} {named.get(name)}" for name in row.when}
         raise CompatibilityError(f"{pspec.platform}: resolved {message(row, shown)}",
                                  source=row.source, fix=row.fix)
+    if "keras" in parts and ignores_keras_home(keras_section(pspec), parts["keras"]):
+        raise CompatibilityError(
+            f"{pspec.platform}: resolved {home_message('keras ' + named['keras'])}",
+            source=config_row("KERAS_HOME").source, fix=config_row("KERAS_HOME").fix or "")
 
 
 def keras_json_text(expect: KerasExpect) -> str:

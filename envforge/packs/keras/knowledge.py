@@ -6,7 +6,7 @@ import functools
 import tomllib
 from importlib import resources
 
-from envforge.knowledge.models import Row
+from envforge.knowledge.models import Range, Row
 from envforge.packs.pitfalls import PitfallRow
 from envforge.spec import Frozen
 
@@ -14,6 +14,10 @@ from envforge.spec import Frozen
 class ConfigRow(Row):
     what: str
     path: str
+    # the Keras releases the row holds for; all of 2.x when absent
+    keras: Range | None = None
+    # what to do where the row makes a spec's setting ineffective
+    fix: str | None = None
 
 
 class KerasFile(Frozen):
@@ -33,3 +37,11 @@ def keras_knowledge() -> KerasFile:
 
 def config_row(what: str) -> ConfigRow:
     return next(row for row in keras_knowledge().config if row.what == what)
+
+
+def part_aliases() -> dict[str, str]:
+    """The distributions a pitfall's ``tensorflow`` part stands for (``tensorflow-gpu`` ...),
+    from the TensorFlow pack's knowledge."""
+    from envforge.packs.tensorflow.knowledge import aliases
+
+    return aliases()

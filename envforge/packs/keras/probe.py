@@ -1,6 +1,7 @@
 """envforge's Keras probe: what Keras 2.x really does on its back-end inside an environment.
 
-Run with the TARGET environment's Python, standard library only until Keras is imported::
+Run with the TARGET environment's Python (3.5 to 3.7 for Keras 2.0-2.3), standard library
+only until Keras is imported, in the Python both know::
 
     python probe.py < request.json > report.json
 
@@ -12,6 +13,7 @@ before its update. The output (the losses, then the final weights and bias) is w
 ``numpy.random.RandomState(seed)``. It judges nothing.
 """
 
+import inspect
 import json
 import math
 import os
@@ -35,8 +37,10 @@ def _config(keras):
                "epsilon": backend.epsilon(), "image_data_format": backend.image_data_format(),
                "keras_backend_variable": os.environ.get("KERAS_BACKEND"),
                "keras_home": os.environ.get("KERAS_HOME")}
-    loader = sys.modules.get("keras.backend.load_backend")
-    path = getattr(loader, "_config_path", None)
+    # Keras 2.3 reads keras.json in keras/backend/load_backend.py, 2.0-2.2 in keras/backend
+    path = None
+    for name in ("keras.backend.load_backend", "keras.backend"):
+        path = path or getattr(sys.modules.get(name), "_config_path", None)
     section["config_path"] = os.path.abspath(path) if path else None
     section["config_read"] = None
     if path and os.path.isfile(path):
@@ -46,6 +50,16 @@ def _config(keras):
         except ValueError as exc:
             section["config_read"] = _error_text(exc)
     return section
+
+
+def _sgd(sgd, rate):
+    """Keras 2.3 names the rate ``learning_rate`` (``lr`` still read); 2.0-2.2 know only
+    ``lr`` and refuse any other keyword."""
+    try:
+        names = inspect.signature(sgd.__init__).parameters
+    except (TypeError, ValueError):
+        names = {}
+    return sgd(learning_rate=rate) if "learning_rate" in names else sgd(lr=rate)
 
 
 def _train(keras, np, kernel, floatx):
@@ -64,7 +78,7 @@ def _train(keras, np, kernel, floatx):
 
         model = Sequential([Dense(1, activation="sigmoid", input_dim=features,
                                   kernel_initializer="zeros", bias_initializer="zeros")])
-        model.compile(optimizer=SGD(learning_rate=rate), loss="binary_crossentropy")
+        model.compile(optimizer=_sgd(SGD, rate), loss="binary_crossentropy")
         started = time.perf_counter()
         history = model.fit(x, y, batch_size=examples, epochs=steps, shuffle=False, verbose=0)
         entry["run_s"] = time.perf_counter() - started

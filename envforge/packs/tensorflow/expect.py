@@ -68,8 +68,28 @@ def refuse_resolved(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
         locked["cuda"] = pspec.cuda.number
     if pspec.cudnn is not None:
         locked["cudnn"] = pspec.cudnn.version
+    named = {aliases().get(name, name): version for name, version in locked.items()}
     parts = exact_parts(locked, aliases())
     for row in fired(tensorflow_knowledge().pitfalls, parts):
-        shown = {name: f"{name} {locked.get(name)}" for name in row.when}
+        shown = {name: f"{name} {named.get(name)}" for name in row.when}
         raise CompatibilityError(f"{pspec.platform}: resolved {message(row, shown)}",
                                  source=row.source, fix=row.fix)
+    if tensorflow_section(pspec).device == "cuda":
+        _refuse_cpu_build(pspec, versions)
+
+
+def _refuse_cpu_build(pspec: PlatformSpec, versions: Mapping[str, str]) -> None:
+    """The resolved release of the distribution the spec names, where its wheel is CPU-only
+    (``versions`` knows ``tensorflow`` only: the spec says which distribution it is)."""
+    from envforge.compat import interval, spec_pins
+    from envforge.packs.tensorflow.compat import cpu_message, cpu_only
+    from envforge.packs.tensorflow.knowledge import gpu_build
+
+    version = versions.get("tensorflow")
+    exact = interval(f"=={version}") if version is not None else None
+    for name in spec_pins(pspec):
+        row = gpu_build(name)
+        if row is not None and exact is not None and cpu_only(name, exact):
+            raise CompatibilityError(
+                f"{pspec.platform}: resolved {cpu_message(f'{name} {version}', row)}",
+                source=row.source, fix=row.fix)

@@ -21,6 +21,16 @@ class DistributionsRow(Row):
     names: tuple[str, ...] = Field(min_length=1)
 
 
+class GpuBuildRow(Row):
+    """The releases of one distribution whose wheels hold the GPU build (TensorFlow 1.x)."""
+
+    distribution: str
+    tensorflow: Range
+    # what a release outside the range means where the spec asks for the GPU, and the fix
+    effect: str
+    fix: str
+
+
 class BuildConfigRow(Row):
     tensorflow: Range
     python: Range
@@ -41,6 +51,7 @@ class VariableRow(Row):
 
 class TensorflowFile(Frozen):
     distributions: tuple[DistributionsRow, ...]
+    gpu_builds: tuple[GpuBuildRow, ...] = ()
     tested: tuple[BuildConfigRow, ...]
     pitfalls: tuple[PitfallRow, ...]
     notices: tuple[PitfallRow, ...] = ()
@@ -62,6 +73,13 @@ def aliases() -> dict[str, str]:
     """Every distribution name that installs ``tensorflow`` -> ``tensorflow``."""
     return {name: "tensorflow" for row in tensorflow_knowledge().distributions
             for name in row.names}
+
+
+def gpu_build(distribution: str) -> GpuBuildRow | None:
+    """Which of ``distribution``'s 1.x releases hold the GPU build; None for one that never
+    does (``tensorflow-cpu``) or is not TensorFlow."""
+    return next((row for row in tensorflow_knowledge().gpu_builds
+                 if row.distribution == distribution), None)
 
 
 def gpu_libraries(tensorflow: str, platform: Platform) -> tuple[GpuLibraryRow, ...]:

@@ -44,3 +44,98 @@ def test_a_resolved_h5py_3_is_refused() -> None:
     assert expectations(pspec, versions).backend == "theano"
     with pytest.raises(CompatibilityError, match=r"resolved keras 2\.3\.1 with h5py 3\.8\.0"):
         expectations(pspec, {**versions, "h5py": "3.8.0"})
+
+
+@pytest.mark.parametrize(("keras", "rule", "seen"), [
+    ("2.4.3", "keras24-tf1", "ImportError: Keras requires TensorFlow 2.2 or higher."),
+    ("2.5.0rc0", "keras25-tf1", "cannot import name 'get_config' from "
+                                "'tensorflow.python.eager.context'"),
+    ("2.9.0", "keras25-tf1", "cannot import name 'get_config'"),
+    ("2.10.0", "keras210-tf1", "module 'tensorflow._api.v1.compat.v2' has no attribute "
+                               "'__internal__'"),
+])
+def test_keras_2_4_and_later_on_tensorflow_1_is_refused(keras: str, rule: str,
+                                                         seen: str) -> None:
+    """Keras 2.4+ is tf.keras: `import keras` fails on TensorFlow 1.15.5, each range with the
+    error it printed here."""
+    [(found, message, fix)] = _conflicts(CPU.replace("keras==2.3.1", f"keras=={keras}"))
+    assert found == rule
+    assert message.startswith(f"pypi tensorflow==1.15.5 with pypi keras=={keras}:") or \
+        message.startswith(f"pypi keras=={keras} with pypi tensorflow==1.15.5:")
+    assert seen in message and fix.startswith('pin "keras<2.4"')
+
+
+def test_tensorflow_gpu_counts_as_tensorflow() -> None:
+    text = CPU.replace("tensorflow==1.15.5", "tensorflow-gpu==1.15.5").replace(
+        "keras==2.3.1", "keras==2.11.0")
+    assert [rule for rule, _, _ in _conflicts(text)] == ["keras210-tf1"]
+
+
+def test_a_resolved_keras_2_4_is_refused() -> None:
+    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml").for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "tf1-keras-cpu.lock")
+                    .platforms["linux-64"].expect.versions)
+    with pytest.raises(CompatibilityError, match=r"resolved keras 2\.4\.3 with tensorflow "
+                                                 r"1\.15\.5: .*Keras requires TensorFlow 2\.2"):
+        expectations(pspec, {**versions, "keras": "2.4.3"})
+
+
+OLD = (REPO / "specs" / "tf113-keras21-cpu.toml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("keras", ["2.1.6", "2.0.8", "2.1.6,<2.2"])
+def test_keras_json_in_the_environment_needs_keras_2_2(keras: str) -> None:
+    """Keras before 2.2 knows no KERAS_HOME: keras.json in the environment would never be read
+    (and Keras would write its defaults into the user's home)."""
+    text = OLD.replace('keras_json = "home"', 'keras_json = "env"').replace(
+        "keras==2.1.6", f"keras=={keras}")
+    [(rule, message, fix)] = _conflicts(text)
+    assert rule == "keras-home"
+    assert message.startswith(f'pypi keras=={keras} with [keras] keras_json = "env"')
+    assert "2.2.0 added KERAS_HOME" in message
+    assert fix.startswith('set [keras] keras_json = "home"')
+
+
+@pytest.mark.parametrize("text", [
+    OLD,  # keras.json in ~/.keras: read by every Keras 2.x
+    OLD.replace('keras_json = "home"', 'keras_json = "env"').replace("keras==2.1.6",
+                                                                       "keras==2.2.4"),
+    OLD.replace('keras_json = "home"', 'keras_json = "env"').replace("keras==2.1.6",
+                                                                       "keras>=2.1"),
+])
+def test_keras_json_where_keras_reads_it(text: str) -> None:
+    assert _conflicts(text) == []
+
+
+def test_a_resolved_keras_2_1_with_keras_json_in_the_environment_is_refused() -> None:
+    text = OLD.replace('keras_json = "home"', 'keras_json = "env"').replace(
+        "keras==2.1.6", "keras<2.3")
+    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "tf113-keras21-cpu.lock")
+                    .platforms["linux-64"].expect.versions)
+    assert versions["keras"] == "2.1.6"
+    with pytest.raises(CompatibilityError, match=r'resolved keras 2\.1\.6 with \[keras\] '
+                                                 r'keras_json = "env"'):
+        expectations(pspec, versions)
+    home = load_spec(REPO / "specs" / "tf113-keras21-cpu.toml").for_platform("linux-64")
+    assert expectations(home, versions).keras_json == "~/.keras/keras.json"
+
+
+def test_lock_refuses_keras_2_4_on_tensorflow_1_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 before anything is resolved: the spec's file:line, what `import keras` prints,
+    the fix; no lock written."""
+    from envforge.cli import main
+
+    spec = tmp_path / "specs" / "tf1-keras24.toml"
+    spec.parent.mkdir()
+    spec.write_text(CPU.replace("keras==2.3.1", "keras==2.4.3"), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 2
+    error = capsys.readouterr().err.strip()
+    line = next(n for n, row in enumerate(CPU.splitlines(), 1) if row.startswith("packages"))
+    assert "\n" not in error
+    assert f"{spec}:{line}: pypi.packages: " in error
+    assert "Keras requires TensorFlow 2.2 or higher" in error
+    assert 'fix: pin "keras<2.4"' in error and "keras-team/keras/releases/tag/2.4.0" in error
+    assert not (tmp_path / "locks").exists()

@@ -19,6 +19,16 @@ def test_h5py_3_next_to_keras_2_3(tmp_path: Path) -> None:
     assert "keras.keras2-h5py3" not in ids(judge(look(tmp_path, env)))
 
 
+def test_keras_2_4_next_to_tensorflow_gpu_1_15(tmp_path: Path) -> None:
+    """tensorflow-gpu is TensorFlow to the pitfall: Keras 2.4 cannot import on it."""
+    prefix = venv(tmp_path / "env", {"keras": "2.4.3", "tensorflow-gpu": "1.15.5",
+                                     "h5py": "2.10.0"})
+    env = {"HOME": str(home(tmp_path)), "VIRTUAL_ENV": str(prefix), "PATH": ""}
+    finding = only(judge(look(tmp_path, env)), "keras.keras24-tf1")
+    assert "keras 2.4.3 with tensorflow 1.15.5" in finding.title
+    assert "Keras requires TensorFlow 2.2 or higher" in finding.title
+
+
 def _keras_home(tmp_path: Path, config: str) -> Path:
     folder = tmp_path / "home" / ".keras"
     folder.mkdir(parents=True, exist_ok=True)

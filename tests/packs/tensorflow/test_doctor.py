@@ -40,6 +40,13 @@ def test_the_locked_stack_raises_nothing(tmp_path: Path) -> None:
                                                                            "keras."))]
 
 
+def test_an_environment_with_tensorflow_2_is_not_an_error(tmp_path: Path) -> None:
+    """TensorFlow 2 is refused under [tensorflow] at lock time; an environment holding it is
+    not broken for that, so doctor says nothing."""
+    env = _env(tmp_path, {**TF, "tensorflow": "2.11.0", "protobuf": "3.19.6"})
+    assert not [i for i in ids(judge(look(tmp_path, env))) if i.startswith("tensorflow.")]
+
+
 def test_gast_0_3_and_the_gpu_build_alias(tmp_path: Path) -> None:
     packages = {**TF, "gast": "0.3.3"}
     packages["tensorflow-gpu"] = packages.pop("tensorflow")

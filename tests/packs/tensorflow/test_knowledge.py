@@ -1,11 +1,14 @@
 """The TensorFlow pack's knowledge: every row names a source, the probe runs the kernels
-compat allows, and the GPU libraries are TensorFlow 1.15's per platform."""
+compat allows, the GPU libraries are TensorFlow 1.15's per platform, and the rows about
+PyPI's files (GPU builds, Pythons) agree with PyPI's file lists (network)."""
 
 from __future__ import annotations
 
 import importlib.util
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from envforge.packs.tensorflow import PROBE_SCRIPT
 from envforge.packs.tensorflow.knowledge import (
@@ -44,3 +47,57 @@ def test_gpu_libraries_per_platform() -> None:
     assert gpu_libraries("2.4.0", "linux-64") == ()
     row = build_configuration("1.15.5")
     assert row is not None and row.cuda == "10.0"
+
+
+def _cp_wheels(name: str) -> dict[str, dict[str, int]]:
+    """Each release's Linux x86-64 wheels: CPython tag -> size, from PyPI's file list."""
+    from packaging.utils import parse_wheel_filename
+
+    from envforge.resolve.pypi_index import index_files
+
+    files = index_files("https://pypi.org/simple", name)
+    assert files, f"PyPI lists no files for {name}"
+    found: dict[str, dict[str, int]] = {}
+    for entry in files:
+        filename = str(entry["filename"])
+        if not filename.endswith(".whl"):
+            continue
+        _, version, _, tags = parse_wheel_filename(filename)
+        for tag in tags:
+            if tag.platform.startswith("manylinux") and tag.platform.endswith("x86_64"):
+                found.setdefault(str(version), {})[tag.interpreter] = int(entry["size"])
+    return found
+
+
+@pytest.mark.network
+def test_gpu_builds_rows_match_the_wheels_on_pypi() -> None:
+    """A GPU build's Linux wheel is over 300 MiB, a CPU build's near 100: each row's range
+    holds exactly the 1.13-1.15 releases whose cp37 wheel is a GPU build."""
+    from envforge.knowledge.models import in_range
+    from envforge.packs.tensorflow.knowledge import gpu_build
+
+    for name in ("tensorflow", "tensorflow-gpu"):
+        row = gpu_build(name)
+        assert row is not None and "https://pypi.org/simple/" + name in row.source
+        for version, sizes in _cp_wheels(name).items():
+            if version.startswith(("1.13.", "1.14.", "1.15.")) and "cp37" in sizes:
+                assert (sizes["cp37"] > 300 << 20) == in_range(version, row.tensorflow), \
+                    (name, version, sizes["cp37"])
+
+
+@pytest.mark.network
+def test_python_rows_match_the_wheels_on_pypi() -> None:
+    """1.15.5: cp36 and cp37 only; 1.15.2-1.15.4: cp35-cp37; 1.15.0: cp27 and cp35-cp37 (no
+    3.0-3.4): a tf1-python row fires for a Python exactly when PyPI has no wheel for it."""
+    from envforge.compat import interval
+    from envforge.packs.pitfalls import fired
+
+    wheels = _cp_wheels("tensorflow")
+    rows = [r for r in tensorflow_knowledge().pitfalls if r.id == "tf1-python"]
+    for version in ("1.15.0", "1.15.2", "1.15.3", "1.15.4", "1.15.5"):
+        for minor in range(3, 10):
+            tensorflow, python = interval(f"=={version}"), interval(f"==3.{minor}.*")
+            assert tensorflow is not None and python is not None
+            has_wheel = f"cp3{minor}" in wheels[version]
+            fires = fired(rows, {"tensorflow": tensorflow, "python": python})
+            assert bool(fires) != has_wheel, (version, minor)

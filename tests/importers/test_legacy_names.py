@@ -1,0 +1,58 @@
+"""legacy_names.toml's tensorflow-gpu and MKL rows against PyPI's own file lists (PEP 691
+JSON): what broke (tensorflow-gpu 2.12.0 is a tiny sdist), why 1.x keeps the name (the
+`tensorflow` 1.15.2+ wheels are CPU-only), and that MKL's conda names are PyPI's too."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.utils import parse_wheel_filename
+
+from envforge.importers.legacy_names import legacy_names, map_requirement
+from envforge.resolve.pypi_index import index_files
+
+PYPI = "https://pypi.org/simple"
+MiB = 1 << 20
+
+pytestmark = pytest.mark.network
+
+
+def _linux_cp37(name: str) -> dict[str, int]:
+    """Each release's cp37 manylinux x86-64 wheel size."""
+    files = index_files(PYPI, name)
+    assert files, f"PyPI lists no files for {name}"
+    sizes = {}
+    for entry in files:
+        filename = str(entry["filename"])
+        if not filename.endswith(".whl"):
+            continue
+        _, version, _, tags = parse_wheel_filename(filename)
+        if any(t.interpreter == "cp37" and t.platform.startswith("manylinux")
+               and t.platform.endswith("x86_64") for t in tags):
+            sizes[str(version)] = int(entry["size"])
+    return sizes
+
+
+def test_tensorflow_gpu_2_12_is_the_refusing_sdist_the_rename_row_names() -> None:
+    [row] = [r for r in legacy_names().rename if r.name == "tensorflow-gpu"]
+    files = {str(f["filename"]): f for f in index_files(PYPI, "tensorflow-gpu") or []}
+    sdist = files[f"tensorflow-gpu-{row.admits}.tar.gz"]
+    assert int(sdist["size"]) < 10_000 and "2,646 bytes" in row.source
+    assert not any(name.startswith(f"tensorflow_gpu-{row.admits}-") for name in files)
+
+
+def test_tensorflow_1_15_2_and_later_are_cpu_only_so_tensorflow_gpu_is_kept() -> None:
+    cpu, gpu = _linux_cp37("tensorflow"), _linux_cp37("tensorflow-gpu")
+    assert cpu["1.15.0"] > 300 * MiB  # the one GPU build among tensorflow 1.x
+    for version in ("1.15.2", "1.15.3", "1.15.4", "1.15.5"):
+        assert cpu[version] < 120 * MiB < 300 * MiB < gpu[version], version
+        pinned = f"tensorflow-gpu=={version}"
+        assert map_requirement(pinned)[0] == pinned
+    assert map_requirement("tensorflow-gpu~=1.15")[0] == "tensorflow-gpu~=1.15"  # -> 1.15.5
+
+
+def test_mkl_names_are_pypi_distributions() -> None:
+    [row] = [r for r in legacy_names().conda_only if "mkl" in r.names]
+    assert set(row.names) == {"mkl", "mkl-service", "intel-openmp"}
+    for name in row.names:
+        assert index_files(PYPI, name), name
+        assert f"https://pypi.org/simple/{name}/" in row.source
