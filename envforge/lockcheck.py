@@ -18,6 +18,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import SpecError, StaleLockError
+from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
 from envforge.platforms import PLATFORMS
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
@@ -31,8 +32,8 @@ Fail = Callable[[Iterable[str | int], str], SpecError]
 def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
     """Refuse a lock that does not say exactly what its spec would lock."""
     try:
-        text = lock_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_input_text(lock_path, LOCK_LIMIT)
+    except SpecError:
         text = ""
     lines = key_lines(text)
 

@@ -26,6 +26,7 @@ from pydantic import (
 
 from envforge import platforms as _platforms
 from envforge.errors import SpecError
+from envforge.inputfile import SPEC_LIMIT, read_input_text
 from envforge.model import Frozen as Frozen
 from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -233,12 +234,7 @@ _PER_PLATFORM_SECTIONS = ("python", "environment", "conda", "pypi", "debian", "c
 def load_spec(path: Path | str) -> Spec:
     """Read and validate a spec file; any problem is one SpecError naming file, line and key."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(path, "no such spec file") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
+    text = read_input_text(path, SPEC_LIMIT, missing="no such spec file")
     return parse_spec(text, source=str(path))
 
 

@@ -173,6 +173,8 @@ def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
 
 def is_saved_plan(path: Path) -> bool:
     """A plan file is JSON (``{``), which no TOML spec starts with."""
+    if not path.is_file():  # a FIFO would block here: the spec's reader refuses it
+        return False
     try:
         with open(path, "rb") as handle:
             return handle.read(256).lstrip().startswith(b"{")
