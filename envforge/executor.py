@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envforge.errors import InputError, StepError
+from envforge.errors import BusyError, InputError, StepError
 from envforge.journal import Journal, Transaction, env_lock, fsync_dir, naming, rollback
 from envforge.plan import Plan, make_plan
 from envforge.steps.actions import (
@@ -53,9 +53,15 @@ def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any],
     if planned != named:
         raise InputError(f"the plan's steps ({', '.join(planned)}) are not the steps this spec "
                          f"needs ({', '.join(named)}); make the plan again")
-    with env_lock(ctx.state_dir):
+    with env_lock(ctx.state_dir) as waited:
         check_owner(ctx.state_dir, record["spec"], ctx.prefix)
-        refuse_stale(plan, ctx, steps)
+        try:
+            refuse_stale(plan, ctx, steps)
+        except StalePlanError as exc:
+            if waited is None:
+                raise
+            raise BusyError(f"another envforge (pid {waited}) applied to {ctx.prefix} while "
+                            f"this one waited for it; {exc}") from None
         journal = Journal(ctx.state_dir)
         _write_record(ctx.state_dir, {**record, "complete": False})
         ran = run_plan(plan, journal, ctx=ctx, steps=steps, ui=ctx.ui)

@@ -91,6 +91,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if args.command == "apply" and is_saved_plan(Path(args.spec)):
         return run_saved(args, ui)
     from envforge.executor import check_owner
+    from envforge.journal import refuse_if_held
     from envforge.noop import NoopProbe
 
     probe = NoopProbe(args, Path(args.spec), lock_path_for(Path(args.spec), args.locks_dir))
@@ -100,6 +101,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
                   locks_dir=args.locks_dir)
     spec_file = str(Path(args.spec).resolve())
     check_owner(ctx.state_dir, spec_file, ctx.prefix)
+    refuse_if_held(ctx.state_dir)  # a plan made while another apply runs would be stale
     sync = getattr(args, "sync", False)
     steps = _steps(ctx, sync=sync)
     plan = make_plan(ctx, steps, spec=args.spec)
