@@ -11,6 +11,7 @@ work is idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -140,10 +141,13 @@ def _drift(action: Action, owned: Sequence[Path], step: Step | None,
     return drift(action, owned, sources=sources)
 
 
-def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> list[str]:
+def undo(state_dir: Path, *, spec: str | None = None, force: bool = False,
+         empty_folders: Sequence[Path] = ()) -> list[str]:
     """Roll back everything the journal recorded, and forget the environment.
 
-    With ``spec``, only the spec that applied it may (``force``: whichever asks)."""
+    With ``spec``, only the spec that applied it may (``force``: whichever asks).
+    ``empty_folders``: envforge's own folders (its data/envs), removed when empty after: an
+    apply that found them made by another at once did not journal them."""
     from envforge.host.windows import host_registry
 
     registry = host_registry()  # on Windows: the user PATH lives in the registry
@@ -153,6 +157,10 @@ def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> li
         undone = rollback(Journal(state_dir), registry=registry, force=force)
         (state_dir / APPLIED).unlink(missing_ok=True)
         fsync_dir(state_dir)
+        for folder in empty_folders:
+            with contextlib.suppress(OSError):  # not empty, or gone: left as it is
+                folder.rmdir()
+                undone.append(f"removed folder {folder}")
     return undone
 
 

@@ -330,7 +330,10 @@ class Transaction:
         for folder in reversed(missing):
             if self.journal.original(folder) is None:
                 self.journal.append(self.step, "created", path=folder, kind="dir")
-            folder.mkdir()
+            # another apply may make a shared folder (ENVFORGE_HOME's data/) between the
+            # journal's fsync and here: both journals then hold it, and the last rollback's
+            # rmdir (an empty folder only) removes it
+            folder.mkdir(exist_ok=True)
 
     def remove(self, path: Path) -> None:
         """Remove a file, link or whole folder; every file in it is backed up first."""
@@ -581,7 +584,7 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
         recreated = not (path.is_dir() and not path.is_symlink())
         if recreated:
             _remove_any(path)
-            path.mkdir(parents=True)
+            path.mkdir(parents=True, exist_ok=True)
         if entry.mode is not None:
             path.chmod(entry.mode)
         return f"recreated folder {path}" if recreated else None
