@@ -66,6 +66,7 @@ def test_every_command_refuses_a_spec_that_is_no_bounded_regular_file(
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.posix_only("/dev/zero")
 def test_a_lock_that_is_no_bounded_regular_file_is_refused(tmp_path: Path) -> None:
     from envforge.lockfile import load_lock
 

@@ -98,6 +98,7 @@ device = "cpu"
 """
 
 
+@pytest.mark.posix_only("applies a linux-64 spec: the host's platform")
 def test_a_file_where_the_home_keras_folder_must_be_is_one_line_and_nothing_changes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
