@@ -48,8 +48,11 @@ class _Files:
         """The file's text; EscapeError outside the repository, SpecError when unreadable."""
         if relative not in self.texts:
             path = resolved_inside(self.root, relative)
+            # Python and JSON may hold a long line (a long_description, a minified lock);
+            # a line-oriented file's line is one requirement
+            long_lines = relative in ("setup.py", "Pipfile.lock")
             self.texts[relative] = read_input_text(path, DEPENDENCY_LIMIT, lenient=True,
-                                                   max_line=LINE_LIMIT)
+                                                   max_line=None if long_lines else LINE_LIMIT)
         return self.texts[relative]
 
     def included(self, relative: str) -> str | None:

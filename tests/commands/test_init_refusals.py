@@ -174,3 +174,19 @@ def test_a_pipfile_whose_packages_is_a_list_is_one_line(
                                             '[requires]\npython_version = "3.7"\n')
     assert f"{world / 'repo' / 'Pipfile'}:1: packages: a list, not a table" in refused(
         world, capsys)
+
+
+def test_a_long_line_in_setup_py_or_a_minified_pipfile_lock_is_read(
+        world: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    description = "x" * (LINE_LIMIT * 2)
+    (world / "repo" / "setup.py").write_text(
+        f"from setuptools import setup\nsetup(long_description={description!r}, "
+        "install_requires=['six==1.16.0'])\n")
+    (world / "repo" / "Pipfile.lock").write_text(json.dumps(
+        {"_meta": {"hash": {"sha256": description}}, "default": {"h5py": {"version":
+                                                                           "==2.10.0"}}}))
+    out = world / "specs" / "out.toml"
+    assert main(["init", str(world / "repo"), "-o", str(out), "--offline"]) == 0, \
+        capsys.readouterr().err
+    text = out.read_text()
+    assert '"six==1.16.0"' in text and '"h5py==2.10.0"' in text
