@@ -83,3 +83,16 @@ def link_target_inside(root: Path, link: Path, target: str, *, what: str) -> Non
     if joined != base and not joined.startswith(base.rstrip("/") + "/"):
         raise ArtifactError(f"{what}: link {link} -> {target!r} would point outside {root} "
                             "once installed; refused")
+
+
+def resolved_inside(root: Path, raw: str) -> Path:
+    """``root / raw`` for a file a repository's own file names (``-r ../x.txt``), else
+    EscapeError: ``raw`` normalized (``sub/..`` is no folder) must stay below ``root``, and so
+    must the file it resolves to, links followed."""
+    text = posixpath.normpath(raw.replace("\\", "/")) if raw else raw
+    path = Path(root).joinpath(*relative_parts(text))
+    base = Path(root).resolve()
+    target = path.resolve()
+    if target != base and not target.is_relative_to(base):
+        raise EscapeError(f"a link to {target}, outside {base}")
+    return path

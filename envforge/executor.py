@@ -11,6 +11,7 @@ work is idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envforge.errors import InputError, StepError
+from envforge.errors import BusyError, InputError, StepError
 from envforge.journal import Journal, Transaction, env_lock, fsync_dir, naming, rollback
 from envforge.plan import Plan, make_plan
 from envforge.steps.actions import (
@@ -53,9 +54,15 @@ def execute(ctx: StepContext, steps: Sequence[Step], *, record: dict[str, Any],
     if planned != named:
         raise InputError(f"the plan's steps ({', '.join(planned)}) are not the steps this spec "
                          f"needs ({', '.join(named)}); make the plan again")
-    with env_lock(ctx.state_dir):
+    with env_lock(ctx.state_dir) as waited:
         check_owner(ctx.state_dir, record["spec"], ctx.prefix)
-        refuse_stale(plan, ctx, steps)
+        try:
+            refuse_stale(plan, ctx, steps)
+        except StalePlanError as exc:
+            if waited is None:
+                raise
+            raise BusyError(f"another envforge (pid {waited}) applied to {ctx.prefix} while "
+                            f"this one waited for it; {exc}") from None
         journal = Journal(ctx.state_dir)
         _write_record(ctx.state_dir, {**record, "complete": False})
         ran = run_plan(plan, journal, ctx=ctx, steps=steps, ui=ctx.ui)
@@ -134,10 +141,13 @@ def _drift(action: Action, owned: Sequence[Path], step: Step | None,
     return drift(action, owned, sources=sources)
 
 
-def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> list[str]:
+def undo(state_dir: Path, *, spec: str | None = None, force: bool = False,
+         empty_folders: Sequence[Path] = ()) -> list[str]:
     """Roll back everything the journal recorded, and forget the environment.
 
-    With ``spec``, only the spec that applied it may (``force``: whichever asks)."""
+    With ``spec``, only the spec that applied it may (``force``: whichever asks).
+    ``empty_folders``: envforge's own folders (its data/envs), removed when empty after: an
+    apply that found them made by another at once did not journal them."""
     from envforge.host.windows import host_registry
 
     registry = host_registry()  # on Windows: the user PATH lives in the registry
@@ -147,6 +157,10 @@ def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> li
         undone = rollback(Journal(state_dir), registry=registry, force=force)
         (state_dir / APPLIED).unlink(missing_ok=True)
         fsync_dir(state_dir)
+        for folder in empty_folders:
+            with contextlib.suppress(OSError):  # not empty, or gone: left as it is
+                folder.rmdir()
+                undone.append(f"removed folder {folder}")
     return undone
 
 

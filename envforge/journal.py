@@ -330,7 +330,10 @@ class Transaction:
         for folder in reversed(missing):
             if self.journal.original(folder) is None:
                 self.journal.append(self.step, "created", path=folder, kind="dir")
-            folder.mkdir()
+            # another apply may make a shared folder (ENVFORGE_HOME's data/) between the
+            # journal's fsync and here: both journals then hold it, and the last rollback's
+            # rmdir (an empty folder only) removes it
+            folder.mkdir(exist_ok=True)
 
     def remove(self, path: Path) -> None:
         """Remove a file, link or whole folder; every file in it is backed up first."""
@@ -581,7 +584,7 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
         recreated = not (path.is_dir() and not path.is_symlink())
         if recreated:
             _remove_any(path)
-            path.mkdir(parents=True)
+            path.mkdir(parents=True, exist_ok=True)
         if entry.mode is not None:
             path.chmod(entry.mode)
         return f"recreated folder {path}" if recreated else None
@@ -655,10 +658,12 @@ def _finish_archive(journal: Journal) -> None:
 # -- the environment lock ----------------------------------------------------------------
 
 @contextlib.contextmanager
-def env_lock(state_dir: Path, *, timeout: float = 5.0) -> Iterator[None]:
+def env_lock(state_dir: Path, *, timeout: float = 5.0) -> Iterator[str | None]:
     """Hold the environment's apply lock; another holder makes this a BusyError after ``timeout``.
 
-    The holder's pid sits in a sidecar file so the message can name it.
+    The holder's pid sits in a sidecar file so the message can name it. Yields the pid of
+    the holder this one waited for (None: the lock was free), so a caller whose plan that
+    holder made stale can name it rather than blame the plan.
     """
     from filelock import FileLock, Timeout  # only apply and rollback take the lock
 
@@ -666,19 +671,44 @@ def env_lock(state_dir: Path, *, timeout: float = 5.0) -> Iterator[None]:
     state_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(state_dir / LOCK_FILE)
     sidecar = state_dir / LOCK_PID_FILE
+    waited = None
     try:
-        lock.acquire(timeout=timeout)
+        lock.acquire(timeout=0)
     except Timeout:
+        waited = _holder_pid(sidecar)
         try:
-            pid = sidecar.read_text(encoding="utf-8").strip() or "unknown"
-        except OSError:
-            pid = "unknown"
-        raise BusyError(f"another envforge is applying {state_dir.name} (pid {pid}); "
-                        "try again when it finishes") from None
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise BusyError(f"another envforge is applying {state_dir.name} (pid "
+                            f"{_holder_pid(sidecar)}); try again when it finishes") from None
     try:
         sidecar.write_text(f"{os.getpid()}\n", encoding="utf-8")
-        yield
+        yield waited
     finally:
         with contextlib.suppress(OSError):
             sidecar.unlink()
         lock.release()
+
+
+def refuse_if_held(state_dir: Path) -> None:
+    """BusyError naming the pid of an envforge that holds the environment's lock now: a
+    plan made while another apply changes the prefix would be stale before it is shown."""
+    from filelock import FileLock, Timeout
+
+    if not (Path(state_dir) / LOCK_FILE).exists():
+        return
+    lock = FileLock(Path(state_dir) / LOCK_FILE)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise BusyError(f"another envforge is applying {Path(state_dir).name} (pid "
+                        f"{_holder_pid(Path(state_dir) / LOCK_PID_FILE)}); try again when it "
+                        "finishes") from None
+    lock.release()
+
+
+def _holder_pid(sidecar: Path) -> str:
+    try:
+        return sidecar.read_text(encoding="utf-8").strip() or "unknown"
+    except OSError:
+        return "unknown"

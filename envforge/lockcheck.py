@@ -18,6 +18,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import SpecError, StaleLockError
+from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
 from envforge.platforms import PLATFORMS
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
@@ -31,8 +32,8 @@ Fail = Callable[[Iterable[str | int], str], SpecError]
 def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
     """Refuse a lock that does not say exactly what its spec would lock."""
     try:
-        text = lock_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_input_text(lock_path, LOCK_LIMIT)
+    except SpecError:
         text = ""
     lines = key_lines(text)
 
@@ -42,10 +43,48 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
                          f"`envforge lock {spec.source}`)", key=".".join(keys),
                          line=line_of(lines, keys))
 
+    _check_indexes(spec, lock, fail)
     for platform, plock in lock.platforms.items():
         if platform not in spec.project.platforms:
             raise fail(("platforms", platform), "a platform the spec does not target")
         _check_platform(spec.for_platform(platform), plock, ("platforms", platform), fail)
+        _check_file_urls(spec.for_platform(platform), plock, ("platforms", platform), fail)
+
+
+def _check_indexes(spec: Spec, lock: Lockfile, fail: Fail) -> None:
+    """The indexes and find-links the lock records are the spec's (as locking writes them
+    from its first platform), so an edited index cannot serve other files."""
+    pypi = next(iter(spec.platforms.values())).pypi
+    meta = lock.meta
+    for key, have, want in (("pypi_index", meta.pypi_index, pypi.index),
+                            ("pypi_extra_indexes", meta.pypi_extra_indexes,
+                             pypi.extra_indexes or None),
+                            ("pypi_find_links", meta.pypi_find_links, pypi.find_links or None)):
+        if have is not None and have != want:
+            raise fail(("meta", key), f"{have!r} but the spec says {want!r}")
+
+
+def _check_file_urls(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath,
+                     fail: Fail) -> None:
+    """A file from an index is fetched over http(s), unless the spec's index or one of its
+    find-links is itself a local one: a ``file://`` URL edited into a lock would have apply
+    take whatever sits at that path."""
+    pypi = pspec.pypi
+    local_index = any(not _is_http(url) for url in (pypi.index, *pypi.extra_indexes))
+    local_links = any(not _is_http(link) for link in pypi.find_links)
+    groups: list[tuple[KeyPath, tuple[LockedPypiFile, ...]]] = [((*at, "pypi"), plock.pypi)]
+    if plock.suite is not None:
+        groups.append(((*at, "suite", "runner"), plock.suite.runner))
+    for where, files in groups:
+        for index, f in enumerate(files):
+            allowed = {None: local_index, "find-links": local_links or local_index}
+            if f.origin in allowed and not _is_http(f.url) and not allowed[f.origin]:
+                raise fail((*where, index, "url"), f"{f.url!r} is not http(s), and the spec's "
+                           f"index {pypi.index} and find-links are")
+
+
+def _is_http(url: str) -> bool:
+    return url.startswith(("https://", "http://"))
 
 
 def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:

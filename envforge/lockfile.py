@@ -22,6 +22,7 @@ from pydantic import (
 
 from envforge.confine import check_relative
 from envforge.errors import SpecError
+from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.spec import (
     MAX_REPEATS,
     FiniteFloat,
@@ -316,12 +317,8 @@ def write_lock(lock: Lockfile, path: Path) -> bool:
 def load_lock(path: Path | str) -> Lockfile:
     """Read a lock; a broken one is a SpecError naming file, line and key."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(path, "no such lock file (run `envforge lock` first)") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
+    text = read_input_text(path, LOCK_LIMIT,
+                           missing="no such lock file (run `envforge lock` first)")
     raw = load_toml(text, str(path))
     version = raw.get("meta", {}).get("version")
     if not isinstance(version, int) or isinstance(version, bool) or \

@@ -16,16 +16,19 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import (
     AfterValidator,
     Field,
     SerializeAsAny,
+    Strict,
     ValidationError,
     model_validator,
 )
 
 from envforge import platforms as _platforms
 from envforge.errors import SpecError
+from envforge.inputfile import SPEC_LIMIT, read_input_text
 from envforge.model import Frozen as Frozen
 from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -38,7 +41,11 @@ MAX_REPEATS = 1000
 # "Naming Files, Paths, and Namespaces"): an environment folder cannot be called so.
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$")
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+# Spec numbers and booleans are strict: "2", "yes" or "1e-7" as TOML strings are refused, not
+# coerced (an int is still a float). Text a framework reads back is a string field already.
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
 
 
 def _project_name(value: str) -> str:
@@ -65,7 +72,9 @@ class PythonSection(Frozen):
 
 class EnvironmentSection(Frozen):
     kind: Literal["conda", "venv", "debian"]
-    name: str | None = None
+    # a folder's name under conda's envs folder: no "/", "..", absolute path or empty name
+    name: Annotated[str, AfterValidator(_project_name)] | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)
     channels: tuple[str, ...] = ()
 
 
@@ -73,9 +82,25 @@ class CondaSection(Frozen):
     packages: tuple[str, ...] = ()
 
 
+def _pypi_requirement(value: str) -> str:
+    """PEP 508, compared by version: ``===`` (arbitrary equality) matches a version's text,
+    so ``numpy===1.19.5`` is refused with ``==`` as the fix."""
+    try:
+        requirement = Requirement(value)
+    except InvalidRequirement as exc:
+        raise ValueError(f"{value!r} is not a requirement (PEP 508): {exc}") from None
+    if any(s.operator == "===" for s in requirement.specifier):
+        raise ValueError(f"{value!r}: '===' compares the version's text, not the version; "
+                         "use '=='")
+    return value
+
+
+PypiRequirement = Annotated[str, AfterValidator(_pypi_requirement)]
+
+
 class PypiSection(Frozen):
     index: str = PYPI_SIMPLE
-    packages: tuple[str, ...] = ()
+    packages: tuple[PypiRequirement, ...] = ()
     # Dependencies another source (Debian, conda) already provides: resolved, not installed.
     provided_elsewhere: tuple[str, ...] = ()
     # Resolve as of this day (uv's --exclude-newer): only files uploaded before it count, so a
@@ -133,16 +158,16 @@ class CudnnSection(Frozen):
 
 class CompilerSection(Frozen):
     kind: Literal["gcc", "mingw-w64"]
-    version: str | None = None
+    version: str | None = Field(default=None, pattern=r"^[1-9]\d{0,2}(\.\d{1,3}){0,2}$")
     threads: Literal["posix", "win32"] | None = None
     exceptions: Literal["seh", "sjlj", "dwarf"] | None = None
 
 
 class ConvShape(Frozen):
-    batch: int = Field(default=2, ge=1, le=1024)
-    size: int = Field(default=32, ge=8, le=4096)
+    batch: Int = Field(default=2, ge=1, le=1024)
+    size: Int = Field(default=32, ge=8, le=4096)
     # input channels, then each layer's output
-    channels: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field(
+    channels: tuple[Annotated[Int, Field(ge=1, le=4096)], ...] = Field(
         default=(3, 32, 64, 64, 64), min_length=2, max_length=16)
 
 
@@ -152,16 +177,16 @@ KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "s
 
 class VerifySection(Frozen):
     kernels: tuple[KernelName, ...] = ("elementwise", "gemm", "conv")
-    seed: int = Field(default=22, ge=0, lt=1 << 32)  # NumPy's RandomState takes 32 bits
-    elementwise_size: int = Field(default=10_000, ge=1, le=100_000_000)
-    gemm_size: int = Field(default=256, ge=1, le=16_384)
+    seed: Int = Field(default=22, ge=0, lt=1 << 32)  # NumPy's RandomState takes 32 bits
+    elementwise_size: Int = Field(default=10_000, ge=1, le=100_000_000)
+    gemm_size: Int = Field(default=256, ge=1, le=16_384)
     conv: ConvShape = ConvShape()
     rtol: FiniteFloat = Field(default=1e-4, gt=0, le=1)
     atol: FiniteFloat = Field(default=1e-6, ge=0)
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0, le=10_000)
     # Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only).
     min_cublas_ratio: FiniteFloat = Field(default=0.9, gt=0, le=1)
-    repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
+    repeats: Int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 
 class PathSection(Frozen):
@@ -233,12 +258,7 @@ _PER_PLATFORM_SECTIONS = ("python", "environment", "conda", "pypi", "debian", "c
 def load_spec(path: Path | str) -> Spec:
     """Read and validate a spec file; any problem is one SpecError naming file, line and key."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(path, "no such spec file") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(path, f"not UTF-8 text ({exc.reason})") from None
+    text = read_input_text(path, SPEC_LIMIT, missing="no such spec file")
     return parse_spec(text, source=str(path))
 
 
@@ -273,12 +293,47 @@ def parse_spec(text: str, *, source: str) -> Spec:
                                               (pack.name,), origin, fail) for pack in packs}
         merged[platform] = _validate(PlatformSpec, {"platform": platform, **core,
                                                     "packs": pack_sections}, (), origin, fail)
+        _check_markers(merged[platform], origin, fail)
     # The hash covers what the user wrote (comments and layout aside), not envforge's defaults,
     # so a new optional key in a later envforge does not make every lock stale.
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Spec(source=source, project=project, platforms=merged, content_hash=f"sha256:{digest}",
                 key_lines=lines)
+
+
+_PYTHON_MARKERS = frozenset({"python_version", "python_full_version"})
+
+
+def _check_markers(pspec: PlatformSpec, origin: dict[KeyPath, KeyPath], fail: Any) -> None:
+    """A ``[pypi] packages`` line whose marker names only the Python and is false for the
+    environment's would be left out without a word: refused, with the fix."""
+    version = pspec.python.version
+    environment = {"python_version": pspec.python.minor,
+                   "python_full_version": version if version.count(".") == 2 else ""}
+    for text in pspec.pypi.packages:
+        marker = Requirement(text).marker
+        if marker is None or not _variables(marker._markers) <= _PYTHON_MARKERS:
+            continue
+        if "python_full_version" in _variables(marker._markers) and \
+                not environment["python_full_version"]:
+            continue
+        if not marker.evaluate(environment):
+            path = origin.get(("pypi", "packages"), ("pypi", "packages"))
+            raise fail(path, f"{text!r}: its marker excludes it on the environment's Python "
+                       f"{version}, so it would never be installed; fix: remove the line")
+
+
+def _variables(markers: Any) -> set[str]:
+    """The marker variables named in packaging's parsed marker list."""
+    found: set[str] = set()
+    for item in markers:
+        if isinstance(item, list):
+            found |= _variables(item)
+        elif isinstance(item, tuple):
+            found |= {getattr(part, "value", "") for part in item
+                      if type(part).__name__ == "Variable"}
+    return found
 
 
 def load_toml(text: str, source: str) -> dict[str, Any]:
@@ -352,4 +407,9 @@ def _validate(model: type[Any], data: Any, prefix: KeyPath, origin: dict[KeyPath
             message = "required key is missing"
         elif error["type"] in ("literal_error", "string_pattern_mismatch"):
             message = f"invalid value {error.get('input')!r}: {message}"
+        elif error["type"] in ("int_type", "bool_type", "float_type"):  # strict: no coercion
+            given = json.dumps(error.get("input"), default=str)
+            message = f"invalid value {given}: {message} (a TOML value, not a string)"
+        elif error["type"] == "value_error":
+            message = str(error.get("ctx", {}).get("error", message))
         raise fail(path, message) from None

@@ -16,6 +16,8 @@ from rich.text import Text
 
 from envforge import __version__
 
+CELL_LIMIT = 300  # characters of one table cell: rich folds a 2 MB one for seconds
+
 # 2: doctor's facts keep a framework's settings under facts.frameworks.NAME (its pack's).
 JSON_SCHEMA_VERSION = 2
 
@@ -61,7 +63,7 @@ class UI:
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
-            table.add_row(*(cell if isinstance(cell, Text) else Text(str(cell)) for cell in row))
+            table.add_row(*(_cell(cell) for cell in row))
         self.out.print(table)
 
     def document(self, kind: str, payload: dict[str, Any]) -> None:
@@ -98,3 +100,14 @@ class ProgressHook:
     def describe(self, description: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, description=description)
+
+
+def _cell(value: Any) -> Text:
+    """A table cell, cut at CELL_LIMIT with how much was left out (the JSON has it whole)."""
+    text = value if isinstance(value, Text) else Text(str(value))
+    extra = len(text.plain) - CELL_LIMIT
+    if extra > 0:
+        text = text.copy()
+        text.truncate(CELL_LIMIT)
+        text.append(f"… ({extra} more characters)")
+    return text

@@ -4,13 +4,16 @@ whose before-state changed since the plan was made; what ran stays journaled and
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from envforge.errors import ExitCode
+from envforge.errors import BusyError, ExitCode
 from envforge.executor import StalePlanError, execute, undo
-from envforge.journal import Transaction
+from envforge.journal import Transaction, refuse_if_held
 from envforge.plan import make_plan
 from envforge.steps.actions import StepPlan, WriteFile
 from envforge.steps.base import Change, StepContext, state_of
@@ -106,3 +109,41 @@ def test_a_plan_of_other_steps_is_refused(tmp_path: Path) -> None:
     plan = make_plan(ctx, [Writes("rc", tmp_path / "rc", b"x")], spec="x.toml")
     with pytest.raises(Exception, match=r"the plan's steps \(rc\) are not the steps"):
         execute(ctx, [Writes("other", tmp_path / "rc", b"x")], record={"spec": "/x"}, plan=plan)
+
+
+_APPLYING = """
+import sys, time
+from pathlib import Path
+from envforge.journal import env_lock
+with env_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.readline()
+    Path(sys.argv[2]).write_bytes(b"written by the other apply\\n")
+"""
+
+
+def test_a_plan_another_apply_made_stale_while_this_one_waited_names_its_pid(
+        tmp_path: Path) -> None:
+    """Issue 29 #11: the second of two applies at once blamed its plan; it names the first."""
+    ctx = make_ctx(tmp_path, "linux-64", None)
+    rc = tmp_path / "home-rc"
+    steps = [Writes("rc", rc, b"envforge\n")]
+    plan = make_plan(ctx, steps, spec="x.toml")
+    holder = subprocess.Popen([sys.executable, "-c", _APPLYING, str(ctx.state_dir), str(rc)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(BusyError, match=rf"\(pid {holder.pid}\)"):
+            refuse_if_held(ctx.state_dir)
+        threading.Timer(0.5, lambda: (holder.stdin.write("go\n"), holder.stdin.flush())).start()
+        with pytest.raises(BusyError) as caught:
+            execute(ctx, steps, record={"spec": "/x.toml"}, plan=plan)
+    finally:
+        holder.wait(timeout=30)
+    assert str(caught.value).startswith(f"another envforge (pid {holder.pid}) applied to "
+                                        f"{ctx.prefix} while this one waited for it; the plan "
+                                        f"is stale: {rc}")
+    assert caught.value.exit_code == ExitCode.FAILED
+    assert rc.read_bytes() == b"written by the other apply\n"
+    refuse_if_held(ctx.state_dir)  # free again

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -479,3 +480,35 @@ def test_a_file_another_process_has_open_on_windows_is_retried(
     monkeypatch.setattr(journal_module.shutil, "rmtree", denied)
     with pytest.raises(PermissionError):
         rollback(journal)
+
+
+def _make_env_folder(root: str, name: str, barrier: Any, rounds: int) -> None:
+    for n in range(rounds):
+        journal = Journal(Path(root) / f"state-{name}-{n}")
+        tx = Transaction(journal, "env")
+        tx.begin()
+        barrier.wait(timeout=30)
+        tx.mkdir(Path(root) / f"round-{n}" / "data" / "envs" / name)
+
+
+@pytest.mark.posix_only("forks two processes that race on one folder")
+def test_two_applies_making_the_same_state_folders_at_once_both_succeed(
+        tmp_path: Path) -> None:
+    """Issue 29 #8: each journaled the folder as missing, then one mkdir lost the race
+    (FileExistsError) between the journal's fsync and its own mkdir."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2)
+    rounds = 8
+    racers = [context.Process(target=_make_env_folder, args=(str(tmp_path), name, barrier,
+                                                             rounds)) for name in ("a", "b")]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=120)
+    assert [racer.exitcode for racer in racers] == [0, 0]
+    for n in range(rounds):
+        for name in ("a", "b"):
+            assert (tmp_path / f"round-{n}" / "data" / "envs" / name).is_dir()
+            rollback(Journal(tmp_path / f"state-{name}-{n}"))

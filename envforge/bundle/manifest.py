@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from envforge.confine import check_relative, inside
 from envforge.errors import InputError
+from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.spec import Frozen, Platform
 
 MANIFEST = "manifest.json"
@@ -136,11 +137,16 @@ def write_manifest(manifest: Manifest, bundle: Path) -> Path:
 def read_manifest(bundle: Path) -> Manifest:
     """The bundle's manifest; a missing or malformed one is an InputError naming the key."""
     path = bundle / MANIFEST
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if bundle.exists() and not bundle.is_dir():
+        raise InputError(f"{bundle}: not a folder: a bundle is the folder `envforge bundle "
+                         "LOCK -o DIR` made")
+    if not path.exists():
         raise InputError(f"{bundle}: not an envforge bundle (no {MANIFEST}; make one with "
-                         "`envforge bundle LOCK -o DIR`)") from None
+                         "`envforge bundle LOCK -o DIR`)")
+    try:
+        raw = json.loads(read_input_text(path, LOCK_LIMIT))
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to read") from None
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON: {exc}") from None
     if isinstance(raw, dict) and raw.get("version") != FORMAT_VERSION:

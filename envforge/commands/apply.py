@@ -95,6 +95,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if args.command == "apply" and is_saved_plan(Path(args.spec)):
         return run_saved(args, ui)
     from envforge.executor import check_owner
+    from envforge.journal import refuse_if_held
     from envforge.noop import NoopProbe
 
     lock_file = lock_path_for(Path(args.spec), args.locks_dir)
@@ -108,6 +109,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
                   locks_dir=args.locks_dir)
     spec_file = str(Path(args.spec).resolve())
     check_owner(ctx.state_dir, spec_file, ctx.prefix)
+    refuse_if_held(ctx.state_dir)  # a plan made while another apply runs would be stale
     sync = getattr(args, "sync", False)
     steps = _steps(ctx, sync=sync)
     plan = make_plan(ctx, steps, spec=args.spec)
@@ -180,6 +182,8 @@ def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
 
 def is_saved_plan(path: Path) -> bool:
     """A plan file is JSON (``{``), which no TOML spec starts with."""
+    if not path.is_file():  # a FIFO would block here: the spec's reader refuses it
+        return False
     try:
         with open(path, "rb") as handle:
             return handle.read(256).lstrip().startswith(b"{")
@@ -285,7 +289,9 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec_file = str(Path(args.spec).resolve())
     if not args.force:
         check_owner(state, spec_file, prefix)  # before waiting on a running apply's lock
-    undone = undo(state, spec=spec_file, force=args.force)
+    envs = dirs.data / "envs"  # envforge's own: left empty by the last rollback, removed
+    undone = undo(state, spec=spec_file, force=args.force,
+                  empty_folders=(envs, dirs.data) if prefix.parent == envs.absolute() else ())
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
     report_undone(undone, ui)

@@ -67,7 +67,16 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: 
     if offline or bundle is not None:
         raise OfflineError(f"{ref.filename} (sha256 {ref.sha256[:12]}…) is not in the "
                            f"{'bundle' if bundle else 'cache'} and the network is off")
-    download(ref, target, progress=progress, session=session)
+    from filelock import FileLock
+
+    # Two applies fetching one file at once appended to one .part and moved a mix of both
+    # into the cache: one downloads, the other waits and takes its checked copy.
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(target.with_name(target.name + ".part.lock")):
+        if target.is_file():
+            _check(target, ref, where="cache")
+            return target
+        download(ref, target, progress=progress, session=session)
     return target
 
 

@@ -10,6 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class UnreadableError(ValueError):
+    """A dependency file init must refuse (a wrong type, an include outside the repository):
+    the repository's reader names the file, relative to the repository, and the line."""
+
+    def __init__(self, name: str, reason: str, *, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.name = name
+        self.reason = reason
+        self.line = line
+
+
 @dataclass(frozen=True)
 class Found:
     """One requirement as a file states it (PEP 508 text) and where."""

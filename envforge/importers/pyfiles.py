@@ -5,15 +5,16 @@ from __future__ import annotations
 import ast
 import configparser
 import json
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable
-from pathlib import PurePosixPath
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envforge.importers import Found, Imported, Skipped
+from envforge.confine import EscapeError
+from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.tomlpos import key_lines, line_of
 
 Reader = Callable[[str], str | None]  # relative path -> text, None when absent
@@ -21,27 +22,34 @@ _EGG = re.compile(r"[#&]egg=([A-Za-z0-9_.-]+)")
 _VCS = ("git+", "hg+", "svn+", "bzr+")
 
 
-def read_requirements(name: str, text: str, read: Reader, *, seen: frozenset[str] = frozenset()
+def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | None = None
                       ) -> Imported:
-    """A pip requirements file, following ``-r`` includes relative to it."""
+    """A pip requirements file, following ``-r`` includes relative to it, each file once:
+    ``seen`` holds the files read so far (a diamond of includes is not read 2^N times).
+    ``read`` raises EscapeError for a file outside the repository: refused with this line."""
+    seen = set() if seen is None else seen
+    seen.add(name)
     out = Imported()
     for number, line in _logical_lines(text):
         origin = f"{name}:{number}"
         words = line.split()
         option = words[0]
         if option in ("-r", "--requirement", "-c", "--constraint") and len(words) > 1:
-            target = str(PurePosixPath(name).parent / words[1])
             if option in ("-c", "--constraint"):
                 out.skipped.append(Skipped(line, origin, "a constraints file: not imported"))
-            elif target in seen or target == name:
-                out.skipped.append(Skipped(line, origin, "included twice"))
-            else:
+                continue
+            target = _include(name, words[1])
+            if target in seen:  # read already: its requirements are in once
+                continue
+            try:
                 included = read(target)
-                if included is None:
-                    out.skipped.append(Skipped(line, origin, f"{target} does not exist"))
-                else:
-                    out.extend(read_requirements(target, included, read,
-                                                 seen=seen | {name}))
+            except EscapeError as exc:
+                raise UnreadableError(name, f"{option} {words[1]}: {exc}; init reads only inside "
+                                 "the repository", line=number) from None
+            if included is None:
+                out.skipped.append(Skipped(line, origin, f"{target} does not exist"))
+            else:
+                out.extend(read_requirements(target, included, read, seen=seen))
         elif option in ("-i", "--index-url") and len(words) > 1:
             out.index.append((words[1], origin))
         elif option.startswith("--index-url="):
@@ -53,6 +61,15 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: frozenset[str
         else:
             add_requirement(line.split(" --hash", 1)[0].strip(), origin, out)
     return out
+
+
+def _include(name: str, raw: str) -> str:
+    """An include's path relative to the repository, normalized (``sub/../r.txt`` is
+    ``r.txt``); an absolute or escaping one is kept for the reader to refuse."""
+    raw = raw.replace("\\", "/")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        return raw
+    return posixpath.normpath(posixpath.join(posixpath.dirname(name), raw))
 
 
 def _editable_reason(rest: list[str]) -> str:
@@ -115,6 +132,13 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 def read_setup_py(name: str, text: str) -> Imported:
     """``setup(install_requires=..., python_requires=...)`` from literals in the module: the
     file is parsed, never run; anything computed is reported, not guessed."""
+    try:
+        return _read_setup_py(name, text)
+    except (RecursionError, MemoryError):  # a 20,000-term expression: CPython's parser gives up
+        raise UnreadableError(name, "nested too deeply to parse") from None
+
+
+def _read_setup_py(name: str, text: str) -> Imported:
     out = Imported()
     try:
         tree = ast.parse(text)
@@ -196,24 +220,36 @@ def read_pipfile(name: str, text: str) -> Imported:
     except tomllib.TOMLDecodeError as exc:
         out.skipped.append(Skipped(name, name, f"cannot parse: {exc}"))
         return out
+    except RecursionError:
+        raise UnreadableError(name, "nested too deeply to parse") from None
     lines = key_lines(text)
-    for package, value in data.get("packages", {}).items():
-        origin = f"{name}:{line_of(lines, ('packages', package)) or 1}"
+
+    def line(*path: str) -> int:
+        return line_of(lines, path) or 1
+
+    packages = _table(data, "packages", name, line("packages"))
+    for package, value in packages.items():
+        origin = f"{name}:{line('packages', package)}"
         if isinstance(value, dict):
             if "git" in value:
-                add_requirement(_git_requirement(package, value), origin, out)
+                add_requirement(_git_requirement(package, value, name,
+                                                 line("packages", package)), origin, out)
                 continue
             if any(k in value for k in ("path", "file", "editable")):
                 out.skipped.append(Skipped(package, origin, "a git or path source: not locked "
                                            "by init yet"))
                 continue
             value = value.get("version", "*")
+        if not isinstance(value, str):
+            raise UnreadableError(name, f"packages.{package}: {_kind_of(value)}, not a version "
+                             "string or a table", line=line("packages", package))
         add_requirement(package if value in ("*", "") else f"{package}{value}", origin, out)
-    requires = data.get("requires", {})
+    requires = _table(data, "requires", name, line("requires"))
     for key in ("python_full_version", "python_version"):
         if key in requires:
-            out.python.append((f"=={requires[key]}",
-                               f"{name}:{line_of(lines, ('requires', key)) or 1}"))
+            number = line("requires", key)
+            python = _string(requires[key], f"requires.{key}", name, number)
+            out.python.append((f"=={python}", f"{name}:{number}"))
             break
     return out
 
@@ -226,28 +262,66 @@ def read_pipfile_lock(name: str, text: str) -> Imported:
     except ValueError as exc:
         out.skipped.append(Skipped(name, name, f"cannot parse: {exc}"))
         return out
-    for package, entry in sorted(data.get("default", {}).items()):
-        origin = f"{name}:{_line(text, json.dumps(package) + ':')}"
+    except RecursionError:
+        raise UnreadableError(name, "nested too deeply to parse") from None
+    if not isinstance(data, dict):
+        raise UnreadableError(name, f"{_kind_of(data)}, not a JSON object as Pipenv writes")
+    for package, entry in sorted(_table(data, "default", name, _line(text, '"default"')).items()):
+        number = _line(text, json.dumps(package) + ":")
+        origin = f"{name}:{number}"
+        if not isinstance(entry, dict):
+            raise UnreadableError(name, f"default.{package}: {_kind_of(entry)}, not an object",
+                             line=number)
         if "git" in entry:
-            add_requirement(_git_requirement(package, entry), origin, out)
+            add_requirement(_git_requirement(package, entry, name, number), origin, out)
         elif "version" in entry:
+            version = _string(entry["version"], f"default.{package}.version", name, number)
             markers = entry.get("markers")
-            add_requirement(f"{package}{entry['version']}" + (f"; {markers}" if markers else ""),
-                         origin, out)
+            if markers is not None:
+                markers = _string(markers, f"default.{package}.markers", name, number)
+            add_requirement(f"{package}{version}" + (f"; {markers}" if markers else ""),
+                            origin, out)
         else:
             out.skipped.append(Skipped(package, origin, "a git or path source: not locked by "
                                        "init yet"))
-    python = data.get("_meta", {}).get("requires", {}).get("python_version")
+    meta = _table(data, "_meta", name, _line(text, '"_meta"'))
+    requires = _table(meta, "requires", name, _line(text, '"requires"'), at="_meta.")
+    python = requires.get("python_version")
     if python:
-        out.python.append((f"=={python}", f"{name}:{_line(text, 'python_version')}"))
+        number = _line(text, "python_version")
+        out.python.append((f"=={_string(python, '_meta.requires.python_version', name, number)}",
+                           f"{name}:{number}"))
     return out
 
 
-def _git_requirement(package: str, entry: dict[str, Any]) -> str:
+def _table(data: dict[str, Any], key: str, name: str, line: int, *, at: str = ""
+           ) -> dict[str, Any]:
+    """``data[key]`` when it is a table (absent: empty), else UnreadableError naming the key."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise UnreadableError(name, f"{at}{key}: {_kind_of(value)}, not a table", line=line)
+    return value
+
+
+def _string(value: Any, key: str, name: str, line: int) -> str:
+    if not isinstance(value, str):
+        raise UnreadableError(name, f"{key}: {_kind_of(value)}, not a string", line=line)
+    return value
+
+
+def _kind_of(value: Any) -> str:
+    kinds = {dict: "a table", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _git_requirement(package: str, entry: dict[str, Any], name: str, line: int) -> str:
     """Pipenv's ``{git = URL, ref = REV}`` as PEP 508: ``name @ git+URL@REV``."""
-    url = str(entry["git"])
+    url = _string(entry["git"], f"{package}.git", name, line)
     url = url if url.startswith("git+") else f"git+{url}"
     ref = entry.get("ref")
+    if ref is not None:
+        ref = _string(ref, f"{package}.ref", name, line)
     return f"{package} @ {url}@{ref}" if ref else f"{package} @ {url}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from envforge.importers import Found, Imported, Skipped
+from envforge.confine import EscapeError, resolved_inside
+from envforge.errors import SpecError
+from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
 from envforge.importers.legacy_names import map_requirement
 from envforge.importers.pyfiles import (
@@ -19,6 +22,7 @@ from envforge.importers.pyfiles import (
     read_setup_cfg,
     read_setup_py,
 )
+from envforge.inputfile import DEPENDENCY_LIMIT, LINE_LIMIT, read_input_text
 
 _DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
@@ -32,15 +36,51 @@ class Repository:
     imported: Imported
 
 
-def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
+class _Files:
+    """The repository's files as init reads them: each confined to the repository (links
+    followed), a regular file of bounded size and line length, read once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.texts: dict[str, str] = {}
+
+    def text(self, relative: str) -> str:
+        """The file's text; EscapeError outside the repository, SpecError when unreadable."""
+        if relative not in self.texts:
+            path = resolved_inside(self.root, relative)
+            # Python and JSON may hold a long line (a long_description, a minified lock);
+            # a line-oriented file's line is one requirement
+            long_lines = relative in ("setup.py", "Pipfile.lock")
+            self.texts[relative] = read_input_text(path, DEPENDENCY_LIMIT, lenient=True,
+                                                   max_line=None if long_lines else LINE_LIMIT)
+        return self.texts[relative]
+
+    def included(self, relative: str) -> str | None:
+        """An include's text, None when there is no such file (reported, not refused)."""
+        path = resolved_inside(self.root, relative)
+        return self.text(relative) if os.path.lexists(path) else None
+
+    def sniffed(self, relative: str) -> str:
+        """Another ``*.txt``, read only to see whether it is a conda list: one envforge may
+        not or cannot read (a link out, a big data file) is none."""
+        try:
+            return self.text(relative)
+        except (EscapeError, SpecError):
+            return ""
+
+
+def dependency_files(root: Path, files: _Files | None = None
+                     ) -> tuple[list[str], list[Skipped]]:
     """The files init reads, relative to ``root``; development-only ones are reported."""
-    names = sorted(p.name for p in root.iterdir() if p.is_file())
+    files = files or _Files(root)
+    names = sorted(p.name for p in root.iterdir() if not p.is_dir())  # a FIFO is refused
     chosen: list[str] = []
     skipped: list[Skipped] = []
     for name in names:
         wanted = (name.startswith("requirements") and name.endswith(".txt")) or name in (
             "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", *_CONDA_NAMES) or (
-            name.endswith(".txt") and is_conda_list(_text(root / name)))
+            name.endswith(".txt") and (root / name).is_file()
+            and is_conda_list(files.sniffed(name)))
         if not wanted:
             continue
         if name.startswith("requirements") and _DEV.search(name.removeprefix("requirements")):
@@ -55,32 +95,43 @@ def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
 
 def read_repository(root: Path) -> Repository:
     """Every dependency file of the repository, merged: one requirement per distribution (an
-    exact pin wins over a range, the first file over a later one), legacy names mapped."""
-    files, skipped = dependency_files(root)
+    exact pin wins over a range, the first file over a later one), legacy names mapped.
+    A file that cannot be read as its kind, or that leads outside the repository, is one
+    SpecError naming it (and the including line)."""
+    files = _Files(root)
+    chosen, skipped = dependency_files(root, files)
     everything = Imported(skipped=list(skipped))
-
-    def read(relative: str) -> str | None:
-        path = root / relative
-        return _text(path) if path.is_file() else None
-
-    for name in files:
-        text = _text(root / name)
-        if name == "setup.py":
-            everything.extend(read_setup_py(name, text))
-        elif name == "setup.cfg":
-            everything.extend(read_setup_cfg(name, text))
-        elif name == "Pipfile":
-            everything.extend(read_pipfile(name, text))
-        elif name == "Pipfile.lock":
-            everything.extend(read_pipfile_lock(name, text))
-        elif name in _CONDA_NAMES:
-            everything.extend(read_environment_yml(name, text))
-        elif is_conda_list(text):
-            everything.extend(read_conda_list(name, text))
-        else:
-            everything.extend(read_requirements(name, text, read))
+    seen: set[str] = set()
+    for name in chosen:
+        try:
+            text = files.text(name)
+        except EscapeError as exc:
+            raise SpecError(root / name, f"{exc}; init reads only inside the repository") \
+                from None
+        try:
+            everything.extend(_read_one(name, text, files, seen))
+        except UnreadableError as exc:
+            raise SpecError(root / exc.name, exc.reason, line=exc.line) from None
     everything.requirements = merge(everything.requirements)
-    return Repository(tuple(files), everything)
+    return Repository(tuple(chosen), everything)
+
+
+def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
+    if name == "setup.py":
+        return read_setup_py(name, text)
+    if name == "setup.cfg":
+        return read_setup_cfg(name, text)
+    if name == "Pipfile":
+        return read_pipfile(name, text)
+    if name == "Pipfile.lock":
+        return read_pipfile_lock(name, text)
+    if name in _CONDA_NAMES:
+        return read_environment_yml(name, text)
+    if is_conda_list(text):
+        return read_conda_list(name, text)
+    if name in seen:  # already read as another requirements file's include
+        return Imported()
+    return read_requirements(name, text, files.included, seen=seen)
 
 
 def merge(found: list[Found]) -> list[Found]:
@@ -105,10 +156,3 @@ def merge(found: list[Found]) -> list[Found]:
 
 def _exact(found: Found) -> bool:
     return any(s.operator in ("==", "===") for s in Requirement(found.requirement).specifier)
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""

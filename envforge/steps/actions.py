@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkabl
 
 from pydantic import ConfigDict, Field
 
+from envforge.errors import InputError
 from envforge.model import Frozen
 from envforge.steps.base import (
     Change,
@@ -145,7 +146,14 @@ def text_file_plan(step: str, target: Path, text: str) -> StepPlan:
     """``step``'s plan to make ``target`` hold ``text`` (UTF-8): nothing where it does, else
     one write with the diff the user reads before confirming. Bytes are compared, not text:
     a user's file in another encoding is replaced (and backed up), not a crash; the diff
-    shows it with undecodable bytes escaped."""
+    shows it with undecodable bytes escaped. A file where one of its folders must be (a
+    user's ``~/.keras`` that is a file) is the user's to move: InputError, nothing planned."""
+    for folder in target.parents:
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise InputError(f"{folder}: a file where {target} needs a folder; move it "
+                                 "away (envforge does not replace it)")
+            break
     raw = target.read_bytes() if target.is_file() else None
     before = None if raw is None else raw.decode("utf-8", "backslashreplace")
     data = text.encode("utf-8")

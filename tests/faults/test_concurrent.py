@@ -105,3 +105,22 @@ def test_two_specs_started_together(round_: int, world: World, tmp_path: Path) -
     count("two specs on one prefix at once: one wins, the loser's rollback touches nothing")
     assert main(["rollback", str(world.spec(winner)), "--prefix", str(prefix), "-q"]) == 0
     assert snapshot(world.home) == home_before and not prefix.parent.exists()
+
+
+def test_two_specs_applied_together_on_a_fresh_home_then_rolled_back_leave_nothing(
+        world: World) -> None:
+    """Issue 29 #8: both made ENVFORGE_HOME's data/ at once (one died, FileExistsError), and
+    an empty data/envs stayed after both rollbacks."""
+    home_before = snapshot(world.home)
+    runs = {name: subprocess.Popen([sys.executable, "-m", "envforge", "apply",
+                                    str(world.spec(name)), "--yes", "-q"], env=world.env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for name in ("a", "env")}
+    done = {name: (p.wait(timeout=300), p.stderr.read() if p.stderr else "")
+            for name, p in runs.items()}
+    assert all(rc == 0 for rc, _ in done.values()), done
+    for name in ("a", "env"):
+        assert main(["rollback", str(world.spec(name)), "-q"]) == 0
+    assert snapshot(world.home) == home_before
+    assert not (world.efhome / "data").exists()
+    count("two specs applied at once on a fresh home: both apply, both roll back to nothing")

@@ -79,6 +79,16 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("path", "url-scheme"): _replace('url = "https://deb.debian.org/debian/pool/main/g/gcc-12/'
                                      'libgfortran5', 'url = "ftp://deb.debian.org/debian/pool/'
                                      'main/g/gcc-12/libgfortran5'),
+    ("source", "index-file-url"): _replace('pypi_index = "https://pypi.org/simple"',
+                                           'pypi_index = "file:///tmp/envforge-outside/simple"'),
+    ("source", "index-other-host"): _replace('pypi_index = "https://pypi.org/simple"',
+                                             'pypi_index = "https://evil.example/simple"'),
+    ("source", "extra-index"): _replace('pypi_index = "https://pypi.org/simple"',
+                                        'pypi_index = "https://pypi.org/simple"\n'
+                                        'pypi_extra_indexes = ["https://evil.example/simple"]'),
+    ("source", "wheel-file-url"): _replace(
+        'url = "https://files.pythonhosted.org/packages/08/d6/a6aaa29fea945bc6c61d11f6e0697b325'
+        'ff7446de5ffd62c2fa02f627048/', 'url = "file:///tmp/envforge-outside/'),
     ("name", "deb-name-dotdot"): _replace('name = "libgfortran5"',
                                           'name = "../../../../outside/libgfortran5"'),
     ("name", "deb-name-slash"): _replace('name = "libgfortran5"', 'name = "lib/gfortran5"'),

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import http.server
+import multiprocessing
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from envforge.host.fetch import FileRef, download
+import pytest
+
+from envforge.host.fetch import FileRef, download, obtain
 
 
 def test_a_file_url_is_read_from_the_path_it_names(tmp_path: Path) -> None:
@@ -20,3 +27,50 @@ def test_a_file_url_is_read_from_the_path_it_names(tmp_path: Path) -> None:
     download(ref, target)
 
     assert target.read_bytes() == source.read_bytes()
+
+
+class _Slow(http.server.BaseHTTPRequestHandler):
+    """Serves BODY in small chunks, slowly, so two downloads of it overlap."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        for start in range(0, len(BODY), 64 * 1024):
+            self.wfile.write(BODY[start:start + 64 * 1024])
+            time.sleep(0.02)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+BODY = bytes(range(256)) * 4096 * 2  # 2 MiB: 32 chunks, ~0.6 s
+
+
+def _obtain(url: str, cache: str, barrier: Any) -> None:
+    ref = FileRef(url=url, sha256=hashlib.sha256(BODY).hexdigest(), filename="x.whl")
+    barrier.wait(timeout=30)
+    obtain(ref, cache=Path(cache))
+
+
+@pytest.mark.posix_only("forks two processes that fetch one file at once")
+def test_two_processes_fetching_one_file_at_once_both_get_it_whole(tmp_path: Path) -> None:
+    """Issue 29 #8's applies on a fresh ENVFORGE_HOME: both wrote one .part, the first moved
+    it into the cache and the second then failed (or moved a mix)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/x.whl"
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2)
+    fetchers = [context.Process(target=_obtain, args=(url, str(tmp_path / "cache"), barrier))
+                for _ in range(2)]
+    try:
+        for fetcher in fetchers:
+            fetcher.start()
+        for fetcher in fetchers:
+            fetcher.join(timeout=60)
+    finally:
+        server.shutdown()
+    assert [fetcher.exitcode for fetcher in fetchers] == [0, 0]
+    [cached] = [p for p in (tmp_path / "cache").rglob("x.whl")]
+    assert cached.read_bytes() == BODY

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import Bool, Frozen, Int, PlatformSpec
 
 # The core's kernels the TensorFlow probe runs (its KERNELS; a test keeps the two equal).
 PROBE_KERNELS = ("elementwise", "gemm", "conv")
@@ -21,9 +21,9 @@ class TensorflowSection(Frozen):
     device: Literal["cpu", "cuda"] = "cpu"
     float_x: Literal["float32", "float64"] = Field(default="float32", alias="floatX")
     # TF_CPP_MIN_LOG_LEVEL: 0 all C++ log lines ... 3 none but FATAL
-    log_level: int | None = Field(default=None, ge=0, le=3)
+    log_level: Int | None = Field(default=None, ge=0, le=3)
     # TF_FORCE_GPU_ALLOW_GROWTH: the GPU allocator grows on demand
-    allow_growth: bool | None = None
+    allow_growth: Bool | None = None
 
 
 def tensorflow_section(pspec: PlatformSpec) -> TensorflowSection:

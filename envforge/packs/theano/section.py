@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
-from envforge.spec import FiniteFloat, Frozen, PlatformSpec
+from envforge.spec import Bool, FiniteFloat, Frozen, PlatformSpec
 
 # Theano flag names: dotted words; [global] and [DEFAULT] would shadow other flags.
 _FLAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*((\.|__)[A-Za-z0-9_]+)*")
@@ -44,11 +44,13 @@ class TheanoSection(Frozen):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    device: str = Field(default="cpu", pattern=r"^(cpu|cuda\d*|opencl\d+:\d+)$")
+    # Theano takes cpu, cuda* and opencl* (theano.toml's device row): envforge's GPU path is
+    # CUDA's, so cpu, cuda or cudaN with N below 100
+    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(0|[1-9]\d?)?)$")
     float_x: Literal["float16", "float32", "float64"] = Field(default="float64", alias="floatX")
     mode: Literal["Mode", "FAST_RUN", "FAST_COMPILE", "DebugMode", "DEBUG_MODE",
                   "NanGuardMode"] = "FAST_RUN"
-    allow_gc: bool = True
+    allow_gc: Bool = True
     # Theano: -1 disables the allocation cache, (0, 1] a fraction of GPU memory, > 1 MiB.
     preallocate: FiniteFloat | None = Field(default=None, ge=-1, le=1 << 24)
     dnn: Literal["auto", "enabled", "disabled", "no_check"] = "auto"
@@ -69,7 +71,8 @@ def theano_section(pspec: PlatformSpec) -> TheanoSection:
 # "theano.key" -> (what it means, an example value as TOML): the spec reference's rows
 # (envforge.specdoc, FrameworkPack.spec_keys)
 SPEC_KEYS: dict[str, tuple[str, str]] = {
-    "theano.device": ("cpu, cuda, cudaN or openclN:M", '"cuda"'),
+    "theano.device": ("cpu, cuda or cudaN (N < 100); not opencl: envforge's GPU path is "
+                      "CUDA's", '"cuda"'),
     "theano.floatX": ("Theano's default float type", '"float32"'),
     "theano.mode": ("Theano's compilation mode", '"FAST_RUN"'),
     "theano.allow_gc": ("free intermediate results between calls", "true"),

@@ -7,6 +7,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
+from envforge.cli import main
 from envforge.journal import rollback
 from envforge.lockfile import load_lock
 from envforge.packs.keras import KERAS
@@ -14,6 +17,7 @@ from envforge.packs.keras.kerasjson import KerasJsonStep
 from envforge.plan import build_steps
 from envforge.spec import parse_spec
 from envforge.steps.activation import edits_for
+from tests.faults.harness import snapshot
 from tests.testing.contexts import apply_step, make_ctx
 
 REPO = Path(__file__).resolve().parents[3]
@@ -72,3 +76,44 @@ def test_the_no_op_stamp_watches_the_file_the_step_writes(tmp_path: Path) -> Non
     step = KerasJsonStep()
     [change] = step.describe(ctx)
     assert step.watched(ctx) == (Path(change.target),)
+
+
+HOME_SPEC = """\
+[project]
+name = "kj"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[keras]
+backend = "theano"
+keras_json = "home"
+
+[theano]
+device = "cpu"
+"""
+
+
+@pytest.mark.posix_only("applies a linux-64 spec: the host's platform")
+def test_a_file_where_the_home_keras_folder_must_be_is_one_line_and_nothing_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    home, efhome = tmp_path / "home", tmp_path / "envforge-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ENVFORGE_HOME", str(efhome))
+    spec = tmp_path / "kj.toml"
+    spec.write_text(HOME_SPEC)
+    assert main(["lock", str(spec), "--locks-dir", str(tmp_path / "locks")]) == 0
+    (home / ".keras").write_text("the user's own file\n")
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    assert main(["apply", str(spec), "--yes", "--locks-dir", str(tmp_path / "locks")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {home / '.keras'}: a file where {home / '.keras' / 'keras.json'} "
+                   "needs a folder; move it away (envforge does not replace it)\n")
+    assert snapshot(tmp_path) == before
