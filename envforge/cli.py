@@ -37,10 +37,11 @@ def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
 
 def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
     from envforge.export import export_lock
-    from envforge.host.outputs import check_output, regular_input
+    from envforge.host.outputs import check_output
+    from envforge.inputfile import check_regular_input
     from envforge.lockfile import load_lock
 
-    regular_input(args.lock, "lock")
+    check_regular_input(args.lock, "lock")
     if args.output:
         check_output(Path(args.output), inputs=[args.lock])
     text = export_lock(load_lock(args.lock), args.format, args.platform)

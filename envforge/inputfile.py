@@ -49,6 +49,18 @@ def read_input_file(path: Path | str, limit: int, *, missing: str = "no such fil
     return data
 
 
+def check_regular_input(path: Path | str, what: str) -> None:
+    """Refuse an input that exists but is a folder, FIFO or device before anyone opens it;
+    an absent one is its reader's to name."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+        raise SpecError(path, f"{kind}, not a regular file: a {what} is one")
+
+
 def read_input_text(path: Path | str, limit: int, *, missing: str = "no such file",
                     lenient: bool = False, max_line: int | None = None) -> str:
     """``read_input_file`` decoded as UTF-8: strictly for envforge's own formats; ``lenient``

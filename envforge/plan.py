@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError
 
 from envforge import __version__
 from envforge.errors import InputError
+from envforge.inputfile import read_input_file
 from envforge.model import Frozen
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.actions import (
@@ -199,19 +200,8 @@ def read_saved_plan(path: Path) -> SavedPlan:
 
 def _plan_text(path: Path) -> str:
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: not a regular file: a saved plan is one "
-                             "(`envforge plan SPEC -o FILE`)")
-        if st.st_size > PLAN_MAX_BYTES:
-            raise InputError(f"{path}: {st.st_size} bytes, more than a plan's "
-                             f"{PLAN_MAX_BYTES}: not a plan")
-        with open(path, "rb") as handle:
-            raw = handle.read(PLAN_MAX_BYTES + 1)
-        if len(raw) > PLAN_MAX_BYTES:
-            raise InputError(f"{path}: grew past a plan's {PLAN_MAX_BYTES} bytes while read")
-        return raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_input_file(path, PLAN_MAX_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot read the plan: {exc}") from None
 
 

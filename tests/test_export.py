@@ -143,4 +143,5 @@ def test_export_o_onto_its_own_lock_a_folder_or_into_a_missing_folder_is_refused
 def test_export_given_a_folder_for_the_lock_is_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", str(tmp_path), "--format", "requirements"]) == 2
-    assert capsys.readouterr().err == f"error: {tmp_path}: a folder, not a lock file\n"
+    assert capsys.readouterr().err == (f"error: {tmp_path}: a folder, not a regular file: a "
+                                       "lock is one\n")

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import SpecError
-from envforge.inputfile import MIB, SPEC_LIMIT, read_input_file, read_input_text
+from envforge.inputfile import (
+    MIB,
+    SPEC_LIMIT,
+    check_regular_input,
+    read_input_file,
+    read_input_text,
+)
 from tests.faults.harness import envforge, snapshot
 
 
@@ -74,3 +80,14 @@ def test_a_lock_that_is_no_bounded_regular_file_is_refused(tmp_path: Path) -> No
     lock.symlink_to("/dev/zero")
     with pytest.raises(SpecError, match=r"x\.lock: a character device, not a regular file"):
         load_lock(lock)
+
+
+@pytest.mark.posix_only(reason="FIFOs")
+def test_an_input_that_is_a_folder_or_a_fifo_is_refused_before_it_is_opened(
+        tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(SpecError, match="a folder, not a regular file: a lock is one"):
+        check_regular_input(tmp_path, "lock")
+    with pytest.raises(SpecError, match="a FIFO, not a regular file: a lock is one"):
+        check_regular_input(tmp_path / "fifo", "lock")
+    check_regular_input(tmp_path / "absent.lock", "lock")  # its reader names it

@@ -19,7 +19,8 @@ from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
-from envforge.host.outputs import check_output, regular_input
+from envforge.host.outputs import check_output
+from envforge.inputfile import check_regular_input
 from envforge.lockfile import LockedArtifact, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import (
@@ -91,7 +92,7 @@ def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
 
 
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
-    regular_input(Path(args.spec), "spec or saved plan")  # a FIFO is refused before opened
+    check_regular_input(Path(args.spec), "spec or saved plan")  # a FIFO is refused before opened
     if args.command == "apply" and is_saved_plan(Path(args.spec)):
         return run_saved(args, ui)
     from envforge.executor import check_owner

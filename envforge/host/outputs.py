@@ -16,7 +16,7 @@ from typing import Literal
 
 from envforge.errors import InputError
 
-__all__ = ["check_output", "regular_input", "same_file"]
+__all__ = ["check_output", "same_file"]
 
 
 def same_file(one: Path, other: Path) -> bool:
@@ -60,20 +60,6 @@ def check_output(path: Path, *, inputs: Iterable[Path] = (), kind: Literal["file
         raise InputError(f"{where}: exists and is not a folder")
     if mode is None:
         _check_parent(path, where, make_parents=make_parents)
-
-
-def regular_input(path: Path, what: str) -> None:
-    """Refuse (InputError) an input file that exists but is a folder, FIFO or device: reading
-    one is a traceback, a wait forever, or endless bytes. An absent one is its reader's to
-    name."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{path}: a folder, not a {what} file")
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{path}: a special file (FIFO, device or socket), not a {what} file")
 
 
 def _check_parent(path: Path, where: str, *, make_parents: bool) -> None:

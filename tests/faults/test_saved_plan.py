@@ -224,13 +224,14 @@ def test_a_fifo_device_or_folder_given_as_the_plan_is_refused_without_reading_it
     given = {"fifo": tmp_path / "plan.json", "folder": tmp_path}.get(special, Path(special))
     if special == "fifo":
         os.mkfifo(given)
-    says = "a folder" if special == "folder" else "a special file (FIFO, device or socket)"
+    says = {"folder": "a folder", "fifo": "a FIFO", "/dev/zero": "a character device"}[special]
     untouched = snapshot(tmp_path)
     done = subprocess.run([sys.executable, "-m", "envforge", "apply", str(given), "--yes"],
                           env=world.env, cwd=world.project, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == f"error: {given}: {says}, not a spec or saved plan file\n"
+    assert done.stderr == (f"error: {given}: {says}, not a regular file: a spec or saved plan "
+                           "is one\n")
     assert snapshot(tmp_path) == untouched
     count("saved plan: FIFO or device refused")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import InputError
-from envforge.host.outputs import check_output, regular_input
+from envforge.host.outputs import check_output
 
 
 def test_a_new_file_in_an_existing_folder_and_a_file_to_replace_pass(tmp_path: Path) -> None:
@@ -59,13 +59,3 @@ def test_special_files_and_the_wrong_kind_of_entry_are_refused(tmp_path: Path) -
             check_output(given, kind=kind)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="is not a folder"):
         check_output(tmp_path / "file" / "a" / "x.toml", make_parents=True)
-
-
-@pytest.mark.posix_only(reason="FIFOs")
-def test_an_input_that_is_a_folder_or_a_fifo_is_refused(tmp_path: Path) -> None:
-    os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(InputError, match="a folder, not a lock file"):
-        regular_input(tmp_path, "lock")
-    with pytest.raises(InputError, match="a special file"):
-        regular_input(tmp_path / "fifo", "lock")
-    regular_input(tmp_path / "absent.lock", "lock")  # its reader names it
