@@ -23,8 +23,7 @@ def git(repo: Path, *args: str) -> str:
 
 def test_bundle_of_a_committed_lock_leaves_git_status_clean(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    spec = project(repo, "speedups", 'packages = ["MarkupSafe==0.23"]\n'
-                                     'no_binary = ["MarkupSafe"]\n')
+    project(repo, "speedups", 'packages = ["MarkupSafe==0.23"]\nno_binary = ["MarkupSafe"]\n')
     (repo / ".gitignore").write_text("lock-home/\n")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
