@@ -126,8 +126,10 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
 
 def prefetch(ctx: StepContext) -> dict[str, Path]:
     """Online, the same promise as ``preflight``: every locked file downloaded into the cache
-    and checked against the lock before the first change, so a wrong hash, a moved URL or no
-    network stops apply with nothing changed. The steps then find them in the cache."""
+    and checked against the lock, and every locked sdist built (or found built in the host's
+    cache) and its wheel checked, before the first change; so a wrong hash, a moved URL, no
+    network or a failed build stops apply with nothing changed. The steps then find them in
+    the cache."""
     supplied = _supplied(ctx)
     refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
     refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
@@ -159,8 +161,12 @@ def _unchanged(check: Callable[[], object]) -> None:
         check()
     except EnvforgeError as exc:
         first, newline, rest = str(exc).partition("\n")  # a build's log follows its first line
-        error = EnvforgeError(f"{first}; nothing was changed{newline}{rest}")
-        error.exit_code = exc.exit_code
+        message = f"{first}; nothing was changed{newline}{rest}"
+        try:
+            error = type(exc)(message)
+        except TypeError:  # an error class that takes more than a message
+            error = EnvforgeError(message)
+            error.exit_code = exc.exit_code
         raise error from None
 
 
