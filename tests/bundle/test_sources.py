@@ -64,6 +64,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_compiled_sdists_build_first_and_their_extensions_import(compiled: Path,
                                                                  tmp_path: Path) -> None:
+    """In a fresh home, before the first change; then a re-lock of an edited spec keeps them."""
     home = tmp_path / "fresh-home"  # no cache: every wheel is built here
     applied = envforge("apply", str(compiled), "--yes", "--prefix", str(tmp_path / "env"),
                        home=home)
@@ -74,10 +75,17 @@ def test_compiled_sdists_build_first_and_their_extensions_import(compiled: Path,
                                          "building PyYAML 5.3 from source…"]
     assert max(built) < lines.index("• prefix")  # before the first change
     assert imports(tmp_path / "env", IMPORTS) == "5.3 CLoader"
-    again = envforge("apply", str(compiled), "--yes", "--prefix", str(tmp_path / "env2"),
+    # An edited spec, locked again: the same sdists, the same pinned build environment, so
+    # the host's cache serves both (the lock never held their wheels).
+    edited = compiled.with_name("edited.toml")
+    edited.write_text(compiled.read_text().replace('"MarkupSafe==0.23"]',
+                                                   '"MarkupSafe==0.23", "six==1.16.0"]', 1))
+    assert "six==1.16.0" in edited.read_text()
+    assert envforge("lock", str(edited), "-q", home=home).returncode == 0
+    again = envforge("apply", str(edited), "--yes", "--prefix", str(tmp_path / "env2"),
                      home=home)
     assert again.returncode == 0, again.stderr
-    assert "building" not in again.stderr  # the host's cache served both
+    assert "building" not in again.stderr
     assert imports(tmp_path / "env2", IMPORTS) == "5.3 CLoader"
 
 
