@@ -50,17 +50,6 @@ DebVersion = Annotated[str, Field(pattern=r"^([0-9]+:)?[A-Za-z0-9.+~-]+$", max_l
 Size = Annotated[int, Field(ge=0, le=1 << 40)]
 
 
-class BuiltWheelHash(Frozen):
-    """The wheel an sdist built to, recorded by the first `envforge bundle`: later wheels (a
-    bundle's, the cache's) must hash the same, so the lock stays the root of trust."""
-
-    filename: FileName
-    sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-    # What the build environment held (``name==version``, as the build installed it): a
-    # rebuild is pinned to it, and the lock says which build requirements made the wheel.
-    build_requires: tuple[str, ...] = ()
-
-
 class PypiBuild(Frozen):
     """How a platform's locked sdists are built into wheels wherever envforge builds one
     (apply online, bundle): the spec's ``build_constraints`` and where build requirements
@@ -83,11 +72,21 @@ class LockedPypiFile(Frozen):
     url: Url
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
-    built: BuiltWheelHash | None = None  # sdists only
     # Where a file from outside the index came from (None: the index). Such files are
     # installed by their cached copy, not looked up on the index by name.
     origin: Literal["git", "path", "find-links"] | None = None
     commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")  # git: the commit
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_built(cls, data: Any) -> Any:
+        """Tolerate and ignore an old lock's ``built`` table (the sha256 of the wheel one host
+        built from the sdist, once written by ``bundle``): a compiled build is not
+        reproducible, so the sdist's sha256 is the only anchor; built wheels live in the
+        host's cache and a bundle's manifest. No format bump: nothing else changed."""
+        if isinstance(data, dict) and "built" in data:
+            return {k: v for k, v in data.items() if k != "built"}
+        return data
 
 
 class LockedCondaPackage(Frozen):

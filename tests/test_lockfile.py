@@ -26,6 +26,18 @@ def damaged(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
+def test_an_old_locks_built_table_is_read_and_dropped(tmp_path: Path) -> None:
+    """Locks written before issue 25 carry the host-specific sha256 of a built wheel: they
+    still load, and nothing writes the table again (a committed lock stays clean)."""
+    old = ('version = "1.0.5"\n\n[platforms.linux-64.pypi.built]\n'
+           'build_requires = ["setuptools==68.0.0"]\n'
+           'filename = "Theano_PyMC-1.0.5-py3-none-any.whl"\n'
+           f'sha256 = "{"ae24" * 16}"\n')
+    path = damaged(tmp_path, 'version = "1.0.5"\n', old)
+    assert "[platforms.linux-64.pypi.built]" in path.read_text()
+    assert dumps_lock(load_lock(path)) == COMMITTED.read_text()
+
+
 def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
     lock = load_lock(COMMITTED)
     sha = lock.platforms["linux-64"].deb[0].sha256

@@ -12,8 +12,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from envforge.drift import find_drift
-from envforge.envvars import apply_edits
+from envforge.envvars import EnvEdit, apply_edits
 from envforge.errors import InputError, StepError
+from envforge.executor import read_record
 from envforge.host import proc
 from envforge.host.cuda import read_driver
 from envforge.steps.activation import load_edits
@@ -39,6 +40,23 @@ if TYPE_CHECKING:
 def host_has_gpu(environ: dict[str, str]) -> bool:
     """A GPU is usable when a driver answers; its absence turns GPU rows into skips."""
     return read_driver(environ).version is not None
+
+
+def applied_edits(ctx: StepContext, spec: str, options: str = "") -> tuple[EnvEdit, ...]:
+    """The environment's activation, or one line (InputError, exit 2) with the command to run
+    next: an apply that did not finish leaves a prefix with no activation, which verify and
+    ``run`` refuse by name rather than crash on. ``options``: the flags the user gave
+    (`` --prefix P``), repeated in the command."""
+    record = read_record(ctx.state_dir)
+    if record is not None and not record.get("complete"):
+        raise InputError(f"{spec}: the environment at {ctx.prefix} is incomplete (an apply did "
+                         f"not finish): run `envforge apply {spec}{options}` to resume it, or "
+                         f"`envforge rollback {spec}{options}` to undo it")
+    try:
+        return load_edits(ctx.prefix)
+    except (OSError, ValueError):
+        raise InputError(f"{spec}: not applied at {ctx.prefix}: run `envforge apply "
+                         f"{spec}{options}` first") from None
 
 
 def run_probe(ctx: StepContext, request: dict[str, Any],

@@ -33,24 +33,20 @@ from envforge.bundle.manifest import (
     Source,
     write_manifest,
 )
+from envforge.bundle.wheelcheck import check_built_wheel
 from envforge.bundle.wheels import (
     build_envforge_wheel,
     build_sdist_wheel,
+    cached_built_wheel,
     envforge_source_root,
     resolve_envforge_deps,
+    sdist_label,
 )
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Progress, cache_path, obtain
 from envforge.lockcheck import ensure_fresh
-from envforge.lockfile import (
-    BuiltWheelHash,
-    LockedArtifact,
-    Lockfile,
-    PlatformLock,
-    load_lock,
-    write_lock,
-)
+from envforge.lockfile import LockedArtifact, Lockfile, PlatformLock, load_lock
 from envforge.platforms import PLATFORMS, host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
@@ -83,7 +79,6 @@ class Item:
     ref: FileRef | None = None
     local: Path | None = None
     built_from: BuiltFrom | None = None
-    build_requires: tuple[str, ...] = ()  # a built wheel's: its build environment
 
 
 def find_spec(lock_path: Path, lock: Lockfile) -> Path:
@@ -241,10 +236,6 @@ def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
                         cache=cache, ui=ui, jobs=request.jobs)
     items = [replace(i, local=i.local or fetched[i.sha256]) for i in items]
     items, omitted = _build_sdists(items, plock, platform, cache=cache, environ=environ, ui=ui)
-    recorded = record_built_wheels(lock, platform, items)
-    if recorded != lock:  # the first build: the lock now vouches for the wheel too
-        write_lock(recorded, request.lock)
-        ui.info(f"recorded the built wheels' sha256 in {request.lock}")
     wheels_info = None
     if request.with_envforge:
         own = build_envforge_wheel(cache / "envforge-self", environ=environ, cache=cache)
@@ -286,31 +277,6 @@ def _envforge_deps(request: BundleRequest, lock: Lockfile, platform: Platform,
                                            index=lock.meta.pypi_index or PYPI_SIMPLE)]
 
 
-def record_built_wheels(lock: Lockfile, platform: Platform, items: Sequence[Item]) -> Lockfile:
-    """The lock with each sdist's built wheel recorded (``built``: its sha256 and its build
-    environment); a wheel that differs from one recorded before is refused: the lock, not
-    the bundle, says what may be installed."""
-    plock = lock.platforms[platform]
-    built = {i.built_from.sha256: i for i in items if i.built_from is not None}
-    entries = []
-    for f in plock.pypi:
-        item = built.get(f.sha256)
-        if item is None:
-            entries.append(f)
-            continue
-        if f.built is not None and f.built.sha256 != item.sha256:
-            raise ArtifactError(
-                f"the wheel built now from {f.filename} hashes {item.sha256}, and the lock "
-                f"records {f.built.sha256} (built with other build tools?): refusing it; to "
-                "trust the new build, delete that entry's `built` table from the lock")
-        entries.append(f.model_copy(update={"built": BuiltWheelHash(
-            filename=PurePosixPath(item.dest).name, sha256=item.sha256,
-            build_requires=f.built.build_requires if f.built is not None
-            and f.built.build_requires else item.build_requires)}))
-    platforms = {**lock.platforms, platform: plock.model_copy(update={"pypi": tuple(entries)})}
-    return lock.model_copy(update={"platforms": platforms})
-
-
 def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform, *,
                   cache: Path, environ: Mapping[str, str],
                   ui: UI) -> tuple[list[Item], list[Omitted]]:
@@ -323,17 +289,21 @@ def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform
             continue
         assert item.local is not None
         sdist = next(f for f in plock.pypi if f.sha256 == item.sha256)
-        ui.info(f"building a wheel from {sdist.filename} for Python {plock.python}")
-        built = build_sdist_wheel(sdist, item.local, target_python=plock.python, cache=cache,
-                                  environ=environ, build=plock.build)
-        if not built.pure and platform != host_platform().name:
-            raise EnvforgeError(f"{built.path.name} is not pure Python, and it was built on "
-                                f"this host, not {platform}")
+        built = cached_built_wheel(cache, sdist.sha256, plock.python, plock.build, platform)
+        if built is None:
+            ui.info(f"building {sdist_label(sdist)} from source…")
+            built = build_sdist_wheel(sdist, item.local, target_python=plock.python,
+                                      platform=platform, cache=cache, environ=environ,
+                                      build=plock.build)
+        else:
+            check_built_wheel(built.path, sdist, item.local, target_python=plock.python,
+                              platform=platform)
         dest = f"{FOLDERS['pypi']}/{built.path.name}"
         kept.append(Item(dest, "pypi", "built-wheel", sdist.name, sdist.version, built.sha256,
-                         local=built.path, build_requires=built.build_requires,
+                         local=built.path,
                          built_from=BuiltFrom(filename=sdist.filename, sha256=sdist.sha256,
-                                              python=built.python, pure=built.pure)))
+                                              python=built.python, pure=built.pure,
+                                              build_requires=built.build_requires)))
         omitted.append(Omitted(filename=sdist.filename, sha256=sdist.sha256, source="pypi",
                                reason=f"replaced by {dest}, built from it with Python "
                                       f"{built.python}{' (pure Python)' if built.pure else ''}"))

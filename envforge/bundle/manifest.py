@@ -3,9 +3,10 @@
 ``DIR/manifest.json`` is written last, so a folder with a manifest is a finished bundle.
 It records the lock's spec hash and platform, and per file its path in the bundle, source,
 sha256 and size. A wheel built from a locked sdist names that sdist (``built_from``); the
-sdist is then left out and listed under ``omitted``. The lock, not the manifest, is the
-root of trust: apply checks each locked sha256 and only takes the manifest's word for the
-hash of a wheel it built.
+sdist is then left out and listed under ``omitted``. The lock is the root of trust: apply
+checks each locked sha256; a wheel built from a locked sdist is the one thing the lock cannot
+hash (compiled builds are not reproducible), so its sha256 is the manifest's, and apply also
+checks it against the sdist's name, version, install scheme and tags.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class BuiltFrom(Frozen):
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     python: str  # the version that built it, e.g. 3.7.16
     pure: bool  # py3-none-any: installable by any Python 3, whatever built it
+    # What its build environment held (name==version), as the build reported it.
+    build_requires: tuple[str, ...] = ()
 
 
 class BundleFile(Frozen):

@@ -8,16 +8,15 @@ same verified copies; host/ and steps/ never read a bundle's manifest themselves
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
+from envforge.bundle.buildcache import BuiltWheel
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import bundle_index, read_manifest
-from envforge.bundle.wheels import (
-    build_sdist_wheel,
-    cached_built_wheel,
-    check_built_wheel,
-)
+from envforge.bundle.wheelcheck import check_built_wheel
+from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, sdist_label
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
@@ -83,7 +82,8 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
         if f.kind == "sdist":
             built = result.manifest.built_wheel_for(f.sha256)
             if built is not None:  # else check_bundle has reported it
-                _check_built(f, inside(bundle, built.path, what="bundle path"), None)
+                wheel = inside(bundle, built.path, what="bundle path")
+                _unchanged(partial(_check, ctx, f, wheel, None))
     found: dict[str, Path] = {a.role: inside(bundle, carried[a.sha256].path, what="bundle path")
                               for a in ctx.lock.artifacts}
     return {**found, **_supplied(ctx)}
@@ -97,11 +97,13 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
         found_problems = _cache_problem(cache, ref)
         problems += found_problems
         if f.kind == "sdist":
-            built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build)
+            built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build,
+                                       ctx.platform)
             if built is None:
                 problems.append(f"{f.filename}: no wheel built from it in the cache")
             elif not found_problems:
-                _check_built(f, built.path, cache_path(cache, ref))
+                archive = cache_path(cache, ref)
+                _unchanged(partial(_check, ctx, f, built.path, archive))
     for c in ctx.lock.conda:
         problems += _cache_problem(cache, FileRef(c.url, c.sha256, c.filename, c.size))
     for d in ctx.lock.deb:
@@ -124,8 +126,10 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
 
 def prefetch(ctx: StepContext) -> dict[str, Path]:
     """Online, the same promise as ``preflight``: every locked file downloaded into the cache
-    and checked against the lock before the first change, so a wrong hash, a moved URL or no
-    network stops apply with nothing changed. The steps then find them in the cache."""
+    and checked against the lock, and every locked sdist built (or found built in the host's
+    cache) and its wheel checked, before the first change; so a wrong hash, a moved URL, no
+    network or a failed build stops apply with nothing changed. The steps then find them in
+    the cache."""
     supplied = _supplied(ctx)
     refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
     refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
@@ -144,7 +148,26 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
             raise EnvforgeError(f"{exc}; nothing was changed") from None
         if role_or_none is not None:
             found[role_or_none] = path
+    for f in ctx.lock.pypi:
+        if f.kind == "sdist":
+            archive = cache_path(ctx.dirs.cache, FileRef(f.url, f.sha256, f.filename, f.size))
+            _unchanged(partial(_built_or_build, ctx, f, archive))
     return {**found, **supplied}
+
+
+def _unchanged(check: Callable[[], object]) -> None:
+    """Run a check of preflight (before the first change), saying so when it refuses."""
+    try:
+        check()
+    except EnvforgeError as exc:
+        first, newline, rest = str(exc).partition("\n")  # a build's log follows its first line
+        message = f"{first}; nothing was changed{newline}{rest}"
+        try:
+            error = type(exc)(message)
+        except TypeError:  # an error class that takes more than a message
+            error = EnvforgeError(message)
+            error.exit_code = exc.exit_code
+        raise error from None
 
 
 def _cache_problem(cache: Path, ref: FileRef) -> list[str]:
@@ -168,9 +191,8 @@ def _supplied(ctx: StepContext) -> dict[str, Path]:
 
 def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[WheelToInstall]:
     """A verified local wheel per locked file: the wheel itself (the lock's sha256), or for an
-    sdist the wheel built from it (the bundle's, the cache's, or built now when online), which
-    must hash as the lock records (``built``) or, where the lock records nothing yet, match
-    the sdist file by file."""
+    sdist the wheel built from it: the bundle's (its manifest's sha256), the host's build
+    cache's (its record's), or built now when online; each checked against the sdist."""
     wheels = []
     offline = ctx.offline or ctx.bundle is not None
     for f in files:
@@ -180,47 +202,42 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
                           offline=offline)
             wheels.append(WheelToInstall(path, f.sha256))
             continue
+        if ctx.bundle is not None:
+            carried = read_manifest(ctx.bundle).built_wheel_for(f.sha256)
+            if carried is not None:
+                wheel = inside(ctx.bundle, carried.path, what="bundle path")
+                _check(ctx, f, wheel, None)
+                wheels.append(WheelToInstall(wheel, carried.sha256))
+                continue
         try:
             sdist: Path | None = obtain(ref, cache=ctx.dirs.cache,
                                         bundle=bundle_lookup(ctx.bundle), offline=offline)
         except OfflineError:
             sdist = None  # a bundle carries the wheel, not the sdist
-        wheel = _built_wheel(ctx, f, sdist, offline=offline)
-        wheels.append(WheelToInstall(wheel, _check_built(f, wheel, sdist)))
+        built = _built_or_build(ctx, f, sdist, offline=offline)
+        wheels.append(WheelToInstall(built.path, built.sha256))
     return wheels
 
 
-def _check_built(sdist: LockedPypiFile, wheel: Path, archive: Path | None) -> str:
-    """The sha256 of a wheel built from ``sdist`` once the lock vouches for it: by the hash
-    it records (``built``), else file by file against the sdist; ArtifactError otherwise."""
-    digest = sha256_file(wheel)
-    if sdist.built is not None:
-        if digest != sdist.built.sha256:
-            raise ArtifactError(f"{wheel}: sha256 {digest} is not the {sdist.built.sha256} the "
-                                f"lock records for the wheel built from {sdist.filename}; "
-                                "refusing it, nothing was changed")
-    elif archive is not None:
-        check_built_wheel(wheel, archive)
-    else:
-        raise ArtifactError(f"{wheel}: the lock records no sha256 for the wheel built from "
-                            f"{sdist.filename}, and the sdist is not at hand to check it: "
-                            "bundle with this lock (`envforge bundle` records it)")
-    return digest
+def _check(ctx: StepContext, sdist: LockedPypiFile, wheel: Path, archive: Path | None) -> None:
+    check_built_wheel(wheel, sdist, archive, target_python=ctx.lock.python,
+                      platform=ctx.platform)
 
 
-def _built_wheel(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, *,
-                 offline: bool) -> Path:
-    if ctx.bundle is not None:
-        built = read_manifest(ctx.bundle).built_wheel_for(sdist.sha256)
-        if built is not None:
-            return inside(ctx.bundle, built.path, what="bundle path")
-    cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python, ctx.lock.build)
+def _built_or_build(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, *,
+                    offline: bool = False) -> BuiltWheel:
+    """The host's cached build of ``sdist`` for this target (checked), else a build now,
+    announced on stderr; offline or with no sdist at hand, an OfflineError."""
+    cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python, ctx.lock.build,
+                                ctx.platform)
     if cached is not None:
-        return cached.path
+        _check(ctx, sdist, cached.path, archive)
+        return cached
     if offline or archive is None:
         raise OfflineError(f"{sdist.filename} is an sdist, and no wheel built from it is in the "
                            f"{'bundle' if ctx.bundle else 'cache'}: build one with "
                            "`envforge bundle`, or apply online to build it")
+    ctx.ui.info(f"building {sdist_label(sdist)} from source…")
     return build_sdist_wheel(sdist, archive, target_python=ctx.lock.python,
-                             cache=ctx.dirs.cache, environ=ctx.environ,
-                             build=ctx.lock.build).path
+                             platform=ctx.platform, cache=ctx.dirs.cache, environ=ctx.environ,
+                             build=ctx.lock.build)

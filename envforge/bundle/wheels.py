@@ -1,55 +1,40 @@
 """Wheels a bundle carries that no index serves: ones built from locked sdists, and envforge's own.
 
 A closed host cannot build an sdist (no build backend to download), so the bundle builds it
-with the target's Python and carries the wheel. Every build of a locked sdist takes its build
-requirements as the lock says (``PypiBuild``: the spec's build constraints, its index and
-find-links; and, once recorded, the exact build environment of the first build), and
-reports what its build environment held. Built wheels are kept in envforge's cache under the
-sdist's sha256 with a record of their own sha256 and of the constraints they were built
-under, which is what ``--offline`` and a rebuilt bundle reuse. When no Python of the
-target's minor version is found, another one may build the wheel only if the result is pure
-(``py3-none-any``): then nothing in it depends on the Python that built it.
+with the target's Python and carries the wheel. Every build of a locked sdist runs in the
+build environment the lock pins (``PypiBuild``: the spec's build constraints, its index and
+find-links) and reports what that environment held. The wheel is checked against its sdist
+(``wheelcheck``) and kept in the host's build cache (``buildcache``), never in the lock: a
+compiled build is not reproducible. When no Python of the target's minor version is found,
+another one may build the wheel only if the result is pure (``py3-none-any``): then nothing
+in it depends on the Python that built it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
-import tarfile
 import tempfile
 import tomllib
-import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 import envforge
-from envforge.errors import ArtifactError, EnvforgeError, InputError, StepError
+from envforge.bundle.buildcache import BuiltWheel, build_key, minor, read_entry, write_entry
+from envforge.bundle.wheelcheck import check_built_wheel
+from envforge.errors import EnvforgeError, InputError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.archives import sha256_file
 from envforge.host.interpreters import Interpreter, find_interpreter, query_version
-from envforge.host.wheelinstall import check_fits
 from envforge.lockfile import LockedPypiFile, PypiBuild
+from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform
 
-BUILT = "built"  # <cache>/built/<sdist sha256>/{<wheel>, built.json}
-RECORD = "built.json"
 REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip file can hold
 # uv's debug line for each install into a build environment: "Installing `a==1`, `b==2` in `…`"
 _UV_BUILD_INSTALL = re.compile(r"Installing ((?:`[^`]+`(?:, )?)+) in `")
-
-
-@dataclass(frozen=True)
-class BuiltWheel:
-    path: Path
-    sha256: str
-    python: str  # the version that built it
-    pure: bool
-    build_requires: tuple[str, ...] = ()  # what its build environment held (name==version)
 
 
 def is_pure(filename: str) -> bool:
@@ -57,89 +42,26 @@ def is_pure(filename: str) -> bool:
                for t in parse_wheel_filename(filename)[3])
 
 
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
-def _version_tuple(minor: str) -> tuple[int, int]:
-    major, _, rest = minor.partition(".")
-    return int(major), int(rest.split(".")[0])
-
-
-def build_pins(sdist: LockedPypiFile, build: PypiBuild | None) -> tuple[str, ...]:
-    """The constraints a build of ``sdist`` runs under: the spec's (recorded in the lock),
-    then the build environment the lock records for that sdist, so a rebuild is the same."""
-    recorded = sdist.built.build_requires if sdist.built is not None else ()
-    return (*(build.constraints if build else ()), *recorded)
+def sdist_label(sdist: LockedPypiFile) -> str:
+    """``PyYAML 5.3``: the project's name as its sdist's file spells it, for progress lines."""
+    for suffix in (".tar.gz", ".zip", ".tar.bz2", ".tgz"):
+        stem = sdist.filename.removesuffix(suffix)
+        if stem != sdist.filename and stem.endswith(f"-{sdist.version}"):
+            return f"{stem.removesuffix(f'-{sdist.version}')} {sdist.version}"
+    return f"{sdist.name} {sdist.version}"
 
 
 def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str,
-                       build: PypiBuild | None = None) -> BuiltWheel | None:
-    """The cache's wheel for that sdist when it still hashes as recorded, fits the target and
-    was built under the spec's build constraints (other ones make another wheel; where the
-    lock records a built wheel's sha256, the caller checks that too)."""
-    folder = cache / BUILT / sdist_sha256
-    try:
-        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
-        built = BuiltWheel(folder / record["filename"], str(record["sha256"]),
-                           str(record["python"]), bool(record["pure"]),
-                           tuple(str(r) for r in record.get("build_requires", ())))
-        if tuple(record.get("constraints", ())) != (build.constraints if build else ()):
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not built.path.is_file() or sha256_file(built.path) != built.sha256:
-        return None
-    if not built.pure and _minor(built.python) != _minor(target_python):
-        return None
-    return built
-
-
-def check_built_wheel(wheel: Path, sdist: Path) -> None:
-    """Refuse a wheel that is not what its (verified) sdist builds to.
-
-    A wheel built from an sdist is trusted through the sdist, whose sha256 the lock holds:
-    every file outside its ``.dist-info`` must be byte for byte a file of the sdist, and its
-    console scripts (``entry_points.txt``) the sdist's own. A replaced wheel (a ``.pth``, an
-    edited module) fails here, whatever a manifest or a cache record says of its hash.
-    """
-    try:
-        with tarfile.open(sdist, "r:*") as tar:
-            source: dict[str, bytes] = {}
-            for member in tar.getmembers():
-                if member.isfile() and "/" in member.name:
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        source[member.name.split("/", 1)[1]] = handle.read()
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ArtifactError(f"{sdist}: cannot read the sdist to check its wheel ({exc})") \
-            from None
-    entry_points = {v.strip() for k, v in source.items()
-                    if k.endswith(".egg-info/entry_points.txt")}
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            for info in zf.infolist():
-                if info.is_dir():
-                    continue
-                top, _, rest = info.filename.partition("/")
-                data = zf.read(info)
-                if top.endswith(".dist-info") and rest:
-                    if rest == "entry_points.txt" and data.strip() not in entry_points:
-                        raise ArtifactError(f"{wheel}: {info.filename} is not the entry points "
-                                            f"of {sdist.name}; refusing the wheel")
-                    continue
-                if source.get(info.filename, source.get(f"src/{info.filename}")) != data:
-                    raise ArtifactError(f"{wheel}: {info.filename} is not a file of "
-                                        f"{sdist.name} (sha256 checked by the lock); the wheel "
-                                        "was altered or not built from it: refusing it")
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
+                       build: PypiBuild | None, platform: Platform) -> BuiltWheel | None:
+    """The cache's wheel for that sdist, built in the build environment the lock pins for
+    this target, when it still hashes as its record says."""
+    return read_entry(cache, sdist_sha256, build_key(build, target_python, platform))
 
 
 def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[Interpreter, bool]:
     """The target's minor version when found (exact=True), else this interpreter."""
     try:
-        return find_interpreter(_minor(target_python), environ=environ), True
+        return find_interpreter(minor(target_python), environ=environ), True
     except StepError:
         here = query_version(Path(sys.executable))
         if here is None:  # pragma: no cover - this very interpreter runs
@@ -148,37 +70,39 @@ def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[I
 
 
 def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
-                      cache: Path, environ: Mapping[str, str],
+                      platform: Platform, cache: Path, environ: Mapping[str, str],
                       build: PypiBuild | None = None) -> BuiltWheel:
-    """A wheel for the target built from the (verified) sdist as the lock's ``build`` says,
-    kept in the cache with what its build environment held."""
-    cached = cached_built_wheel(cache, sdist.sha256, target_python, build)
+    """A wheel for the target built from the (verified) sdist in the build environment the
+    lock's ``build`` pins, checked (``check_built_wheel``) before it enters the cache."""
+    key = build_key(build, target_python, platform)
+    cached = read_entry(cache, sdist.sha256, key)
     if cached is not None:
         return cached
     interpreter, exact = build_interpreter(target_python, environ)
-    pins = build_pins(sdist, build)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
-        wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
-                             cache=cache, build=build, pins=pins)
+        try:
+            wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
+                                 cache=cache, build=build,
+                                 pins=build.constraints if build else ())
+        except ToolError as exc:
+            tail = (exc.stderr.strip() or exc.stdout.strip()).splitlines()[-12:]
+            ran = " ".join([Path(exc.command[0]).name, *exc.command[1:2]]) \
+                if exc.command else "the build"
+            raise StepError(f"building {sdist_label(sdist)} from source failed ({ran} exited "
+                            f"{exc.returncode})\n    " + "\n    ".join(tail)) from None
         pure = is_pure(wheel.name)
         if not exact and not pure:
             raise StepError(f"{sdist.filename} builds a wheel for one Python only "
-                            f"({wheel.name}), and no Python {_minor(target_python)} was found "
+                            f"({wheel.name}), and no Python {minor(target_python)} was found "
                             f"to build it: install one (`uv python install "
-                            f"{_minor(target_python)}`)")
-        check_fits(wheel, _version_tuple(target_python))
-        folder = cache / BUILT / sdist.sha256
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        target = folder / wheel.name
-        shutil.move(wheel, target)
-    built = BuiltWheel(target, sha256_file(target), interpreter.version, pure, used)
-    (folder / RECORD).write_text(json.dumps(
-        {"filename": target.name, "sha256": built.sha256, "python": built.python,
-         "pure": built.pure, "sdist": sdist.filename,
-         "constraints": list(build.constraints if build else ()), "pins": list(pins),
-         "build_requires": list(used)}, indent=2) + "\n", encoding="utf-8")
-    return built
+                            f"{minor(target_python)}`)")
+        if not pure and platform != host_platform().name:
+            raise StepError(f"{wheel.name} is not pure Python, and it was built on this host, "
+                            f"not {platform}: build it on a {platform} host")
+        check_built_wheel(wheel, sdist, archive, target_python=target_python,
+                          platform=platform)
+        return write_entry(cache, sdist.sha256, key, wheel, python=interpreter.version,
+                           pure=pure, build_requires=used, sdist=sdist.filename)
 
 
 def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],

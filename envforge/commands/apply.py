@@ -330,7 +330,7 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.steps.activation import load_edits
+    from envforge.app.verification import applied_edits
 
     words = list(args.cmd)
     prefix = args.prefix
@@ -349,11 +349,7 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
         raise InputError(f"{RUN_USAGE}: no command given")
     ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui,
                   locks_dir=locks_dir)
-    try:
-        edits = load_edits(ctx.prefix)
-    except (OSError, ValueError):
-        raise InputError(f"{args.spec}: not applied at {ctx.prefix}: run `envforge apply "
-                         f"{args.spec}` first") from None
+    edits = applied_edits(ctx, args.spec, f" --prefix {prefix}" if prefix else "")
     env = apply_edits(edits, os.environ, pathsep=os.pathsep)
     _refuse_outside_pip(words[0], Path(ctx.layout.python).parent, args.spec)
     if shutil.which(words[0], path=env.get("PATH")) is None:

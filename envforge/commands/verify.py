@@ -10,7 +10,12 @@ from pathlib import Path
 from rich.text import Text
 
 from envforge.app.context import prepare
-from envforge.app.verification import suite_selection, verify_environment, verify_suite
+from envforge.app.verification import (
+    applied_edits,
+    suite_selection,
+    verify_environment,
+    verify_suite,
+)
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.ui import UI
@@ -27,11 +32,12 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
 
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
                   ui=ui)
+    prefix = f" --prefix {args.prefix}" if args.prefix else ""
+    applied_edits(ctx, args.spec, prefix)
     chosen = suite_selection(ctx) if args.suite else None
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (each framework builds its kernels; the first run takes "
             "a while)")
-    prefix = f" --prefix {args.prefix}" if args.prefix else ""
     rows, report = verify_environment(ctx, sync=f"envforge apply {args.spec} --sync{prefix}")
     suite = None
     if chosen is not None:

@@ -4,7 +4,7 @@ Real packages, real builds: a build dependency at 1.0 and 2.0 in a find-links fo
 local sdist whose ``setup.py`` imports it and writes the version it saw into its own metadata.
 Unconstrained, the build takes 2.0; with ``build_constraints = ["…==1.0"]`` the wheel that
 apply installs and the wheel a bundle carries say 1.0, the lock records the build table, and
-the bundle records the build environment beside the built wheel's sha256.
+the bundle's manifest records the build environment beside the built wheel's sha256.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.bundle.manifest import read_manifest
 from envforge.bundle.wheels import build_environment
 from envforge.cli import main
 from envforge.lockfile import load_lock
@@ -112,19 +113,22 @@ def test_build_constraints_shape_apply_and_bundle_builds(
     # not reused.
     assert main(["apply", str(pinned), "--yes", "--prefix", str(root / "env"), "-q"]) == 0
     assert _summary(root / "env") == "Summary: built with builddep 1.0"
-    [record] = (envforge_dirs().cache / "built").glob("*/built.json")
-    built = json.loads(record.read_text())
-    assert built["constraints"] == [f"{DEP}==1.0"]
-    assert f"{DEP}==1.0" in built["build_requires"]
+    records = [json.loads(r.read_text())
+               for r in (envforge_dirs().cache / "built").glob("*/*/built.json")]
+    # One sdist, two build environments: two cache entries, each with what its build held.
+    assert sorted(next(p for p in r["build_requires"] if p.startswith(DEP))
+                  for r in records) == [f"{DEP}==1.0", f"{DEP}==2.0"]
 
     bundle = root / "bundle"
+    before = lock_path.read_bytes()
     assert main(["bundle", str(lock_path), "-o", str(bundle), "-q"]) == 0
+    assert lock_path.read_bytes() == before  # the lock is not the cache
     [wheel] = (bundle / "pypi").glob("envforge_consumer_fixture-*.whl")
     assert _summary(wheel) == "Summary: built with builddep 1.0"
-    [entry] = load_lock(lock_path).platforms["linux-64"].pypi
-    assert entry.built is not None
-    assert f"{DEP}==1.0" in entry.built.build_requires
-    assert any(r.startswith("setuptools==") for r in entry.built.build_requires)
+    [carried] = [f for f in read_manifest(bundle).files if f.built_from is not None]
+    assert carried.built_from is not None
+    assert f"{DEP}==1.0" in carried.built_from.build_requires
+    assert any(r.startswith("setuptools==") for r in carried.built_from.build_requires)
 
 
 @pytest.mark.network

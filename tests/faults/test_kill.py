@@ -78,3 +78,27 @@ def test_rollback_right_after_kill(step: str, world: World, tmp_path: Path) -> N
         assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0, f"line {n}"
         assert snapshot(world.home, prefix.parent) == before, f"line {n}: not restored"
         count("kill -9 at a journal line, rollback")
+
+
+@pytest.mark.parametrize("step", ["environment", "pypi-packages"])
+def test_verify_and_run_on_a_killed_apply_say_what_to_run_in_one_line(
+        step: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A half-applied environment (its Python there, its activation not) is an exit 2 with the
+    next command, never a traceback (issue 25: FileNotFoundError on envforge-env.json)."""
+    prefix = tmp_path / "envs" / "p"
+    spec = str(world.spec("a"))
+    lines = _full_journal(world, prefix)
+    n = max(n for n, line in enumerate(lines, start=1) if line["step"] == step)
+    child = faulty(["apply", spec, "--yes", "--prefix", str(prefix)], env=world.env, at=n,
+                   action="kill")
+    child.communicate(timeout=300)
+    assert (prefix / "bin" / "python").exists()
+    capsys.readouterr()
+    for command in (["verify", spec, "--prefix", str(prefix)],
+                    ["run", spec, "--prefix", str(prefix), "--", "python", "-c", "1"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert f"incomplete (an apply did not finish): run `envforge apply {spec} --prefix " \
+               f"{prefix}` to resume it, or `envforge rollback {spec} --prefix {prefix}`" in err
+    assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0

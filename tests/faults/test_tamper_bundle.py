@@ -2,9 +2,12 @@
 ``apply --bundle`` with exit 2 and one line, nothing written to the environment or the state.
 
 The bundle is built once (network: PyPI and Debian's archive; Theano-PyMC's wheel is built
-from its sdist and recorded in the lock copy). Each case works on a hard-linked copy and
+from its sdist, its sha256 in the manifest). Each case works on a hard-linked copy and
 replaces the files it changes, so the original stays intact. Where a mutation also fixes the
-manifest (hash and size), only the lock can catch it: that is the point of those cases.
+manifest (hash and size), only the lock can catch it, or for the built wheel, which the lock
+cannot hash, its checks against the sdist (name, version, install scheme): that is the point
+of those cases. A built wheel edited inside those bounds with its manifest fixed to match is
+beyond what an unsigned bundle can show (issue 25: the manifest is its hash's anchor).
 """
 
 from __future__ import annotations
@@ -49,16 +52,12 @@ def _replace_file(bundle: Path, relative: str, data: bytes, *, fix_manifest: boo
         _write_manifest(bundle, manifest)
 
 
-# The lock's `built` table up to its filename: the build environment's array comes first.
-BUILT_TABLE = r"\[platforms\.linux-64\.pypi\.built\]\n(?:(?!\[).*\n)*?"
-
-
 def _built_wheel(bundle: Path) -> str:
     return next(f["path"] for f in _manifest(bundle)["files"] if f["role"] == "built-wheel")
 
 
 def _edit_wheel(edit: Callable[[str, bytes], bytes | None],
-                extra: dict[str, bytes] | None = None) -> Mutation:
+                extra: dict[str, bytes] | None = None, *, fix_manifest: bool = True) -> Mutation:
     def mutate(bundle: Path) -> None:
         relative = _built_wheel(bundle)
         out = Path(str(bundle / relative) + ".new")
@@ -71,7 +70,7 @@ def _edit_wheel(edit: Callable[[str, bytes], bytes | None],
                 dst.writestr(name, data)
         data = out.read_bytes()
         out.unlink()
-        _replace_file(bundle, relative, data, fix_manifest=True)
+        _replace_file(bundle, relative, data, fix_manifest=fix_manifest)
     return mutate
 
 
@@ -147,18 +146,19 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("hash", "deb-swapped-manifest-fixed"): _swap_deb(fix_manifest=True),
     ("hash", "lock-copy-edited"): _lock_edit(r'version = "1\.16\.0"', 'version = "1.16.1"',
                                              fix_manifest=False),
-    ("hash", "lock-built-record-changed"): _lock_edit(
-        rf'({BUILT_TABLE}filename = "[^"]*"\nsha256 = ")[0-9a-f]{{64}}',
-        r"\g<1>" + "0" * 64),
-    ("built-wheel", "pth-added"): _edit_wheel(lambda name, data: data,
-                                              {"evil.pth": b"import os; os.system('id')\n"}),
+    ("built-wheel", "pth-added"): _edit_wheel(
+        lambda name, data: data, {"evil.pth": b"import os; os.system('id')\n"},
+        fix_manifest=False),
     ("built-wheel", "module-edited"): _edit_wheel(
-        lambda name, data: data + b"\nimport os\n" if name == "theano/__init__.py" else data),
+        lambda name, data: data + b"\nimport os\n" if name == "theano/__init__.py" else data,
+        fix_manifest=False),
+    ("built-wheel", "version-changed-manifest-fixed"): _edit_wheel(
+        lambda name, data: data.replace(b"\nVersion: 1.0.5\n", b"\nVersion: 1.0.6\n")
+        if name.endswith(".dist-info/METADATA") else data),
     ("built-wheel", "dotdot-member"): _edit_wheel(lambda name, data: data,
                                                   {"../../../outside.py": b"x = 1\n"}),
-    ("built-wheel", "record-removed"): _lock_edit(
-        rf'{BUILT_TABLE}filename = "[^"]*"\nsha256 = "[0-9a-f]{{64}}"\n',
-        ""),
+    ("built-wheel", "data-outside-scheme"): _edit_wheel(
+        lambda name, data: data, {"Theano_PyMC-1.0.5.data/etc/cron.d/x": b"* * * * * id\n"}),
     ("removal", "deb-file"): _remove("deb"),
     ("removal", "wheel-file"): _remove("pypi"),
     ("removal", "manifest-entry"): _manifest_edit(lambda data: data["files"].pop(0)),

@@ -1,0 +1,112 @@
+"""Is a wheel built from a locked sdist fit to install? The checks that survive a compiler.
+
+The sdist's sha256 (in the lock) is the anchor, as pip's ``--require-hashes`` treats it; the
+wheel built from it cannot be compared with it byte for byte (a C extension is compiled,
+and compiled builds are not reproducible), so it is held to what a build must keep: its
+``METADATA`` names the sdist's distribution and version (``PKG-INFO``, and the lock's entry),
+every member lands inside the install scheme, and its tags fit the target's Python and
+platform. Its own sha256 comes from where it was kept: the host's build cache or the
+bundle's manifest.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zipfile
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    canonicalize_version,
+    parse_wheel_filename,
+)
+
+from envforge.errors import ArtifactError
+from envforge.host.archives import safe_member_name
+from envforge.host.wheelinstall import check_fits
+from envforge.lockfile import LockedPypiFile
+from envforge.platforms import PLATFORMS
+from envforge.spec import Platform
+
+# A wheel's ``NAME.data/`` folders (the wheel spec, "The .data directory"): nothing else.
+SCHEMES = frozenset({"purelib", "platlib", "scripts", "data", "headers"})
+
+
+def check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None, *,
+                      target_python: str, platform: Platform) -> None:
+    """Refuse (ArtifactError, naming the wheel) a wheel that is not a build of ``sdist`` for
+    the target: another name or version than the sdist's, a member outside the install
+    scheme, or tags the target's Python or platform cannot use. ``archive`` is the verified
+    sdist when at hand: its ``PKG-INFO`` must agree too."""
+    expected: set[tuple[str, str]] = {(canonicalize_name(sdist.name),
+                                       canonicalize_version(sdist.version))}
+    if archive is not None:
+        expected.add(_identity(_pkg_info(archive), archive))
+    if len(expected) != 1:
+        raise ArtifactError(f"{archive}: its PKG-INFO does not name {sdist.name} "
+                            f"{sdist.version}, as the lock does: refusing it")
+    metadata = _scan(wheel)
+    found = _identity(metadata, wheel)
+    if found not in expected:
+        raise ArtifactError(f"{wheel}: its METADATA names {metadata['Name']} "
+                            f"{metadata['Version']}, not "
+                            f"{sdist.name} {sdist.version} of {sdist.filename}: not built from "
+                            "it, refusing it")
+    major, _, rest = target_python.partition(".")
+    check_fits(wheel, (int(major), int(rest.split(".")[0])))
+    wanted = {"any", *PLATFORMS[platform].wheel_tags}
+    try:
+        tags = parse_wheel_filename(wheel.name)[3]
+    except InvalidWheelFilename as exc:  # pragma: no cover - check_fits refused it first
+        raise ArtifactError(f"{wheel}: not a wheel file name ({exc})") from None
+    if not any(t.platform in wanted for t in tags):
+        shown = ".".join(sorted({t.platform for t in tags}))
+        raise ArtifactError(f"{wheel.name} is built for {shown}, not {platform}: refusing it")
+
+
+def _identity(headers: dict[str, str], where: Path) -> tuple[str, str]:
+    name, version = headers.get("Name"), headers.get("Version")
+    if not name or not version:
+        raise ArtifactError(f"{where}: its metadata names no Name and Version: refusing it")
+    return canonicalize_name(name), canonicalize_version(version)
+
+
+def _headers(text: bytes) -> dict[str, str]:
+    message = HeaderParser().parsestr(text.decode("utf-8", "replace"))
+    return {key: str(message[key]) for key in ("Name", "Version") if message[key] is not None}
+
+
+def _pkg_info(archive: Path) -> dict[str, str]:
+    """The top-level ``PKG-INFO`` of an sdist (``NAME-VERSION/PKG-INFO``)."""
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar.getmembers():
+                parts = member.name.strip("/").split("/")
+                if member.isfile() and len(parts) == 2 and parts[1] == "PKG-INFO":
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        return _headers(handle.read())
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ArtifactError(f"{archive}: cannot read the sdist ({exc})") from None
+    raise ArtifactError(f"{archive}: the sdist has no PKG-INFO to check its wheel against")
+
+
+def _scan(wheel: Path) -> dict[str, str]:
+    """The wheel's METADATA headers, once every member is known to land inside the scheme."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = [safe_member_name(wheel, n) for n in zf.namelist() if not n.endswith("/")]
+            infos = sorted({n.split("/", 1)[0] for n in names if ".dist-info/" in n})
+            if len(infos) != 1 or f"{infos[0]}/METADATA" not in names:
+                raise ArtifactError(f"{wheel}: not one .dist-info with a METADATA "
+                                    f"({', '.join(infos) or 'none'}): refusing it")
+            for name in names:
+                top, _, rest = name.partition("/")
+                if top.endswith(".data") and rest.split("/", 1)[0] not in SCHEMES:
+                    raise ArtifactError(f"{wheel}: {name} is outside the install scheme "
+                                        f"({', '.join(sorted(SCHEMES))}): refusing it")
+            return _headers(zf.read(f"{infos[0]}/METADATA"))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
