@@ -33,8 +33,8 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
                   ui=ui)
     prefix = f" --prefix {args.prefix}" if args.prefix else ""
+    chosen = suite_selection(ctx) if args.suite else None  # bad arguments first, state next
     applied_edits(ctx, args.spec, prefix)
-    chosen = suite_selection(ctx) if args.suite else None
     started = time.perf_counter()
     ui.info(f"probing {ctx.prefix} (each framework builds its kernels; the first run takes "
             "a while)")
