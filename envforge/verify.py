@@ -98,11 +98,6 @@ def probe_scripts(expect: Expectations) -> tuple[tuple[str, Path], ...]:
     return found
 
 
-def probe_script(expect: Expectations) -> Path:
-    """The probe of the first pack the lock holds that brings one: it runs the kernels."""
-    return probe_scripts(expect)[0][1]
-
-
 def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """One report from each probe's, in the order they ran: the first one's fields, the
     others' added where the first has none; versions, import errors and distributions

@@ -43,7 +43,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing's, spelt here: the fast path spares typing's import (3 ms)
@@ -68,11 +67,6 @@ ELIGIBLE_STEPS = frozenset({"prefix", "debian-packages", "environment", "pypi-pa
                             "activation"})
 
 Stat = tuple[int, int, int, int, int]
-
-
-def started_ns() -> int:
-    """The moment a stamp's observations begin; taken before anything is read."""
-    return time.time_ns()
 
 
 def stat_of(path: str) -> Stat | None:

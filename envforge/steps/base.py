@@ -197,11 +197,6 @@ def want_change(want: Want) -> Change | None:
     return Change(action="replace", target=str(want.path), before=before, after=after)
 
 
-def changes_for(wants: Sequence[Want]) -> tuple[Change, ...]:
-    """The changes bringing each path to its wanted state, in order; reads only."""
-    return tuple(c for c in (want_change(w) for w in wants) if c is not None)
-
-
 def text_digest(text: str | None) -> str | None:
     """A short content hash for a plan's before/after column; None for an absent file."""
     return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
