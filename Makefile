@@ -20,8 +20,11 @@ lint: setup
 	$(BIN)/lint-imports --no-logo
 
 # GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
+# Files run in parallel: most of the time is waiting on uv, PyPI, g++ and child Pythons, so
+# more workers than this 2-core machine's cores still shorten it (TEST_WORKERS=1: serial).
+TEST_WORKERS ?= 4
 test: lint
-	$(BIN)/pytest -m "not gpu and not fleet" --durations=20
+	$(BIN)/pytest -m "not gpu and not fleet" -n $(TEST_WORKERS) --dist loadfile --durations=20
 
 test-gpu:
 	$(BIN)/pytest -m gpu
@@ -33,7 +36,7 @@ test-windows: setup
 	bash scripts/wine/lane.sh
 
 test-fast: lint
-	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet"
+	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet" -n $(TEST_WORKERS) --dist loadfile
 
 # Three podman containers of a debootstrapped Debian, converged by Ansible from one bundle.
 fleet-setup: setup
