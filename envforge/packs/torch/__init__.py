@@ -91,9 +91,10 @@ class TorchPack(PackDefaults):
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.pitfalls import error_hints
+        from envforge.packs.torch.compat import PAIR_HINT
         from envforge.packs.torch.knowledge import torch_knowledge
 
-        return error_hints(torch_knowledge().pitfalls)
+        return (*error_hints(torch_knowledge().pitfalls), PAIR_HINT)
 
 
 TORCH = TorchPack()

@@ -23,8 +23,16 @@ _SPEC_SOURCE = "envforge spec format ([verify] kernels; envforge/packs/torch/pro
 # What a torchvision built for another torch release does (both fixes are the pairing).
 PAIR_EFFECT = ("torchvision's compiled ops are built against one torch release's C++ ABI, "
                "and its wheels from 0.3 on require that release exactly")
+# Seen here: torchvision 0.4.2 installed by hand next to torch 1.4.0 (tests/packs/
+# test_torch_e2e.py): resnet18 runs, torchvision.ops.nms fails loading torchvision/_C.so.
 PAIR_SEEN = ("the resolver refuses (torchvision==0.5.0 depends on torch==1.4.0) or, installed "
-             "by hand, `import torchvision` fails with an undefined symbol in torchvision/_C.so")
+             "by hand, torchvision's ops fail: ImportError: torchvision/_C.so: undefined "
+             "symbol: _ZN6caffe26detail37_typeMetaDataInstance_preallocated_29E")
+# (text the failure prints, what fixes it) for verify's rows
+PAIR_HINT = ("torchvision/_C.so: undefined symbol",
+             "torchvision is built for another torch release: install the one paired with the "
+             "installed torch (https://github.com/pytorch/vision#installation), or re-apply "
+             "the lock (`envforge apply SPEC --sync`)")
 
 
 def compat_checks(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],

@@ -28,9 +28,11 @@ class TorchExpect(Frozen):
     threads: int = Field(ge=1, le=256)
     seed: int = Field(ge=0, lt=1 << 63)
     dataloader_workers: int = Field(ge=1, le=64)
-    # torch.jit.trace exists from 1.0; torchvision's model is built where it is locked
+    # torch.jit.trace exists from 1.0; torchvision's model is built where it is locked, its
+    # compiled ops (torchvision.ops.nms) run from 0.3 on
     jit: bool
     torchvision: bool
+    torchvision_ops: bool
     grad: KernelExpectation
     train: KernelExpectation
     # the PyPI linux wheel's CUDA runtime and its kernels' architectures, where known
@@ -62,7 +64,9 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TorchExpec
         device=section.device, float_x=section.float_x, threads=section.threads,
         seed=section.seed, dataloader_workers=section.dataloader_workers,
         jit=torch is not None and Version(torch) >= Version("1.0"),
-        torchvision="torchvision" in versions, grad=grad, train=train,
+        torchvision="torchvision" in versions,
+        torchvision_ops=Version(versions.get("torchvision", "0")) >= Version("0.3"),
+        grad=grad, train=train,
         wheel_cuda=row.cuda if row else None, wheel_arches=row.arches if row else (),
         wheel_ptx=row.ptx if row else ())
 

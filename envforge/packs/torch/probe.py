@@ -274,6 +274,21 @@ def _vision(torch, np, device):
     return out
 
 
+def _vision_ops(torch):
+    """torchvision.ops.nms, run by torchvision's compiled extension (0.3 on): of three boxes
+    the second overlaps the first by IoU 0.81, so [0, 2] are kept."""
+    out = {"keep": None, "error": None}
+    try:
+        from torchvision.ops import nms
+
+        boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 10.0, 10.0],
+                              [20.0, 20.0, 30.0, 30.0]])
+        out["keep"] = [int(i) for i in nms(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)]
+    except Exception as exc:
+        out["error"] = _error_text(exc)
+    return out
+
+
 def probe(request):
     started = time.perf_counter()
     report = {
@@ -290,7 +305,8 @@ def probe(request):
     device = "cuda:0" if wanted.get("device") == "cuda" else "cpu"
     float_x = str(wanted.get("float_x") or "float32")
     section = {"cuda_build": None, "cuda_available": None, "threads": None, "grad": None,
-               "train": None, "dataloader": None, "jit": None, "vision": None}
+               "train": None, "dataloader": None, "jit": None, "vision": None,
+               "vision_ops": None}
     if torch is not None:
         section["cuda_build"] = getattr(torch.version, "cuda", None)
         section["cuda_available"] = bool(torch.cuda.is_available())
@@ -308,6 +324,8 @@ def probe(request):
             _import("torchvision", report)
             torch.manual_seed(seed)
             section["vision"] = _vision(torch, np, device)
+        if wanted.get("torchvision_ops"):
+            section["vision_ops"] = _vision_ops(torch)
     report["torch"] = section
     repeats = max(1, int(request.get("repeats", 3)))
     report["kernels"] = [_kernel(torch, np, k, float_x, device, repeats)

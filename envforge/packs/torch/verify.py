@@ -16,6 +16,7 @@ from envforge.verify import CheckRow, _list, _map, _number, _with_hint, kernel_r
 # A traced module runs the eager one's operations: only the last bits may differ.
 JIT_ATOL = {"float32": 1e-5, "float64": 1e-12}
 VISION_OUTPUT = [1, 1000]  # resnet18's ImageNet logits for one image
+NMS_KEEP = [0, 2]  # the probe's three boxes: the second overlaps the first (IoU 0.81)
 
 
 def probe_request(expect: Expectations) -> dict[str, Any]:
@@ -25,7 +26,9 @@ def probe_request(expect: Expectations) -> dict[str, Any]:
     return {"torch": {"device": table.device, "float_x": table.float_x,
                       "threads": table.threads, "seed": table.seed,
                       "dataloader_workers": table.dataloader_workers, "jit": table.jit,
-                      "torchvision": table.torchvision, "grad": kernel_request(table.grad),
+                      "torchvision": table.torchvision,
+                      "torchvision_ops": table.torchvision_ops,
+                      "grad": kernel_request(table.grad),
                       "train": kernel_request(table.train)}}
 
 
@@ -50,8 +53,9 @@ def verify_rows(report: Mapping[str, Any], expect: Expectations, *, prefix: str 
         rows += kernel_rows(entry if isinstance(entry, Mapping) else None, getattr(table, key),
                             base=base)
     rows += [_dataloader_row(_map(section.get("dataloader")), table),
-             _jit_row(section.get("jit"), table), _vision_row(section.get("vision"), table,
-                                                              report)]
+             _jit_row(section.get("jit"), table),
+             _vision_row(section.get("vision"), table, report),
+             _ops_row(_map(section.get("vision_ops")), table)]
     if table.device == "cuda":
         ok = section.get("cuda_available") is True
         rows.append(CheckRow("torch.cuda", "available", str(section.get("cuda_available")),
@@ -116,3 +120,17 @@ def _vision_row(entry: Any, table: TorchExpect, report: Mapping[str, Any]) -> Ch
     return CheckRow("torchvision.resnet18", wanted, f"{shape}, finite={found.get('finite')}",
                     "pass" if ok else "fail", "" if ok else "torchvision's model computed "
                     "another shape or non-finite values")
+
+
+def _ops_row(entry: Mapping[str, Any], table: TorchExpect) -> CheckRow:
+    wanted = f"nms keeps {NMS_KEEP}"
+    if not table.torchvision_ops:
+        return CheckRow("torchvision.ops.nms", wanted, "-", "skip",
+                        "no torchvision with compiled ops (0.3 on) locked")
+    keep = entry.get("keep")
+    if keep is None:
+        return CheckRow("torchvision.ops.nms", wanted, "error", "fail",
+                        _with_hint(str(entry.get("error") or "the probe did not run it")))
+    ok = keep == NMS_KEEP
+    return CheckRow("torchvision.ops.nms", wanted, str(keep), "pass" if ok else "fail",
+                    "" if ok else "torchvision's compiled nms kept other boxes")

@@ -43,7 +43,8 @@ def _report(**changes: Any) -> dict[str, Any]:
                "dataloader": {"workers": 2, "batches": 8, "equal": True, "error": None},
                "jit": {"available": True, "max_abs_diff": 1.2e-7, "error": None},
                "vision": {"model": "resnet18", "output_shape": [1, 1000], "finite": True,
-                          "error": None}}
+                          "error": None},
+               "vision_ops": {"keep": [0, 2], "error": None}}
     return {"format": 1, "torch": {**section, **changes}}
 
 
@@ -58,6 +59,7 @@ def test_the_probe_is_asked_for_its_checks() -> None:
     assert request["grad"]["shape"] == [8, 6, 10, 3]
     assert (request["threads"], request["dataloader_workers"]) == (2, 2)
     assert request["jit"] is True and request["torchvision"] is True
+    assert request["torchvision_ops"] is True
 
 
 def test_a_report_of_the_references_passes() -> None:
@@ -65,7 +67,7 @@ def test_a_report_of_the_references_passes() -> None:
     assert set(rows.values()) == {"pass"}
     assert {"torch.build.cuda", "torch.threads", "torch.autograd.grad.samples",
             "torch.train.loss.checksum", "torch.train.loss.samples", "torch.dataloader.workers",
-            "torch.jit.trace", "torchvision.resnet18"} <= set(rows)
+            "torch.jit.trace", "torchvision.resnet18", "torchvision.ops.nms"} <= set(rows)
 
 
 def test_a_wrong_learning_rate_fails_the_training_rows() -> None:
@@ -87,6 +89,15 @@ def test_unequal_batches_another_build_and_a_broken_trace_fail() -> None:
                          vision={"error": "ImportError: cannot import name 'PILLOW_VERSION'"}))
     assert rows["torch.dataloader.workers"] == rows["torch.build.cuda"] == "fail"
     assert rows["torch.jit.trace"] == rows["torchvision.resnet18"] == "fail"
+
+
+def test_torchvision_built_for_another_torch_is_named() -> None:
+    error = ("ImportError: /env/lib/python3.7/site-packages/torchvision/_C.so: undefined "
+             "symbol: _ZN6caffe26detail37_typeMetaDataInstance_preallocated_29E")
+    [row] = [r for r in verify_rows(_report(vision_ops={"keep": None, "error": error}), EXPECT,
+                                    prefix="/env", gpu_expected=False)
+             if r.name == "torchvision.ops.nms"]
+    assert row.status == "fail" and "built for another torch release" in row.why
 
 
 def test_torch_not_importable() -> None:
