@@ -74,10 +74,11 @@ def runs_on(row: WheelRow, sm: int) -> bool:
                and int(arch[3:]) <= sm for arch in row.arches)
 
 
-def _nearest(sm: int, after: str) -> WheelRow | None:
+def _nearest(sm: int, after: WheelRow) -> WheelRow | None:
     """The oldest wheel envforge knows, newer than ``after``, with kernels for ``sm``."""
-    rows = [row for row in torch_knowledge().wheels if runs_on(row, sm)
-            and Version(row.torch.lstrip("=")) > Version(after)]
+    rows = [row for row in torch_knowledge().wheels
+            if row.platform == after.platform and runs_on(row, sm)
+            and Version(row.torch.lstrip("=")) > Version(after.torch.lstrip("="))]
     return min(rows, key=lambda row: Version(row.torch.lstrip("=")), default=None)
 
 
@@ -85,7 +86,7 @@ def arch_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
     """Each GPU whose architecture the torch wheel's kernels are not built for: CUDA calls
     fail with "no kernel image is available for execution on the device"."""
     torch = _torch(facts, expected)
-    row = wheel(torch) if torch is not None and facts.platform == "linux-64" else None
+    row = wheel(torch, facts.platform) if torch is not None else None
     if row is None or torch is None:
         return
     wants_gpu = expected is not None and expected.device.startswith("cuda")
@@ -94,7 +95,7 @@ def arch_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]
         sm = _sm(gpu.compute_capability or "")
         if sm is None or runs_on(row, sm):
             continue
-        nearest = _nearest(sm, torch)
+        nearest = _nearest(sm, row)
         fix = (f"torch {nearest.torch.lstrip('=')} (CUDA {nearest.cuda}, Python "
                f"{nearest.python}) is the nearest release whose PyPI wheel has sm_{sm} "
                f"kernels" if nearest is not None else

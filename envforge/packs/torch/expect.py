@@ -59,7 +59,7 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TorchExpec
                                  float_x=section.float_x, rtol=verify.rtol, atol=verify.atol)
                    for name in ("grad", "train"))
     torch = versions.get("torch")
-    row = wheel(torch) if torch is not None and pspec.platform == "linux-64" else None
+    row = wheel(torch, pspec.platform) if torch is not None else None
     return TorchExpect(
         device=section.device, float_x=section.float_x, threads=section.threads,
         seed=section.seed, dataloader_workers=section.dataloader_workers,

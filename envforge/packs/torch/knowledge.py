@@ -42,6 +42,7 @@ class PypiPlatformsRow(Row):
 
 
 class WheelRow(Row):
+    platform: Platform
     torch: Range
     python: Range
     cuda: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
@@ -80,9 +81,11 @@ def pypi_platforms(torch: str) -> PypiPlatformsRow | None:
                  if in_range(torch, row.torch)), None)
 
 
-def wheel(torch: str) -> WheelRow | None:
-    """The PyPI linux wheel's CUDA runtime and kernel architectures for this release."""
-    return next((row for row in torch_knowledge().wheels if in_range(torch, row.torch)), None)
+def wheel(torch: str, platform: Platform) -> WheelRow | None:
+    """The PyPI wheel's CUDA runtime and kernel architectures for this release, where
+    envforge has read them for ``platform``."""
+    return next((row for row in torch_knowledge().wheels
+                 if row.platform == platform and in_range(torch, row.torch)), None)
 
 
 def placeholder(name: str) -> PlaceholderRow | None:

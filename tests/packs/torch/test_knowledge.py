@@ -43,9 +43,10 @@ def test_lookups_for_the_committed_stacks() -> None:
     assert pairing("2.0.0") is None
     assert pypi_platforms("1.0.1").platforms == ("linux-64",)  # type: ignore[union-attr]
     assert "win-64" in pypi_platforms("1.7.0").platforms  # type: ignore[union-attr]
-    row = wheel("1.4.0")
+    row = wheel("1.4.0", "linux-64")
     assert row is not None and (row.cuda, row.arches[0], row.arches[-1]) == ("10.1", "sm_35",
                                                                             "sm_75")
+    assert wheel("1.4.0", "win-64") is None
     assert placeholder("pytorch") is not None and placeholder("torch") is None
     assert stack_names()["pytorch"] == "torch"
 
@@ -116,7 +117,7 @@ def _wheel_url(version: str, python: str) -> str:
                                                   ("1.7.1", "cp37"), ("1.13.1", "cp37"),
                                                   ("2.1.0", "cp38")])
 def test_the_wheel_carries_the_cuda_runtime_of_its_row(version: str, python: str) -> None:
-    row = wheel(version)
+    row = wheel(version, "linux-64")
     assert row is not None
     with zipfile.ZipFile(_Remote(_wheel_url(version, python))) as archive:
         text = archive.read("torch/version.py").decode()
