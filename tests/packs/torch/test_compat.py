@@ -93,3 +93,21 @@ def test_resolved_versions_are_judged() -> None:
     with pytest.raises(CompatibilityError, match=r"resolved torchvision 0\.2\.2 with "
                                                  r"pillow 7\.0\.0: Pillow 7\.0 removed"):
         expectations(pspec, {**versions, "pillow": "7.0.0"})  # type: ignore[arg-type]
+
+
+def test_lock_refuses_the_placeholder_before_resolving(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`envforge lock` exits 2 with one line naming the spec's line and the fix; no lock."""
+    from envforge.cli import main
+
+    spec = tmp_path / "specs" / "p.toml"
+    spec.parent.mkdir()
+    spec.write_text(NEW.replace('"torch==1.4.0", "torchvision==0.5.0"',
+                                '"pytorch", "torchvision==0.5.0"'), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {spec}:18: pypi.packages: linux-64: pypi pytorch: ")
+    assert line.endswith('fix: write "torch" in [pypi] packages ("pytorch" is the conda '
+                         "package's name)")
+    assert not (tmp_path / "locks").exists()

@@ -5,6 +5,7 @@ torch/version.py says, read by HTTP range requests (no 500 MB download)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import io
 import struct
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from envforge.packs.torch import PROBE_SCRIPT
+from envforge.packs.torch import PROBE_SCRIPT, TORCH
 from envforge.packs.torch.fatbin import MAGIC, fatbin_arches
 from envforge.packs.torch.knowledge import (
     pairing,
@@ -49,6 +50,17 @@ def test_lookups_for_the_committed_stacks() -> None:
     assert wheel("1.4.0", "win-64") is None
     assert placeholder("pytorch") is not None and placeholder("torch") is None
     assert stack_names()["pytorch"] == "torch"
+
+
+def test_the_probe_is_python_3_5_syntax() -> None:
+    """The environment's Python runs it: torch 1.0's wheels go back to Python 3.5."""
+    ast.parse(PROBE_SCRIPT.read_text(encoding="utf-8"), feature_version=(3, 5))
+    with pytest.raises(SyntaxError):
+        ast.parse('x = f"{1}"', feature_version=(3, 5))
+
+
+def test_the_pack_names_its_distributions_as_its_knowledge() -> None:
+    assert dict(TORCH.stack_names) == stack_names()
 
 
 def test_the_probe_runs_the_kernels_compat_allows() -> None:
