@@ -111,3 +111,10 @@ def test_lock_refuses_the_placeholder_before_resolving(tmp_path: Path,
     assert line.endswith('fix: write "torch" in [pypi] packages ("pytorch" is the conda '
                          "package's name)")
     assert not (tmp_path / "locks").exists()
+
+
+def test_a_numpy_older_than_the_wheels_c_api_is_refused() -> None:
+    [(rule, message, _)] = _conflicts(NEW.replace('"numpy>=1.18,<1.19"', '"numpy==1.13.3"'))
+    assert rule == "torch-numpy-abi"
+    assert "module compiled against API version 0xc but this version of numpy is 0xb" in message
+    assert _conflicts(NEW.replace('"numpy>=1.18,<1.19"', '"numpy==1.14.6"')) == []
