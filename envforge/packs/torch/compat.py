@@ -22,7 +22,7 @@ from envforge.spec import PlatformSpec
 _SPEC_SOURCE = "envforge spec format ([verify] kernels; envforge/packs/torch/probe.py)"
 # What a torchvision built for another torch release does (both fixes are the pairing).
 PAIR_EFFECT = ("torchvision's compiled ops are built against one torch release's C++ ABI, "
-               "and its wheels from 0.3 on require that release exactly")
+               "and its wheels from 0.4.0 on require that release exactly")
 # Seen here: torchvision 0.4.2 installed by hand next to torch 1.4.0 (tests/packs/
 # test_torch_e2e.py): resnet18 runs, torchvision.ops.nms fails loading torchvision/_C.so.
 PAIR_SEEN = ("the resolver refuses (torchvision==0.5.0 depends on torch==1.4.0) or, installed "

@@ -8,14 +8,18 @@ from __future__ import annotations
 import ast
 import importlib.util
 import io
+import re
 import struct
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
+from packaging.version import Version
 
+from envforge.knowledge.models import in_range
 from envforge.packs.torch import PROBE_SCRIPT, TORCH
 from envforge.packs.torch.fatbin import MAGIC, fatbin_arches
 from envforge.packs.torch.knowledge import (
@@ -35,12 +39,12 @@ def test_every_row_names_a_source() -> None:
     raw = tomllib.loads(TOML.read_text(encoding="utf-8"))
     rows = [row for body in raw.values() for row in body]
     assert rows and all(str(row.get("source", "")).strip() for row in rows)
-    assert len(torch_knowledge().torchvision) == 19
+    assert len(torch_knowledge().torchvision) == 23
 
 
 def test_lookups_for_the_committed_stacks() -> None:
     assert [pairing(v).torchvision for v in ("1.0.1", "1.4.0", "1.13.1")  # type: ignore[union-attr]
-            ] == ["==0.2.2", "==0.5.0", ">=0.14,<0.15"]
+            ] == [">=0.2.2,<0.2.3", "==0.5.0", "==0.14.1"]
     assert pairing("2.0.0") is None
     assert pypi_platforms("1.0.1").platforms == ("linux-64",)  # type: ignore[union-attr]
     assert "win-64" in pypi_platforms("1.7.0").platforms  # type: ignore[union-attr]
@@ -116,9 +120,13 @@ class _Remote(io.RawIOBase):
         return answer.content
 
 
-def _wheel_url(version: str, python: str) -> str:
-    index = requests.get("https://pypi.org/simple/torch/", timeout=60, headers={
+def _index(project: str) -> Any:
+    return requests.get(f"https://pypi.org/simple/{project}/", timeout=60, headers={
         "Accept": "application/vnd.pypi.simple.v1+json"}).json()
+
+
+def _wheel_url(version: str, python: str) -> str:
+    index = _index("torch")
     name = f"torch-{version}-{python}-{python}{'m' if python < 'cp38' else ''}-" \
            "manylinux1_x86_64.whl"
     return str(next(f["url"] for f in index["files"] if f["filename"] == name))
@@ -135,3 +143,39 @@ def test_the_wheel_carries_the_cuda_runtime_of_its_row(version: str, python: str
         text = archive.read("torch/version.py").decode()
         assert row.library in archive.namelist()
     assert f"cuda = '{row.cuda}'" in text
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_each_torchvision_wheel_requires_the_torch_of_its_pair() -> None:
+    """Every torchvision release with a cp37 linux wheel (0.3.0 ... 0.14.1): the torch its
+    METADATA pins is paired with it by torch.toml (0.11.0's `+cu102` pin has no PyPI torch)."""
+    wheels = {f["filename"].split("-")[1]: f["url"] for f in _index("torchvision")["files"]
+              if "-cp37-cp37m-manylinux1_x86_64.whl" in f["filename"]}
+    checked = []
+    for version, url in sorted(wheels.items(), key=lambda item: Version(item[0])):
+        if Version(version) >= Version("0.15"):
+            continue
+        with zipfile.ZipFile(_Remote(url)) as archive:
+            meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            text = archive.read(meta).decode()
+        [pin] = re.findall(r"^Requires-Dist: torch \((.+)\)$", text, re.MULTILINE)
+        torch = pin.removeprefix("==").removeprefix(">=").split("+")[0]
+        row = pairing(torch)
+        assert row is not None and in_range(version, row.torchvision), (version, pin)
+        checked.append(version)
+    assert len(checked) == 24 and (checked[0], checked[-1]) == ("0.3.0", "0.14.1")
+
+
+@pytest.mark.network
+def test_pypi_has_windows_torch_wheels_where_the_rows_say() -> None:
+    files = [f["filename"] for f in _index("torch")["files"]]
+    releases = {name.split("-")[1] for name in files if name.endswith(".whl")}
+    ones = sorted((v for v in releases if Version(v).major == 1 and not Version(v).local),
+                  key=Version)
+    assert ones[0] == "1.0.0" and ones[-1] == "1.13.1"
+    for version in ones:
+        row = pypi_platforms(version)
+        windows = any(name.startswith(f"torch-{version}-") and name.endswith("win_amd64.whl")
+                      for name in files)
+        assert row is not None and ("win-64" in row.platforms) == windows, version
