@@ -36,7 +36,8 @@ def test_a_pack_is_what_the_registry_says(pack: FrameworkPack) -> None:
 def test_the_registry_is_the_entry_point_group() -> None:
     """Built-in packs register as a third-party one would: pyproject.toml's entry points."""
     points = {point.name: point.load() for point in entry_points(group=ENTRY_POINTS)}
-    assert {"theano", "tensorflow", "keras", "torch"} <= set(points)
+    assert {"theano", "tensorflow", "keras", "torch"} <= set(points), \
+        "the installed metadata predates the entry points: reinstall envforge (make setup)"
     assert points == PACKS
     assert list(PACKS)[:4] == ["theano", "tensorflow", "keras", "torch"]
 
