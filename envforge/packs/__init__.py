@@ -1,18 +1,21 @@
 """The registry of framework packs: a dict by name, as pre-commit's ``all_languages``.
 
-Adding a framework is a folder here, an entry below, its knowledge file and a spec; the
-core finds the pack through these functions only.
+Packs are found through the entry-point group ``envforge.packs`` (pyproject.toml), the
+built-in ones too, so a pack shipped as its own distribution registers the same way; the
+core finds a pack through these functions only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import FrameworkPack
 from envforge.packs.keras import KERAS
 from envforge.packs.tensorflow import TENSORFLOW
 from envforge.packs.theano import THEANO
+from envforge.packs.torch import TORCH
 
 if TYPE_CHECKING:
     from envforge.lockfile import Expectations
@@ -20,11 +23,30 @@ if TYPE_CHECKING:
 
 __all__ = ["PACKS", "FrameworkPack", "active_packs", "locked_packs", "mounted"]
 
-PACKS: dict[str, FrameworkPack] = {
-    THEANO.name: THEANO,
-    TENSORFLOW.name: TENSORFLOW,
-    KERAS.name: KERAS,
-}
+ENTRY_POINTS = "envforge.packs"
+BUILT_IN: tuple[FrameworkPack, ...] = (THEANO, TENSORFLOW, KERAS, TORCH)
+# Registry order decides which pack runs the core's kernels and the order of rows.
+_FIRST = ("theano", "tensorflow", "keras")
+
+
+def load_packs() -> dict[str, FrameworkPack]:
+    """Every pack of the ``envforge.packs`` entry points, by name: theano, tensorflow, keras,
+    then the others by name. Only where no entry point is registered (envforge run from a
+    source tree or bundle whose distribution metadata is absent) the built-in packs: without
+    them nothing could be locked or verified, while a present but partial metadata is what
+    the user installed and is taken as it is."""
+    found: dict[str, FrameworkPack] = {}
+    for point in entry_points(group=ENTRY_POINTS):
+        pack: FrameworkPack = point.load()
+        found.setdefault(pack.name, pack)
+    if not found:
+        found = {pack.name: pack for pack in BUILT_IN}
+    rank = {name: index for index, name in enumerate(_FIRST)}
+    return {name: found[name] for name in
+            sorted(found, key=lambda name: (rank.get(name, len(rank)), name))}
+
+
+PACKS: dict[str, FrameworkPack] = load_packs()
 
 
 def mounted(raw: Mapping[str, Any]) -> list[FrameworkPack]:

@@ -1,0 +1,181 @@
+"""The PyTorch pack's knowledge: every row names a source, the lookups answer for the
+committed specs' releases, the probe runs the kernels compat allows, the fatbin reader
+reads a fatbin, and (network) each wheel row's CUDA runtime is what the real PyPI wheel's
+torch/version.py says, read by HTTP range requests (no 500 MB download)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import re
+import struct
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from packaging.version import Version
+
+from envforge.knowledge.models import in_range
+from envforge.packs.torch import PROBE_SCRIPT, TORCH
+from envforge.packs.torch.fatbin import MAGIC, fatbin_arches
+from envforge.packs.torch.knowledge import (
+    pairing,
+    placeholder,
+    pypi_platforms,
+    stack_names,
+    torch_knowledge,
+    wheel,
+)
+from envforge.packs.torch.section import PROBE_KERNELS
+
+TOML = Path(__file__).resolve().parents[3] / "envforge" / "packs" / "torch" / "torch.toml"
+
+
+def test_every_row_names_a_source() -> None:
+    raw = tomllib.loads(TOML.read_text(encoding="utf-8"))
+    rows = [row for body in raw.values() for row in body]
+    assert rows and all(str(row.get("source", "")).strip() for row in rows)
+    assert len(torch_knowledge().torchvision) == 23
+
+
+def test_lookups_for_the_committed_stacks() -> None:
+    assert [pairing(v).torchvision for v in ("1.0.1", "1.4.0", "1.13.1")  # type: ignore[union-attr]
+            ] == [">=0.2.2,<0.2.3", "==0.5.0", "==0.14.1"]
+    assert pairing("2.0.0") is None
+    assert pypi_platforms("1.0.1").platforms == ("linux-64",)  # type: ignore[union-attr]
+    assert "win-64" in pypi_platforms("1.7.0").platforms  # type: ignore[union-attr]
+    row = wheel("1.4.0", "linux-64")
+    assert row is not None and (row.cuda, row.arches[0], row.arches[-1]) == ("10.1", "sm_35",
+                                                                            "sm_75")
+    assert wheel("1.4.0", "win-64") is None
+    assert placeholder("pytorch") is not None and placeholder("torch") is None
+    assert stack_names()["pytorch"] == "torch"
+
+
+def test_the_probe_is_python_3_5_syntax() -> None:
+    """The environment's Python runs it: torch 1.0's wheels go back to Python 3.5."""
+    ast.parse(PROBE_SCRIPT.read_text(encoding="utf-8"), feature_version=(3, 5))
+    with pytest.raises(SyntaxError):
+        ast.parse('x = f"{1}"', feature_version=(3, 5))
+
+
+def test_the_pack_names_its_distributions_as_its_knowledge() -> None:
+    assert dict(TORCH.stack_names) == stack_names()
+
+
+def test_the_probe_runs_the_kernels_compat_allows() -> None:
+    spec = importlib.util.spec_from_file_location("torch_probe", PROBE_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert tuple(module.KERNELS) == PROBE_KERNELS
+
+
+def _entry(kind: int, arch: int, payload: bytes) -> bytes:
+    header = struct.pack("<HHII", kind, 0x101, 64, len(payload)) + bytes(16)
+    return header + struct.pack("<I", arch) + bytes(64 - 32) + payload
+
+
+def test_the_fatbin_reader_counts_images_and_ptx() -> None:
+    entries = _entry(2, 35, b"\x7fELF" * 4) + _entry(2, 70, b"x" * 8) + _entry(1, 50, b"ptx")
+    fatbin = MAGIC + struct.pack("<HHQ", 1, 16, len(entries)) + entries
+    blob = b"\x00" * 40 + fatbin + b"junk" + MAGIC + b"\x02\x00"  # a stray magic is skipped
+    assert dict(fatbin_arches(blob)) == {"sm_35": 1, "sm_70": 1, "compute_50": 1}
+
+
+class _Remote(io.RawIOBase):
+    """A file on a server read by HTTP range requests, for zipfile."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.session, self.position = url, requests.Session(), 0
+        self.size = int(self.session.head(url, allow_redirects=True, timeout=60)
+                        .headers["Content-Length"])
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = base + offset
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.size if size < 0 else min(self.size, self.position + size)
+        if end <= self.position:
+            return b""
+        answer = self.session.get(self.url, timeout=60, headers={
+            "Range": f"bytes={self.position}-{end - 1}"})
+        answer.raise_for_status()
+        self.position = end
+        return answer.content
+
+
+def _index(project: str) -> Any:
+    return requests.get(f"https://pypi.org/simple/{project}/", timeout=60, headers={
+        "Accept": "application/vnd.pypi.simple.v1+json"}).json()
+
+
+def _wheel_url(version: str, python: str) -> str:
+    index = _index("torch")
+    name = f"torch-{version}-{python}-{python}{'m' if python < 'cp38' else ''}-" \
+           "manylinux1_x86_64.whl"
+    return str(next(f["url"] for f in index["files"] if f["filename"] == name))
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("version", "python"), [("1.0.1", "cp37"), ("1.4.0", "cp37"),
+                                                  ("1.7.1", "cp37"), ("1.13.1", "cp37"),
+                                                  ("2.1.0", "cp38")])
+def test_the_wheel_carries_the_cuda_runtime_of_its_row(version: str, python: str) -> None:
+    row = wheel(version, "linux-64")
+    assert row is not None
+    with zipfile.ZipFile(_Remote(_wheel_url(version, python))) as archive:
+        text = archive.read("torch/version.py").decode()
+        assert row.library in archive.namelist()
+    assert f"cuda = '{row.cuda}'" in text
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_each_torchvision_wheel_requires_the_torch_of_its_pair() -> None:
+    """Every torchvision release with a cp37 linux wheel (0.3.0 ... 0.14.1): the torch its
+    METADATA pins is paired with it by torch.toml (0.11.0's `+cu102` pin has no PyPI torch)."""
+    wheels = {f["filename"].split("-")[1]: f["url"] for f in _index("torchvision")["files"]
+              if "-cp37-cp37m-manylinux1_x86_64.whl" in f["filename"]}
+    checked = []
+    for version, url in sorted(wheels.items(), key=lambda item: Version(item[0])):
+        if Version(version) >= Version("0.15"):
+            continue
+        with zipfile.ZipFile(_Remote(url)) as archive:
+            meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            text = archive.read(meta).decode()
+        [pin] = re.findall(r"^Requires-Dist: torch \((.+)\)$", text, re.MULTILINE)
+        torch = pin.removeprefix("==").removeprefix(">=").split("+")[0]
+        row = pairing(torch)
+        assert row is not None and in_range(version, row.torchvision), (version, pin)
+        checked.append(version)
+    assert len(checked) == 24 and (checked[0], checked[-1]) == ("0.3.0", "0.14.1")
+
+
+@pytest.mark.network
+def test_pypi_has_windows_torch_wheels_where_the_rows_say() -> None:
+    files = [f["filename"] for f in _index("torch")["files"]]
+    releases = {name.split("-")[1] for name in files if name.endswith(".whl")}
+    ones = sorted((v for v in releases if Version(v).major == 1 and not Version(v).local),
+                  key=Version)
+    assert ones[0] == "1.0.0" and ones[-1] == "1.13.1"
+    for version in ones:
+        row = pypi_platforms(version)
+        windows = any(name.startswith(f"torch-{version}-") and name.endswith("win_amd64.whl")
+                      for name in files)
+        assert row is not None and ("win-64" in row.platforms) == windows, version
