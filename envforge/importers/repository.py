@@ -22,6 +22,7 @@ from envforge.importers.pyfiles import (
 
 _DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
+_KNOWN = {"setup.py", "setup.cfg", "pipfile", "pipfile.lock"}
 
 
 @dataclass(frozen=True)
@@ -38,18 +39,21 @@ def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
     chosen: list[str] = []
     skipped: list[Skipped] = []
     for name in names:
-        wanted = (name.startswith("requirements") and name.endswith(".txt")) or name in (
-            "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", *_CONDA_NAMES) or (
-            name.endswith(".txt") and is_conda_list(_text(root / name)))
+        low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
+        wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
+            _KNOWN | set(_CONDA_NAMES)) or (
+            low.endswith(".txt") and is_conda_list(_text(root / name)))
         if not wanted:
             continue
-        if name.startswith("requirements") and _DEV.search(name.removeprefix("requirements")):
+        if low.startswith("requirements") and _DEV.search(low.removeprefix("requirements")):
             skipped.append(Skipped(name, name, "development requirements: not imported"))
         else:
             chosen.append(name)
-    if "Pipfile.lock" in chosen and "Pipfile" in chosen:
-        chosen.remove("Pipfile")
-        skipped.append(Skipped("Pipfile", "Pipfile", "Pipfile.lock pins the same packages"))
+    kinds = {name.lower(): name for name in chosen}
+    if "pipfile.lock" in kinds and "pipfile" in kinds:
+        chosen.remove(kinds["pipfile"])
+        skipped.append(Skipped(kinds["pipfile"], kinds["pipfile"],
+                               "Pipfile.lock pins the same packages"))
     return chosen, skipped
 
 
@@ -65,15 +69,16 @@ def read_repository(root: Path) -> Repository:
 
     for name in files:
         text = _text(root / name)
-        if name == "setup.py":
+        kind = name.lower()
+        if kind == "setup.py":
             everything.extend(read_setup_py(name, text))
-        elif name == "setup.cfg":
+        elif kind == "setup.cfg":
             everything.extend(read_setup_cfg(name, text))
-        elif name == "Pipfile":
+        elif kind == "pipfile":
             everything.extend(read_pipfile(name, text))
-        elif name == "Pipfile.lock":
+        elif kind == "pipfile.lock":
             everything.extend(read_pipfile_lock(name, text))
-        elif name in _CONDA_NAMES:
+        elif kind in _CONDA_NAMES:
             everything.extend(read_environment_yml(name, text))
         elif is_conda_list(text):
             everything.extend(read_conda_list(name, text))
