@@ -93,8 +93,8 @@ def add_requirement(text: str, origin: str, out: Imported) -> None:
     except InvalidRequirement as exc:
         out.skipped.append(Skipped(text, origin, f"not a requirement: {exc}"))
         return
-    url = requirement.url
-    if url and url.startswith("git+"):
+    url = requirement.url or ""
+    if url.startswith("git+"):
         requirement.url, note = _git_url(url)
         out.requirements.append(Found(str(requirement), origin, note))
         return
