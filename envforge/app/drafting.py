@@ -275,7 +275,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                       f"{tries}); give more with --timeout, or lock the spec as written"
             break
         if failure is None:
-            return Settled(candidate, text, None)
+            done = candidate if tried else replace(candidate, as_of_failure=None)
+            return Settled(done, text, None)
         candidate = replace(candidate, as_of_failure=failure)
         if gits and not candidate.left_out and _blames_git(failure, gits):
             candidate = replace(candidate, left_out={

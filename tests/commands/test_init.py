@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,8 @@ def test_pipenv_pins_date_the_project(tmp_path: Path) -> None:
     assert '"numpy==1.16.2",  # Pipfile.lock:15' in text
     # GitHub is unreachable from here: the git dependency stays in the spec, commented out
     assert '    # "lasagne @ git+https://github.com/Lasagne/Lasagne.git@a61b76f' in text
-    assert "left out: it does not resolve:" in text
+    assert "left out: the resolver cannot fetch it: PyPI resolution for linux-64" in text
+    assert "exited" not in text and "uv pip compile" not in text  # its words, not its command
 
 
 @pytest.mark.network
@@ -137,22 +139,88 @@ def test_a_reachable_git_line_is_imported_and_locks(tmp_path: Path) -> None:
     assert packages == (f"envforge-tinypkg-fixture @ git+{src.as_uri()}@{rev}", "six")
 
 
-@pytest.mark.network
-def test_a_day_that_does_not_resolve_is_left_commented_with_the_reason(tmp_path: Path) -> None:
-    root = tmp_path / "newer"
+def git_repo(root: Path, requirements: str, day: str, name: str = "requirements.txt") -> Path:
     root.mkdir()
-    (root / "requirements.txt").write_text("six>=1.16\n")  # six 1.16.0: 2021-05-05
-    stamp = "2019-08-15T12:00:00+00:00"
+    (root / name).write_text(requirements)
+    stamp = f"{day}T12:00:00+00:00"
     env = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     for args in (["init", "-q"], ["add", "."],
                  ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, env=env)
+    return root
+
+
+@pytest.mark.network
+def test_a_day_that_does_not_resolve_is_widened_never_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """six>=1.16 (2021-05-05) in a repository last committed 2019-08-15: four steps of six
+    months reach a day that resolves; each day tried is said and written."""
+    root = git_repo(tmp_path / "newer", "six>=1.16\n", "2019-08-15")
     out = tmp_path / "newer.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
     text = out.read_text()
-    assert "# as_of = 2019-08-15" in text and "\nas_of" not in text
-    assert "# left out: it does not resolve: six>=1.16 cannot be installed" in text
-    assert load_spec(out).for_platform("linux-64").pypi.as_of is None
+    assert "\nas_of = 2021-08-15\n" in text
+    assert "# 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15 did not resolve (" in text
+    assert "six>=1.16 cannot be installed" in text
+    assert str(load_spec(out).for_platform("linux-64").pypi.as_of) == "2021-08-15"
+    err = capsys.readouterr().err
+    assert "resolving as of 2019-08-15 (try 1 of 5)…" in err
+    assert "resolving as of 2021-08-15 (try 5 of 5)…" in err
+    assert "next: envforge lock" in err
+
+
+@pytest.mark.network
+def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "never", "six>=99\n", "2019-08-15")
+    out = tmp_path / "never.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 1
+    text = out.read_text()
+    assert "\nas_of = 2019-08-15\n" in text
+    assert "# does not resolve as of 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15, " \
+           "2021-08-15 (widened six months a step from the proposed day): " in text
+
+
+@pytest.mark.network
+def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path) -> None:
+    """The issue's repository: TF 1.x and Keras, last committed before any TensorFlow had a
+    Python 3.7 wheel. init once dropped the day and TF 2.11 resolved; now the day moves a
+    year to TF 1.13.1, numpy 1.13.3 (no cp37 wheel) moves to 1.14.5, the Python 2 and macOS
+    pins get markers, sklearn is scikit-learn, and [tensorflow] and [keras] are mounted."""
+    root = git_repo(tmp_path / "tf1", "tensorflow>=1.4,<2\nkeras\nh5py\nnumpy==1.13.3\n"
+                    "functools32==3.2.3-2\nappnope==0.1.0\nsklearn\n", "2018-03-15",
+                    name="REQUIREMENTS.txt")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "tf1.toml"
+    begun = time.monotonic()
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert time.monotonic() - begun < 60
+    spec = load_spec(out)
+    pspec = spec.for_platform("linux-64")
+    assert str(pspec.pypi.as_of) == "2019-03-15"
+    assert "numpy==1.14.5" in pspec.pypi.packages and "scikit-learn" in pspec.pypi.packages
+    assert set(pspec.packs) == {"tensorflow", "keras"}  # no [theano], no .theanorc
+    text = out.read_text()
+    assert "was numpy==1.13.3: its compiled wheels are for cp27, cp34, cp35, cp36, none for " \
+           "cp37; 1.14.5 is the nearest release with a wheel for Python 3.7" in text
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in
+                load_lock(tmp_path / "locks" / "tf1.lock").platforms["linux-64"].pypi}
+    assert versions["tensorflow"] == "1.13.1" and versions["keras"] == "2.2.4"
+    assert "functools32" not in versions and "appnope" not in versions
+
+
+@pytest.mark.network
+def test_the_time_bound_stops_init_with_a_clear_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = git_repo(tmp_path / "slow", "tensorflow>=1.4,<2\nkeras\n", "2018-03-15")
+    out = tmp_path / "slow.toml"
+    begun = time.monotonic()
+    assert main(["init", str(root), "-o", str(out), "--timeout", "0.5"]) == 1
+    assert time.monotonic() - begun < 10
+    assert "init's time bound ran out while resolving as of 2018-03-15 (try 1 of 5); give " \
+           "more with --timeout" in capsys.readouterr().err
+    assert "\nas_of = 2018-03-15\n" in out.read_text()
+    assert main(["init", str(root), "-o", str(out), "--force", "--timeout", "0"]) == 2
 
 
 @pytest.mark.network
