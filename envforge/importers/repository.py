@@ -89,23 +89,24 @@ def read_repository(root: Path) -> Repository:
 
 
 def merge(found: list[Found]) -> list[Found]:
-    """One entry per distribution as the files name it (an exact pin wins over a range, the
-    first file over a later one; the others' origins are kept), then legacy names mapped."""
-    merged: dict[str, Found] = {}
+    """Legacy names mapped, then one entry per distribution and marker (an exact pin wins
+    over a range, the first file over a later one; the others' origins are kept): the
+    Windows and the Linux pin of one package both stay, and ``tensorflow-gpu==1.15`` in one
+    file and ``tensorflow==1.15`` in another are one requirement."""
+    merged: dict[tuple[str, str], Found] = {}
     for item in found:
-        key = canonicalize_name(Requirement(item.requirement).name)
+        text, note = map_requirement(item.requirement)
+        item = Found(text, item.origin, note or item.note, text != item.requirement)
+        requirement = Requirement(text)
+        key = (canonicalize_name(requirement.name), str(requirement.marker or ""))
         kept = merged.get(key)
         if kept is None:
             merged[key] = item
             continue
         first, second = (item, kept) if _exact(item) and not _exact(kept) else (kept, item)
         merged[key] = Found(first.requirement, f"{first.origin}, also {second.origin}",
-                            first.note)
-    mapped = []
-    for item in merged.values():
-        text, note = map_requirement(item.requirement)
-        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
-    return mapped
+                            first.note, first.mapped)
+    return list(merged.values())
 
 
 def _exact(found: Found) -> bool:

@@ -232,3 +232,17 @@ def test_every_legacy_names_row_names_a_source() -> None:
                          .read_text(encoding="utf-8"))
     rows = [row for table in data.values() for row in table]
     assert len(rows) >= 11 and all(str(row.get("source", "")).strip() for row in rows)
+
+
+def test_one_package_pinned_per_platform_keeps_both_pins(tmp_path: Path) -> None:
+    """Real-Time-Voice-Cloning's requirements: numpy pinned for Windows and for the rest;
+    its GPU file's tensorflow-gpu==1.15 is the main file's tensorflow==1.15 once mapped."""
+    (tmp_path / "requirements.txt").write_text(
+        "tensorflow==1.15\nnumpy==1.19.3; platform_system == \"Windows\"\n"
+        "numpy==1.17.4; platform_system != \"Windows\"\n")
+    (tmp_path / "requirements_gpu.txt").write_text("tensorflow-gpu==1.15\n")
+    repo = read_repository(tmp_path)
+    assert _pins(repo.imported) == [
+        ("tensorflow==1.15", "requirements.txt:1, also requirements_gpu.txt:1"),
+        ('numpy==1.19.3; platform_system == "Windows"', "requirements.txt:2"),
+        ('numpy==1.17.4; platform_system != "Windows"', "requirements.txt:3")]
