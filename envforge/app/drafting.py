@@ -32,6 +32,7 @@ from envforge.errors import EnvforgeError, InputError
 from envforge.importers import Found
 from envforge.importers.propose import (
     Proposal,
+    era_for_python,
     propose_as_of,
     propose_python,
     release_files,
@@ -39,6 +40,7 @@ from envforge.importers.propose import (
 )
 from envforge.importers.render import Draft, render_spec
 from envforge.importers.repository import Repository, read_repository
+from envforge.resolve.releases import releases_from_files
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
 Lookup = Callable[[str, str], "Sequence[Mapping[str, Any]] | None"]
@@ -46,6 +48,7 @@ Say = Callable[[str], None]
 
 WIDEN_MONTHS = 6  # how far each step moves a day that does not resolve
 WIDEN_STEPS = 4  # at most two years past the repository's own day
+TRY_S = 20.0  # the least time one trial resolution gets before the next day is tried
 REASON_CHARS = 600  # a resolver's reason is cut there: a spec comment, one output line
 _LOOKUP_THREADS = 8
 
@@ -98,7 +101,10 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     as_of = propose_as_of(files, commit_day)
     python = propose_python(files, as_of.value, repo.imported.python)
     minor = ".".join((python.value or "3.7").split(".")[:2])
-    repo = _repaired(repo, pins, listings, minor)
+    as_of = era_for_python(as_of, minor)
+    repaired = _repaired(repo, pins, listings, minor)
+    as_of = _era_of_moved(as_of, repo, repaired, listings)
+    repo = repaired
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None)
@@ -150,6 +156,31 @@ def _repaired(repo: Repository, pins: Mapping[str, tuple[str, str]],
                                    "list)"), True))
     imported = replace(repo.imported, requirements=moved)
     return Repository(repo.files, imported)
+
+
+def _era_of_moved(as_of: Proposal, before: Repository, after: Repository,
+                  listings: Mapping[str, Sequence[Mapping[str, Any]]]) -> Proposal:
+    """The day raised to the newest release a pin moved to: its own dependencies (TF 1.13.1's
+    tensorboard 1.13) are of its day, and ``as_of`` would hide them."""
+    if as_of.value is None:
+        return as_of
+    newest: tuple[date, str] | None = None
+    for old, new in zip(before.imported.requirements, after.imported.requirements,
+                        strict=True):
+        if old.requirement == new.requirement:
+            continue
+        was, requirement = Requirement(old.requirement), Requirement(new.requirement)
+        pin = f"{was.name}=={next(iter(was.specifier)).version}"
+        version = next(iter(requirement.specifier)).version
+        day = next((r.uploaded for r in releases_from_files(listings.get(pin, ()))
+                    if str(r.version) == version), None)
+        if day is not None and day > date.fromisoformat(as_of.value) and (
+                newest is None or day > newest[0]):
+            newest = (day, f"{requirement.name}=={version}")
+    if newest is None:
+        return as_of
+    return Proposal(newest[0].isoformat(), f"{as_of.why}; then {newest[1]}'s day "
+                    f"({newest[0]}), the release a pin moved to, whose dependencies are of it")
 
 
 def _joined(*notes: str) -> str:
@@ -268,12 +299,18 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
         text = render_spec(candidate)
+        share = _share(deadline, tries - attempt + 1)
         try:
-            failure = _bounded(functools.partial(try_lock, text, source, platform), deadline)
+            failure = _bounded(functools.partial(try_lock, text, source, platform),
+                               None if share is None else time.monotonic() + share)
         except DraftTimeoutError:
-            failure = f"init's time bound ran out while resolving {what} (try {attempt} of " \
-                      f"{tries}); give more with --timeout, or lock the spec as written"
-            break
+            if deadline is not None and time.monotonic() >= deadline - 0.5:
+                failure = f"init's time bound ran out while resolving {what} (try {attempt} " \
+                          f"of {tries}); give more with --timeout, or lock the spec as written"
+                break
+            failure = f"no answer {what} within {share:.0f} s, its share of --timeout (where " \
+                      "that day's releases have no wheel for the Python, the resolver builds " \
+                      "their sdists)"
         if failure is None:
             done = candidate if tried else replace(candidate, as_of_failure=None)
             return Settled(done, text, None)
@@ -289,6 +326,15 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
                             as_of_failure=failure)
     return Settled(candidate, render_spec(candidate), failure)
+
+
+def _share(deadline: float | None, tries_left: int) -> float | None:
+    """The seconds one try may take: an even share of what is left (TRY_S at least), so a day
+    whose resolution builds old sdists gives way to the next day instead of eating it all."""
+    left = _left(deadline)
+    if left is None:
+        return None
+    return min(left, max(TRY_S, left / max(tries_left, 1)))
 
 
 def _blames_git(failure: str, gits: Sequence[str]) -> bool:
@@ -324,17 +370,24 @@ def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | No
 
 
 def _end_children() -> None:
-    """End the processes this one started (uv) by their ids; POSIX's /proc only."""
+    """End the processes this one started (uv and the builds uv started), by their ids,
+    deepest first; POSIX's /proc only."""
     if sys.platform == "win32" or not Path("/proc").is_dir():
         return
-    own = os.getpid()
+    parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if int(fields[1]) == own:
-            try:
-                os.kill(int(stat.parent.name), signal.SIGTERM)
-            except OSError:
-                continue
+    ours: list[int] = []
+    frontier = [os.getpid()]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        ours += children
+        frontier = children
+    for pid in reversed(ours):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue

@@ -190,3 +190,14 @@ def _valid(text: str) -> bool:
     except InvalidSpecifier:
         return False
     return True
+
+
+def era_for_python(as_of: Proposal, minor: str) -> Proposal:
+    """A day before Python ``minor`` was released moved to its release day: no release
+    uploaded earlier has a wheel for it, and the resolver would build old sdists (minutes)
+    to find nothing that installs."""
+    released = python_release_day(minor)
+    if as_of.value is None or released is None or date.fromisoformat(as_of.value) >= released:
+        return as_of
+    return Proposal(released.isoformat(), f"{as_of.why}, moved to Python {minor}'s release "
+                    f"day ({released}): nothing uploaded before it has a wheel for it")

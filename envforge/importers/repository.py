@@ -42,7 +42,8 @@ def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
         low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
         wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
             _KNOWN | set(_CONDA_NAMES)) or (
-            low.endswith(".txt") and is_conda_list(_text(root / name)))
+            low.endswith(".txt") and is_conda_list(_text(root / name))) or (
+            low.endswith((".yml", ".yaml")) and _is_conda_environment(_text(root / name)))
         if not wanted:
             continue
         if low.startswith("requirements") and _DEV.search(low.removeprefix("requirements")):
@@ -55,6 +56,13 @@ def dependency_files(root: Path) -> tuple[list[str], list[Skipped]]:
         skipped.append(Skipped(kinds["pipfile"], kinds["pipfile"],
                                "Pipfile.lock pins the same packages"))
     return chosen, skipped
+
+
+def _is_conda_environment(text: str) -> bool:
+    """A conda environment file under any name (``conda env create -f bap.yml``): top-level
+    ``dependencies:`` with ``name:`` or ``channels:`` (CI and compose files have neither)."""
+    return bool(re.search(r"^dependencies:", text, re.MULTILINE)) and bool(
+        re.search(r"^(name|channels):", text, re.MULTILINE))
 
 
 def read_repository(root: Path) -> Repository:
@@ -78,7 +86,7 @@ def read_repository(root: Path) -> Repository:
             everything.extend(read_pipfile(name, text))
         elif kind == "pipfile.lock":
             everything.extend(read_pipfile_lock(name, text))
-        elif kind in _CONDA_NAMES:
+        elif kind in _CONDA_NAMES or kind.endswith((".yml", ".yaml")):
             everything.extend(read_environment_yml(name, text))
         elif is_conda_list(text):
             everything.extend(read_conda_list(name, text))

@@ -183,9 +183,10 @@ def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(tmp_path:
 @pytest.mark.network
 def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path) -> None:
     """The issue's repository: TF 1.x and Keras, last committed before any TensorFlow had a
-    Python 3.7 wheel. init once dropped the day and TF 2.11 resolved; now the day moves a
-    year to TF 1.13.1, numpy 1.13.3 (no cp37 wheel) moves to 1.14.5, the Python 2 and macOS
-    pins get markers, sklearn is scikit-learn, and [tensorflow] and [keras] are mounted."""
+    Python 3.7 wheel. init once dropped the day and TF 2.11 resolved; now the day moves to
+    Python 3.7's release, then a year on to TF 1.14; numpy 1.13.3 (no cp37 wheel) moves to
+    1.14.5, the Python 2 and macOS pins get markers, sklearn is scikit-learn, and
+    [tensorflow] and [keras] are mounted."""
     root = git_repo(tmp_path / "tf1", "tensorflow>=1.4,<2\nkeras\nh5py\nnumpy==1.13.3\n"
                     "functools32==3.2.3-2\nappnope==0.1.0\nsklearn\n", "2018-03-15",
                     name="REQUIREMENTS.txt")
@@ -196,7 +197,8 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
     assert time.monotonic() - begun < 60
     spec = load_spec(out)
     pspec = spec.for_platform("linux-64")
-    assert str(pspec.pypi.as_of) == "2019-03-15"
+    assert str(pspec.pypi.as_of) == "2019-06-27"
+    assert "# 2018-06-27, 2018-12-27 did not resolve (" in out.read_text()
     assert "numpy==1.14.5" in pspec.pypi.packages and "scikit-learn" in pspec.pypi.packages
     assert set(pspec.packs) == {"tensorflow", "keras"}  # no [theano], no .theanorc
     text = out.read_text()
@@ -205,8 +207,22 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
     assert main(["lock", str(out)]) == 0
     versions = {f.name: f.version for f in
                 load_lock(tmp_path / "locks" / "tf1.lock").platforms["linux-64"].pypi}
-    assert versions["tensorflow"] == "1.13.1" and versions["keras"] == "2.2.4"
+    assert versions["tensorflow"] == "1.14.0" and versions["keras"] == "2.2.4"
     assert "functools32" not in versions and "appnope" not in versions
+
+
+@pytest.mark.network
+def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
+    """facenet's tensorflow==1.7 (no cp37 wheel) moves to 1.13.1, whose tensorboard 1.13 is
+    of 2019-02-26: the day follows it, and the first try resolves."""
+    root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
+    out = tmp_path / "facenet.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    pspec = load_spec(out).for_platform("linux-64")
+    assert "tensorflow==1.13.1" in pspec.pypi.packages
+    assert str(pspec.pypi.as_of) == "2019-02-26"
+    text = out.read_text()
+    assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
 
 
 @pytest.mark.network
@@ -217,9 +233,9 @@ def test_the_time_bound_stops_init_with_a_clear_line(
     begun = time.monotonic()
     assert main(["init", str(root), "-o", str(out), "--timeout", "0.5"]) == 1
     assert time.monotonic() - begun < 10
-    assert "init's time bound ran out while resolving as of 2018-03-15 (try 1 of 5); give " \
+    assert "init's time bound ran out while resolving as of 2018-06-27 (try 1 of 5); give " \
            "more with --timeout" in capsys.readouterr().err
-    assert "\nas_of = 2018-03-15\n" in out.read_text()
+    assert "\nas_of = 2018-06-27\n" in out.read_text()  # Python 3.7's day, not dropped
     assert main(["init", str(root), "-o", str(out), "--force", "--timeout", "0"]) == 2
 
 

@@ -6,6 +6,7 @@ from datetime import date
 
 from envforge.importers.propose import (
     Proposal,
+    era_for_python,
     propose_as_of,
     propose_python,
     repair_pin,
@@ -100,3 +101,12 @@ def test_an_sdist_only_pin_stays_and_python2_only_ones_move() -> None:
     absent = repair_pin(NUMPY, "1.13.9", "3.7")
     assert absent is not None and absent.value == "1.14.5"
     assert absent.why.startswith("the index has no such release")
+
+
+def test_a_day_before_the_pythons_release_moves_to_that_day() -> None:
+    """Nothing uploaded before Python 3.7 (2018-06-27, PEP 537) has a wheel for it."""
+    moved = era_for_python(Proposal("2016-06-12", "the repository's last commit"), "3.7")
+    assert moved.value == "2018-06-27" and "moved to Python 3.7's release day" in moved.why
+    kept = Proposal("2019-01-01", "the repository's last commit")
+    assert era_for_python(kept, "3.7") == kept
+    assert era_for_python(Proposal(None, "no pin"), "3.7").value is None

@@ -167,6 +167,9 @@ def test_conda_names_in_pip_files_are_mapped() -> None:
     assert conda_to_pypi("librosa") == ("librosa", "")  # a Python package, not a lib*
     assert conda_to_pypi("libpysal") == ("libpysal", "")
     assert conda_to_pypi("libgcc-ng")[0] is None
+    assert conda_to_pypi("py-xgboost")[0] == "xgboost"  # handson-ml's environment.yml
+    assert conda_to_pypi("python-graphviz")[0] == "graphviz"
+    assert conda_to_pypi("graphviz")[0] is None and conda_to_pypi("tensorflow-base")[0] is None
 
 
 def test_python2_backports_and_one_platforms_packages_get_markers() -> None:
@@ -222,6 +225,16 @@ def test_dependency_files_are_found_whatever_their_case(tmp_path: Path) -> None:
     assert _pins(repo.imported) == [("six==1.12.0", "REQUIREMENTS.txt:1"),
                                     ("numpy", "Setup.py:2")]
     assert [s.what for s in repo.imported.skipped] == ["Requirements-Dev.txt"]
+
+
+def test_a_conda_environment_file_is_found_under_any_name(tmp_path: Path) -> None:
+    """BAP's ``bap.yml`` (``conda env create -f bap.yml``); a CI file is not one."""
+    (tmp_path / "bap.yml").write_text("name: bap\nchannels:\n  - conda-forge\n"
+                                      "dependencies:\n  - python=3.6\n  - numpy=1.14.2\n")
+    (tmp_path / ".travis.yml").write_text("language: python\ninstall:\n  - pip install .\n")
+    repo = read_repository(tmp_path)
+    assert repo.files == ("bap.yml",)
+    assert _pins(repo.imported) == [("numpy==1.14.2", "bap.yml:6")]
 
 
 def test_every_legacy_names_row_names_a_source() -> None:
