@@ -245,7 +245,15 @@ def failure_reason(message: str) -> str:
         return trim(message)
     head, said = match.groups()
     what = head.split(" failed: ", 1)[0] + " failed" if " failed: " in head else "it failed"
-    return trim(f"{what}: {said}")
+    lines = [ln.strip() for ln in said.splitlines()
+             if ln.strip() and not ln.strip().startswith("hint:")]
+    first = next((i for i, ln in enumerate(lines) if ln.startswith("error:")), None)
+    # without uv's error: line (a long build log's tail), the log's last lines say most
+    kept = lines[first:] if first is not None else lines[-_TAIL_LINES:]
+    return trim(f"{what}: {' '.join(kept)}")
+
+
+_TAIL_LINES = 4
 
 
 def trim(text: str) -> str:

@@ -35,6 +35,19 @@ def test_a_failure_is_the_tools_words_without_its_command_line() -> None:
     assert len(long) == 600 and long.endswith("…")
 
 
+def test_a_build_log_without_uvs_error_line_ends_on_its_last_lines() -> None:
+    tail = ("PyPI resolution for linux-64 (Python 3.7.16) failed: uv pip compile x exited 1:\n"
+            "    exec(code, locals())\n"
+            '    File "/root/.cache/uv/sdists-v11/pypi/toolz/0.8.0/src/toolz/functoolz.py", '
+            "line 467\n      f.__name__ for f in reversed((self.first,) + self.funcs),\n"
+            "      ^\n    SyntaxError: Generator expression must be parenthesized\n"
+            "    hint: This usually indicates a problem with the package or the build "
+            "environment.")
+    reason = failure_reason(tail)
+    assert reason.startswith("PyPI resolution for linux-64 (Python 3.7.16) failed: File ")
+    assert reason.endswith("^ SyntaxError: Generator expression must be parenthesized")
+
+
 def test_a_real_failure_message_is_reduced_to_what_the_tool_said() -> None:
     done = proc.run([sys.executable, "-c", "import sys; sys.exit('error: no such thing')"],
                     check=False)
