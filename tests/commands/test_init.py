@@ -225,6 +225,27 @@ def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
     assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
 
 
+SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
+             "792b5a01506781dbcf25c91daf11/six-1.16.0-py2.py3-none-any.whl")
+
+
+@pytest.mark.network
+def test_a_direct_wheel_url_is_kept_and_locked_by_its_sha256(tmp_path: Path) -> None:
+    """pip installs a requirements line that is a wheel's URL (and checks its --hash); init
+    once dropped it ("only git URLs are locked")."""
+    root = tmp_path / "direct"
+    root.mkdir()
+    (root / "requirements.txt").write_text(f"{SIX_WHEEL}\n")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "direct.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert load_spec(out).for_platform("linux-64").pypi.packages == (f"six @ {SIX_WHEEL}",)
+    assert main(["lock", str(out)]) == 0
+    (six,) = load_lock(tmp_path / "locks" / "direct.lock").platforms["linux-64"].pypi
+    assert six.url == SIX_WHEEL and six.version == "1.16.0"
+    assert six.sha256 == "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
+
+
 @pytest.mark.network
 def test_the_time_bound_stops_init_with_a_clear_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
