@@ -1,8 +1,9 @@
 """``envforge init PATH``: a legacy repository's dependency files -> a spec that locks.
 
-The drafting is ``app/drafting.py``; unless ``--offline``, the draft is resolved for this
-host's platform (the day widened until it does), within ``--timeout`` seconds, saying on
-stderr what it is doing; the spec is written either way, and the next command printed.
+The drafting is ``app/drafting.py``; unless ``--offline``, ``app/settling.py`` resolves the
+draft for this host's platform (the day widened until it does) within ``--timeout`` seconds,
+saying on stderr what it is doing; the spec is written either way, and the next command
+printed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
-from envforge.app.drafting import draft_spec, git_commit_day, settle, spec_name
+from envforge.app.drafting import draft_spec, git_commit_day, spec_name
+from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.importers.render import Draft, render_spec, sections

@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from envforge.app.drafting import DraftTimeoutError, _bounded, failure_reason, widen
+from envforge.app.settling import DraftTimeoutError, _bounded, failure_reason, widen
 from envforge.errors import ResolveError
 from envforge.host import proc
 

@@ -1,0 +1,222 @@
+"""Settling init's draft on a variant that locks, within a time bound.
+
+The proposed day is kept: when the draft does not resolve, git dependencies the resolver
+cannot fetch are left out and the day is widened ``WIDEN_MONTHS`` at a time (``WIDEN_STEPS``
+at most), each trial given a share of the time; a failure is shown as the resolver's words,
+never its command line. Past the deadline the resolver (and the builds it started) are ended
+by their ids.
+"""
+
+from __future__ import annotations
+
+import calendar
+import functools
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+
+from envforge.errors import EnvforgeError
+from envforge.importers.propose import Proposal
+from envforge.importers.render import Draft, render_spec
+from envforge.spec import Platform, parse_spec
+
+Say = Callable[[str], None]
+
+WIDEN_MONTHS = 6  # how far each step moves a day that does not resolve
+WIDEN_STEPS = 4  # at most two years past the repository's own day
+TRY_S = 20.0  # the least time one trial resolution gets before the next day is tried
+REASON_CHARS = 600  # a resolver's reason is cut there: a spec comment, one output line
+
+
+class DraftTimeoutError(EnvforgeError):
+    """init's time bound ran out before the draft was settled."""
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+def try_lock(text: str, source: str, platform: Platform) -> str | None:
+    """Resolve the draft for ``platform`` once; None when it locks, else the reason (the
+    resolver's own words, never its command line)."""
+    from envforge.app.locking import lock_platform
+    from envforge.resolve.pypi import UnsatisfiableError
+    from envforge.resolve.pypi_explain import explain_unsatisfiable
+
+    spec = parse_spec(text, source=source)
+    try:
+        lock_platform(spec.for_platform(platform))
+    except UnsatisfiableError as exc:
+        return trim(str(explain_unsatisfiable(spec, exc)))
+    except EnvforgeError as exc:
+        return failure_reason(str(exc))
+    return None
+
+
+def failure_reason(message: str) -> str:
+    """A resolver failure without its command line and temporary paths: what failed, then
+    what the tool said (uv's ``error:``/``Caused by:`` lines), on one line, trimmed."""
+    match = re.search(r"^(.*?) exited -?\d+:\n(.*)$", message, re.DOTALL)
+    if match is None:
+        return trim(message)
+    head, said = match.groups()
+    what = head.split(" failed: ", 1)[0] + " failed" if " failed: " in head else "it failed"
+    lines = [ln.strip() for ln in said.splitlines()
+             if ln.strip() and not ln.strip().startswith("hint:")]
+    first = next((i for i, ln in enumerate(lines) if ln.startswith("error:")), None)
+    # without uv's error: line (a long build log's tail), the log's last lines say most
+    kept = lines[first:] if first is not None else lines[-_TAIL_LINES:]
+    return trim(f"{what}: {' '.join(kept)}")
+
+
+_TAIL_LINES = 4
+
+
+def trim(text: str) -> str:
+    """One line of at most REASON_CHARS, temporary folders named as what they hold."""
+    text = re.sub(r"(file://)?/\S*?envforge-[a-z]+-[^/\s]+/", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1].rstrip() + "…"
+
+
+def widen(day: date, months: int = WIDEN_MONTHS) -> date:
+    """``day`` moved ``months`` later (the last day of a shorter month where needed)."""
+    month = day.month - 1 + months
+    year, month = day.year + month // 12, month % 12 + 1
+    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The draft as written, its text, and why it does not resolve (None: it does)."""
+
+    draft: Draft
+    text: str
+    failure: str | None
+
+
+def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _: None,
+           deadline: float | None = None, today: date | None = None) -> Settled:
+    """The draft resolved as proposed; when it does not, git dependencies the resolver cannot
+    fetch are left out, and the day is widened by WIDEN_MONTHS up to WIDEN_STEPS times (never
+    past ``today``) until it resolves. The day is never dropped: when no step resolves, the
+    proposed one stays, with the days tried and the reason. Past ``deadline`` the draft is
+    returned as it stands, with the time bound as its failure."""
+    start = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
+    days: list[date | None] = [start]
+    while start is not None and len(days) <= WIDEN_STEPS and \
+            widen(start, WIDEN_MONTHS * len(days)) <= (today or date.today()):
+        days.append(widen(start, WIDEN_MONTHS * len(days)))
+    gits = sorted(f.requirement for f in draft.repository.imported.requirements
+                  if "@ git+" in f.requirement)
+    tries = len(days) + (1 if gits else 0)
+    tried: list[str] = []
+    failure: str | None = None
+    candidate = draft
+    attempt, position = 0, 0
+    while position < len(days):
+        day = days[position]
+        attempt += 1
+        if day is not None:
+            candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
+                                as_of_tried=tuple(tried))
+        what = f"as of {day.isoformat()}" if day else "the draft"
+        say(f"resolving {what} (try {attempt} of {tries})…")
+        text = render_spec(candidate)
+        share = _share(deadline, tries - attempt + 1)
+        try:
+            failure = _bounded(functools.partial(try_lock, text, source, platform),
+                               None if share is None else time.monotonic() + share)
+        except DraftTimeoutError:
+            if deadline is not None and time.monotonic() >= deadline - 0.5:
+                failure = f"init's time bound ran out while resolving {what} (try {attempt} " \
+                          f"of {tries}); give more with --timeout, or lock the spec as written"
+                break
+            failure = f"no answer {what} within {share:.0f} s, its share of --timeout (where " \
+                      "that day's releases have no wheel for the Python, the resolver builds " \
+                      "their sdists)"
+        if failure is None:
+            done = candidate if tried else replace(candidate, as_of_failure=None)
+            return Settled(done, text, None)
+        candidate = replace(candidate, as_of_failure=failure)
+        if gits and not candidate.left_out and _blames_git(failure, gits):
+            candidate = replace(candidate, left_out={
+                g: f"the resolver cannot fetch it: {failure}" for g in gits})
+            continue  # the same day again, without them
+        if day is not None:
+            tried.append(day.isoformat())
+        position += 1
+    if start is not None:
+        candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
+                            as_of_failure=failure)
+    return Settled(candidate, render_spec(candidate), failure)
+
+
+def _share(deadline: float | None, tries_left: int) -> float | None:
+    """The seconds one try may take: an even share of what is left (TRY_S at least), so a day
+    whose resolution builds old sdists gives way to the next day instead of eating it all."""
+    left = _left(deadline)
+    if left is None:
+        return None
+    return min(left, max(TRY_S, left / max(tries_left, 1)))
+
+
+def _blames_git(failure: str, gits: Sequence[str]) -> bool:
+    """Whether a failure is a git dependency's fetch (an unreachable host, a gone commit)."""
+    urls = [g.split("@ ", 1)[1].removeprefix("git+").split("@")[0] for g in gits]
+    return any(u in failure for u in urls) or bool(re.search(r"\bgit\b.*(fail|fetch|clone)",
+                                                            failure, re.IGNORECASE))
+
+
+def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | None:
+    """``work`` run within the deadline; past it, the resolver processes this one started
+    are ended and DraftTimeoutError says so."""
+    if deadline is None:
+        return work()
+    result: list[str | None] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=run, name="envforge-settle", daemon=True)
+    worker.start()
+    worker.join(_left(deadline))
+    if worker.is_alive():
+        _end_children()
+        raise DraftTimeoutError("the time bound ran out while resolving the draft")
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def _end_children() -> None:
+    """End the processes this one started (uv and the builds uv started), by their ids,
+    deepest first; POSIX's /proc only."""
+    if sys.platform == "win32" or not Path("/proc").is_dir():
+        return
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ours: list[int] = []
+    frontier = [os.getpid()]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        ours += children
+        frontier = children
+    for pid in reversed(ours):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue
