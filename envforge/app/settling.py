@@ -17,21 +17,29 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
-from envforge.importers.propose import Proposal
+from envforge.importers import Found
+from envforge.importers.propose import Proposal, repair_pin
 from envforge.importers.render import Draft, render_spec
-from envforge.spec import Platform, parse_spec
+from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
 Say = Callable[[str], None]
+Lookup = Callable[[str, str], "Sequence[Mapping[str, Any]] | None"]
 
 WIDEN_MONTHS = 6  # how far each step moves a day that does not resolve
 WIDEN_STEPS = 4  # at most two years past the repository's own day
 TRY_S = 20.0  # the least time one trial resolution gets before the next day is tried
+MAX_REPAIRS = 3  # pins moved for a failed sdist build, per settling
 REASON_CHARS = 600  # a resolver's reason is cut there: a spec comment, one output line
 
 
@@ -101,20 +109,25 @@ class Settled:
 
 
 def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _: None,
-           deadline: float | None = None, today: date | None = None) -> Settled:
-    """The draft resolved as proposed; when it does not, git dependencies the resolver cannot
-    fetch are left out, and the day is widened by WIDEN_MONTHS up to WIDEN_STEPS times (never
-    past ``today``) until it resolves. The day is never dropped: when no step resolves, the
-    proposed one stays, with the days tried and the reason. Past ``deadline`` the draft is
-    returned as it stands, with the time bound as its failure."""
+           deadline: float | None = None, today: date | None = None,
+           lookup: Lookup | None = None) -> Settled:
+    """The draft resolved as proposed; when it does not, git and URL dependencies the resolver
+    cannot fetch are left out, an exact pin whose sdist does not build moves to a release
+    with a wheel (``lookup`` lists the index's files; MAX_REPAIRS at most), and the day is
+    widened by WIDEN_MONTHS up to WIDEN_STEPS times (never past ``today``) until it
+    resolves. The day is never dropped: when no step resolves, the proposed one stays, with
+    the days tried and the reason. Past ``deadline`` the draft is returned as it stands,
+    with the time bound as its failure."""
     start = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
     days: list[date | None] = [start]
     while start is not None and len(days) <= WIDEN_STEPS and \
             widen(start, WIDEN_MONTHS * len(days)) <= (today or date.today()):
         days.append(widen(start, WIDEN_MONTHS * len(days)))
     gits = sorted(f.requirement for f in draft.repository.imported.requirements
-                  if "@ git+" in f.requirement)
+                  if " @ " in f.requirement and not f.requirement.split(" @ ", 1)[1].strip()
+                  .startswith("file:"))
     tries = len(days) + (1 if gits else 0)
+    repairs = 0
     tried: list[str] = []
     failure: str | None = None
     candidate = draft
@@ -144,10 +157,15 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             done = candidate if tried else replace(candidate, as_of_failure=None)
             return Settled(done, text, None)
         candidate = replace(candidate, as_of_failure=failure)
-        if gits and not candidate.left_out and _blames_git(failure, gits):
+        if gits and not candidate.left_out and _blames_url(failure, gits):
             candidate = replace(candidate, left_out={
                 g: f"the resolver cannot fetch it: {failure}" for g in gits})
             continue  # the same day again, without them
+        repaired = _repair_build(candidate, failure, lookup) if repairs < MAX_REPAIRS else None
+        if repaired is not None:
+            say(f"{repaired[1]}: its sdist does not build; moved to a release with a wheel")
+            candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
+            continue  # the same day again, with the pin moved
         if day is not None:
             tried.append(day.isoformat())
         position += 1
@@ -166,11 +184,52 @@ def _share(deadline: float | None, tries_left: int) -> float | None:
     return min(left, max(TRY_S, left / max(tries_left, 1)))
 
 
-def _blames_git(failure: str, gits: Sequence[str]) -> bool:
-    """Whether a failure is a git dependency's fetch (an unreachable host, a gone commit)."""
-    urls = [g.split("@ ", 1)[1].removeprefix("git+").split("@")[0] for g in gits]
+def _blames_url(failure: str, gits: Sequence[str]) -> bool:
+    """Whether a failure is a git or URL dependency's fetch (an unreachable host, a gone
+    commit, a wheel for another Python)."""
+    urls = [g.split("@ ", 1)[1].removeprefix("git+").split("@")[0].split(";")[0].strip()
+            for g in gits]
     return any(u in failure for u in urls) or bool(re.search(r"\bgit\b.*(fail|fetch|clone)",
                                                             failure, re.IGNORECASE))
+
+
+def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
+                  ) -> tuple[Draft, str] | None:
+    """The draft with the exact pin whose sdist failed to build (uv names it as
+    ``name==version`` or by its cache folder ``pypi/name/version``) moved to the nearest
+    later release with a wheel for the Python; None when no pin is to blame or none has one."""
+    from envforge.resolve.pypi_index import index_files
+
+    built = re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure) + \
+        re.findall(r"/pypi/([A-Za-z0-9_.-]+)/([0-9][^/\s]*)/", failure)
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    for name, version in built:
+        at = next((i for i, f in enumerate(found) if _pins(f.requirement, name, version)), None)
+        if at is None:
+            continue
+        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
+        moved = repair_pin(listed or (), version, minor,
+                           failed=f"its sdist does not build for Python {minor}")
+        if moved is None or moved.value is None:
+            return None
+        old = found[at]
+        requirement = Requirement(old.requirement)
+        requirement.specifier = SpecifierSet(f"=={moved.value}")
+        note = f"was {old.requirement}: {moved.why} (the index's file list)"
+        changed = [*found[:at], Found(str(requirement), old.origin,
+                                      "; ".join(n for n in (old.note, note) if n), True),
+                   *found[at + 1:]]
+        imported = replace(draft.repository.imported, requirements=changed)
+        repository = replace(draft.repository, imported=imported)
+        return replace(draft, repository=repository), old.requirement
+    return None
+
+
+def _pins(text: str, name: str, version: str) -> bool:
+    requirement = Requirement(text)
+    return canonicalize_name(requirement.name) == canonicalize_name(name) and any(
+        s.operator in ("==", "===") and s.version == version for s in requirement.specifier)
 
 
 def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | None:

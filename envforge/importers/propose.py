@@ -107,13 +107,14 @@ def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
     return None
 
 
-def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str
-               ) -> Proposal | None:
+def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
+               failed: str | None = None) -> Proposal | None:
     """For ``name==version`` that has no wheel for CPython ``minor`` (and no sdist that is
-    known to build there), the nearest later release of the same major that has one:
-    the same minor first, then the next minors. None when the pin installs as it is; a
-    Proposal with value None when no release of that major will do."""
-    why = _needs_repair(release_files(listed, version), minor)
+    known to build there, or whose sdist ``failed`` to build, the reason given), the nearest
+    later release of the same major that has one: the same minor first, then the next
+    minors. None when the pin installs as it is; a Proposal with value None when no release
+    of that major will do."""
+    why = failed or _needs_repair(release_files(listed, version), minor)
     if why is None:
         return None
     pinned = Version(version)

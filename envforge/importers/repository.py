@@ -97,15 +97,22 @@ def read_repository(root: Path) -> Repository:
 
 
 def merge(found: list[Found]) -> list[Found]:
-    """Legacy names mapped, then one entry per distribution and marker (an exact pin wins
-    over a range, the first file over a later one; the others' origins are kept): the
-    Windows and the Linux pin of one package both stay, and ``tensorflow-gpu==1.15`` in one
-    file and ``tensorflow==1.15`` in another are one requirement."""
+    """One entry per distribution and marker as the files name it (an exact pin wins over a
+    range, the first file over a later one; the others' origins are kept), legacy names
+    mapped, then once more by the mapped names: the Windows and the Linux pin of one package
+    both stay, and ``tensorflow-gpu==1.15`` in one file and ``tensorflow==1.15`` in another
+    are one requirement."""
+    mapped = []
+    for item in _merged(found):
+        text, note = map_requirement(item.requirement)
+        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
+    return _merged(mapped)
+
+
+def _merged(found: list[Found]) -> list[Found]:
     merged: dict[tuple[str, str], Found] = {}
     for item in found:
-        text, note = map_requirement(item.requirement)
-        item = Found(text, item.origin, note or item.note, text != item.requirement)
-        requirement = Requirement(text)
+        requirement = Requirement(item.requirement)
         key = (canonicalize_name(requirement.name), str(requirement.marker or ""))
         kept = merged.get(key)
         if kept is None:

@@ -10,7 +10,13 @@ from datetime import date
 
 import pytest
 
-from envforge.app.settling import DraftTimeoutError, _bounded, failure_reason, widen
+from envforge.app.settling import (
+    DraftTimeoutError,
+    _blames_url,
+    _bounded,
+    failure_reason,
+    widen,
+)
 from envforge.errors import ResolveError
 from envforge.host import proc
 
@@ -77,3 +83,12 @@ def test_the_time_bound_ends_the_process_the_work_started() -> None:
         _bounded(work, time.monotonic() + 0.5)
     assert time.monotonic() - begun < 5
     assert started[0].wait(timeout=5) != 0  # ended by its id, not left to run 30 s
+
+
+def test_a_fetch_failure_blames_the_url_dependency_it_names() -> None:
+    url = ("tensorflow-gpu @ https://storage.googleapis.com/tensorflow/linux/gpu/"
+           "tensorflow_gpu-1.3.0-cp35-cp35m-linux_x86_64.whl")
+    failure = ("PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to download "
+               f"`{url}` cause: Request failed after 3 retries")
+    assert _blames_url(failure, [url])
+    assert not _blames_url("numpy==9 cannot be installed", [url])

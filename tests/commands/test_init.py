@@ -225,6 +225,21 @@ def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
     assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
 
 
+@pytest.mark.network
+def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """blocks' toolz==0.8.0: an sdist only, whose code is a SyntaxError on Python 3.7 (its
+    build fails); the next release with a wheel is 0.11.0."""
+    root = git_repo(tmp_path / "blocks", "toolz==0.8.0\n", "2018-09-06")
+    out = tmp_path / "blocks.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert load_spec(out).for_platform("linux-64").pypi.packages == ("toolz==0.11.0",)
+    assert "was toolz==0.8.0: its sdist does not build for Python 3.7; 0.11.0 is the nearest " \
+           "release with a wheel for Python 3.7" in out.read_text()
+    assert "toolz==0.8.0: its sdist does not build; moved to a release with a wheel" in \
+        capsys.readouterr().err
+
+
 SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
              "792b5a01506781dbcf25c91daf11/six-1.16.0-py2.py3-none-any.whl")
 
