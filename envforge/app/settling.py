@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
 from envforge.importers import Found
-from envforge.importers.propose import Proposal, repair_pin
+from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
@@ -161,9 +161,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             candidate = replace(candidate, left_out={
                 g: f"the resolver cannot fetch it: {failure}" for g in gits})
             continue  # the same day again, without them
-        repaired = _repair_build(candidate, failure, lookup) if repairs < MAX_REPAIRS else None
+        repaired = None if repairs >= MAX_REPAIRS else (
+            _repair_build(candidate, failure, lookup)
+            or _repair_conflict(candidate, failure, lookup))
         if repaired is not None:
-            say(f"{repaired[1]}: its sdist does not build; moved to a release with a wheel")
+            say(f"{repaired[1]}")
             candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
             continue  # the same day again, with the pin moved
         if day is not None:
@@ -222,8 +224,63 @@ def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
                    *found[at + 1:]]
         imported = replace(draft.repository.imported, requirements=changed)
         repository = replace(draft.repository, imported=imported)
-        return replace(draft, repository=repository), old.requirement
+        return (replace(draft, repository=repository),
+                f"{old.requirement}: its sdist does not build; moved to {requirement}")
     return None
+
+
+_DEPENDS = re.compile(r"([A-Za-z0-9_.-]+)==(\S+?) depends on ([A-Za-z0-9_.-]+)"
+                      r"((?:[<>=!~]=?[^,\s]+,?)+)")
+
+
+def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
+                     ) -> tuple[Draft, str] | None:
+    """The draft with the project's exact pin that another pin's dependency rules out
+    (tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; the file pins numpy==1.15.4, which
+    pip's resolver before 20.3 installed anyway) moved to the nearest release the
+    dependency admits that has a wheel for the Python."""
+    from envforge.resolve.pypi_index import index_files
+
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    for parent, parent_version, name, spec in _DEPENDS.findall(failure):
+        allowed = SpecifierSet(spec.rstrip(","))
+        at = next((i for i, f in enumerate(found)
+                   if (pinned := _pinned_version(f.requirement, name)) is not None
+                   and not allowed.contains(pinned, prereleases=True)), None)
+        if at is None:
+            continue
+        old = found[at]
+        version = _pinned_version(old.requirement, name) or ""
+        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
+        moved = nearest_allowed(listed or (), version, minor, allowed)
+        if moved is None:
+            return None
+        requirement = Requirement(old.requirement)
+        requirement.specifier = SpecifierSet(f"=={moved}")
+        note = (f"was {old.requirement}: {parent}=={parent_version} depends on {name}{spec}; "
+                f"{moved} is the nearest release it admits with a wheel for Python {minor} "
+                "(pip's resolver before 20.3 installed such conflicts without a word)")
+        return (_with(draft, at, Found(str(requirement), old.origin,
+                                       "; ".join(n for n in (old.note, note) if n), True)),
+                f"{old.requirement}: {parent}=={parent_version} needs {name}{spec}; "
+                f"moved to {requirement}")
+    return None
+
+
+def _pinned_version(text: str, name: str) -> str | None:
+    requirement = Requirement(text)
+    if canonicalize_name(requirement.name) != canonicalize_name(name):
+        return None
+    return next((s.version for s in requirement.specifier if s.operator in ("==", "===")),
+                None)
+
+
+def _with(draft: Draft, at: int, item: Found) -> Draft:
+    found = draft.repository.imported.requirements
+    imported = replace(draft.repository.imported,
+                       requirements=[*found[:at], item, *found[at + 1:]])
+    return replace(draft, repository=replace(draft.repository, imported=imported))
 
 
 def _pins(text: str, name: str, version: str) -> bool:

@@ -202,3 +202,17 @@ def era_for_python(as_of: Proposal, minor: str) -> Proposal:
         return as_of
     return Proposal(released.isoformat(), f"{as_of.why}, moved to Python {minor}'s release "
                     f"day ({released}): nothing uploaded before it has a wheel for it")
+
+
+def nearest_allowed(listed: Sequence[Mapping[str, Any]], version: str, minor: str,
+                    allowed: SpecifierSet) -> str | None:
+    """The lowest release ``allowed`` admits that has a wheel for CPython ``minor`` (final
+    releases, nearest to ``version`` first): where another pin's dependency rules the
+    project's own pin out."""
+    pinned = Version(version)
+    admitted = {r.version for r in releases_from_files(listed)
+                if not r.version.is_prerelease and allowed.contains(r.version)}
+    order = sorted(v for v in admitted if v >= pinned) + \
+        sorted((v for v in admitted if v < pinned), reverse=True)
+    return next((str(v) for v in order
+                 if _wheel_for(release_files(listed, str(v)), minor)[0]), None)

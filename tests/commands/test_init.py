@@ -240,6 +240,19 @@ def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
         capsys.readouterr().err
 
 
+@pytest.mark.network
+def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
+    """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
+    (pip before 20.3 installed both); the numpy pin moves to 1.16.0."""
+    root = git_repo(tmp_path / "gcn", "numpy==1.15.4\ntensorflow==1.15.4\n", "2020-09-26")
+    out = tmp_path / "gcn.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    packages = load_spec(out).for_platform("linux-64").pypi.packages
+    assert packages == ("numpy==1.16.0", "tensorflow==1.15.4")
+    assert "was numpy==1.15.4: tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; 1.16.0 " \
+           "is the nearest release it admits with a wheel for Python 3.7" in out.read_text()
+
+
 SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
              "792b5a01506781dbcf25c91daf11/six-1.16.0-py2.py3-none-any.whl")
 

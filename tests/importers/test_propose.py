@@ -7,6 +7,7 @@ from datetime import date
 from envforge.importers.propose import (
     Proposal,
     era_for_python,
+    nearest_allowed,
     propose_as_of,
     propose_python,
     repair_pin,
@@ -110,3 +111,11 @@ def test_a_day_before_the_pythons_release_moves_to_that_day() -> None:
     kept = Proposal("2019-01-01", "the repository's last commit")
     assert era_for_python(kept, "3.7") == kept
     assert era_for_python(Proposal(None, "no pin"), "3.7").value is None
+
+
+def test_the_nearest_release_a_dependency_admits() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet(">=1.14,<1.15")) == "1.14.5"
+    assert nearest_allowed(NUMPY, "1.14.6", "3.7", SpecifierSet("<1.14.6")) == "1.14.5"
+    assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet("<1.14")) is None  # no cp37
