@@ -9,10 +9,11 @@ printed.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 
-from envforge.app.drafting import draft_spec, git_commit_day, spec_name
+from envforge.app.drafting import Lookup, draft_spec, git_commit_day, spec_name
 from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
@@ -35,11 +36,12 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
     if output.exists() and not force:
         raise InputError(f"{output} exists: pass --force to replace it, or -o another file")
     deadline = time.monotonic() + timeout
-    lookup = None
+    lookup: Lookup | None = None
     if not offline:
         from envforge.resolve.pypi_index import index_files
 
-        lookup = index_files
+        # each query bounded too: the pool's threads are joined when Python exits
+        lookup = functools.partial(index_files, timeout=min(30.0, timeout))
     draft = draft_spec(root, source=str(root), name=name or spec_name(root), platform=platform,
                        lookup=lookup, commit_day=git_commit_day(root), say=ui.info,
                        deadline=deadline)
@@ -47,7 +49,8 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
     parse_spec(text, source=str(output))
     failure = None
     if not offline:
-        settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline)
+        settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline,
+                         lookup=lookup)
         draft, text, failure = settled.draft, settled.text, settled.failure
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
