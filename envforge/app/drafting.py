@@ -1,27 +1,45 @@
 """Drafting a spec from a legacy repository: its dependency files read (never run), the
-Python and the day to resolve as of proposed, and the draft settled on a variant that locks.
+Python and the day to resolve as of proposed, exact pins with no wheel for that Python moved
+to the nearest release with one (the day following them).
 
-The index's JSON API and the repository's git history feed the proposals; a proposed day or
-a git dependency that does not resolve is left out with uv's reason (``settle``).
+The index's JSON API (queried side by side, within the deadline) and the repository's git
+history feed the proposals; ``app/settling.py`` then settles the draft on a variant that
+locks.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
 
-from envforge.errors import EnvforgeError, InputError
-from envforge.importers.propose import propose_as_of, propose_python, release_files
-from envforge.importers.render import Draft, render_spec
+from envforge.errors import InputError
+from envforge.importers import Found
+from envforge.importers.propose import (
+    Proposal,
+    era_for_python,
+    propose_as_of,
+    propose_python,
+    release_files,
+    repair_pin,
+)
+from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, read_repository
-from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
+from envforge.resolve.releases import releases_from_files
+from envforge.spec import PYPI_SIMPLE, Platform
 
 Lookup = Callable[[str, str], "Sequence[Mapping[str, Any]] | None"]
+Say = Callable[[str], None]
+
+_LOOKUP_THREADS = 8
 
 
 def spec_name(root: Path) -> str:
@@ -30,12 +48,12 @@ def spec_name(root: Path) -> str:
     return name or "imported"
 
 
-def exact_pins(repo: Repository) -> dict[str, tuple[str, str]]:
-    """``name==version`` -> (name, version) for every exact pin the project made (not the
-    ones init mapped a legacy name to)."""
+def exact_pins(repo: Repository, *, mapped: bool = False) -> dict[str, tuple[str, str]]:
+    """``name==version`` -> (name, version) for every exact pin the project made (with
+    ``mapped``, also the ones init mapped a legacy name to)."""
     pins = {}
     for found in repo.imported.requirements:
-        if found.mapped:
+        if found.mapped and not mapped:
             continue
         requirement = Requirement(found.requirement)
         exact = [s for s in requirement.specifier if s.operator in ("==", "===")
@@ -47,23 +65,125 @@ def exact_pins(repo: Repository) -> dict[str, tuple[str, str]]:
 
 
 def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
-               lookup: Lookup | None, commit_day: date | None) -> Draft:
-    """Read the repository and make the proposals; ``lookup`` None means no index queries."""
+               lookup: Lookup | None, commit_day: date | None, say: Say = lambda _: None,
+               deadline: float | None = None) -> Draft:
+    """Read the repository and make the proposals; ``lookup`` None means no index queries.
+    ``deadline`` (time.monotonic()) bounds the index queries: a project not listed by then
+    counts as unknown."""
     repo = read_repository(root)
     if not repo.files:
         raise InputError(f"{source}: no requirements*.txt, setup.py, setup.cfg, Pipfile, "
                          "Pipfile.lock, environment.yml or conda list file found")
     index = repo.imported.index[0][0] if repo.imported.index else None
-    files: dict[str, Sequence[Mapping[str, Any]]] = {}
-    if lookup is not None:
-        for pin, (package, version) in exact_pins(repo).items():
-            listed = lookup(index or PYPI_SIMPLE, package)
-            if listed:
-                files[pin] = release_files(listed, version)
+    pins = exact_pins(repo, mapped=True)
+    listings: dict[str, Sequence[Mapping[str, Any]]] = {}
+    if lookup is not None and pins:
+        say(f"querying {_host(index or PYPI_SIMPLE)} for {len(pins)} "
+            f"pin{'s' if len(pins) != 1 else ''}…")
+        listings = _query(lookup, index or PYPI_SIMPLE, pins, deadline)
+    files = {pin: release_files(listings[pin], version)  # the project's own pins date it
+             for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     python = propose_python(files, as_of.value, repo.imported.python)
-    return Draft(name=name, source=source, repository=repo, platform=platform, python=python,
-                 as_of=as_of, index=index if index and index != PYPI_SIMPLE else None)
+    minor = ".".join((python.value or "3.7").split(".")[:2])
+    as_of = era_for_python(as_of, minor)
+    repaired = _repaired(repo, pins, listings, minor)
+    as_of = _era_of_moved(as_of, repo, repaired, listings)
+    repo = repaired
+    return Draft(name=name, source=source, repository=repo, platform=platform,
+                 python=_full_python(python), as_of=as_of,
+                 index=index if index and index != PYPI_SIMPLE else None)
+
+
+def _host(index: str) -> str:
+    return "PyPI" if index == PYPI_SIMPLE else index
+
+
+def _query(lookup: Lookup, index: str, pins: Mapping[str, tuple[str, str]],
+           deadline: float | None) -> dict[str, Sequence[Mapping[str, Any]]]:
+    """Every pin's project listing, side by side; what has not come by the deadline is
+    left unknown (the resolver still decides)."""
+    pool = ThreadPoolExecutor(max_workers=_LOOKUP_THREADS, thread_name_prefix="envforge-index")
+    futures = {pin: pool.submit(lookup, index, package) for pin, (package, _) in pins.items()}
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    wait_all(futures.values(), timeout=left)
+    pool.shutdown(wait=False, cancel_futures=True)
+    return {pin: got for pin, future in futures.items()
+            if future.done() and not future.cancelled() and future.exception() is None
+            and (got := future.result())}
+
+def _repaired(repo: Repository, pins: Mapping[str, tuple[str, str]],
+              listings: Mapping[str, Sequence[Mapping[str, Any]]], minor: str) -> Repository:
+    """The repository's requirements with each exact pin that has no wheel for Python
+    ``minor`` moved to the nearest release that has one, the old pin and why in its note."""
+    moved: list[Found] = []
+    for found in repo.imported.requirements:
+        requirement = Requirement(found.requirement)
+        pin = next((p for p, (package, _) in pins.items()
+                    if package == requirement.name and p in listings
+                    and requirement.url is None), None)
+        proposal = None if pin is None else repair_pin(listings[pin], pins[pin][1], minor)
+        if proposal is None or proposal.value is None:
+            if proposal is not None:
+                found = Found(found.requirement, found.origin,
+                              _joined(found.note, f"no wheel for Python {minor}: "
+                                      f"{proposal.why}"), found.mapped)
+            moved.append(found)
+            continue
+        old = found.requirement
+        requirement.specifier = type(requirement.specifier)(f"=={proposal.value}")
+        moved.append(Found(str(requirement), found.origin,
+                           _joined(found.note, f"was {old}: {proposal.why} (the index's file "
+                                   "list)"), True))
+    imported = replace(repo.imported, requirements=moved)
+    return Repository(repo.files, imported)
+
+
+def _era_of_moved(as_of: Proposal, before: Repository, after: Repository,
+                  listings: Mapping[str, Sequence[Mapping[str, Any]]]) -> Proposal:
+    """The day raised to the newest release a pin moved to: its own dependencies (TF 1.13.1's
+    tensorboard 1.13) are of its day, and ``as_of`` would hide them."""
+    if as_of.value is None:
+        return as_of
+    newest: tuple[date, str] | None = None
+    for old, new in zip(before.imported.requirements, after.imported.requirements,
+                        strict=True):
+        if old.requirement == new.requirement:
+            continue
+        was, requirement = Requirement(old.requirement), Requirement(new.requirement)
+        pin = f"{was.name}=={next(iter(was.specifier)).version}"
+        version = next(iter(requirement.specifier)).version
+        day = next((r.uploaded for r in releases_from_files(listings.get(pin, ()))
+                    if str(r.version) == version), None)
+        if day is not None and day > date.fromisoformat(as_of.value) and (
+                newest is None or day > newest[0]):
+            newest = (day, f"{requirement.name}=={version}")
+    if newest is None:
+        return as_of
+    return Proposal(newest[0].isoformat(), f"{as_of.why}; then {newest[1]}'s day "
+                    f"({newest[0]}), the release a pin moved to, whose dependencies are of it")
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _full_python(python: Proposal) -> Proposal:
+    """``3.7`` -> this host's ``3.7.16``, the version lock resolves for (README: lock uses the
+    spec's patch, else the host's); written so, every host locks the same and lock has
+    nothing to warn about. Kept as proposed where this host has no such Python."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    value = python.value
+    if value is None or value.count(".") != 1:
+        return python
+    try:
+        found = find_interpreter(value)
+    except StepError:
+        return python
+    return Proposal(found.version, f"{python.why}; {found.version} is the Python {value} on "
+                    "this host, the one lock resolves for")
 
 
 def git_commit_day(root: Path) -> date | None:
@@ -79,54 +199,3 @@ def git_commit_day(root: Path) -> date | None:
         return None
     text = done.stdout.strip()
     return date.fromisoformat(text) if done.returncode == 0 and text else None
-
-
-def try_lock(text: str, source: str, platform: Platform) -> str | None:
-    """Resolve the draft for ``platform`` once; None when it locks, else the one-line reason."""
-    from envforge.app.locking import lock_platform
-    from envforge.resolve.pypi import UnsatisfiableError
-    from envforge.resolve.pypi_explain import explain_unsatisfiable
-
-    spec = parse_spec(text, source=source)
-    try:
-        lock_platform(spec.for_platform(platform))
-    except UnsatisfiableError as exc:
-        return explain_unsatisfiable(spec, exc).reason
-    except EnvforgeError as exc:
-        return str(exc).splitlines()[0]
-    return None
-
-
-def settle(draft: Draft, source: str, platform: Platform) -> tuple[Draft, str, str | None]:
-    """The first variant of the draft that resolves: as proposed; without the proposed day;
-    without the git dependencies (an unreachable host), with and without the day. What had
-    to go is kept in the spec as a comment with the reason. Returns the last failure too."""
-    text = render_spec(draft)
-    failure = try_lock(text, source, platform)
-    if failure is None:
-        return draft, text, None
-    first = failure
-    gits = {f.requirement for f in draft.repository.imported.requirements
-            if "@ git+" in f.requirement}
-    variants: list[dict[str, Any]] = []
-    if draft.as_of.value is not None:
-        variants.append({"as_of_refused": f"it does not resolve: {first}"})
-    if gits:
-        left_out = {g: f"it does not resolve: {first}" for g in sorted(gits)}
-        variants.append({"left_out": left_out})
-        if draft.as_of.value is not None:
-            variants.append({"left_out": left_out,
-                             "as_of_refused": f"it does not resolve: {first}"})
-    for changes in variants:
-        candidate = _replace(draft, **changes)
-        text = render_spec(candidate)
-        failure = try_lock(text, source, platform)
-        if failure is None:
-            return candidate, text, None
-    return draft, render_spec(draft), first
-
-
-def _replace(draft: Draft, **changes: Any) -> Draft:
-    from dataclasses import replace
-
-    return replace(draft, **changes)

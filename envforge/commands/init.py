@@ -1,47 +1,60 @@
 """``envforge init PATH``: a legacy repository's dependency files -> a spec that locks.
 
-The drafting is ``app/drafting.py``; unless ``--offline``, the draft is resolved once for
-this host's platform, and the spec written is one that locks.
+The drafting is ``app/drafting.py``; unless ``--offline``, ``app/settling.py`` resolves the
+draft for this host's platform (the day widened until it does) within ``--timeout`` seconds,
+saying on stderr what it is doing; the spec is written either way, and the next command
+printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import time
 from pathlib import Path
 
-from envforge.app.drafting import draft_spec, git_commit_day, settle, spec_name
+from envforge.app.drafting import Lookup, draft_spec, git_commit_day, spec_name
+from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.host.outputs import check_output
-from envforge.importers.render import Draft, render_spec
+from envforge.importers.render import Draft, render_spec, sections
 from envforge.spec import Platform, parse_spec
 from envforge.ui import UI
 
+DEFAULT_TIMEOUT = 120.0  # seconds for the index queries and every trial resolution together
+
 
 def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, offline: bool,
-             ui: UI, platform: Platform = "linux-64") -> int:
-    """The command: exit 0 when the spec written locks, 1 when written but it does not."""
+             ui: UI, platform: Platform = "linux-64", timeout: float = DEFAULT_TIMEOUT) -> int:
+    """The command: exit 0 when the spec written locks, 1 when written but it does not (or
+    the time bound ran out first)."""
     if not root.is_dir():
         raise InputError(f"{root}: not a folder")
+    if timeout <= 0:
+        raise InputError(f"--timeout {timeout:g}: give a number of seconds above 0")
     output = output or Path("specs") / f"{name or spec_name(root)}.toml"
     if output.exists() and not force:
         raise InputError(f"{output} exists: pass --force to replace it, or -o another file")
-    lookup = None
+    deadline = time.monotonic() + timeout
+    lookup: Lookup | None = None
     if not offline:
         from envforge.resolve.pypi_index import index_files
 
-        lookup = index_files
-    with ui.progress(f"reading {root}"):
-        draft = draft_spec(root, source=str(root), name=name or spec_name(root),
-                           platform=platform, lookup=lookup, commit_day=git_commit_day(root))
+        # each query bounded too: the pool's threads are joined when Python exits
+        lookup = functools.partial(index_files, timeout=min(30.0, timeout))
+    draft = draft_spec(root, source=str(root), name=name or spec_name(root), platform=platform,
+                       lookup=lookup, commit_day=git_commit_day(root), say=ui.info,
+                       deadline=deadline)
     check_output(output, inputs=[root / name for name in draft.repository.files],
                  make_parents=True)
     text = render_spec(draft)
     parse_spec(text, source=str(output))
     failure = None
     if not offline:
-        with ui.progress("resolving the draft"):
-            draft, text, failure = settle(draft, str(output), platform)
+        settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline,
+                         lookup=lookup)
+        draft, text, failure = settled.draft, settled.text, settled.failure
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     _report(draft, output, failure, ui, resolved=not offline)
@@ -51,33 +64,47 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
 def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             resolved: bool) -> None:
     imported = draft.repository.imported
+    mounted = sections(draft)
     if ui.json:
         ui.document("init", {
             "spec": str(output), "files": list(draft.repository.files),
             "python": {"value": draft.python.value, "why": draft.python.why},
             "as_of": {"value": draft.as_of.value, "why": draft.as_of.why,
-                      "left_out": draft.as_of_refused},
+                      "tried": list(draft.as_of_tried), "failure": draft.as_of_failure},
             "requirements": [{"requirement": f.requirement, "origin": f.origin,
                               "note": f.note} for f in imported.requirements],
+            "left_out": dict(draft.left_out),
+            "sections": [{"section": r.section, "keys": r.keys, "why": r.reason}
+                         for r in mounted],
             "not_imported": [{"what": s.what, "origin": s.origin, "reason": s.reason}
                              for s in imported.skipped],
             "resolved": resolved, "locks": failure is None if resolved else None,
-            "error": failure})
+            "error": failure, "next": f"envforge lock {output}"})
         return
     ui.table(f"{output}: from {', '.join(draft.repository.files)}",
              ["requirement", "from", "note"],
              [[f.requirement, f.origin, f.note] for f in imported.requirements])
     for skipped in imported.skipped:
         ui.warn(f"not imported: {skipped.origin}: {skipped.what}: {skipped.reason}")
-    ui.info(f"python {draft.python.value} ({draft.python.why}); as_of "
-            f"{draft.as_of.value or '-'} ({draft.as_of.why}"
-            f"{'; left out: ' + draft.as_of_refused if draft.as_of_refused else ''})")
+    for requirement, why in draft.left_out.items():
+        ui.warn(f"left out: {requirement}: {why}")
+    for row in mounted:
+        keys = ", ".join(f"{k} = {v}" for k, v in sorted(row.keys.items()))
+        ui.info(f"[{row.section}]{' ' + keys if keys else ''}: {row.reason}")
+    ui.info(f"python {draft.python.value} ({draft.python.why})")
+    if draft.as_of.value is None:
+        ui.info(f"as_of - ({draft.as_of.why})")
+    else:
+        tried = f"; tried first: {', '.join(draft.as_of_tried)}" if draft.as_of_tried and \
+            draft.as_of_failure is None else ""
+        ui.info(f"as_of {draft.as_of.value} ({draft.as_of.why}{tried})")
     if not resolved:
-        ui.success(f"wrote {output} (not resolved: --offline); next: `envforge lock {output}`")
+        ui.success(f"wrote {output} (not resolved: --offline)")
     elif failure is None:
-        ui.success(f"wrote {output}; it resolves: `envforge lock {output}`")
+        ui.success(f"wrote {output}; it resolves")
     else:
         ui.error(f"wrote {output}, but it does not resolve yet: {failure}")
+    ui.info(f"next: envforge lock {output}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
@@ -89,7 +116,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: C
     init.add_argument("--force", action="store_true", help="replace an existing spec")
     init.add_argument("--offline", action="store_true",
                       help="no index queries and no trial resolution")
+    init.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                      help="bound on the index queries and trial resolutions together "
+                      f"(default {DEFAULT_TIMEOUT:g})")
     common(init)
     init.set_defaults(handler=lambda args, ui: run_init(
         args.path, output=args.output, name=args.name, force=args.force,
-        offline=args.offline, ui=ui))
+        offline=args.offline, ui=ui, timeout=args.timeout))

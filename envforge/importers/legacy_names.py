@@ -1,16 +1,20 @@
 """Legacy names mapped to what installs today: the original ``theano`` by theano.toml's
 [[distributions]] row (to ``Theano-PyMC==1.0.5``, the only Theano envforge locks), others by
-the rows of knowledge/legacy_names.toml (``tensorflow-gpu`` admitting 1.15 -> ``tensorflow``).
-Conda names become PyPI names, and conda-only packages are reported.
+the rows of knowledge/legacy_names.toml (``tensorflow-gpu`` admitting 1.15 -> ``tensorflow``,
+``pytorch`` -> ``torch``); Python 2 backports and one platform's packages get the marker their
+projects spell; conda names become PyPI names, and conda-only packages are reported. The
+framework sections a spec mounts follow from the names too (``framework_sections``).
 """
 
 from __future__ import annotations
 
 import functools
 import tomllib
+from collections.abc import Iterable
 from datetime import date
 from importlib import resources
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from pydantic import Field
@@ -20,7 +24,7 @@ from envforge.spec import Frozen
 
 class RenameRow(Frozen):
     name: str
-    admits: str
+    admits: str | None = None  # None: every version is mapped
     to: str
     reason: str
     source: str
@@ -39,6 +43,28 @@ class CondaOnlyRow(Frozen):
     source: str
 
 
+class MarkerRow(Frozen):
+    names: tuple[str, ...]
+    marker: str
+    reason: str
+    source: str
+
+
+class CondaPythonRow(Frozen):
+    names: tuple[str, ...]
+    source: str
+
+
+class FrameworkRow(Frozen):
+    section: str
+    names: tuple[str, ...]
+    with_any: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    keys: dict[str, str] = Field(default_factory=dict)
+    reason: str
+    source: str
+
+
 class PythonReleaseRow(Frozen):
     python: str = Field(pattern=r"^3\.\d+$")
     day: date
@@ -49,6 +75,9 @@ class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
     conda_only: tuple[CondaOnlyRow, ...]
+    conda_python: tuple[CondaPythonRow, ...] = ()
+    marker: tuple[MarkerRow, ...] = ()
+    framework: tuple[FrameworkRow, ...] = ()
     python_release: tuple[PythonReleaseRow, ...]
 
 
@@ -75,13 +104,41 @@ def map_requirement(text: str) -> tuple[str, str]:
     for row in legacy_names().rename:
         if row.name != name or requirement.url:
             continue
-        if not requirement.specifier.contains(row.admits, prereleases=True):
+        if row.admits is not None and not requirement.specifier.contains(row.admits,
+                                                                         prereleases=True):
             return text, f"kept as written: it does not admit {row.admits} ({row.to} would)"
         mapped = row.to.replace("{specifier}", str(requirement.specifier))
         if requirement.marker is not None:
             mapped += f"; {requirement.marker}"
         return mapped, f"was {text}: {row.reason} (knowledge/legacy_names.toml)"
+    for marker_row in legacy_names().marker:
+        if name not in {canonicalize_name(n) for n in marker_row.names}:
+            continue
+        ours = str(Marker(marker_row.marker))
+        if requirement.marker is not None and ours in str(requirement.marker):
+            return text, ""
+        marked = Requirement(text)
+        marked.marker = None
+        joined = ours if requirement.marker is None else f"({requirement.marker}) and {ours}"
+        return f"{marked}; {joined}", f"{ours} added: {marker_row.reason} " \
+            "(knowledge/legacy_names.toml)"
     return text, ""
+
+
+def framework_sections(names: Iterable[str]) -> list[FrameworkRow]:
+    """The sections a spec with these distributions mounts, one row per section (the first
+    that applies), in the rows' order."""
+    held = {canonicalize_name(n) for n in names}
+    chosen: dict[str, FrameworkRow] = {}
+    for row in legacy_names().framework:
+        if row.section in chosen or held.isdisjoint(map(canonicalize_name, row.names)):
+            continue
+        if row.with_any and held.isdisjoint(map(canonicalize_name, row.with_any)):
+            continue
+        if not held.isdisjoint(map(canonicalize_name, row.without)):
+            continue
+        chosen[row.section] = row
+    return list(chosen.values())
 
 
 def conda_to_pypi(name: str) -> tuple[str | None, str]:
@@ -90,6 +147,8 @@ def conda_to_pypi(name: str) -> tuple[str | None, str]:
     for row in legacy_names().conda_rename:
         if row.name == key:
             return row.pypi, f"conda's {name} is {row.pypi} on PyPI"
+    if any(key in map(canonicalize_name, row.names) for row in legacy_names().conda_python):
+        return name, ""
     for only in legacy_names().conda_only:
         if key in only.names or name.lower().startswith(only.prefixes):
             return None, only.reason

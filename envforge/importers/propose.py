@@ -54,6 +54,15 @@ def release_files(files: Sequence[Mapping[str, Any]], version: str) -> list[Mapp
 def supports_python(files: Sequence[Mapping[str, Any]], minor: str) -> bool:
     """Whether a release can be installed on CPython ``minor``: a wheel for it (or a pure one),
     or, for a release without binary wheels, an sdist whose Requires-Python admits it."""
+    wheel, binary = _wheel_for(files, minor)
+    if wheel or binary:
+        return wheel
+    return any(not str(e.get("filename", "")).endswith(".whl")
+               and _admits(e.get("requires-python"), minor) for e in files)
+
+
+def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str) -> tuple[bool, bool]:
+    """(a wheel installs on CPython ``minor``, the release has CPython-specific wheels)."""
     digits = minor.replace(".", "")
     binary = False
     for entry in files:
@@ -66,16 +75,58 @@ def supports_python(files: Sequence[Mapping[str, Any]], minor: str) -> bool:
         for tag in tags:
             if tag.abi == "none" and tag.platform == "any" and tag.interpreter in (
                     "py3", f"py{digits}", f"cp{digits}"):
-                return True
+                return True, binary
             if tag.interpreter.startswith("cp"):
                 binary = True
                 if tag.interpreter == f"cp{digits}" or (
                         tag.abi == "abi3" and int(tag.interpreter[3:] or 0) <= int(digits[1:])):
-                    return True
+                    return True, binary
+    return False, binary
+
+
+def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
+    """Why a release will not install on CPython ``minor`` from a wheel, when that is known:
+    its compiled wheels are for other Pythons, its files refuse it, or its only wheels are
+    Python 2's. An sdist-only release is taken as buildable (None)."""
+    if not files:
+        return "the index has no such release"
+    wheel, binary = _wheel_for(files, minor)
+    if wheel:
+        return None
+    wheels = [str(e.get("filename", "")) for e in files
+              if str(e.get("filename", "")).endswith(".whl")]
     if binary:
-        return False
-    return any(not str(e.get("filename", "")).endswith(".whl")
-               and _admits(e.get("requires-python"), minor) for e in files)
+        tags = sorted({t.interpreter for w in wheels for t in parse_wheel_filename(w)[3]
+                       if t.interpreter.startswith("cp")})
+        return f"its compiled wheels are for {', '.join(tags)}, none for cp{minor.replace('.', '')}"
+    if files and not any(_admits(e.get("requires-python"), minor) for e in files):
+        return f"its files require Python {files[0].get('requires-python')}"
+    interpreters = {t.interpreter for w in wheels for t in parse_wheel_filename(w)[3]}
+    if interpreters and all(i.startswith("py2") or i.startswith("cp2") for i in interpreters):
+        return "its only wheels are Python 2's"
+    return None
+
+
+def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
+               failed: str | None = None) -> Proposal | None:
+    """For ``name==version`` that has no wheel for CPython ``minor`` (and no sdist that is
+    known to build there, or whose sdist ``failed`` to build, the reason given), the nearest
+    later release of the same major that has one: the same minor first, then the next
+    minors. None when the pin installs as it is; a Proposal with value None when no release
+    of that major will do."""
+    why = failed or _needs_repair(release_files(listed, version), minor)
+    if why is None:
+        return None
+    pinned = Version(version)
+    later = sorted({r.version for r in releases_from_files(listed)
+                    if r.version > pinned and not r.version.is_prerelease
+                    and r.version.major == pinned.major})
+    for candidate in later:
+        if _wheel_for(release_files(listed, str(candidate)), minor)[0]:
+            return Proposal(str(candidate), f"{why}; {candidate} is the nearest release with a "
+                            f"wheel for Python {minor}")
+    return Proposal(None, f"{why}, and no later {pinned.major}.x release has a wheel for "
+                    f"Python {minor}")
 
 
 def _admits(requires: Any, minor: str) -> bool:
@@ -97,9 +148,10 @@ def propose_as_of(pins: Mapping[str, Sequence[Mapping[str, Any]]],
         if day is not None and (newest is None or day > newest[0]):
             newest = (day, pin)
     if commit_day is not None and (newest is None or commit_day > newest[0]):
-        return Proposal(commit_day.isoformat(), "the repository's last commit")
+        return Proposal(commit_day.isoformat(), f"the repository's last commit, {commit_day}")
     if newest is not None:
-        return Proposal(newest[0].isoformat(), f"the newest pinned release, {newest[1]}")
+        return Proposal(newest[0].isoformat(),
+                        f"the newest pinned release, {newest[1]} ({newest[0]})")
     return Proposal(None, "no exact pin and no git history to date the project by")
 
 
@@ -139,3 +191,28 @@ def _valid(text: str) -> bool:
     except InvalidSpecifier:
         return False
     return True
+
+
+def era_for_python(as_of: Proposal, minor: str) -> Proposal:
+    """A day before Python ``minor`` was released moved to its release day: no release
+    uploaded earlier has a wheel for it, and the resolver would build old sdists (minutes)
+    to find nothing that installs."""
+    released = python_release_day(minor)
+    if as_of.value is None or released is None or date.fromisoformat(as_of.value) >= released:
+        return as_of
+    return Proposal(released.isoformat(), f"{as_of.why}, moved to Python {minor}'s release "
+                    f"day ({released}): nothing uploaded before it has a wheel for it")
+
+
+def nearest_allowed(listed: Sequence[Mapping[str, Any]], version: str, minor: str,
+                    allowed: SpecifierSet) -> str | None:
+    """The lowest release ``allowed`` admits that has a wheel for CPython ``minor`` (final
+    releases, nearest to ``version`` first): where another pin's dependency rules the
+    project's own pin out."""
+    pinned = Version(version)
+    admitted = {r.version for r in releases_from_files(listed)
+                if not r.version.is_prerelease and allowed.contains(r.version)}
+    order = sorted(v for v in admitted if v >= pinned) + \
+        sorted((v for v in admitted if v < pinned), reverse=True)
+    return next((str(v) for v in order
+                 if _wheel_for(release_files(listed, str(v)), minor)[0]), None)

@@ -10,8 +10,15 @@ import re
 import tomllib
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 
 from envforge.confine import EscapeError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
@@ -84,26 +91,74 @@ def add_requirement(text: str, origin: str, out: Imported) -> None:
     if text.startswith(_VCS) or re.match(r"^[a-z]+://", text):
         egg = _EGG.search(text)
         name = re.split(r"==|-\d", egg.group(1))[0] if egg else None
+        url = re.sub(r"[#&]egg=[^&]*", "", text).rstrip("#&")
         if text.startswith("git+") and name:  # pip's legacy spelling of a git dependency
-            url = re.sub(r"[#&]egg=[^&]*", "", text).rstrip("#&")
+            url, note = _git_url(url)
             out.requirements.append(Found(f"{name} @ {url}", origin,
-                                          "a git dependency, locked by its commit"))
+                                          note or "a git dependency, locked by its commit"))
+            return
+        name = name or _archive_name(url)
+        if name and not text.startswith(_VCS) and _is_archive(url):
+            out.requirements.append(Found(f"{name} @ {url}", origin, _URL_NOTE))
             return
         out.skipped.append(Skipped(text, origin, f"{name or text} from a URL ({_kind(text)}): "
-                                   "only git URLs are locked; pin a release from the index "
-                                   "if one will do"))
+                                   "only git URLs and wheel or sdist archives are locked; pin a "
+                                   "release from the index if one will do"))
         return
     try:
         requirement = Requirement(text)
     except InvalidRequirement as exc:
         out.skipped.append(Skipped(text, origin, f"not a requirement: {exc}"))
         return
-    if requirement.url and not requirement.url.startswith(("git+", "file:")):
-        out.skipped.append(Skipped(text, origin, f"{requirement.name} from a URL "
-                                   f"({_kind(requirement.url)}): only git and local files are "
-                                   "locked"))
+    url = requirement.url or ""
+    if url.startswith("git+"):
+        requirement.url, note = _git_url(url)
+        out.requirements.append(Found(str(requirement), origin, note))
+        return
+    if url and not url.startswith("file:"):
+        if not _is_archive(url):
+            out.skipped.append(Skipped(text, origin, f"{requirement.name} from a URL "
+                                       f"({_kind(url)}): only git URLs, local files and wheel "
+                                       "or sdist archives are locked"))
+            return
+        out.requirements.append(Found(str(requirement), origin, _URL_NOTE))
         return
     out.requirements.append(Found(str(requirement), origin))
+
+
+_URL_NOTE = "a direct URL, locked by the sha256 of what it serves (as pip's --hash)"
+
+
+def _git_url(url: str) -> tuple[str, str]:
+    """``git+git://`` (the unauthenticated protocol GitHub turned off in 2022) becomes
+    ``git+https://`` with a note; other URLs are kept."""
+    if url.startswith("git+git://"):
+        return "git+https://" + url.removeprefix("git+git://"), (
+            f"was {url}: the git:// protocol is no longer served by GitHub (2022-03-15); "
+            "https:// serves the same repository (GitHub blog, \"Improving Git protocol "
+            "security on GitHub\")")
+    return url, ""
+
+
+def _is_archive(url: str) -> bool:
+    return urlsplit(url).path.endswith(_ARCHIVES)
+
+
+_ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
+
+
+def _archive_name(url: str) -> str | None:
+    """The project a wheel or sdist URL serves, from its file name; None for anything else."""
+    filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[0])
+        if filename.endswith(_ARCHIVES):
+            stem = re.sub(r"\.(tar\.gz|zip|tar\.bz2|tgz)$", "", filename)
+            return str(parse_sdist_filename(stem + ".tar.gz")[0]) if "-" in stem else None
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+    return None
 
 
 def _kind(url: str) -> str:

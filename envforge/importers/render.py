@@ -7,6 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from packaging.requirements import Requirement
+
+from envforge.importers.legacy_names import FrameworkRow, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
 
@@ -21,7 +24,8 @@ class Draft:
     platform: str
     python: Proposal
     as_of: Proposal
-    as_of_refused: str | None = None  # why the proposed day is left commented out
+    as_of_tried: tuple[str, ...] = ()  # days that did not resolve, before as_of (widened)
+    as_of_failure: str | None = None  # why the last day tried did not resolve
     left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
 
@@ -46,11 +50,8 @@ def render_spec(draft: Draft) -> str:
         lines.append(f"index = {json.dumps(draft.index)}")
     if draft.as_of.value is not None:
         lines.append(f"# resolve as of {draft.as_of.why}")
-        if draft.as_of_refused:
-            lines.append(_comment(f"# left out: {draft.as_of_refused}"))
-            lines.append(f"# as_of = {draft.as_of.value}")
-        else:
-            lines.append(f"as_of = {draft.as_of.value}")
+        lines += _as_of_steps(draft)
+        lines.append(f"as_of = {draft.as_of.value}")
     else:
         lines.append(f"# as_of: not proposed ({draft.as_of.why})")
     lines.append("packages = [")
@@ -67,7 +68,32 @@ def render_spec(draft: Draft) -> str:
                              if f.requirement not in draft.left_out) if n), None)
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
+    for row in sections(draft):
+        lines += ["", f"[{row.section}]", _comment(f"# {row.reason} (knowledge/legacy_names.toml)")]
+        lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
     return "\n".join(lines) + "\n"
+
+
+def sections(draft: Draft) -> list[FrameworkRow]:
+    """The framework sections the spec mounts: those its written requirements call for."""
+    names = [Requirement(f.requirement).name for f in draft.repository.imported.requirements
+             if f.requirement not in draft.left_out]
+    return framework_sections(names)
+
+
+def _as_of_steps(draft: Draft) -> list[str]:
+    """The comment lines saying which days were tried before the one written."""
+    tried = draft.as_of_tried
+    if not tried:
+        return []
+    step = f"widened {WIDEN_NOTE}"
+    if draft.as_of.value in tried:
+        return [_comment(f"# does not resolve as of {', '.join(tried)} ({step}): "
+                         f"{draft.as_of_failure}")]
+    return [_comment(f"# {', '.join(tried)} did not resolve ({draft.as_of_failure}); {step}")]
+
+
+WIDEN_NOTE = "six months a step from the proposed day"
 
 
 def _comment(line: str) -> str:

@@ -26,6 +26,7 @@ from envforge.inputfile import DEPENDENCY_LIMIT, LINE_LIMIT, read_input_text
 
 _DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
+_KNOWN = {"setup.py", "setup.cfg", "pipfile", "pipfile.lock"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class _Files:
             path = resolved_inside(self.root, relative)
             # Python and JSON may hold a long line (a long_description, a minified lock);
             # a line-oriented file's line is one requirement
-            long_lines = relative in ("setup.py", "Pipfile.lock")
+            long_lines = Path(relative).name.lower() in ("setup.py", "pipfile.lock")
             self.texts[relative] = read_input_text(path, DEPENDENCY_LIMIT, lenient=True,
                                                    max_line=None if long_lines else LINE_LIMIT)
         return self.texts[relative]
@@ -77,20 +78,32 @@ def dependency_files(root: Path, files: _Files | None = None
     chosen: list[str] = []
     skipped: list[Skipped] = []
     for name in names:
-        wanted = (name.startswith("requirements") and name.endswith(".txt")) or name in (
-            "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", *_CONDA_NAMES) or (
-            name.endswith(".txt") and (root / name).is_file()
-            and is_conda_list(files.sniffed(name)))
+        low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
+        wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
+            _KNOWN | set(_CONDA_NAMES)) or (
+            low.endswith(".txt") and (root / name).is_file()
+            and is_conda_list(files.sniffed(name))) or (
+            low.endswith((".yml", ".yaml")) and (root / name).is_file()
+            and _is_conda_environment(files.sniffed(name)))
         if not wanted:
             continue
-        if name.startswith("requirements") and _DEV.search(name.removeprefix("requirements")):
+        if low.startswith("requirements") and _DEV.search(low.removeprefix("requirements")):
             skipped.append(Skipped(name, name, "development requirements: not imported"))
         else:
             chosen.append(name)
-    if "Pipfile.lock" in chosen and "Pipfile" in chosen:
-        chosen.remove("Pipfile")
-        skipped.append(Skipped("Pipfile", "Pipfile", "Pipfile.lock pins the same packages"))
+    kinds = {name.lower(): name for name in chosen}
+    if "pipfile.lock" in kinds and "pipfile" in kinds:
+        chosen.remove(kinds["pipfile"])
+        skipped.append(Skipped(kinds["pipfile"], kinds["pipfile"],
+                               "Pipfile.lock pins the same packages"))
     return chosen, skipped
+
+
+def _is_conda_environment(text: str) -> bool:
+    """A conda environment file under any name (``conda env create -f bap.yml``): top-level
+    ``dependencies:`` with ``name:`` or ``channels:`` (CI and compose files have neither)."""
+    return bool(re.search(r"^dependencies:", text, re.MULTILINE)) and bool(
+        re.search(r"^(name|channels):", text, re.MULTILINE))
 
 
 def read_repository(root: Path) -> Repository:
@@ -117,15 +130,16 @@ def read_repository(root: Path) -> Repository:
 
 
 def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
-    if name == "setup.py":
+    kind = name.lower()
+    if kind == "setup.py":
         return read_setup_py(name, text)
-    if name == "setup.cfg":
+    if kind == "setup.cfg":
         return read_setup_cfg(name, text)
-    if name == "Pipfile":
+    if kind == "pipfile":
         return read_pipfile(name, text)
-    if name == "Pipfile.lock":
+    if kind == "pipfile.lock":
         return read_pipfile_lock(name, text)
-    if name in _CONDA_NAMES:
+    if kind in _CONDA_NAMES or kind.endswith((".yml", ".yaml")):
         return read_environment_yml(name, text)
     if is_conda_list(text):
         return read_conda_list(name, text)
@@ -135,23 +149,31 @@ def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
 
 
 def merge(found: list[Found]) -> list[Found]:
-    """One entry per distribution as the files name it (an exact pin wins over a range, the
-    first file over a later one; the others' origins are kept), then legacy names mapped."""
-    merged: dict[str, Found] = {}
+    """One entry per distribution and marker as the files name it (an exact pin wins over a
+    range, the first file over a later one; the others' origins are kept), legacy names
+    mapped, then once more by the mapped names: the Windows and the Linux pin of one package
+    both stay, and ``tensorflow-gpu==1.15`` in one file and ``tensorflow==1.15`` in another
+    are one requirement."""
+    mapped = []
+    for item in _merged(found):
+        text, note = map_requirement(item.requirement)
+        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
+    return _merged(mapped)
+
+
+def _merged(found: list[Found]) -> list[Found]:
+    merged: dict[tuple[str, str], Found] = {}
     for item in found:
-        key = canonicalize_name(Requirement(item.requirement).name)
+        requirement = Requirement(item.requirement)
+        key = (canonicalize_name(requirement.name), str(requirement.marker or ""))
         kept = merged.get(key)
         if kept is None:
             merged[key] = item
             continue
         first, second = (item, kept) if _exact(item) and not _exact(kept) else (kept, item)
         merged[key] = Found(first.requirement, f"{first.origin}, also {second.origin}",
-                            first.note)
-    mapped = []
-    for item in merged.values():
-        text, note = map_requirement(item.requirement)
-        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
-    return mapped
+                            first.note, first.mapped)
+    return list(merged.values())
 
 
 def _exact(found: Found) -> bool:

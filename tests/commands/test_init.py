@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,18 @@ from envforge.lockfile import load_lock
 from envforge.spec import load_spec
 
 DATA = Path(__file__).resolve().parents[1] / "importers" / "data"
+
+
+def host_python(minor: str) -> str:
+    """What init writes for ``minor``: this host's full version (lock resolves for it), or
+    the minor where the host has none."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    try:
+        return find_interpreter(minor).version
+    except StepError:
+        return minor
 
 
 def repo_copy(tmp_path: Path, name: str, *, commit_day: str | None = None) -> Path:
@@ -36,7 +49,7 @@ def test_offline_init_writes_a_spec_with_origins_and_reports(
     assert main(["init", str(root), "-o", str(out), "--offline"]) == 0
     spec = load_spec(out)
     pspec = spec.for_platform("linux-64")
-    assert spec.name == "deepsurv" and pspec.python.version == "3.7"
+    assert spec.name == "deepsurv" and pspec.python.version == host_python("3.7")
     assert pspec.pypi.packages == (
         "lasagne @ git+https://github.com/Lasagne/Lasagne.git@"
         "a61b76fd991f84c50d9fd2ccdc01a9ed1a9f0c5b",
@@ -61,7 +74,7 @@ def test_conda_files_become_a_pypi_spec(tmp_path: Path) -> None:
 
     ensure_compatible(load_spec(out))  # lock would not refuse it (no original Theano)
     assert "numpy==1.19.5" in pspec.pypi.packages and "torch==1.4.0" in pspec.pypi.packages
-    assert pspec.python.version == "3.7"  # environment.yml's python=3.7 comes first
+    assert pspec.python.version == host_python("3.7")  # environment.yml's python=3.7 comes first
     assert "cudatoolkit" not in out.read_text() and "m2w64-toolchain: a native library" \
         in out.read_text()
 
@@ -93,12 +106,13 @@ def test_pipenv_pins_date_the_project(tmp_path: Path) -> None:
     assert main(["init", str(repo_copy(tmp_path, "pipenv")), "-o", str(out), "--json"]) == 0
     pspec = load_spec(out).for_platform("linux-64")
     assert str(pspec.pypi.as_of) == "2019-02-26"  # numpy 1.16.2's upload day
-    assert pspec.python.version == "3.7"
+    assert pspec.python.version == host_python("3.7")
     text = out.read_text()
     assert '"numpy==1.16.2",  # Pipfile.lock:15' in text
     # GitHub is unreachable from here: the git dependency stays in the spec, commented out
     assert '    # "lasagne @ git+https://github.com/Lasagne/Lasagne.git@a61b76f' in text
-    assert "left out: it does not resolve:" in text
+    assert "left out: the resolver cannot fetch it: PyPI resolution for linux-64" in text
+    assert "exited" not in text and "uv pip compile" not in text  # its words, not its command
 
 
 @pytest.mark.network
@@ -125,22 +139,153 @@ def test_a_reachable_git_line_is_imported_and_locks(tmp_path: Path) -> None:
     assert packages == (f"envforge-tinypkg-fixture @ git+{src.as_uri()}@{rev}", "six")
 
 
-@pytest.mark.network
-def test_a_day_that_does_not_resolve_is_left_commented_with_the_reason(tmp_path: Path) -> None:
-    root = tmp_path / "newer"
+def git_repo(root: Path, requirements: str, day: str, name: str = "requirements.txt") -> Path:
     root.mkdir()
-    (root / "requirements.txt").write_text("six>=1.16\n")  # six 1.16.0: 2021-05-05
-    stamp = "2019-08-15T12:00:00+00:00"
+    (root / name).write_text(requirements)
+    stamp = f"{day}T12:00:00+00:00"
     env = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     for args in (["init", "-q"], ["add", "."],
                  ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, env=env)
+    return root
+
+
+@pytest.mark.network
+def test_a_day_that_does_not_resolve_is_widened_never_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """six>=1.16 (2021-05-05) in a repository last committed 2019-08-15: four steps of six
+    months reach a day that resolves; each day tried is said and written."""
+    root = git_repo(tmp_path / "newer", "six>=1.16\n", "2019-08-15")
     out = tmp_path / "newer.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
     text = out.read_text()
-    assert "# as_of = 2019-08-15" in text and "\nas_of" not in text
-    assert "# left out: it does not resolve: six>=1.16 cannot be installed" in text
-    assert load_spec(out).for_platform("linux-64").pypi.as_of is None
+    assert "\nas_of = 2021-08-15\n" in text
+    assert "# 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15 did not resolve (" in text
+    assert "six>=1.16 cannot be installed" in text
+    assert str(load_spec(out).for_platform("linux-64").pypi.as_of) == "2021-08-15"
+    err = capsys.readouterr().err
+    assert "resolving as of 2019-08-15 (try 1 of 5)…" in err
+    assert "resolving as of 2021-08-15 (try 5 of 5)…" in err
+    assert "next: envforge lock" in err
+
+
+@pytest.mark.network
+def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "never", "six>=99\n", "2019-08-15")
+    out = tmp_path / "never.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 1
+    text = out.read_text()
+    assert "\nas_of = 2019-08-15\n" in text
+    assert "# does not resolve as of 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15, " \
+           "2021-08-15 (widened six months a step from the proposed day): " in text
+
+
+@pytest.mark.network
+def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path) -> None:
+    """The issue's repository: TF 1.x and Keras, last committed before any TensorFlow had a
+    Python 3.7 wheel. init once dropped the day and TF 2.11 resolved; now the day moves to
+    Python 3.7's release, then a year on to TF 1.14; numpy 1.13.3 (no cp37 wheel) moves to
+    1.14.5, the Python 2 and macOS pins get markers, sklearn is scikit-learn, and
+    [tensorflow] and [keras] are mounted."""
+    root = git_repo(tmp_path / "tf1", "tensorflow>=1.4,<2\nkeras\nh5py\nnumpy==1.13.3\n"
+                    "functools32==3.2.3-2\nappnope==0.1.0\nsklearn\n", "2018-03-15",
+                    name="REQUIREMENTS.txt")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "tf1.toml"
+    begun = time.monotonic()
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert time.monotonic() - begun < 60
+    spec = load_spec(out)
+    pspec = spec.for_platform("linux-64")
+    assert str(pspec.pypi.as_of) == "2019-06-27"
+    assert "# 2018-06-27, 2018-12-27 did not resolve (" in out.read_text()
+    assert "numpy==1.14.5" in pspec.pypi.packages and "scikit-learn" in pspec.pypi.packages
+    assert set(pspec.packs) == {"tensorflow", "keras"}  # no [theano], no .theanorc
+    text = out.read_text()
+    assert "was numpy==1.13.3: its compiled wheels are for cp27, cp34, cp35, cp36, none for " \
+           "cp37; 1.14.5 is the nearest release with a wheel for Python 3.7" in text
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in
+                load_lock(tmp_path / "locks" / "tf1.lock").platforms["linux-64"].pypi}
+    assert versions["tensorflow"] == "1.14.0" and versions["keras"] == "2.2.4"
+    assert "functools32" not in versions and "appnope" not in versions
+
+
+@pytest.mark.network
+def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
+    """facenet's tensorflow==1.7 (no cp37 wheel) moves to 1.13.1, whose tensorboard 1.13 is
+    of 2019-02-26: the day follows it, and the first try resolves."""
+    root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
+    out = tmp_path / "facenet.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    pspec = load_spec(out).for_platform("linux-64")
+    assert "tensorflow==1.13.1" in pspec.pypi.packages
+    assert str(pspec.pypi.as_of) == "2019-02-26"
+    text = out.read_text()
+    assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
+
+
+@pytest.mark.network
+def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """blocks' toolz==0.8.0: an sdist only, whose code is a SyntaxError on Python 3.7 (its
+    build fails); the next release with a wheel is 0.11.0."""
+    root = git_repo(tmp_path / "blocks", "toolz==0.8.0\n", "2018-09-06")
+    out = tmp_path / "blocks.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert load_spec(out).for_platform("linux-64").pypi.packages == ("toolz==0.11.0",)
+    assert "was toolz==0.8.0: its sdist does not build for Python 3.7; 0.11.0 is the nearest " \
+           "release with a wheel for Python 3.7" in out.read_text()
+    assert "toolz==0.8.0: its sdist does not build; moved to toolz==0.11.0" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.network
+def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
+    """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
+    (pip before 20.3 installed both); the numpy pin moves to 1.16.0."""
+    root = git_repo(tmp_path / "gcn", "numpy==1.15.4\ntensorflow==1.15.4\n", "2020-09-26")
+    out = tmp_path / "gcn.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    packages = load_spec(out).for_platform("linux-64").pypi.packages
+    assert packages == ("numpy==1.16.0", "tensorflow==1.15.4")
+    assert "was numpy==1.15.4: tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; 1.16.0 " \
+           "is the nearest release it admits with a wheel for Python 3.7" in out.read_text()
+
+
+SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
+             "792b5a01506781dbcf25c91daf11/six-1.16.0-py2.py3-none-any.whl")
+
+
+@pytest.mark.network
+def test_a_direct_wheel_url_is_kept_and_locked_by_its_sha256(tmp_path: Path) -> None:
+    """pip installs a requirements line that is a wheel's URL (and checks its --hash); init
+    once dropped it ("only git URLs are locked")."""
+    root = tmp_path / "direct"
+    root.mkdir()
+    (root / "requirements.txt").write_text(f"{SIX_WHEEL}\n")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "direct.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert load_spec(out).for_platform("linux-64").pypi.packages == (f"six @ {SIX_WHEEL}",)
+    assert main(["lock", str(out)]) == 0
+    (six,) = load_lock(tmp_path / "locks" / "direct.lock").platforms["linux-64"].pypi
+    assert six.url == SIX_WHEEL and six.version == "1.16.0"
+    assert six.sha256 == "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
+
+
+@pytest.mark.network
+def test_the_time_bound_stops_init_with_a_clear_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = git_repo(tmp_path / "slow", "tensorflow>=1.4,<2\nkeras\n", "2018-03-15")
+    out = tmp_path / "slow.toml"
+    begun = time.monotonic()
+    assert main(["init", str(root), "-o", str(out), "--timeout", "0.5"]) == 1
+    assert time.monotonic() - begun < 10
+    assert "init's time bound ran out while resolving as of 2018-06-27 (try 1 of 5); give " \
+           "more with --timeout" in capsys.readouterr().err
+    assert "\nas_of = 2018-06-27\n" in out.read_text()  # Python 3.7's day, not dropped
+    assert main(["init", str(root), "-o", str(out), "--force", "--timeout", "0"]) == 2
 
 
 @pytest.mark.network
@@ -153,7 +298,7 @@ def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
     out = tmp_path / "specs" / "deepsurv.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
     pspec = load_spec(out).for_platform("linux-64")
-    assert str(pspec.pypi.as_of) == "2019-08-15" and pspec.python.version == "3.7"
+    assert str(pspec.pypi.as_of) == "2019-08-15" and pspec.python.version == host_python("3.7")
     assert main(["lock", str(out)]) == 0
     lock = load_lock(tmp_path / "locks" / "deepsurv.lock")
     versions = {f.name: f.version for f in lock.platforms["linux-64"].pypi}

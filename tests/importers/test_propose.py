@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from datetime import date
 
-from envforge.importers.propose import propose_as_of, propose_python, supports_python
+from envforge.importers.propose import (
+    Proposal,
+    era_for_python,
+    nearest_allowed,
+    propose_as_of,
+    propose_python,
+    repair_pin,
+    supports_python,
+)
 
 
 def _wheel(name: str, day: str, requires: str | None = None) -> dict[str, object]:
@@ -60,3 +68,54 @@ def test_no_python_fits_every_pin_falls_back_with_the_reason() -> None:
     only36 = [_wheel("z-1-cp36-cp36m-manylinux1_x86_64.whl", "2018-01-01")]
     proposal = propose_python({"z==1": only36}, None, [])
     assert proposal.value == "3.7" and "z==1" in proposal.why
+
+
+NUMPY = [  # numpy's 1.13.3 and 1.14.x as PyPI lists them (a few files each)
+    _wheel("numpy-1.13.3-cp36-cp36m-manylinux1_x86_64.whl", "2017-09-29"),
+    _wheel("numpy-1.13.3.zip", "2017-09-29"),
+    _wheel("numpy-1.14.0-cp36-cp36m-manylinux1_x86_64.whl", "2018-01-06"),
+    _wheel("numpy-1.14.6-cp37-cp37m-manylinux1_x86_64.whl", "2018-09-23"),
+    _wheel("numpy-1.14.5-cp37-cp37m-manylinux1_x86_64.whl", "2018-06-12"),
+    _wheel("numpy-1.15.0rc1-cp37-cp37m-manylinux1_x86_64.whl", "2018-06-21"),
+    _wheel("numpy-2.0.0-cp37-cp37m-manylinux1_x86_64.whl", "2024-06-16"),
+]
+
+
+def test_a_pin_without_a_wheel_for_the_python_moves_to_the_nearest_release_with_one() -> None:
+    moved = repair_pin(NUMPY, "1.13.3", "3.7")
+    assert moved is not None and moved.value == "1.14.5"
+    assert "compiled wheels are for cp36, none for cp37" in moved.why
+    assert repair_pin(NUMPY, "1.14.5", "3.7") is None  # it has one
+    assert repair_pin(NUMPY, "1.14.6", "3.8") == Proposal(
+        None, "its compiled wheels are for cp37, none for cp38, and no later 1.x release has "
+        "a wheel for Python 3.8")  # 2.0.0 is another major: not proposed
+
+
+def test_an_sdist_only_pin_stays_and_python2_only_ones_move() -> None:
+    assert repair_pin(SDIST_ONLY, "1.1.1", "3.7") is None  # counts as buildable
+    py2 = [_wheel("mock-1.0.0-py2-none-any.whl", "2015-01-01"),
+           _wheel("mock-1.0.0.tar.gz", "2015-01-01"),
+           _wheel("mock-2.0.0-py2.py3-none-any.whl", "2016-04-06")]
+    moved = repair_pin(py2, "1.0.0", "3.7")
+    assert moved is not None and moved.value is None  # 2.0.0 is another major
+    assert "only wheels are Python 2's" in moved.why
+    absent = repair_pin(NUMPY, "1.13.9", "3.7")
+    assert absent is not None and absent.value == "1.14.5"
+    assert absent.why.startswith("the index has no such release")
+
+
+def test_a_day_before_the_pythons_release_moves_to_that_day() -> None:
+    """Nothing uploaded before Python 3.7 (2018-06-27, PEP 537) has a wheel for it."""
+    moved = era_for_python(Proposal("2016-06-12", "the repository's last commit"), "3.7")
+    assert moved.value == "2018-06-27" and "moved to Python 3.7's release day" in moved.why
+    kept = Proposal("2019-01-01", "the repository's last commit")
+    assert era_for_python(kept, "3.7") == kept
+    assert era_for_python(Proposal(None, "no pin"), "3.7").value is None
+
+
+def test_the_nearest_release_a_dependency_admits() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet(">=1.14,<1.15")) == "1.14.5"
+    assert nearest_allowed(NUMPY, "1.14.6", "3.7", SpecifierSet("<1.14.6")) == "1.14.5"
+    assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet("<1.14")) is None  # no cp37

@@ -7,7 +7,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
-from envforge.importers.legacy_names import conda_to_pypi, map_requirement
+from envforge.importers.legacy_names import (
+    conda_to_pypi,
+    framework_sections,
+    map_requirement,
+)
 from envforge.importers.pyfiles import (
     read_pipfile,
     read_pipfile_lock,
@@ -38,9 +42,28 @@ def test_requirements_txt_with_a_git_line() -> None:
         ("lifelines", "requirements.txt:5"), ("Optunity", "requirements.txt:6"),
         ("tensorboard_logger", "requirements.txt:7")]
     assert got.skipped == []
-    archive = read_requirements("r.txt", "https://example.org/x-1.0.tar.gz#egg=x\n",
-                                lambda _: None)
-    assert archive.requirements == [] and "only git URLs" in archive.skipped[0].reason
+
+
+
+def test_archive_urls_are_kept_and_git_protocol_becomes_https() -> None:
+    """pip installs (and locks by --hash) a direct wheel or sdist URL: init keeps it as
+    ``name @ URL``; a page that is no archive is still reported; git:// moves to https://."""
+    text = ("https://example.org/x-1.0.tar.gz#egg=x\n"
+            "https://download.pytorch.org/whl/cpu/torch-1.0.0-cp37-cp37m-linux_x86_64.whl\n"
+            "y @ https://example.org/archive/master.zip\n"
+            "https://example.org/project/page\n"
+            "git+git://github.com/Lasagne/Lasagne.git@abc#egg=Lasagne\n")
+    got = read_requirements("r.txt", text, lambda _: None)
+    assert _pins(got) == [
+        ("x @ https://example.org/x-1.0.tar.gz", "r.txt:1"),
+        ("torch @ https://download.pytorch.org/whl/cpu/torch-1.0.0-cp37-cp37m-linux_x86_64.whl",
+         "r.txt:2"),
+        ("y @ https://example.org/archive/master.zip", "r.txt:3"),
+        ("Lasagne @ git+https://github.com/Lasagne/Lasagne.git@abc", "r.txt:5")]
+    assert "sha256" in got.requirements[0].note
+    assert "git:// protocol is no longer served" in got.requirements[3].note
+    assert [s.origin for s in got.skipped] == ["r.txt:4"]
+    assert "wheel or sdist archives" in got.skipped[0].reason
 
 
 def test_requirements_includes_options_continuations_and_hashes() -> None:
@@ -143,6 +166,47 @@ def test_legacy_names_follow_the_knowledge_rows() -> None:
     assert conda_to_pypi("cudatoolkit")[0] is None and conda_to_pypi("numpy") == ("numpy", "")
 
 
+def test_conda_names_in_pip_files_are_mapped() -> None:
+    assert map_requirement("pytorch==0.4.1")[0] == "torch==0.4.1"
+    assert map_requirement("sklearn==0.0")[0] == "scikit-learn"  # the placeholder's version
+    mapped, why = map_requirement("opencv3==3.1.0")
+    assert mapped == "opencv-python" and "was opencv3==3.1.0" in why
+    assert conda_to_pypi("librosa") == ("librosa", "")  # a Python package, not a lib*
+    assert conda_to_pypi("libpysal") == ("libpysal", "")
+    assert conda_to_pypi("libgcc-ng")[0] is None
+    assert conda_to_pypi("py-xgboost")[0] == "xgboost"  # handson-ml's environment.yml
+    assert conda_to_pypi("python-graphviz")[0] == "graphviz"
+    assert conda_to_pypi("graphviz")[0] is None and conda_to_pypi("tensorflow-base")[0] is None
+
+
+def test_python2_backports_and_one_platforms_packages_get_markers() -> None:
+    assert map_requirement("functools32==3.2.3.post2")[0] == \
+        'functools32==3.2.3.post2; python_version < "3"'
+    assert map_requirement("backports.weakref==1.0.post1")[0] == \
+        'backports.weakref==1.0.post1; python_version < "3.4"'
+    assert map_requirement("enum34")[0] == 'enum34; python_version < "3.4"'
+    appnope, why = map_requirement("appnope==0.1.0")
+    assert appnope == 'appnope==0.1.0; sys_platform == "darwin"' and "macOS only" in why
+    assert map_requirement('futures; os_name == "posix"')[0] == \
+        'futures; (os_name == "posix") and python_version < "3"'
+    assert map_requirement('futures; python_version < "3"') == (
+        'futures; python_version < "3"', "")  # the file's own marker already says so
+    assert map_requirement("configparser==3.5.0") == ("configparser==3.5.0", "")  # also py3
+
+
+def test_framework_sections_follow_the_requirements() -> None:
+    def sections(*names: str) -> dict[str, dict[str, str]]:
+        return {row.section: row.keys for row in framework_sections(names)}
+
+    assert sections("tensorflow-gpu", "Keras", "h5py") == {
+        "tensorflow": {}, "keras": {"backend": "tensorflow"}}
+    assert sections("keras", "Theano-PyMC") == {"keras": {"backend": "theano"},
+                                                "theano": {}}
+    assert sections("keras", "Theano-PyMC", "tensorflow") == {
+        "tensorflow": {}, "keras": {"backend": "tensorflow"}, "theano": {}}
+    assert sections("numpy", "torch") == {}
+
+
 def test_a_repository_is_merged_exact_pins_first() -> None:
     repo = read_repository(DATA / "deepsurv")
     assert repo.files == ("requirements.txt", "setup.py")
@@ -158,6 +222,28 @@ def test_a_repository_is_merged_exact_pins_first() -> None:
     assert pipenv.files == ("Pipfile.lock",)
 
 
+def test_dependency_files_are_found_whatever_their_case(tmp_path: Path) -> None:
+    (tmp_path / "REQUIREMENTS.txt").write_text("six==1.12.0\n")
+    (tmp_path / "Requirements-Dev.txt").write_text("pytest\n")
+    (tmp_path / "Setup.py").write_text("from setuptools import setup\n"
+                                       "setup(install_requires=['numpy'])\n")
+    repo = read_repository(tmp_path)
+    assert repo.files == ("REQUIREMENTS.txt", "Setup.py")
+    assert _pins(repo.imported) == [("six==1.12.0", "REQUIREMENTS.txt:1"),
+                                    ("numpy", "Setup.py:2")]
+    assert [s.what for s in repo.imported.skipped] == ["Requirements-Dev.txt"]
+
+
+def test_a_conda_environment_file_is_found_under_any_name(tmp_path: Path) -> None:
+    """BAP's ``bap.yml`` (``conda env create -f bap.yml``); a CI file is not one."""
+    (tmp_path / "bap.yml").write_text("name: bap\nchannels:\n  - conda-forge\n"
+                                      "dependencies:\n  - python=3.6\n  - numpy=1.14.2\n")
+    (tmp_path / ".travis.yml").write_text("language: python\ninstall:\n  - pip install .\n")
+    repo = read_repository(tmp_path)
+    assert repo.files == ("bap.yml",)
+    assert _pins(repo.imported) == [("numpy==1.14.2", "bap.yml:6")]
+
+
 def test_every_legacy_names_row_names_a_source() -> None:
     import tomllib
     from importlib import resources
@@ -166,3 +252,17 @@ def test_every_legacy_names_row_names_a_source() -> None:
                          .read_text(encoding="utf-8"))
     rows = [row for table in data.values() for row in table]
     assert len(rows) >= 11 and all(str(row.get("source", "")).strip() for row in rows)
+
+
+def test_one_package_pinned_per_platform_keeps_both_pins(tmp_path: Path) -> None:
+    """Real-Time-Voice-Cloning's requirements: numpy pinned for Windows and for the rest;
+    its GPU file's tensorflow-gpu==1.15 is the main file's tensorflow==1.15 once mapped."""
+    (tmp_path / "requirements.txt").write_text(
+        "tensorflow==1.15\nnumpy==1.19.3; platform_system == \"Windows\"\n"
+        "numpy==1.17.4; platform_system != \"Windows\"\n")
+    (tmp_path / "requirements_gpu.txt").write_text("tensorflow-gpu==1.15\n")
+    repo = read_repository(tmp_path)
+    assert _pins(repo.imported) == [
+        ("tensorflow==1.15", "requirements.txt:1, also requirements_gpu.txt:1"),
+        ('numpy==1.19.3; platform_system == "Windows"', "requirements.txt:2"),
+        ('numpy==1.17.4; platform_system != "Windows"', "requirements.txt:3")]

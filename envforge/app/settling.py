@@ -1,0 +1,338 @@
+"""Settling init's draft on a variant that locks, within a time bound.
+
+The proposed day is kept: when the draft does not resolve, git dependencies the resolver
+cannot fetch are left out and the day is widened ``WIDEN_MONTHS`` at a time (``WIDEN_STEPS``
+at most), each trial given a share of the time; a failure is shown as the resolver's words,
+never its command line. Past the deadline the resolver (and the builds it started) are ended
+by their ids.
+"""
+
+from __future__ import annotations
+
+import calendar
+import functools
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from envforge.errors import EnvforgeError
+from envforge.importers import Found
+from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
+from envforge.importers.render import Draft, render_spec
+from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
+
+Say = Callable[[str], None]
+Lookup = Callable[[str, str], "Sequence[Mapping[str, Any]] | None"]
+
+WIDEN_MONTHS = 6  # how far each step moves a day that does not resolve
+WIDEN_STEPS = 4  # at most two years past the repository's own day
+TRY_S = 20.0  # the least time one trial resolution gets before the next day is tried
+MAX_REPAIRS = 3  # pins moved for a failed sdist build, per settling
+REASON_CHARS = 600  # a resolver's reason is cut there: a spec comment, one output line
+
+
+class DraftTimeoutError(EnvforgeError):
+    """init's time bound ran out before the draft was settled."""
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+def try_lock(text: str, source: str, platform: Platform) -> str | None:
+    """Resolve the draft for ``platform`` once; None when it locks, else the reason (the
+    resolver's own words, never its command line)."""
+    from envforge.app.locking import lock_platform
+    from envforge.resolve.pypi import UnsatisfiableError
+    from envforge.resolve.pypi_explain import explain_unsatisfiable
+
+    spec = parse_spec(text, source=source)
+    try:
+        lock_platform(spec.for_platform(platform))
+    except UnsatisfiableError as exc:
+        return trim(str(explain_unsatisfiable(spec, exc)))
+    except EnvforgeError as exc:
+        return failure_reason(str(exc))
+    return None
+
+
+def failure_reason(message: str) -> str:
+    """A resolver failure without its command line and temporary paths: what failed, then
+    what the tool said (uv's ``error:``/``Caused by:`` lines), on one line, trimmed."""
+    match = re.search(r"^(.*?) exited -?\d+:\n(.*)$", message, re.DOTALL)
+    if match is None:
+        return trim(message)
+    head, said = match.groups()
+    what = head.split(" failed: ", 1)[0] + " failed" if " failed: " in head else "it failed"
+    lines = [ln.strip() for ln in said.splitlines()
+             if ln.strip() and not ln.strip().startswith("hint:")]
+    first = next((i for i, ln in enumerate(lines) if ln.startswith("error:")), None)
+    # without uv's error: line (a long build log's tail), the log's last lines say most
+    kept = lines[first:] if first is not None else lines[-_TAIL_LINES:]
+    return trim(f"{what}: {' '.join(kept)}")
+
+
+_TAIL_LINES = 4
+
+
+def trim(text: str) -> str:
+    """One line of at most REASON_CHARS, temporary folders named as what they hold."""
+    text = re.sub(r"(file://)?/\S*?envforge-[a-z]+-[^/\s]+/", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1].rstrip() + "…"
+
+
+def widen(day: date, months: int = WIDEN_MONTHS) -> date:
+    """``day`` moved ``months`` later (the last day of a shorter month where needed)."""
+    month = day.month - 1 + months
+    year, month = day.year + month // 12, month % 12 + 1
+    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The draft as written, its text, and why it does not resolve (None: it does)."""
+
+    draft: Draft
+    text: str
+    failure: str | None
+
+
+def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _: None,
+           deadline: float | None = None, today: date | None = None,
+           lookup: Lookup | None = None) -> Settled:
+    """The draft resolved as proposed; when it does not, git and URL dependencies the resolver
+    cannot fetch are left out, an exact pin whose sdist does not build moves to a release
+    with a wheel (``lookup`` lists the index's files; MAX_REPAIRS at most), and the day is
+    widened by WIDEN_MONTHS up to WIDEN_STEPS times (never past ``today``) until it
+    resolves. The day is never dropped: when no step resolves, the proposed one stays, with
+    the days tried and the reason. Past ``deadline`` the draft is returned as it stands,
+    with the time bound as its failure."""
+    start = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
+    days: list[date | None] = [start]
+    while start is not None and len(days) <= WIDEN_STEPS and \
+            widen(start, WIDEN_MONTHS * len(days)) <= (today or date.today()):
+        days.append(widen(start, WIDEN_MONTHS * len(days)))
+    gits = sorted(f.requirement for f in draft.repository.imported.requirements
+                  if " @ " in f.requirement and not f.requirement.split(" @ ", 1)[1].strip()
+                  .startswith("file:"))
+    tries = len(days) + (1 if gits else 0)
+    repairs = 0
+    tried: list[str] = []
+    failure: str | None = None
+    candidate = draft
+    attempt, position = 0, 0
+    while position < len(days):
+        day = days[position]
+        attempt += 1
+        if day is not None:
+            candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
+                                as_of_tried=tuple(tried))
+        what = f"as of {day.isoformat()}" if day else "the draft"
+        say(f"resolving {what} (try {attempt} of {tries})…")
+        text = render_spec(candidate)
+        share = _share(deadline, tries - attempt + 1)
+        try:
+            failure = _bounded(functools.partial(try_lock, text, source, platform),
+                               None if share is None else time.monotonic() + share)
+        except DraftTimeoutError:
+            if deadline is not None and time.monotonic() >= deadline - 0.5:
+                failure = f"init's time bound ran out while resolving {what} (try {attempt} " \
+                          f"of {tries}); give more with --timeout, or lock the spec as written"
+                break
+            failure = f"no answer {what} within {share:.0f} s, its share of --timeout (where " \
+                      "that day's releases have no wheel for the Python, the resolver builds " \
+                      "their sdists)"
+        if failure is None:
+            done = candidate if tried else replace(candidate, as_of_failure=None)
+            return Settled(done, text, None)
+        candidate = replace(candidate, as_of_failure=failure)
+        if gits and not candidate.left_out and _blames_url(failure, gits):
+            candidate = replace(candidate, left_out={
+                g: f"the resolver cannot fetch it: {failure}" for g in gits})
+            continue  # the same day again, without them
+        repaired = None if repairs >= MAX_REPAIRS else (
+            _repair_build(candidate, failure, lookup)
+            or _repair_conflict(candidate, failure, lookup))
+        if repaired is not None:
+            say(f"{repaired[1]}")
+            candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
+            continue  # the same day again, with the pin moved
+        if day is not None:
+            tried.append(day.isoformat())
+        position += 1
+    if start is not None:
+        candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
+                            as_of_failure=failure)
+    return Settled(candidate, render_spec(candidate), failure)
+
+
+def _share(deadline: float | None, tries_left: int) -> float | None:
+    """The seconds one try may take: an even share of what is left (TRY_S at least), so a day
+    whose resolution builds old sdists gives way to the next day instead of eating it all."""
+    left = _left(deadline)
+    if left is None:
+        return None
+    return min(left, max(TRY_S, left / max(tries_left, 1)))
+
+
+def _blames_url(failure: str, gits: Sequence[str]) -> bool:
+    """Whether a failure is a git or URL dependency's fetch (an unreachable host, a gone
+    commit, a wheel for another Python)."""
+    urls = [g.split("@ ", 1)[1].removeprefix("git+").split("@")[0].split(";")[0].strip()
+            for g in gits]
+    return any(u in failure for u in urls) or bool(re.search(r"\bgit\b.*(fail|fetch|clone)",
+                                                            failure, re.IGNORECASE))
+
+
+def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
+                  ) -> tuple[Draft, str] | None:
+    """The draft with the exact pin whose sdist failed to build (uv names it as
+    ``name==version`` or by its cache folder ``pypi/name/version``) moved to the nearest
+    later release with a wheel for the Python; None when no pin is to blame or none has one."""
+    from envforge.resolve.pypi_index import index_files
+
+    built = re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure) + \
+        re.findall(r"/pypi/([A-Za-z0-9_.-]+)/([0-9][^/\s]*)/", failure)
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    for name, version in built:
+        at = next((i for i, f in enumerate(found) if _pins(f.requirement, name, version)), None)
+        if at is None:
+            continue
+        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
+        moved = repair_pin(listed or (), version, minor,
+                           failed=f"its sdist does not build for Python {minor}")
+        if moved is None or moved.value is None:
+            return None
+        old = found[at]
+        requirement = Requirement(old.requirement)
+        requirement.specifier = SpecifierSet(f"=={moved.value}")
+        note = f"was {old.requirement}: {moved.why} (the index's file list)"
+        changed = [*found[:at], Found(str(requirement), old.origin,
+                                      "; ".join(n for n in (old.note, note) if n), True),
+                   *found[at + 1:]]
+        imported = replace(draft.repository.imported, requirements=changed)
+        repository = replace(draft.repository, imported=imported)
+        return (replace(draft, repository=repository),
+                f"{old.requirement}: its sdist does not build; moved to {requirement}")
+    return None
+
+
+_DEPENDS = re.compile(r"([A-Za-z0-9_.-]+)==(\S+?) depends on ([A-Za-z0-9_.-]+)"
+                      r"((?:[<>=!~]=?[^,\s]+,?)+)")
+
+
+def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
+                     ) -> tuple[Draft, str] | None:
+    """The draft with the project's exact pin that another pin's dependency rules out
+    (tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; the file pins numpy==1.15.4, which
+    pip's resolver before 20.3 installed anyway) moved to the nearest release the
+    dependency admits that has a wheel for the Python."""
+    from envforge.resolve.pypi_index import index_files
+
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    for parent, parent_version, name, spec in _DEPENDS.findall(failure):
+        allowed = SpecifierSet(spec.rstrip(","))
+        at = next((i for i, f in enumerate(found)
+                   if (pinned := _pinned_version(f.requirement, name)) is not None
+                   and not allowed.contains(pinned, prereleases=True)), None)
+        if at is None:
+            continue
+        old = found[at]
+        version = _pinned_version(old.requirement, name) or ""
+        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
+        moved = nearest_allowed(listed or (), version, minor, allowed)
+        if moved is None:
+            return None
+        requirement = Requirement(old.requirement)
+        requirement.specifier = SpecifierSet(f"=={moved}")
+        note = (f"was {old.requirement}: {parent}=={parent_version} depends on {name}{spec}; "
+                f"{moved} is the nearest release it admits with a wheel for Python {minor} "
+                "(pip's resolver before 20.3 installed such conflicts without a word)")
+        return (_with(draft, at, Found(str(requirement), old.origin,
+                                       "; ".join(n for n in (old.note, note) if n), True)),
+                f"{old.requirement}: {parent}=={parent_version} needs {name}{spec}; "
+                f"moved to {requirement}")
+    return None
+
+
+def _pinned_version(text: str, name: str) -> str | None:
+    requirement = Requirement(text)
+    if canonicalize_name(requirement.name) != canonicalize_name(name):
+        return None
+    return next((s.version for s in requirement.specifier if s.operator in ("==", "===")),
+                None)
+
+
+def _with(draft: Draft, at: int, item: Found) -> Draft:
+    found = draft.repository.imported.requirements
+    imported = replace(draft.repository.imported,
+                       requirements=[*found[:at], item, *found[at + 1:]])
+    return replace(draft, repository=replace(draft.repository, imported=imported))
+
+
+def _pins(text: str, name: str, version: str) -> bool:
+    requirement = Requirement(text)
+    return canonicalize_name(requirement.name) == canonicalize_name(name) and any(
+        s.operator in ("==", "===") and s.version == version for s in requirement.specifier)
+
+
+def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | None:
+    """``work`` run within the deadline; past it, the resolver processes this one started
+    are ended and DraftTimeoutError says so."""
+    if deadline is None:
+        return work()
+    result: list[str | None] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=run, name="envforge-settle", daemon=True)
+    worker.start()
+    worker.join(_left(deadline))
+    if worker.is_alive():
+        _end_children()
+        raise DraftTimeoutError("the time bound ran out while resolving the draft")
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def _end_children() -> None:
+    """End the processes this one started (uv and the builds uv started), by their ids,
+    deepest first; POSIX's /proc only."""
+    if sys.platform == "win32" or not Path("/proc").is_dir():
+        return
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ours: list[int] = []
+    frontier = [os.getpid()]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        ours += children
+        frontier = children
+    for pid in reversed(ours):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue

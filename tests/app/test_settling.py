@@ -1,0 +1,94 @@
+"""init's drafting: a resolver's failure shown as its reason (never its command line), the
+day widened by calendar months, and the time bound that ends the resolver it started."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import date
+
+import pytest
+
+from envforge.app.settling import (
+    DraftTimeoutError,
+    _blames_url,
+    _bounded,
+    failure_reason,
+    widen,
+)
+from envforge.errors import ResolveError
+from envforge.host import proc
+
+UV_FAILURE = (  # what resolve/pypi.py raised for a build failure, as users saw it cut
+    "PyPI resolution for linux-64 (Python 3.7.16) failed: /root/.venv/bin/uv pip compile "
+    "/tmp/envforge-pypi-k2j3/requirements.in --quiet --no-header --format pylock.toml "
+    "--output-file /tmp/envforge-pypi-k2j3/pylock.toml --python-version 3.7.16 exited 1:\n"
+    "    error: Failed to build `pyyaml==3.12`\n"
+    "      Caused by: The build backend returned an error\n"
+    "      Caused by: Call to `setuptools.build_meta:__legacy__.build_wheel` failed "
+    "(exit status: 1)")
+
+
+def test_a_failure_is_the_tools_words_without_its_command_line() -> None:
+    reason = failure_reason(UV_FAILURE)
+    assert reason == ("PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to "
+                      "build `pyyaml==3.12` Caused by: The build backend returned an error "
+                      "Caused by: Call to `setuptools.build_meta:__legacy__.build_wheel` "
+                      "failed (exit status: 1)")
+    assert "\n" not in reason and "uv pip compile" not in reason
+    long = failure_reason("x exited 1:\n" + "word " * 500)
+    assert len(long) == 600 and long.endswith("…")
+
+
+def test_a_build_log_without_uvs_error_line_ends_on_its_last_lines() -> None:
+    tail = ("PyPI resolution for linux-64 (Python 3.7.16) failed: uv pip compile x exited 1:\n"
+            "    exec(code, locals())\n"
+            '    File "/root/.cache/uv/sdists-v11/pypi/toolz/0.8.0/src/toolz/functoolz.py", '
+            "line 467\n      f.__name__ for f in reversed((self.first,) + self.funcs),\n"
+            "      ^\n    SyntaxError: Generator expression must be parenthesized\n"
+            "    hint: This usually indicates a problem with the package or the build "
+            "environment.")
+    reason = failure_reason(tail)
+    assert reason.startswith("PyPI resolution for linux-64 (Python 3.7.16) failed: File ")
+    assert reason.endswith("^ SyntaxError: Generator expression must be parenthesized")
+
+
+def test_a_real_failure_message_is_reduced_to_what_the_tool_said() -> None:
+    done = proc.run([sys.executable, "-c", "import sys; sys.exit('error: no such thing')"],
+                    check=False)
+    reason = failure_reason(str(ResolveError(f"PyPI resolution failed: "
+                                             f"{proc.describe_failure(done)}")))
+    assert reason == "PyPI resolution failed: error: no such thing"
+
+
+def test_widen_moves_by_calendar_months() -> None:
+    assert widen(date(2018, 3, 15)) == date(2018, 9, 15)
+    assert widen(date(2018, 8, 31)) == date(2019, 2, 28)
+    assert widen(date(2018, 3, 15), 24) == date(2020, 3, 15)
+
+
+@pytest.mark.posix_only(reason="ends its children through /proc")
+def test_the_time_bound_ends_the_process_the_work_started() -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def work() -> str | None:
+        child = subprocess.Popen(["sleep", "30"])
+        started.append(child)
+        child.wait()
+        return None
+
+    begun = time.monotonic()
+    with pytest.raises(DraftTimeoutError, match="time bound"):
+        _bounded(work, time.monotonic() + 0.5)
+    assert time.monotonic() - begun < 5
+    assert started[0].wait(timeout=5) != 0  # ended by its id, not left to run 30 s
+
+
+def test_a_fetch_failure_blames_the_url_dependency_it_names() -> None:
+    url = ("tensorflow-gpu @ https://storage.googleapis.com/tensorflow/linux/gpu/"
+           "tensorflow_gpu-1.3.0-cp35-cp35m-linux_x86_64.whl")
+    failure = ("PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to download "
+               f"`{url}` cause: Request failed after 3 retries")
+    assert _blames_url(failure, [url])
+    assert not _blames_url("numpy==9 cannot be installed", [url])
