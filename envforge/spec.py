@@ -305,20 +305,25 @@ def parse_spec(text: str, *, source: str) -> Spec:
 _PYTHON_MARKERS = frozenset({"python_version", "python_full_version"})
 
 
+def excluded_by_python_marker(text: str, version: str) -> bool:
+    """Whether ``text``'s marker names only the Python and is false for ``version`` (3.N or
+    3.N.N): such a line is never installed in that environment."""
+    marker = Requirement(text).marker
+    if marker is None or not _variables(marker._markers) <= _PYTHON_MARKERS:
+        return False
+    full = version if version.count(".") == 2 else ""
+    if "python_full_version" in _variables(marker._markers) and not full:
+        return False
+    minor = ".".join(version.split(".")[:2])
+    return not marker.evaluate({"python_version": minor, "python_full_version": full})
+
+
 def _check_markers(pspec: PlatformSpec, origin: dict[KeyPath, KeyPath], fail: Any) -> None:
     """A ``[pypi] packages`` line whose marker names only the Python and is false for the
     environment's would be left out without a word: refused, with the fix."""
     version = pspec.python.version
-    environment = {"python_version": pspec.python.minor,
-                   "python_full_version": version if version.count(".") == 2 else ""}
     for text in pspec.pypi.packages:
-        marker = Requirement(text).marker
-        if marker is None or not _variables(marker._markers) <= _PYTHON_MARKERS:
-            continue
-        if "python_full_version" in _variables(marker._markers) and \
-                not environment["python_full_version"]:
-            continue
-        if not marker.evaluate(environment):
+        if excluded_by_python_marker(text, version):
             path = origin.get(("pypi", "packages"), ("pypi", "packages"))
             raise fail(path, f"{text!r}: its marker excludes it on the environment's Python "
                        f"{version}, so it would never be installed; fix: remove the line")

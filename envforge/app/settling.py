@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import calendar
 import functools
-import os
 import re
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
@@ -28,6 +24,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envforge.errors import EnvforgeError
+from envforge.host import proc
 from envforge.importers import Found
 from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
@@ -307,32 +304,8 @@ def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | No
     worker.start()
     worker.join(_left(deadline))
     if worker.is_alive():
-        _end_children()
+        proc.end_descendants()
         raise DraftTimeoutError("the time bound ran out while resolving the draft")
     if errors:
         raise errors[0]
     return result[0]
-
-
-def _end_children() -> None:
-    """End the processes this one started (uv and the builds uv started), by their ids,
-    deepest first; POSIX's /proc only."""
-    if sys.platform == "win32" or not Path("/proc").is_dir():
-        return
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    ours: list[int] = []
-    frontier = [os.getpid()]
-    while frontier:
-        children = [pid for pid, parent in parents.items() if parent in frontier]
-        ours += children
-        frontier = children
-    for pid in reversed(ours):
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            continue

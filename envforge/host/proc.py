@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from envforge.errors import ToolError
+from envforge.platforms import Os, host_platform
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,28 @@ def describe_failure(done: Completed) -> str:
     tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-12:]
     shown = "\n    ".join(tail) if tail else "(no output)"
     return f"{shlex.join(done.args)} exited {done.returncode}:\n    {shown}"
+
+
+def end_descendants() -> None:
+    """End (SIGTERM) the processes this one started and theirs, by their ids, deepest first:
+    a time bound that gives up on uv must not leave uv's builds running. Linux's /proc only
+    (elsewhere nothing is ended: the caller stops waiting)."""
+    if host_platform().os is not Os.LINUX or not Path("/proc").is_dir():
+        return
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ours: list[int] = []
+    frontier = [os.getpid()]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        ours += children
+        frontier = children
+    for pid in reversed(ours):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue

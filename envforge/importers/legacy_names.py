@@ -65,6 +65,14 @@ class FrameworkRow(Frozen):
     source: str
 
 
+class SameModuleRow(Frozen):
+    """Distributions that install the same import package: alternatives, one of them kept."""
+
+    names: tuple[str, ...]
+    reason: str
+    source: str
+
+
 class PythonReleaseRow(Frozen):
     python: str = Field(pattern=r"^3\.\d+$")
     day: date
@@ -78,6 +86,7 @@ class LegacyNames(Frozen):
     conda_python: tuple[CondaPythonRow, ...] = ()
     marker: tuple[MarkerRow, ...] = ()
     framework: tuple[FrameworkRow, ...] = ()
+    same_module: tuple[SameModuleRow, ...] = ()
     python_release: tuple[PythonReleaseRow, ...]
 
 
@@ -123,6 +132,17 @@ def map_requirement(text: str) -> tuple[str, str]:
         return f"{marked}; {joined}", f"{ours} added: {marker_row.reason} " \
             "(knowledge/legacy_names.toml)"
     return text, ""
+
+
+def module_group(name: str) -> str:
+    """The name a distribution merges under: the first of its [[same_module]] row (two
+    files naming ``tensorflow`` and ``tensorflow-gpu`` are one requirement), else its own."""
+    name = canonicalize_name(name)
+    for row in legacy_names().same_module:
+        group = [canonicalize_name(n) for n in row.names]
+        if name in group:
+            return group[0]
+    return name
 
 
 def framework_sections(names: Iterable[str]) -> list[FrameworkRow]:

@@ -12,6 +12,7 @@ from packaging.requirements import Requirement
 from envforge.importers.legacy_names import FrameworkRow, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
+from envforge.spec import excluded_by_python_marker
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def render_spec(draft: Draft) -> str:
     lines.append("packages = [")
     for found in repo.imported.requirements:
         comment = found.origin + (f"; {found.note}" if found.note else "")
-        why = draft.left_out.get(found.requirement)
+        why = left_out(draft).get(found.requirement)
         if why is not None:
             lines.append(_comment(f"    # {json.dumps(found.requirement)},  # {comment}; "
                                   f"left out: {why}"))
@@ -65,7 +66,7 @@ def render_spec(draft: Draft) -> str:
         lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
     lines.append("]")
     note = next((n for n in (_compiler_note(f.requirement) for f in repo.imported.requirements
-                             if f.requirement not in draft.left_out) if n), None)
+                             if f.requirement not in left_out(draft)) if n), None)
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
     for row in sections(draft):
@@ -74,10 +75,23 @@ def render_spec(draft: Draft) -> str:
     return "\n".join(lines) + "\n"
 
 
+def left_out(draft: Draft) -> dict[str, str]:
+    """The requirements written commented out, with why: the draft's own, and those whose
+    marker excludes the environment's Python (a Python 2 backport), which lock would refuse."""
+    found = dict(draft.left_out)
+    if draft.python.value is None:
+        return found
+    for item in draft.repository.imported.requirements:
+        if item.requirement not in found and excluded_by_python_marker(item.requirement,
+                                                                      draft.python.value):
+            found[item.requirement] = f"its marker excludes Python {draft.python.value}"
+    return found
+
+
 def sections(draft: Draft) -> list[FrameworkRow]:
     """The framework sections the spec mounts: those its written requirements call for."""
     names = [Requirement(f.requirement).name for f in draft.repository.imported.requirements
-             if f.requirement not in draft.left_out]
+             if f.requirement not in left_out(draft)]
     return framework_sections(names)
 
 

@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import SpecError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
-from envforge.importers.legacy_names import map_requirement
+from envforge.importers.legacy_names import map_requirement, module_group
 from envforge.importers.pyfiles import (
     read_pipfile,
     read_pipfile_lock,
@@ -152,8 +151,8 @@ def merge(found: list[Found]) -> list[Found]:
     """One entry per distribution and marker as the files name it (an exact pin wins over a
     range, the first file over a later one; the others' origins are kept), legacy names
     mapped, then once more by the mapped names: the Windows and the Linux pin of one package
-    both stay, and ``tensorflow-gpu==1.15`` in one file and ``tensorflow==1.15`` in another
-    are one requirement."""
+    both stay, and alternatives that install one module (``tensorflow-gpu==1.15`` in one file,
+    ``tensorflow==1.15`` in another) are one requirement, the first file's."""
     mapped = []
     for item in _merged(found):
         text, note = map_requirement(item.requirement)
@@ -165,7 +164,7 @@ def _merged(found: list[Found]) -> list[Found]:
     merged: dict[tuple[str, str], Found] = {}
     for item in found:
         requirement = Requirement(item.requirement)
-        key = (canonicalize_name(requirement.name), str(requirement.marker or ""))
+        key = (module_group(requirement.name), str(requirement.marker or ""))
         kept = merged.get(key)
         if kept is None:
             merged[key] = item

@@ -256,7 +256,8 @@ def test_every_legacy_names_row_names_a_source() -> None:
 
 def test_one_package_pinned_per_platform_keeps_both_pins(tmp_path: Path) -> None:
     """Real-Time-Voice-Cloning's requirements: numpy pinned for Windows and for the rest;
-    its GPU file's tensorflow-gpu==1.15 is the main file's tensorflow==1.15 once mapped."""
+    its GPU file's tensorflow-gpu==1.15 is an alternative to the main file's tensorflow==1.15
+    (one module: knowledge/legacy_names.toml [[same_module]]), the first file's kept."""
     (tmp_path / "requirements.txt").write_text(
         "tensorflow==1.15\nnumpy==1.19.3; platform_system == \"Windows\"\n"
         "numpy==1.17.4; platform_system != \"Windows\"\n")
