@@ -10,6 +10,14 @@ an undo first checks the path still holds what envforge wrote; a file changed si
 the user, another spec, doctor) is kept, the original put beside it, and the line says so:
 undos are safe in any order.
 
+Journals kept side by side (every environment's and doctor's, in envforge's state folder)
+form a stack of edits per path, as a patch queue keeps one: when a journal is rolled back
+under a later journal's change (the later one's original is what this one wrote), it hands
+its own original over to that later journal (a ``handed`` line there) and leaves the current
+file alone; the later rollback then restores the user's bytes, not envforge's. A folder it
+made that another journal's files still fill is handed over the same way, and removed, if
+empty, by the last rollback.
+
 ``journal.jsonl`` holds one JSON object a line, fsynced one by one. A crash can only
 leave a torn last line; its change was never started (changes follow the fsync), so
 readers ignore it and the next append cuts it off.
@@ -40,7 +48,7 @@ BACKUPS_DIR = "backups"
 LOCK_FILE = "apply.lock"
 LOCK_PID_FILE = "apply.lock.pid"
 
-Op = Literal["backup", "created", "registry", "wrote", "step-begin", "step-done"]
+Op = Literal["backup", "created", "handed", "registry", "wrote", "step-begin", "step-done"]
 Kind = Literal["file", "symlink", "dir", "absent"]
 
 
@@ -53,6 +61,10 @@ class JournalEntry(Frozen):
     ``registry``: a value's state before its first change (``existed`` false: delete it).
     ``wrote``: the state ``path`` is about to be given (``state``: ``sha256:<hex>``,
     ``link:<target>`` or ``absent``), so an undo can tell envforge's content from a later edit.
+    ``handed``: an earlier journal's original of ``path`` (fields as for ``backup``), given
+    over when that journal was rolled back under this one's change: rollback restores it
+    instead of this journal's own record. For a folder this journal did not record
+    (``kind`` absent) it is a folder another journal made: removed last, if empty.
     """
 
     seq: int
@@ -132,6 +144,7 @@ class Journal:
         self._entries: list[JournalEntry] | None = None
         self._valid_bytes = 0
         self._first: dict[str, JournalEntry] = {}
+        self._handed: dict[str, JournalEntry] = {}
         self._registry_seen: set[tuple[str, str]] = set()
 
     def entries(self) -> list[JournalEntry]:
@@ -161,6 +174,19 @@ class Journal:
         """The first record of ``path`` in this journal: its state before envforge touched it."""
         self._load()
         return self._first.get(_path_key(_abs(path)))
+
+    def restore_point(self, path: Path) -> JournalEntry | None:
+        """What rollback gives ``path`` back: the last original handed over, else the first
+        record."""
+        self._load()
+        key = _path_key(_abs(path))
+        return self._handed.get(key) or self._first.get(key)
+
+    def recorded_inside(self, folder: Path) -> bool:
+        """Whether this journal recorded anything below ``folder``."""
+        self._load()
+        inside = _path_key(_abs(folder)) + os.sep
+        return any(key.startswith(inside) for key in self._first)
 
     def registry_recorded(self, key: str, name: str) -> bool:
         self._load()
@@ -253,6 +279,7 @@ class Journal:
         if self._entries is None:
             self._entries, self._valid_bytes = self._read()
             self._first.clear()
+            self._handed.clear()
             self._registry_seen.clear()
             for entry in self._entries:
                 self._index(entry)
@@ -261,6 +288,8 @@ class Journal:
     def _index(self, entry: JournalEntry) -> None:
         if entry.op in ("backup", "created") and entry.path is not None:
             self._first.setdefault(_path_key(Path(entry.path)), entry)
+        elif entry.op == "handed" and entry.path is not None:
+            self._handed[_path_key(Path(entry.path))] = entry
         elif entry.op == "registry" and entry.key is not None and entry.name is not None:
             self._registry_seen.add((entry.key.casefold(), entry.name.casefold()))
 
@@ -499,7 +528,7 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
     if registry is None and any(e.op == "registry" for e in entries):
         raise StepError("this apply changed the Windows registry; roll it back on Windows")
     if not force:
-        missing = [e for e in entries if e.op == "backup" and e.kind == "file"
+        missing = [e for e in entries if e.op in ("backup", "handed") and e.kind == "file"
                    and not journal.backup_path(e).is_file()]
         if missing:  # refused before anything is undone: nothing half-done
             raise StepError(f"cannot restore {missing[0].path}: its backup "
@@ -510,24 +539,137 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
     for entry in entries:
         if entry.op == "wrote" and entry.path is not None and entry.state is not None:
             written.setdefault(_path_key(Path(entry.path)), set()).add(entry.state)
-    for entry in reversed(entries):
-        try:
-            line = _undo(journal, entry, registry, written)
-        except StepError as exc:
-            if not force:
-                raise StepError(f"{exc}; undo again with --force: it undoes the rest and "
-                                "lists what it could not restore") from None
-            line = f"{LOST}{entry.path}: {exc}"
-        if line:
-            undone.append(line)
+    with contextlib.ExitStack() as held:
+        above = _neighbours(journal, entries, written, held)
+        for entry in _undo_order(entries):
+            try:
+                line = _undo(journal, entry, registry, written, above)
+            except StepError as exc:
+                if not force:
+                    raise StepError(f"{exc}; undo again with --force: it undoes the rest and "
+                                    "lists what it could not restore") from None
+                line = f"{LOST}{entry.path}: {exc}"
+            if line:
+                undone.append(line)
     if registry is not None and any(e.op == "registry" for e in entries):
         registry.broadcast_setting_change()
     _archive(journal)
     return undone
 
 
+def _undo_order(entries: list[JournalEntry]) -> list[JournalEntry]:
+    """Newest first, each path's first record replaced by the original handed over for it;
+    then the folders other journals handed over, deepest first."""
+    first: dict[str, JournalEntry] = {}
+    handed: dict[str, JournalEntry] = {}
+    for entry in entries:
+        if entry.path is None:
+            continue
+        key = _path_key(Path(entry.path))
+        if entry.op in ("backup", "created"):
+            first.setdefault(key, entry)
+        elif entry.op == "handed":
+            handed[key] = entry
+    order: list[JournalEntry] = []
+    for entry in reversed(entries):
+        if entry.op == "handed":
+            continue
+        at = "" if entry.path is None else _path_key(Path(entry.path))
+        if at in handed and first.get(at) is entry:
+            entry = handed[at].model_copy(update={"op": "backup"})
+        order.append(entry)
+    folders = sorted((e for k, e in handed.items() if k not in first),
+                     key=lambda e: len(Path(e.path or "").parts), reverse=True)
+    return order + [e.model_copy(update={"op": "created"}) for e in folders
+                    if e.kind == "absent"]
+
+
+def _neighbours(journal: Journal, entries: list[JournalEntry], written: dict[str, set[str]],
+                held: contextlib.ExitStack) -> list[Journal]:
+    """The other journals in this one's state folder that recorded a path this one wrote or
+    a path inside a folder it made, each locked (held until the rollback ends)."""
+    folders = [_path_key(Path(e.path)) + os.sep for e in entries
+               if e.op == "created" and e.path is not None]
+    try:
+        siblings = sorted(journal.state_dir.absolute().parent.iterdir())
+    except OSError:
+        return []
+    found: list[Journal] = []
+    for folder in siblings:
+        if folder == journal.state_dir.absolute() or not (folder / JOURNAL_FILE).is_file():
+            continue
+        try:
+            theirs = {_path_key(Path(e.path)) for e in Journal(folder).entries()
+                      if e.path is not None and e.op in ("backup", "created")}
+        except (StepError, OSError):
+            continue  # a damaged journal is its own rollback's business
+        if theirs & written.keys() or any(k.startswith(f) for k in theirs for f in folders):
+            held.enter_context(env_lock(folder))
+            found.append(Journal(folder))  # read again, under its lock
+    return found
+
+
+def _original_state(journal: Journal, entry: JournalEntry) -> tuple[str, int | None] | None:
+    """What a file-like record restores: its state and (for a file) mode."""
+    if entry.kind == "absent":
+        return "absent", None
+    if entry.kind == "symlink":
+        return f"link:{entry.link_target}", None
+    if entry.kind == "file" and entry.backup is not None:
+        source = journal.backup_path(entry)
+        return (state_of(source), entry.mode) if source.is_file() else None
+    return None
+
+
+def _hand_over(journal: Journal, entry: JournalEntry, path: Path, ours: set[str],
+               above: list[Journal]) -> str | None:
+    """Give this journal's original of ``path`` to the journal that changed it after this
+    one wrote it (its original is what this one wrote), leaving the file alone; None when
+    no journal did."""
+    mine = _original_state(journal, entry)
+    if mine is None:
+        return None
+    for other in above:
+        point = other.restore_point(path)
+        if point is None or point.op == "created" or point.kind not in _FILE_KINDS:
+            continue
+        theirs = _original_state(other, point)
+        if theirs is None:
+            continue
+        found_ours = theirs[0] in ours  # it changed the file after this journal wrote it
+        handed_before = theirs == mine and state_of(path) not in ours  # then was interrupted
+        if not (found_ours or handed_before):
+            continue
+        if theirs != mine:
+            other.append(f"handed by {journal.state_dir.name}", "handed", path=path,
+                         kind=entry.kind, mode=entry.mode, link_target=entry.link_target,
+                         backup_of=journal.backup_path(entry) if entry.kind == "file" else None)
+        return (f"left {path} to {other.state_dir.name}, which changed it since: its "
+                "rollback restores the original")
+    return None
+
+
+def _hand_over_folder(journal: Journal, path: Path, above: list[Journal]) -> str | None:
+    """Give a folder this journal made, still holding another journal's files, to that
+    journal: its rollback removes it if empty. None when no journal has files in it."""
+    for other in above:
+        if not other.recorded_inside(path):
+            continue
+        point = other.restore_point(path)
+        if point is None:
+            other.append(f"handed by {journal.state_dir.name}", "handed", path=path,
+                         kind="absent")
+        elif point.op != "handed":
+            continue  # it recorded the folder itself: its own record decides
+        return f"left folder {path} to {other.state_dir.name}, whose files are in it"
+    return None
+
+
+_FILE_KINDS = ("absent", "file", "symlink")
+
+
 def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
-          written: dict[str, set[str]]) -> str | None:
+          written: dict[str, set[str]], above: list[Journal]) -> str | None:
     if entry.op == "registry":
         assert registry is not None and entry.key is not None and entry.name is not None
         where = f"{entry.key}\\{entry.name}"
@@ -547,13 +689,19 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
             try:
                 path.rmdir()
             except OSError:
-                return f"left folder {path}: it holds files envforge did not put there"
+                return _hand_over_folder(journal, path, above) or (
+                    f"left folder {path}: it holds files envforge did not put there")
             return f"removed folder {path}"
+        if entry.kind == "absent":
+            return None  # a folder handed over: never anything else at its name
         return f"removed {path}" if _remove_any(path) else None
     if entry.kind in ("absent", "file"):
         _remove_any(partial_path(path))
     ours = written.get(_path_key(path))
-    if ours is not None and entry.kind in ("absent", "file", "symlink"):
+    if ours is not None and entry.kind in _FILE_KINDS:
+        handed = _hand_over(journal, entry, path, ours, above)
+        if handed is not None:
+            return handed
         kept = _keep_if_changed(journal, entry, path, ours)
         if kept is not None:
             return kept or None
