@@ -182,6 +182,12 @@ class Journal:
         key = _path_key(_abs(path))
         return self._handed.get(key) or self._first.get(key)
 
+    def wrote(self, path: Path) -> set[str]:
+        """Every state this journal gave ``path`` (``wrote`` lines)."""
+        key = _path_key(_abs(path))
+        return {e.state for e in self._load() if e.op == "wrote" and e.state is not None
+                and e.path is not None and _path_key(Path(e.path)) == key}
+
     def recorded_inside(self, folder: Path) -> bool:
         """Whether this journal recorded anything below ``folder``."""
         self._load()
@@ -702,7 +708,7 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
         handed = _hand_over(journal, entry, path, ours, above)
         if handed is not None:
             return handed
-        kept = _keep_if_changed(journal, entry, path, ours)
+        kept = _keep_if_changed(journal, entry, path, ours, above)
         if kept is not None:
             return kept or None
     if entry.kind == "absent":
@@ -737,10 +743,12 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
 
 
 def _keep_if_changed(journal: Journal, entry: JournalEntry, path: Path,
-                     ours: set[str]) -> str | None:
+                     ours: set[str], others: list[Journal]) -> str | None:
     """None: ``path`` holds what this journal wrote, restore it. Otherwise it was changed
     since: "" when it is already the original, else keep it, put the original beside it
-    (a file's backup copied to a free ``NAME.envforge-original`` name) and say so."""
+    (a file's backup copied to a free ``NAME.envforge-original`` name) and say so; an
+    original another journal wrote is not put beside: that journal's rollback puts its own
+    original (the user's) there."""
     now = state_of(path)
     if now in ours:
         return None
@@ -759,6 +767,10 @@ def _keep_if_changed(journal: Journal, entry: JournalEntry, path: Path,
         return ""
     if now == "absent":
         return None  # removed since: the original goes back, nothing is lost
+    below = next((o for o in others if state_of(source) in o.wrote(path)), None)
+    if below is not None:
+        return (f"{KEPT}{path}: changed since envforge wrote it; what it replaced was "
+                f"{below.state_dir.name}'s, whose rollback puts the original beside it")
     beside = _free_name(path)
     shutil.copy2(source, beside)
     if entry.mode is not None:

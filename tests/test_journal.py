@@ -566,13 +566,14 @@ def test_a_user_edit_between_two_journals_is_kept_with_the_original_beside(
     assert sum(line.startswith(journal_module.KEPT) for line in undone) == 1
 
 
+@pytest.mark.parametrize("order", ["ab", "ba"])
 def test_a_user_edit_after_both_journals_is_kept_with_the_users_original_beside(
-        tmp_path: Path, user_rc: Path) -> None:
+        tmp_path: Path, user_rc: Path, order: str) -> None:
     state = tmp_path / "state"
     _apply(state, "a", user_rc, b"a's rc\n")
     _apply(state, "b", user_rc, b"b's rc\n")
     user_rc.write_bytes(b"b's rc\n# and my edit\n")
-    _undo_all(state, "ab")
+    _undo_all(state, order)  # "ba": a's file, b's original, is not put beside
     assert user_rc.read_bytes() == b"b's rc\n# and my edit\n"
     original = user_rc.with_name(".theanorc.envforge-original")
     assert _exact(original) == (hashlib.sha256(USER).hexdigest(), 0o600)

@@ -121,6 +121,29 @@ def test_apply_edit_doctor_fix_rollback_doctor_undo(world: World, tmp_path: Path
     count("undo order: apply, edit, doctor --fix, rollback, doctor --undo")
 
 
+def test_apply_edit_doctor_fix_doctor_undo_rollback(world: World, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The other order: doctor's undo gives the user's edit back, rollback keeps it (a file
+    the user changed since apply wrote it) and puts the user's original beside it."""
+    rc = world.home / ".theanorc"
+    prefix = tmp_path / "a"
+    assert main(["apply", str(world.spec("a")), "--yes", "--prefix", str(prefix), "-q"]) == 0
+    edited = rc.read_bytes() + b"\n[lib]\ncnmem = 0.8\n"
+    rc.write_bytes(edited)
+    assert main(["doctor", "--fix", "--yes", "-q"]) in (0, 1)
+    assert rc.read_bytes() != edited
+    assert main(["doctor", "--undo", "-q"]) == 0
+    assert rc.read_bytes() == edited
+    capsys.readouterr()
+    assert main(["rollback", str(world.spec("a")), "--prefix", str(prefix)]) == 0
+    assert f"warning: kept {rc}: changed since envforge wrote it" in capsys.readouterr().err
+    assert rc.read_bytes() == edited
+    assert (world.home / ORIGINAL).read_bytes() == USER_RC
+    assert (world.home / ORIGINAL).stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in world.home.iterdir()) == [".theanorc", ORIGINAL]
+    count("undo order: apply, edit, doctor --fix, doctor --undo, rollback")
+
+
 def test_doctor_undo_keeps_a_file_changed_after_the_fix(world: World,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     rc = world.home / ".theanorc"
