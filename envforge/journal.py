@@ -512,6 +512,7 @@ def _remove_any(path: Path, *, settle: float = 30.0) -> bool:
 
 KEPT = "kept "  # the start of an undo line that left a changed file in place
 LOST = "could not restore "  # the start of one that --force skipped
+HANDED = "handed "  # the start of one that left a file to a later journal's rollback
 
 
 def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
@@ -650,7 +651,7 @@ def _hand_over(journal: Journal, entry: JournalEntry, path: Path, ours: set[str]
             other.append(f"handed by {journal.state_dir.name}", "handed", path=path,
                          kind=entry.kind, mode=entry.mode, link_target=entry.link_target,
                          backup_of=journal.backup_path(entry) if entry.kind == "file" else None)
-        return (f"left {path} to {other.state_dir.name}, which changed it since: its "
+        return (f"{HANDED}{path} over to {other.state_dir.name}, which changed it since: its "
                 "rollback restores the original")
     return None
 
@@ -667,7 +668,7 @@ def _hand_over_folder(journal: Journal, path: Path, above: list[Journal]) -> str
                          kind="absent")
         elif point.op != "handed":
             continue  # it recorded the folder itself: its own record decides
-        return f"left folder {path} to {other.state_dir.name}, whose files are in it"
+        return f"{HANDED}folder {path} over to {other.state_dir.name}, whose files are in it"
     return None
 
 

@@ -42,7 +42,8 @@ def test_two_home_specs_rolled_back_oldest_first_give_the_users_bytes_back(
     capsys.readouterr()
 
     assert main(["rollback", str(world.spec("a")), "--prefix", str(tmp_path / "a")]) == 0
-    assert "warning" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning" not in err and f"handed {rc} over to " in err
     assert rc.read_bytes() == rendered_b  # b's file, still in use by b, left alone
     assert not (world.home / ORIGINAL).exists()
 
