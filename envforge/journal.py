@@ -547,10 +547,10 @@ def rollback(journal: Journal, *, registry: RegistrySeam | None = None,
         if entry.op == "wrote" and entry.path is not None and entry.state is not None:
             written.setdefault(_path_key(Path(entry.path)), set()).add(entry.state)
     with contextlib.ExitStack() as held:
-        above = _neighbours(journal, entries, written, held)
+        others = _neighbours(journal, entries, written, held)
         for entry in _undo_order(entries):
             try:
-                line = _undo(journal, entry, registry, written, above)
+                line = _undo(journal, entry, registry, written, others)
             except StepError as exc:
                 if not force:
                     raise StepError(f"{exc}; undo again with --force: it undoes the rest and "
@@ -595,8 +595,8 @@ def _neighbours(journal: Journal, entries: list[JournalEntry], written: dict[str
                 held: contextlib.ExitStack) -> list[Journal]:
     """The other journals in this one's state folder that recorded a path this one wrote or
     a path inside a folder it made, each locked (held until the rollback ends)."""
-    folders = [_path_key(Path(e.path)) + os.sep for e in entries
-               if e.op == "created" and e.path is not None]
+    folders = [_path_key(Path(e.path)) + os.sep for e in entries  # made, or handed over
+               if e.op in ("created", "handed") and e.path is not None]
     try:
         siblings = sorted(journal.state_dir.absolute().parent.iterdir())
     except OSError:
@@ -629,14 +629,14 @@ def _original_state(journal: Journal, entry: JournalEntry) -> tuple[str, int | N
 
 
 def _hand_over(journal: Journal, entry: JournalEntry, path: Path, ours: set[str],
-               above: list[Journal]) -> str | None:
+               others: list[Journal]) -> str | None:
     """Give this journal's original of ``path`` to the journal that changed it after this
     one wrote it (its original is what this one wrote), leaving the file alone; None when
     no journal did."""
     mine = _original_state(journal, entry)
     if mine is None:
         return None
-    for other in above:
+    for other in others:
         point = other.restore_point(path)
         if point is None or point.op == "created" or point.kind not in _FILE_KINDS:
             continue
@@ -656,10 +656,10 @@ def _hand_over(journal: Journal, entry: JournalEntry, path: Path, ours: set[str]
     return None
 
 
-def _hand_over_folder(journal: Journal, path: Path, above: list[Journal]) -> str | None:
+def _hand_over_folder(journal: Journal, path: Path, others: list[Journal]) -> str | None:
     """Give a folder this journal made, still holding another journal's files, to that
     journal: its rollback removes it if empty. None when no journal has files in it."""
-    for other in above:
+    for other in others:
         if not other.recorded_inside(path):
             continue
         point = other.restore_point(path)
@@ -676,7 +676,7 @@ _FILE_KINDS = ("absent", "file", "symlink")
 
 
 def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
-          written: dict[str, set[str]], above: list[Journal]) -> str | None:
+          written: dict[str, set[str]], others: list[Journal]) -> str | None:
     if entry.op == "registry":
         assert registry is not None and entry.key is not None and entry.name is not None
         where = f"{entry.key}\\{entry.name}"
@@ -696,7 +696,7 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
             try:
                 path.rmdir()
             except OSError:
-                return _hand_over_folder(journal, path, above) or (
+                return _hand_over_folder(journal, path, others) or (
                     f"left folder {path}: it holds files envforge did not put there")
             return f"removed folder {path}"
         if entry.kind == "absent":
@@ -706,10 +706,10 @@ def _undo(journal: Journal, entry: JournalEntry, registry: RegistrySeam | None,
         _remove_any(partial_path(path))
     ours = written.get(_path_key(path))
     if ours is not None and entry.kind in _FILE_KINDS:
-        handed = _hand_over(journal, entry, path, ours, above)
+        handed = _hand_over(journal, entry, path, ours, others)
         if handed is not None:
             return handed
-        kept = _keep_if_changed(journal, entry, path, ours, above)
+        kept = _keep_if_changed(journal, entry, path, ours, others)
         if kept is not None:
             return kept or None
     if entry.kind == "absent":

@@ -611,3 +611,14 @@ def test_a_shared_parent_folder_two_journals_made_is_removed_by_the_last_undo(
     _undo_all(state, order)
     assert not data.exists()
     assert (tmp_path / "ef").is_dir()  # not envforge's to remove
+
+
+@pytest.mark.parametrize("order", ["abc", "cba", "bac"])
+def test_a_parent_folder_handed_over_twice_is_removed_by_the_last_of_three_undos(
+        tmp_path: Path, order: str) -> None:
+    state, data = tmp_path / "state", tmp_path / "ef" / "data"
+    (tmp_path / "ef").mkdir()
+    for name in "abc":
+        Transaction(Journal(state / name), "prefix").mkdir(data / "envs" / name)
+    _undo_all(state, order)
+    assert sorted(p.name for p in (tmp_path / "ef").iterdir()) == []
