@@ -21,8 +21,9 @@ from envforge.journal.store import JOURNAL_FILE, Journal, JournalEntry, path_key
 HANDED = "handed "  # the start of an undo line that left a file to a later journal's rollback
 FILE_KINDS = ("absent", "file", "symlink")  # the records a hand-over can carry
 
+
 def neighbours(journal: Journal, entries: list[JournalEntry], written: dict[str, set[str]],
-                held: contextlib.ExitStack) -> list[Journal]:
+               held: contextlib.ExitStack) -> list[Journal]:
     """The other journals in this one's state folder that recorded a path this one wrote or
     a path inside a folder it made, each locked (held until the rollback ends)."""
     folders = [path_key(Path(e.path)) + os.sep for e in entries  # made, or handed over
@@ -59,7 +60,7 @@ def original_state(journal: Journal, entry: JournalEntry) -> tuple[str, int | No
 
 
 def hand_over(journal: Journal, entry: JournalEntry, path: Path, ours: set[str],
-               others: list[Journal]) -> str | None:
+              others: list[Journal]) -> str | None:
     """Give this journal's original of ``path`` to the journal that changed it after this
     one wrote it (its original is what this one wrote), leaving the file alone; None when
     no journal did."""

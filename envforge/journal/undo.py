@@ -18,12 +18,7 @@ from pathlib import Path
 
 from envforge.errors import StepError
 from envforge.host.windows import RegistrySeam
-from envforge.journal.stack import (
-    FILE_KINDS,
-    hand_over,
-    hand_over_folder,
-    neighbours,
-)
+from envforge.journal.stack import FILE_KINDS, hand_over, hand_over_folder, neighbours
 from envforge.journal.store import Journal, JournalEntry, fsync_dir, path_key, state_of
 from envforge.journal.transaction import partial_path
 
