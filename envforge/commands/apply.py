@@ -301,12 +301,15 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
 
 
 def report_undone(undone: Sequence[str], ui: UI) -> None:
-    """What an undo left alone is a warning: a changed file kept, a record --force skipped."""
-    from envforge.journal import KEPT, LOST
+    """What an undo left alone is a warning: a changed file kept, a record --force skipped;
+    a file handed over to a later apply's rollback is said."""
+    from envforge.journal import HANDED, KEPT, LOST
 
     for line in undone:
         if line.startswith((KEPT, LOST)):
             ui.warn(line)
+        elif line.startswith(HANDED):
+            ui.info(line)
 
 
 def run_status(args: argparse.Namespace, ui: UI) -> int:

@@ -60,7 +60,7 @@ class EnvironmentStep:
                 return ()
             return (Change(action="create", target=str(prefix), before=None, after="conda prefix",
                            detail=f"conda environment for Python {ctx.lock.python}"),)
-        if _venv_matches(prefix, ctx.layout.python_minor):
+        if _venv_matches(prefix, Path(ctx.layout.python), ctx.layout.python_minor):
             return ()
         source = ("Debian's python" + ctx.layout.python_minor if ctx.layout.kind == "debian"
                   else f"a discovered Python {ctx.layout.python_minor}")
@@ -72,7 +72,7 @@ class EnvironmentStep:
         if ctx.layout.kind == "conda":
             (prefix / "conda-meta").mkdir(exist_ok=True)
             return
-        if _venv_matches(prefix, ctx.layout.python_minor):
+        if _venv_matches(prefix, Path(ctx.layout.python), ctx.layout.python_minor):
             return
         if ctx.layout.kind == "debian":
             base = Path(ctx.layout.debian_python)
@@ -106,9 +106,11 @@ def _interpreter(ctx: StepContext) -> Interpreter:
             raise StepError(f"{missing}; {failed}") from None
 
 
-def _venv_matches(prefix: Path, minor: str) -> bool:
+def _venv_matches(prefix: Path, python: Path, minor: str) -> bool:
+    """A venv of Python ``minor`` with its interpreter: venv writes pyvenv.cfg before it
+    links the interpreter, so a signal in between leaves a folder to be made again."""
     cfg = prefix / "pyvenv.cfg"
-    if not cfg.is_file() or not any((prefix / d).is_dir() for d in ("bin", "Scripts")):
+    if not cfg.is_file() or not python.is_file():
         return False
     for line in cfg.read_text(encoding="utf-8").splitlines():
         key, _, value = line.partition("=")

@@ -21,11 +21,17 @@ from envforge.steps.base import Change, StepContext
 
 
 def installed_distributions(site_packages: Path) -> dict[str, str]:
-    """name -> version of what is installed, read from ``*.dist-info`` folder names only."""
+    """name -> version of what is installed, read from ``*.dist-info`` folder names.
+
+    One without its RECORD, which installer writes last, is an install a signal or a crash
+    cut short (files after its ``.dist-info`` in the wheel, e.g. NumPy's ``numpy.libs/``,
+    never came): not installed, so apply again installs it whole."""
     found: dict[str, str] = {}
     if not site_packages.is_dir():
         return found
     for entry in site_packages.glob("*.dist-info"):
+        if not (entry / "RECORD").is_file():
+            continue
         stem = entry.name[: -len(".dist-info")]
         name, _, version = stem.partition("-")
         found[canonicalize_name(name)] = version

@@ -10,7 +10,7 @@ import pytest
 from envforge.doctor import ConfigEdit, apply_fixes, fix_steps, plan_fixes, undo_fixes
 from envforge.doctor.rcfile import rewrite
 from tests.doctor.layouts import home, judge, look, venv
-from tests.test_journal import snapshot
+from tests.testing.trees import snapshot
 
 WINDOWS_BLOG_RC = (
     "; written by hand, after the blog\r\n"

@@ -51,7 +51,7 @@ class World:
 
 @pytest.fixture(scope="session")
 def locked_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Specs ``a`` and ``b`` (both ~/.theanorc, different floatX) and ``env`` (its own rc),
+    """Specs ``a``, ``b`` and ``c`` (all ~/.theanorc, each its floatX) and ``env`` (its own rc),
     locked once for the session; and the cache their downloads share."""
     project = tmp_path_factory.mktemp("project")
     session_home = tmp_path_factory.mktemp("envforge-home")
@@ -60,7 +60,7 @@ def locked_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ENVFORGE_HOME", str(session_home))
         for name, floatx, rc in (("a", "float64", "home"), ("b", "float32", "home"),
-                                 ("env", "float64", "env")):
+                                 ("c", "float16", "home"), ("env", "float64", "env")):
             path = project / "specs" / f"{name}.toml"
             path.write_text(TINY.format(name=name, floatx=floatx, theanorc=rc))
             write_lock(lock_spec(load_spec(path), platforms=["linux-64"]),

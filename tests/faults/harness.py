@@ -3,8 +3,9 @@ package, a ``~/.theanorc``) applied by the real CLI, and a child process that di
 exactly when its journal reaches a given line.
 
 The child replaces nothing but ``Journal._write_line``'s return: after the N-th line is
-fsynced it SIGKILLs its whole process group (``kill``) or SIGSTOPs itself (``stop``),
-i.e. at the instant the change that line announces is about to be made.
+fsynced it SIGKILLs its whole process group (``kill``), SIGSTOPs itself (``stop``) or sends
+its group SIGINT or SIGTERM, i.e. at the instant the change that line announces is about to
+be made; or the same after the N-th file the PyPI install (pypa's installer) wrote.
 """
 
 from __future__ import annotations
@@ -50,17 +51,35 @@ USER_RC = b"[global]\n# mine \xe2\x82\xac\r\nfloatX = float32\n"
 
 CHILD = """\
 import os, signal, sys
+import envforge.host.wheelinstall as wheelinstall
 import envforge.journal as journal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in background
 at, action = int(os.environ["FAULT_AT"]), os.environ["FAULT_ACTION"]
-original, seen = journal.Journal._write_line, [0]
-def write_line(self, line):
-    original(self, line)
+where, seen = os.environ.get("FAULT_WHERE", "journal"), [0]
+def milestone():
     seen[0] += 1
-    if seen[0] == at:
-        if action == "kill":
-            os.killpg(0, signal.SIGKILL)
+    if seen[0] != at:
+        return
+    if action == "kill":
+        os.killpg(0, signal.SIGKILL)
+    elif action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
-journal.Journal._write_line = write_line
+    else:
+        os.killpg(0, getattr(signal, action))
+if where == "journal":
+    original = journal.Journal._write_line
+    def write_line(self, line):
+        original(self, line)
+        milestone()
+    journal.Journal._write_line = write_line
+else:  # the k-th file installer writes whose path holds FAULT_WHERE ("/" is any file)
+    original_file = wheelinstall._Destination.write_file
+    def write_file(self, scheme, path, *args, **kwargs):
+        written = original_file(self, scheme, path, *args, **kwargs)
+        if where in "/" + str(path).replace(os.sep, "/"):
+            milestone()
+        return written
+    wheelinstall._Destination.write_file = write_file
 from envforge.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -74,10 +93,14 @@ def envforge(*args: str, env: dict[str, str],
                           stdin=subprocess.DEVNULL)
 
 
-def faulty(args: list[str], *, env: dict[str, str], at: int, action: str) -> subprocess.Popen[str]:
-    """``envforge ARGS`` that dies (``kill``) or stops (``stop``) after journal line ``at``."""
+def faulty(args: list[str], *, env: dict[str, str], at: int, action: str,
+           where: str = "journal") -> subprocess.Popen[str]:
+    """``envforge ARGS`` that dies (``kill``), stops (``stop``) or sends its process group a
+    signal (``SIGINT``, ``SIGTERM``) after journal line ``at``, or (``where`` a path part,
+    ``/`` for any) after the ``at``-th such file the PyPI install writes."""
     return subprocess.Popen([sys.executable, "-c", CHILD, *args],
-                            env={**env, "FAULT_AT": str(at), "FAULT_ACTION": action},
+                            env={**env, "FAULT_AT": str(at), "FAULT_ACTION": action,
+                                 "FAULT_WHERE": where},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, stdin=subprocess.DEVNULL)
 

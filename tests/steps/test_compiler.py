@@ -46,8 +46,8 @@ from envforge.steps.compiler import (
     mingw_home,
 )
 from envforge.ui import UI
-from tests.test_journal import snapshot
 from tests.testing.contexts import apply_step
+from tests.testing.trees import snapshot
 
 MINGW_NAME = "x86_64-8.1.0-release-posix-seh-rt_v6-rev0.7z"
 GCC_LIB = "mingw64/lib/gcc/x86_64-w64-mingw32/8.1.0"

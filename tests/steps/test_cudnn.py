@@ -24,8 +24,8 @@ from envforge.journal import Journal, Transaction, rollback
 from envforge.lockfile import LockedArtifact
 from envforge.steps.base import StepContext
 from envforge.steps.cudnn import CudnnInstallStep, cudnn_header_version
-from tests.test_journal import snapshot
 from tests.testing.contexts import apply_step, make_ctx
+from tests.testing.trees import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 

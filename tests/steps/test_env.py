@@ -41,6 +41,22 @@ def test_venv_from_the_discovered_python37_then_nothing_to_do(tmp_path: Path) ->
     assert found is not None and found.minor == "3.7"
 
 
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
+def test_a_venv_cut_short_before_its_python_is_made_again(tmp_path: Path) -> None:
+    """venv writes pyvenv.cfg before it links the interpreter: a signal in between left a
+    folder that used to count as the environment."""
+    python = find_interpreter("3.7").executable
+    ctx = venv_ctx(tmp_path, "3.7", {"PATH": str(python.parent)})
+    for step in (PrefixStep(), EnvironmentStep()):
+        apply_step(step, ctx)
+    for name in ("python", "python3", "python3.7"):
+        (ctx.prefix / "bin" / name).unlink()
+    assert EnvironmentStep().describe(ctx)
+    apply_step(EnvironmentStep(), ctx)
+    found = query_version(ctx.prefix / "bin" / "python")
+    assert found is not None and found.minor == "3.7"
+
+
 @pytest.mark.parametrize("offline", [True, False])
 def test_no_interpreter_says_where_it_looked_and_what_uv_said(tmp_path: Path,
                                                               offline: bool) -> None:

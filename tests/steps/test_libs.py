@@ -16,8 +16,8 @@ from envforge.steps.base import StepContext
 from envforge.steps.libs import LibgpuarrayLinksStep, find_soname, links_dir, parse_ldconfig
 from envforge.ui import UI
 from tests.steps.test_cudnn import windows_cuda_tree
-from tests.test_journal import snapshot
 from tests.testing.contexts import apply_step, make_ctx
+from tests.testing.trees import snapshot
 
 
 def cuda13_tree(base: Path) -> Path:
