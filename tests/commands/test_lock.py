@@ -122,6 +122,19 @@ def test_theano_and_theano_pymc_together_refused_before_resolving(
     assert not (tmp_path / "locks").exists()
 
 
+def test_a_refused_pin_is_named_at_its_own_line_in_a_multi_line_array(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not at the line of ``packages = [``, where the user would have to look for it."""
+    text = CUDNN8_CUDA111.replace('packages = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]',
+                                  'packages = [\n    "numpy==1.19.5",  # BLAS\n'
+                                  '    "Theano-PyMC==1.0.5",\n    "Theano==1.0.5",\n]')
+    spec = project_with(tmp_path, "both", text)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    line = text.splitlines().index('    "Theano==1.0.5",') + 1
+    assert err.startswith(f"error: {spec}:{line}: pypi.packages: "), err
+
+
 def test_check_is_fresh_then_stale_without_network(tmp_path: Path, no_resolvers: None,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "specs").mkdir()
