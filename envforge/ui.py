@@ -41,6 +41,11 @@ class UI:
         if not (self.quiet or self.json):
             self.err.print(Text(message, style="green"))
 
+    def next(self, command: str) -> None:
+        """The command to run next (or what to look at), the last line on stderr."""
+        if not (self.quiet or self.json):
+            self.err.print(Text.assemble(("next: ", "bold"), command))
+
     def warn(self, message: str) -> None:
         if not self.json:
             self.err.print(Text.assemble(("warning: ", "yellow"), message))
@@ -59,7 +64,7 @@ class UI:
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json or self.quiet:
             return
-        table = Table(title=title, title_justify="left", header_style="bold")
+        table = Table(title=Text(title), title_justify="left", header_style="bold")
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
