@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -16,6 +18,7 @@ from rich.text import Text
 
 from envforge import __version__
 
+PIPED_WIDTH = 200  # columns of a table printed to a pipe or file, unless COLUMNS says
 CELL_LIMIT = 300  # characters of one table cell: rich folds a 2 MB one for seconds
 
 # 2: doctor's facts keep a framework's settings under facts.frameworks.NAME (its pack's).
@@ -65,10 +68,14 @@ class UI:
         if self.json or self.quiet:
             return
         table = Table(title=Text(title), title_justify="left", header_style="bold")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(_cell(cell) for cell in row))
+        cells = [[_cell(cell) for cell in row] for row in rows]
+        widths = piped_widths(self.out, columns, cells)
+        for column, width in zip(columns, widths or [None] * len(columns), strict=True):
+            table.add_column(column, overflow="fold", width=width)
+        for row in cells:
+            table.add_row(*row)
+        if widths is not None:  # print's own width is capped at the console's
+            self.out.width = max(self.out.width, sum(widths) + 3 * len(widths) + 1)
         self.out.print(table)
 
     def document(self, kind: str, payload: dict[str, Any]) -> None:
@@ -105,6 +112,44 @@ class ProgressHook:
     def describe(self, description: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, description=description)
+
+
+def piped_widths(console: Console, columns: Sequence[str],
+                 cells: Sequence[Sequence[Text]]) -> list[int] | None:
+    """Each column's width when the output is not a terminal (a CI log, ``| tee``), where
+    rich's 80 columns cut names mid-word (``kernel.train.c`` / ``hecksum``): the table fits
+    ``COLUMNS`` if set, else ``PIPED_WIDTH``, narrowing the widest columns first but none below
+    its longest word (rich narrows past it). None on a terminal: rich fits its width."""
+    if console.is_terminal:
+        return None
+    try:
+        wanted = int(os.environ.get("COLUMNS", "")) or PIPED_WIDTH
+    except ValueError:
+        wanted = PIPED_WIDTH
+    natural = [cell_len(c) for c in columns]
+    shortest = list(natural)
+    for row in cells:
+        for index, cell in enumerate(row[:len(columns)]):
+            lines = cell.plain.splitlines() or [""]
+            natural[index] = max(natural[index], *(cell_len(line) for line in lines))
+            shortest[index] = max(shortest[index], *(cell_len(w) for w in cell.plain.split()))
+    return _narrowed(natural, shortest, wanted - 3 * len(columns) - 1)
+
+
+def _narrowed(widths: list[int], least: Sequence[int], room: int) -> list[int]:
+    """``widths`` narrowed, widest first, until they fit ``room`` or reach ``least``."""
+    widths = list(widths)
+    while sum(widths) > room:
+        loose = [i for i, w in enumerate(widths) if w > least[i]]
+        if not loose:
+            break
+        widest = max(widths[i] for i in loose)
+        top = [i for i in loose if widths[i] == widest]
+        below = max([widths[i] for i in loose if widths[i] < widest] + [0])
+        cut = min(widest - below, -(-(sum(widths) - room) // len(top)))
+        for i in top:
+            widths[i] = max(least[i], widths[i] - cut)
+    return widths
 
 
 def _cell(value: Any) -> Text:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
-from envforge.ui import CELL_LIMIT, UI
+from envforge.ui import CELL_LIMIT, PIPED_WIDTH, UI
 
 
 def test_a_huge_cell_is_cut_with_what_was_left_out() -> None:
@@ -22,3 +23,37 @@ def test_a_huge_cell_is_cut_with_what_was_left_out() -> None:
     assert f"({2_000_000 - CELL_LIMIT} more characters)" in text
     assert "(5 more characters)" in text and "r.txt:2" in text
     assert text.count("a") < CELL_LIMIT + 100
+
+
+VERIFY_ROWS = [["kernel.train.checksum", "ok", "matches the lock's reference " * 6],
+               ["gemm", "ok", "0.93 of cuBLAS"]]
+
+
+def _piped_table(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> list[str]:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    out = io.StringIO()
+    UI(out=Console(file=out, highlight=False, soft_wrap=True)).table(
+        "verify", ["check", "result", "detail"], VERIFY_ROWS)
+    return out.getvalue().splitlines()
+
+
+def test_a_piped_table_is_wide_and_never_cuts_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make demo | tee` cut the verify table at 80 columns: ``kernel.train.c`` / ``hecksum``."""
+    lines = _piped_table(monkeypatch, None)
+    assert any("kernel.train.checksum" in line for line in lines)
+    assert max(len(line) for line in lines) <= PIPED_WIDTH
+    assert sum("matches" in line for line in lines) == 1  # 200 columns: one row, one line
+
+
+def test_columns_sets_a_piped_table_s_width_and_words_still_stay_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _piped_table(monkeypatch, "50")
+    assert max(len(line) for line in lines) <= 50
+    assert any("kernel.train.checksum" in line for line in lines)
+    words = " ".join(line.strip("│ ") for line in lines).split()
+    assert {"reference", "matches", "lock's"} <= set(words)
+    lines = _piped_table(monkeypatch, "20")  # narrower than a name: widened to keep it whole
+    assert any("kernel.train.checksum" in line for line in lines)
