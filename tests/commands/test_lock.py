@@ -162,6 +162,22 @@ def test_unchanged_spec_relocks_without_resolving(tmp_path: Path, no_resolvers: 
     assert (tmp_path / "locks" / "theano-cpu.lock").read_text() == committed
 
 
+def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(REPO / "specs" / "theano-cpu.toml", spec)
+    shutil.copytree(REPO / "locks", tmp_path / "locks")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"next: envforge apply {spec}"
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert "next:" not in capsys.readouterr().err
+    assert main(["lock", str(spec), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "next:" not in out + err and json.loads(out)["exit_code"] == 0
+
+
 def test_committed_locks_match_their_specs() -> None:
     assert main(["lock", "--check", str(REPO / "specs" / "theano-cpu.toml"),
                  str(REPO / "specs" / "theano-gpu-linux.toml")]) == 0
