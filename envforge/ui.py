@@ -5,19 +5,30 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from envforge import __version__
 
+REPORT_EVERY = 100 << 20  # piped, a download's progress is a line per 100 MiB
 PIPED_WIDTH = 200  # columns of a table printed to a pipe or file, unless COLUMNS says
 CELL_LIMIT = 300  # characters of one table cell: rich folds a 2 MB one for seconds
 
@@ -70,7 +81,8 @@ class UI:
         table = Table(title=Text(title), title_justify="left", header_style="bold")
         cells = [[_cell(cell) for cell in row] for row in rows]
         widths = piped_widths(self.out, columns, cells)
-        for column, width in zip(columns, widths or [None] * len(columns), strict=True):
+        fixed: list[int | None] = list(widths) if widths else [None] * len(columns)
+        for column, width in zip(columns, fixed, strict=True):
             table.add_column(column, overflow="fold", width=width)
         for row in cells:
             table.add_row(*row)
@@ -96,6 +108,47 @@ class UI:
         with bar:
             task = bar.add_task(description, total=total)
             yield ProgressHook(bar, task)
+
+    @contextmanager
+    def download(self, name: str, size: int | None, have: int = 0) -> Iterator[Callable[[int],
+                                                                                         None]]:
+        """One file's download (host/fetch.py's ``Report``): a bar with sizes and speed on a
+        terminal; piped, a line as it starts and one each ``REPORT_EVERY`` bytes, so a CI log
+        shows a gigabyte moving; nothing when quiet or json."""
+        if self.quiet or self.json:
+            yield lambda amount: None
+            return
+        started = time.monotonic()
+        if self.err.is_terminal:
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                           TransferSpeedColumn(), TimeRemainingColumn(), console=self.err,
+                           transient=True)
+            with bar:
+                task = bar.add_task(name, total=size, completed=have)
+                yield lambda amount: bar.advance(task, amount)
+        else:
+            self.info(f"downloading {name} ({_size(size)}"
+                      f"{f', resuming at {_size(have)}' if have else ''})")
+            done = [have, have]  # bytes so far, bytes at the last line
+
+            def advance(amount: int) -> None:
+                done[0] += amount
+                if done[0] - done[1] >= REPORT_EVERY:
+                    done[1] = done[0]
+                    self.info(f"  {name}: {_size(done[0])} of {_size(size)}")
+            yield advance
+        self.info(f"downloaded {name} ({_size(size)} in {time.monotonic() - started:.1f} s)")
+
+
+def _size(size: int | None) -> str:
+    """Bytes as people read them: 840 KiB, 12.3 MiB, 1.02 GiB; "unknown size" for None."""
+    if size is None:
+        return "unknown size"
+    if size < 1 << 20:
+        return f"{size / 1024:.0f} KiB"
+    if size < 1 << 30:
+        return f"{size / (1 << 20):.1f} MiB"
+    return f"{size / (1 << 30):.2f} GiB"
 
 
 @dataclass

@@ -57,3 +57,15 @@ def test_columns_sets_a_piped_table_s_width_and_words_still_stay_whole(
     assert {"reference", "matches", "lock's"} <= set(words)
     lines = _piped_table(monkeypatch, "20")  # narrower than a name: widened to keep it whole
     assert any("kernel.train.checksum" in line for line in lines)
+
+
+def test_a_download_on_a_terminal_is_a_bar_then_one_line_and_nothing_in_json() -> None:
+    err = io.StringIO()
+    ui = UI(err=Console(file=err, force_terminal=True, width=100, highlight=False))
+    with ui.download("numpy-1.19.5.whl", 3 << 20, have=1 << 20) as advance:
+        advance(2 << 20)
+    assert "downloaded numpy-1.19.5.whl (3.0 MiB in " in err.getvalue()
+    err = io.StringIO()
+    with UI(json=True, err=Console(file=err)).download("x.whl", None) as advance:
+        advance(10)
+    assert err.getvalue() == ""
