@@ -183,9 +183,8 @@ def piped_widths(console: Console, columns: Sequence[str],
     shortest = list(natural)
     for row in cells:
         for index, cell in enumerate(row[:len(columns)]):
-            lines = cell.plain.splitlines() or [""]
-            natural[index] = max(natural[index], *(cell_len(line) for line in lines))
-            shortest[index] = max(shortest[index], *(cell_len(w) for w in cell.plain.split()))
+            natural[index] = max([natural[index], *map(cell_len, cell.plain.splitlines())])
+            shortest[index] = max([shortest[index], *map(cell_len, cell.plain.split())])
     return _narrowed(natural, shortest, wanted - 3 * len(columns) - 1)
 
 

@@ -26,7 +26,7 @@ def test_a_huge_cell_is_cut_with_what_was_left_out() -> None:
 
 
 VERIFY_ROWS = [["kernel.train.checksum", "ok", "matches the lock's reference " * 6],
-               ["gemm", "ok", "0.93 of cuBLAS"]]
+               ["gemm", "ok", "0.93 of cuBLAS"], ["blas", "", "a\nsecond line"]]
 
 
 def _piped_table(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> list[str]:
