@@ -66,15 +66,21 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
         edited = add_requirement(edited, path, requirement, source=source)
     for name in remove:
         edited = remove_requirement(edited, path, name, source=source)
-    new = Project(spec_path=project.spec_path, spec=parse_spec(edited, source=source),
-                  lock_path=project.lock_path)
+    try:
+        new = Project(spec_path=project.spec_path, spec=parse_spec(edited, source=source),
+                      lock_path=project.lock_path)
+    except InputError as exc:
+        raise _as_on_disk(exc, source, text, edited) from None
     before, after = _values(text, path, source), _values(edited, path, source)
     if not relock:
         _write_spec(spec_path, edited, text)
         return Edit(new, before, after, spec_changed=edited != text)
     previous = project.previous_lock()
     notes: list[str] = []
-    locked = lock(new, previous, notes=notes)
+    try:
+        locked = lock(new, previous, notes=notes)
+    except InputError as exc:
+        raise _as_on_disk(exc, source, text, edited) from None
     _write_spec(spec_path, edited, text)
     try:
         changed = write_lock(locked, new.lock_path)
@@ -83,6 +89,21 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
         raise
     return Edit(new, before, after, spec_changed=edited != text, previous=previous,
                 locked=locked, lock_changed=changed, notes=notes)
+
+
+def _as_on_disk(exc: InputError, source: str, text: str, edited: str) -> InputError:
+    """A refusal of the edited spec, whose ``file:line`` counts the edited text's lines: kept
+    where the spec on disk has the same line there, else without the line (the message
+    names the value, which the user has just typed)."""
+    match = re.match(rf"{re.escape(source)}:(\d+): ", str(exc))
+    if match is None:
+        return exc
+    old, new = text.splitlines(), edited.splitlines()
+    same = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                min(len(old), len(new)))
+    if int(match.group(1)) <= same:
+        return exc
+    return InputError(f"{source}: {str(exc)[match.end():]}")
 
 
 def _values(text: str, path: Sequence[str], source: str) -> tuple[str, ...]:

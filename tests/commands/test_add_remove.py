@@ -123,6 +123,18 @@ def test_bad_input_is_one_line_exit_2_and_no_change(
     assert snapshot(project) == before
 
 
+def test_a_refusal_of_the_added_pin_names_no_line_the_spec_on_disk_lacks(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before any resolution: the pin's line is the edited spec's, not the file's."""
+    project.write_text(SPEC.replace('"attrs<22",', '"attrs<22", "Theano-PyMC==1.0.5",'))
+    before = snapshot(project)
+    assert main(["add", "Theano==1.0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {Path('specs/tiny.toml')}: pypi.packages: linux-64: ")
+    assert "fix: drop Theano==1.0.5" in err and err.count("\n") == 1
+    assert snapshot(project) == before
+
+
 def test_no_lock_edits_only_the_spec(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["add", "h5py==2.10.0", "--no-lock"]) == 0
     assert project.read_text().endswith('    "attrs<22",     # pinned by the era\n'
