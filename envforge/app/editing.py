@@ -16,7 +16,7 @@ from pathlib import Path
 from envforge.app.project import Project, lock
 from envforge.errors import InputError
 from envforge.inputfile import SPEC_LIMIT, read_input_text
-from envforge.lockfile import Lockfile, write_lock
+from envforge.lockfile import Lockfile, lock_path_for, write_lock
 from envforge.spec import Platform, parse_spec
 from envforge.specedit import (
     add_requirement,
@@ -48,8 +48,10 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
     """Add (or replace, by project name) the requirements ``add``, drop the projects named in
     ``remove``, in ``[pypi] packages`` or ``[pypi.platform.P] packages``; then, unless not
     ``relock``, lock the edited spec keeping the lock's other versions and write both."""
-    project = Project.load(spec_path, locks_dir)
     source = str(spec_path)
+    text = read_input_text(spec_path, SPEC_LIMIT, missing="no such spec file")
+    project = Project(spec_path=spec_path, spec=parse_spec(text, source=source),
+                      lock_path=lock_path_for(spec_path, locks_dir))
     if platform is not None and platform not in project.spec.project.platforms:
         raise InputError(f"{source}: --platform {platform} is not among the spec's platforms "
                          f"({', '.join(project.spec.project.platforms)})")
@@ -60,7 +62,6 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
         if not _NAME.fullmatch(name):
             raise InputError(f"envforge remove: {name!r} is not a project name (remove takes "
                              "names, e.g. h5py, not requirements)")
-    text = read_input_text(spec_path, SPEC_LIMIT, missing="no such spec file")
     edited = text
     for requirement in add:
         edited = add_requirement(edited, path, requirement, source=source)
@@ -117,10 +118,14 @@ def _values(text: str, path: Sequence[str], source: str) -> tuple[str, ...]:
 
 def _write_spec(spec_path: Path, text: str, was: str) -> None:
     """``text`` in place of the spec, atomically (a link's target is what is replaced, and
-    keeps its mode); nothing is written where the text did not change."""
+    keeps its mode); nothing is written where the text did not change, and nothing over a
+    spec that is no longer ``was`` (edited by hand while the lock resolved)."""
     if text == was:
         return
     target = Path(os.path.realpath(spec_path))
+    if target.read_bytes() != was.encode("utf-8"):
+        raise InputError(f"{spec_path}: changed while envforge locked it; nothing was written "
+                         "(run the command again)")
     tmp = target.with_name(f".{target.name}.envforge-tmp")
     tmp.write_bytes(text.encode("utf-8"))
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,3 +164,20 @@ def test_the_spec_goes_back_byte_for_byte_when_the_lock_cannot_be_written(
     monkeypatch.setattr(editing, "write_lock", full)
     assert main(["add", "colorama==0.4.4"]) == 1
     assert snapshot(locked) == before
+
+
+@pytest.mark.network
+def test_a_spec_edited_by_hand_while_the_lock_resolves_is_not_overwritten(
+        locked: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    lock_before = Path("locks/tiny.lock").read_bytes()
+    real_lock = editing.lock
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        locked.write_text(SPEC + "# the user's edit\n")
+        return real_lock(*args, **kwargs)
+
+    monkeypatch.setattr(editing, "lock", meanwhile)
+    assert main(["add", "colorama==0.4.4"]) == 2
+    assert "changed while envforge locked it; nothing was written" in capsys.readouterr().err
+    assert locked.read_text() == SPEC + "# the user's edit\n"
+    assert Path("locks/tiny.lock").read_bytes() == lock_before
