@@ -137,7 +137,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
                 have, digest = 0, hashlib.sha256()
             response.raise_for_status()
             size = ref.size or _length(response.headers, have)
-            with (report or _silent)(ref.filename, size, have) as shown, \
+            with (report or _silent)(Path(ref.filename).name, size, have) as shown, \
                     part.open("ab" if have else "wb") as out:
                 for chunk in response.iter_content(CHUNK):
                     out.write(chunk)
