@@ -243,10 +243,31 @@ def pin_place(spec: Spec, platform: Platform, message: str) -> tuple[int | None,
             if not written.startswith(prefix):
                 continue
             shared, own = (section, key), (section, "platform", platform, key)
+            item = _item_line(spec, platform, section, written.removeprefix(prefix))
+            if item is not None:
+                return item, ".".join(shared)
             for path in ((own, shared) if key == "version" else (shared, own)):
                 if path in spec.key_lines:
                     return spec.key_lines[path], ".".join(path)
     return None, None
+
+
+def _item_line(spec: Spec, platform: Platform, section: str, written: str) -> int | None:
+    """The line of the pin itself inside its ``packages = [...]``: the platform's view lists
+    the shared values first, then the platform's own."""
+    pspec = spec.for_platform(platform)
+    values: tuple[str, ...] = (
+        pspec.pypi.packages if section == "pypi" else pspec.conda.packages
+        if section == "conda" else pspec.debian.packages if pspec.debian is not None else ())
+    value = written.split(" (", 1)[0] if section == "debian" else written
+    if value not in values:
+        return None
+    index = values.index(value)
+    shared = sum(1 for path in spec.key_lines if len(path) == 3
+                 and path[:2] == (section, "packages"))
+    path = ((section, "packages", str(index)) if index < shared
+            else (section, "platform", platform, "packages", str(index - shared)))
+    return spec.key_lines.get(path)
 
 
 def _check_cudnn_cuda(spec: PlatformSpec, conflict: _Report) -> None:

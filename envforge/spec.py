@@ -322,11 +322,11 @@ def _check_markers(pspec: PlatformSpec, origin: dict[KeyPath, KeyPath], fail: An
     """A ``[pypi] packages`` line whose marker names only the Python and is false for the
     environment's would be left out without a word: refused, with the fix."""
     version = pspec.python.version
-    for text in pspec.pypi.packages:
+    for index, text in enumerate(pspec.pypi.packages):
         if excluded_by_python_marker(text, version):
-            path = origin.get(("pypi", "packages"), ("pypi", "packages"))
-            raise fail(path, f"{text!r}: its marker excludes it on the environment's Python "
-                       f"{version}, so it would never be installed; fix: remove the line")
+            raise fail(_origin_of(("pypi", "packages", str(index)), origin),
+                       f"{text!r}: its marker excludes it on the environment's Python {version}, "
+                       "so it would never be installed; fix: remove the line")
 
 
 def _variables(markers: Any) -> set[str]:
@@ -387,10 +387,24 @@ def _merge_platform(raw: dict[str, Any], platform: str, sections: tuple[str, ...
             origin[(section, key)] = (section, "platform", platform, key)
             if key == "packages" and isinstance(value, list) and isinstance(general.get(key), list):
                 combined[key] = [*general[key], *value]
+                # each merged value's own line: the shared ones', then the platform's
+                origin.update({(section, key, str(i)): (section, key, str(i))
+                               for i in range(len(general[key]))})
+                origin.update({(section, key, str(len(general[key]) + i)):
+                               (section, "platform", platform, key, str(i))
+                               for i in range(len(value))})
             else:
                 combined[key] = value
         view[section] = combined
     return view, origin
+
+
+def _origin_of(path: KeyPath, origin: dict[KeyPath, KeyPath]) -> KeyPath:
+    """Where the merged view's ``path`` is written: its longest overridden prefix's place."""
+    for length in range(len(path), 0, -1):
+        if path[:length] in origin:
+            return (*origin[path[:length]], *path[length:])
+    return path
 
 
 def _validate(model: type[Any], data: Any, prefix: KeyPath, origin: dict[KeyPath, KeyPath],
@@ -400,11 +414,7 @@ def _validate(model: type[Any], data: Any, prefix: KeyPath, origin: dict[KeyPath
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = tuple(str(p) for p in error["loc"])
-        path = (*prefix, *loc)
-        for length in range(len(path), 0, -1):
-            if path[:length] in origin:
-                path = (*origin[path[:length]], *path[length:])
-                break
+        path = _origin_of((*prefix, *loc), origin)
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key"

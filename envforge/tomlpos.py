@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 # No two adjacent quantifiers can share characters: each line matches in linear time
 # (a lazy name between blank runs took cubic time on "[" followed by thousands of spaces).
@@ -40,7 +41,10 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     array_counts: dict[KeyPath, int] = {}
     depth = 0
     in_string: str | None = None  # the quotes of a multi-line string still open
-    for number, raw in enumerate(text.splitlines(), start=1):
+    offset = 0
+    for number, full in enumerate(text.splitlines(keepends=True), start=1):
+        raw, begins = full.rstrip("\r\n"), offset
+        offset += len(full)
         if in_string is not None:
             if raw.count(in_string) % 2:
                 in_string = None
@@ -61,8 +65,11 @@ def key_lines(text: str) -> dict[KeyPath, int]:
             continue
         key = _KEY.match(raw)
         if key:
-            lines.setdefault((*table, *_split(key.group(1))), number)
+            path = (*table, *_split(key.group(1)))
+            lines.setdefault(path, number)
             value = raw[key.end():]
+            if value.lstrip(" \t").startswith("["):
+                _item_lines(text, begins + len(raw) - len(value.lstrip(" \t")), path, lines)
             for quotes in ('"""', "'''"):
                 if value.count(quotes) % 2:
                     in_string = quotes
@@ -72,10 +79,124 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     return lines
 
 
+def _item_lines(text: str, open_at: int, path: KeyPath, lines: dict[KeyPath, int]) -> None:
+    """Each value of the array at ``open_at`` under ``path + (index,)``: an error about one
+    pin names its own line, not the line of ``packages = [``."""
+    span = _scan_array(text, open_at)
+    for index, item in enumerate(span.items if span is not None else ()):
+        lines.setdefault((*path, str(index)), item.line)
+
+
 def line_of(lines: dict[KeyPath, int], path: Sequence[str | int]) -> int | None:
     """The line of the longest prefix of path that the document spells out."""
     keys = tuple(str(p) for p in path)
     for end in range(len(keys), 0, -1):
         if keys[:end] in lines:
             return lines[keys[:end]]
+    return None
+
+
+class ArrayItem(NamedTuple):
+    """One value of an array: its span in the text, its 1-based line, and the string it
+    spells (None for any other value)."""
+
+    start: int
+    end: int
+    line: int
+    value: str | None
+
+
+class ArraySpan(NamedTuple):
+    """Where an array sits: the offsets of its ``[`` and ``]``, and its values in order."""
+
+    open: int
+    close: int
+    items: tuple[ArrayItem, ...]
+
+
+def array_span(text: str, path: Sequence[str]) -> ArraySpan | None:
+    """The array the key ``path`` holds, written as ``key = [ ... ]``; None where the key is
+    not written so (absent, an inline table's, or not an array)."""
+    number = key_lines(text).get(tuple(path))
+    if number is None:
+        return None
+    offset = _line_offset(text, number)
+    key = _KEY.match(text, offset)
+    if key is None:
+        return None
+    at = _skip_blanks(text, key.end())
+    if not text.startswith("[", at):
+        return None
+    return _scan_array(text, at)
+
+
+def _line_offset(text: str, number: int) -> int:
+    offset = 0
+    for _ in range(number - 1):
+        offset = text.index("\n", offset) + 1
+    return offset
+
+
+def _skip_blanks(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t":
+        at += 1
+    return at
+
+
+_STRING = re.compile(r'"""(?:[^\\]|\\.)*?"""(?!")|\'\'\'.*?\'\'\'(?!\')|"(?:[^"\\\n]|\\.)*"'
+                     r"|'[^'\n]*'", re.DOTALL)
+_BARE = re.compile(r"[^\s,\]\}#]+")
+
+
+def _scan_array(text: str, open_at: int) -> ArraySpan | None:
+    """The values of the array opening at ``open_at``, nested ones skipped as one value."""
+    import tomllib
+
+    items: list[ArrayItem] = []
+    depth = 0
+    at = open_at
+    start = 0
+    line, counted = text.count("\n", 0, open_at) + 1, open_at  # lines counted once: linear
+
+    def line_at(offset: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, offset)
+        counted = offset
+        return line
+
+    while at < len(text):
+        char = text[at]
+        if char == "#":
+            end = text.find("\n", at)
+            at = len(text) if end < 0 else end
+            continue
+        if char in "[{":
+            if depth == 1:
+                start = at
+            depth += 1
+            at += 1
+            continue
+        if char in "]}":
+            depth -= 1
+            at += 1
+            if depth == 0:
+                return ArraySpan(open_at, at - 1, tuple(items))
+            if depth == 1:
+                items.append(ArrayItem(start, at, line_at(start), None))
+            continue
+        if char in " \t\r\n,":
+            at += 1
+            continue
+        match = _STRING.match(text, at) if char in "\"'" else _BARE.match(text, at)
+        if match is None:
+            return None
+        if depth == 1:
+            value = None
+            if char in "\"'":
+                try:
+                    value = tomllib.loads(f"v = {match.group()}")["v"]
+                except tomllib.TOMLDecodeError:
+                    return None
+            items.append(ArrayItem(at, match.end(), line_at(at), value))
+        at = match.end()
     return None

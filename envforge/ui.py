@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from envforge import __version__
 
+REPORT_EVERY = 100 << 20  # piped, a download's progress is a line per 100 MiB
+PIPED_WIDTH = 200  # columns of a table printed to a pipe or file, unless COLUMNS says
 CELL_LIMIT = 300  # characters of one table cell: rich folds a 2 MB one for seconds
 
 # 2: doctor's facts keep a framework's settings under facts.frameworks.NAME (its pack's).
@@ -41,6 +55,11 @@ class UI:
         if not (self.quiet or self.json):
             self.err.print(Text(message, style="green"))
 
+    def next(self, command: str) -> None:
+        """The command to run next (or what to look at), the last line on stderr."""
+        if not (self.quiet or self.json):
+            self.err.print(Text.assemble(("next: ", "bold"), command))
+
     def warn(self, message: str) -> None:
         if not self.json:
             self.err.print(Text.assemble(("warning: ", "yellow"), message))
@@ -59,11 +78,16 @@ class UI:
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json or self.quiet:
             return
-        table = Table(title=title, title_justify="left", header_style="bold")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(_cell(cell) for cell in row))
+        table = Table(title=Text(title), title_justify="left", header_style="bold")
+        cells = [[_cell(cell) for cell in row] for row in rows]
+        widths = piped_widths(self.out, columns, cells)
+        fixed: list[int | None] = list(widths) if widths else [None] * len(columns)
+        for column, width in zip(columns, fixed, strict=True):
+            table.add_column(column, overflow="fold", width=width)
+        for row in cells:
+            table.add_row(*row)
+        if widths is not None:  # print's own width is capped at the console's
+            self.out.width = max(self.out.width, sum(widths) + 3 * len(widths) + 1)
         self.out.print(table)
 
     def document(self, kind: str, payload: dict[str, Any]) -> None:
@@ -85,6 +109,47 @@ class UI:
             task = bar.add_task(description, total=total)
             yield ProgressHook(bar, task)
 
+    @contextmanager
+    def download(self, name: str, size: int | None, have: int = 0) -> Iterator[Callable[[int],
+                                                                                         None]]:
+        """One file's download (host/fetch.py's ``Report``): a bar with sizes and speed on a
+        terminal; piped, a line as it starts and one each ``REPORT_EVERY`` bytes, so a CI log
+        shows a gigabyte moving; nothing when quiet or json."""
+        if self.quiet or self.json:
+            yield lambda amount: None
+            return
+        started = time.monotonic()
+        if self.err.is_terminal:
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                           TransferSpeedColumn(), TimeRemainingColumn(), console=self.err,
+                           transient=True)
+            with bar:
+                task = bar.add_task(name, total=size, completed=have)
+                yield lambda amount: bar.advance(task, amount)
+        else:
+            self.info(f"downloading {name} ({_size(size)}"
+                      f"{f', resuming at {_size(have)}' if have else ''})")
+            done = [have, have]  # bytes so far, bytes at the last line
+
+            def advance(amount: int) -> None:
+                done[0] += amount
+                if done[0] - done[1] >= REPORT_EVERY:
+                    done[1] = done[0]
+                    self.info(f"  {name}: {_size(done[0])} of {_size(size)}")
+            yield advance
+        self.info(f"downloaded {name} ({_size(size)} in {time.monotonic() - started:.1f} s)")
+
+
+def _size(size: int | None) -> str:
+    """Bytes as people read them: 840 KiB, 12.3 MiB, 1.02 GiB; "unknown size" for None."""
+    if size is None:
+        return "unknown size"
+    if size < 1 << 20:
+        return f"{size / 1024:.0f} KiB"
+    if size < 1 << 30:
+        return f"{size / (1 << 20):.1f} MiB"
+    return f"{size / (1 << 30):.2f} GiB"
+
 
 @dataclass
 class ProgressHook:
@@ -100,6 +165,43 @@ class ProgressHook:
     def describe(self, description: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, description=description)
+
+
+def piped_widths(console: Console, columns: Sequence[str],
+                 cells: Sequence[Sequence[Text]]) -> list[int] | None:
+    """Each column's width when the output is not a terminal (a CI log, ``| tee``), where
+    rich's 80 columns cut names mid-word (``kernel.train.c`` / ``hecksum``): the table fits
+    ``COLUMNS`` if set, else ``PIPED_WIDTH``, narrowing the widest columns first but none below
+    its longest word (rich narrows past it). None on a terminal: rich fits its width."""
+    if console.is_terminal:
+        return None
+    try:
+        wanted = int(os.environ.get("COLUMNS", "")) or PIPED_WIDTH
+    except ValueError:
+        wanted = PIPED_WIDTH
+    natural = [cell_len(c) for c in columns]
+    shortest = list(natural)
+    for row in cells:
+        for index, cell in enumerate(row[:len(columns)]):
+            natural[index] = max([natural[index], *map(cell_len, cell.plain.splitlines())])
+            shortest[index] = max([shortest[index], *map(cell_len, cell.plain.split())])
+    return _narrowed(natural, shortest, wanted - 3 * len(columns) - 1)
+
+
+def _narrowed(widths: list[int], least: Sequence[int], room: int) -> list[int]:
+    """``widths`` narrowed, widest first, until they fit ``room`` or reach ``least``."""
+    widths = list(widths)
+    while sum(widths) > room:
+        loose = [i for i, w in enumerate(widths) if w > least[i]]
+        if not loose:
+            break
+        widest = max(widths[i] for i in loose)
+        top = [i for i in loose if widths[i] == widest]
+        below = max([widths[i] for i in loose if widths[i] < widest] + [0])
+        cut = min(widest - below, -(-(sum(widths) - room) // len(top)))
+        for i in top:
+            widths[i] = max(least[i], widths[i] - cut)
+    return widths
 
 
 def _cell(value: Any) -> Text:

@@ -66,11 +66,19 @@ REFUSED = {
     "not-pep508": (_spec(extra='[pypi]\npackages = ["numpy=1.19.5"]\n'), 11, "pypi.packages.0",
                    "not a requirement (PEP 508)"),
     "marker-excludes": (_spec(extra='[pypi]\npackages = ["six; python_version<\'3\'"]\n'), 11,
-                        "pypi.packages", "excludes it on the environment's Python 3.7, so it "
+                        "pypi.packages.0", "excludes it on the environment's Python 3.7, so it "
                         "would never be installed; fix: remove the line"),
     "marker-full-excludes": (_spec(python="3.7.16", extra='[pypi]\npackages = '
                                    '["six; python_full_version>=\'3.8\'"]\n'), 11,
-                             "pypi.packages", "fix: remove the line"),
+                             "pypi.packages.0", "fix: remove the line"),
+    # the refused pin's own line inside a multi-line array, not the line of ``packages = [``
+    "triple-equals-own-line": (_spec(extra='[pypi]\npackages = [\n  "six",  # ok\n'
+                                     '  "numpy===1.19.5",\n]\n'), 13, "pypi.packages.1",
+                               "'numpy===1.19.5'"),
+    "marker-on-platform-line": (_spec(extra='[pypi]\npackages = ["six"]\n'
+                                      '[pypi.platform.linux-64]\npackages = [\n  "h5py",\n'
+                                      '  "attrs; python_version<\'3\'",\n]\n'), 15,
+                                "pypi.platform.linux-64.packages.1", "excludes it"),
     "compiler-minus-1": (_spec(extra='[compiler]\nkind = "gcc"\nversion = "-1"\n'), 12,
                          "compiler.version", "invalid value '-1'"),
     "device-cuda99999": (_spec(extra='[theano]\ndevice = "cuda99999"\n'), 11, "theano.device",

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from envforge.tomlpos import key_lines, line_of
+from envforge.tomlpos import array_span, key_lines, line_of
 
 DOC = """\
 # comment
@@ -33,9 +33,27 @@ def test_keys_tables_and_array_items_have_lines() -> None:
     assert lines[("pkg", "1", "n")] == 17
 
 
+def test_each_value_of_an_array_has_its_own_line() -> None:
+    """A refused pin is named at its own line, not at ``packages = [``."""
+    lines = key_lines(DOC)
+    assert line_of(lines, ("project", "platforms", 0)) == 5
+    assert line_of(lines, ("project", "platforms", 1)) == 6  # a nested array is one value
+
+
+def test_array_span_gives_each_value_its_place_comments_and_brackets_in_strings_aside() -> None:
+    text = 'a = [\n  "x[",  # "not, a value" ]\n  \'y\', 3, {k = "]"},\n]\nb = 1\n'
+    span = array_span(text, ("a",))
+    assert span is not None
+    assert [(text[i.start:i.end], i.line, i.value) for i in span.items] == [
+        ('"x["', 2, "x["), ("'y'", 3, "y"), ("3", 3, None), ('{k = "]"}', 3, None)]
+    assert text[span.open] == "[" and text[span.close] == "]" and text[span.close + 1] == "\n"
+    assert array_span(text, ("b",)) is None
+    assert array_span(text, ("absent",)) is None
+
+
 def test_line_of_falls_back_to_the_nearest_known_parent() -> None:
     lines = key_lines(DOC)
-    assert line_of(lines, ("project", "platforms", 1)) == 4
+    assert line_of(lines, ("project", "platforms", 7)) == 4
     assert line_of(lines, ("theano", "platform", "win-64", "nope")) == 10
     assert line_of(lines, ("absent",)) is None
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
-from envforge.ui import CELL_LIMIT, UI
+from envforge.ui import CELL_LIMIT, PIPED_WIDTH, UI
 
 
 def test_a_huge_cell_is_cut_with_what_was_left_out() -> None:
@@ -22,3 +23,49 @@ def test_a_huge_cell_is_cut_with_what_was_left_out() -> None:
     assert f"({2_000_000 - CELL_LIMIT} more characters)" in text
     assert "(5 more characters)" in text and "r.txt:2" in text
     assert text.count("a") < CELL_LIMIT + 100
+
+
+VERIFY_ROWS = [["kernel.train.checksum", "ok", "matches the lock's reference " * 6],
+               ["gemm", "ok", "0.93 of cuBLAS"], ["blas", "", "a\nsecond line"]]
+
+
+def _piped_table(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> list[str]:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    out = io.StringIO()
+    UI(out=Console(file=out, highlight=False, soft_wrap=True)).table(
+        "verify", ["check", "result", "detail"], VERIFY_ROWS)
+    return out.getvalue().splitlines()
+
+
+def test_a_piped_table_is_wide_and_never_cuts_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make demo | tee` cut the verify table at 80 columns: ``kernel.train.c`` / ``hecksum``."""
+    lines = _piped_table(monkeypatch, None)
+    assert any("kernel.train.checksum" in line for line in lines)
+    assert max(len(line) for line in lines) <= PIPED_WIDTH
+    assert sum("matches" in line for line in lines) == 1  # 200 columns: one row, one line
+
+
+def test_columns_sets_a_piped_table_s_width_and_words_still_stay_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _piped_table(monkeypatch, "50")
+    assert max(len(line) for line in lines) <= 50
+    assert any("kernel.train.checksum" in line for line in lines)
+    words = " ".join(line.strip("│ ") for line in lines).split()
+    assert {"reference", "matches", "lock's"} <= set(words)
+    lines = _piped_table(monkeypatch, "20")  # narrower than a name: widened to keep it whole
+    assert any("kernel.train.checksum" in line for line in lines)
+
+
+def test_a_download_on_a_terminal_is_a_bar_then_one_line_and_nothing_in_json() -> None:
+    err = io.StringIO()
+    ui = UI(err=Console(file=err, force_terminal=True, width=100, highlight=False))
+    with ui.download("numpy-1.19.5.whl", 3 << 20, have=1 << 20) as advance:
+        advance(2 << 20)
+    assert "downloaded numpy-1.19.5.whl (3.0 MiB in " in err.getvalue()
+    err = io.StringIO()
+    with UI(json=True, err=Console(file=err)).download("x.whl", None) as advance:
+        advance(10)
+    assert err.getvalue() == ""

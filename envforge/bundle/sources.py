@@ -33,7 +33,7 @@ class LockedSources:
     def obtain(self, ctx: StepContext, ref: FileRef, *, offline: bool = False,
                progress: Progress | None = None) -> Path:
         return obtain(ref, cache=ctx.dirs.cache, bundle=bundle_lookup(ctx.bundle),
-                      offline=offline or ctx.offline, progress=progress)
+                      offline=offline or ctx.offline, progress=progress, report=ctx.ui.download)
 
     def pypi_wheels(self, ctx: StepContext,
                     files: Sequence[LockedPypiFile]) -> list[WheelToInstall]:
@@ -141,7 +141,7 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for role_or_none, ref in [*((None, r) for r in refs), *roles.items()]:
         try:
-            path = obtain(ref, cache=ctx.dirs.cache)
+            path = obtain(ref, cache=ctx.dirs.cache, report=ctx.ui.download)
         except ArtifactError as exc:
             raise ArtifactError(f"{exc}; nothing was changed") from None
         except EnvforgeError as exc:
@@ -199,7 +199,7 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
         ref = FileRef(f.url, f.sha256, f.filename, f.size)
         if f.kind == "wheel":
             path = obtain(ref, cache=ctx.dirs.cache, bundle=bundle_lookup(ctx.bundle),
-                          offline=offline)
+                          offline=offline, report=ctx.ui.download)
             wheels.append(WheelToInstall(path, f.sha256))
             continue
         if ctx.bundle is not None:
@@ -211,7 +211,8 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
                 continue
         try:
             sdist: Path | None = obtain(ref, cache=ctx.dirs.cache,
-                                        bundle=bundle_lookup(ctx.bundle), offline=offline)
+                                        bundle=bundle_lookup(ctx.bundle), offline=offline,
+                                        report=ctx.ui.download)
         except OfflineError:
             sdist = None  # a bundle carries the wheel, not the sdist
         built = _built_or_build(ctx, f, sdist, offline=offline)

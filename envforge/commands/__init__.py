@@ -21,6 +21,7 @@ COMMAND_MODULES: dict[str, str] = {
     "bundle": "envforge.commands.bundle", "doctor": "envforge.commands.doctor",
     "image": "envforge.commands.image",
     "init": "envforge.commands.init",
+    "add": "envforge.commands.edit", "remove": "envforge.commands.edit",
 }
 
 
@@ -39,6 +40,8 @@ SUMMARIES: dict[str, str] = {
     "doctor": "diagnose this host: driver, CUDA, cuDNN, compilers, each framework's config",
     "image": "build an OCI image from a bundle (applied and verified inside)",
     "init": "write a spec from a repository's requirements files",
+    "add": "add PyPI requirements to a spec (or replace them, by name) and re-lock",
+    "remove": "remove PyPI packages from a spec and re-lock",
 }
 
 

@@ -131,17 +131,19 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         probe.save(ctx, steps, f"{args.spec}: nothing to do ({ctx.prefix})")
         if ui.json:
             ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
+        ui.next(verify_next(args.spec, args.prefix))
         return 0
     if not args.yes and not ui.confirm("apply these changes?", what="changes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
     record = {"spec": spec_file, "prefix": str(ctx.prefix),
               "platform": ctx.platform, "spec_name": Path(args.spec).stem}
-    return _perform(ctx, steps, plan, record, args.spec, ui)
+    return _perform(ctx, steps, plan, record, args.spec, ui, spec=args.spec,
+                    prefix=args.prefix)
 
 
 def _perform(ctx: StepContext, steps: Sequence[Step], plan: Plan, record: dict[str, str],
-             what: str, ui: UI) -> int:
+             what: str, ui: UI, *, spec: str, prefix: str | Path | None) -> int:
     """The confirmed plan, performed: places checked writable, locked files fetched and
     checked (each --artifact a step already checked while planning is not hashed again),
     then the one executor."""
@@ -158,7 +160,13 @@ def _perform(ctx: StepContext, steps: Sequence[Step], plan: Plan, record: dict[s
     if ui.json:
         ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
     ui.success(f"applied {what} into {ctx.prefix} ({', '.join(ran)})")
+    ui.next(verify_next(spec, prefix))
     return 0
+
+
+def verify_next(spec: str, prefix: str | Path | None) -> str:
+    """The verify command for what apply made, with apply's --prefix where one was given."""
+    return f"envforge verify {spec}" + (f" --prefix {prefix}" if prefix else "")
 
 
 def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
@@ -256,7 +264,8 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
         return int(ExitCode.PENDING)
     record = {"spec": saved.spec_file, "prefix": str(ctx.prefix), "platform": ctx.platform,
               "spec_name": Path(saved.spec_file).stem}
-    return _perform(ctx, steps, plan, record, str(path), ui)
+    return _perform(ctx, steps, plan, record, str(path), ui, spec=saved.spec_file,
+                    prefix=opts.prefix)
 
 
 def writable(targets: Sequence[Path]) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from envforge.app.project import Project, lock
 from envforge.errors import InputError, ResolveError
-from envforge.lockfile import PlatformLock, version_changes, write_lock
+from envforge.lockfile import Lockfile, PlatformLock, version_changes, write_lock
 from envforge.spec import Platform
 from envforge.ui import UI
 
@@ -55,25 +56,37 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             exit_code = max(exit_code, 1)
             continue
         changed = write_lock(locked, lock_path)
-        moved = version_changes(previous, locked)
-        if notes:
-            ui.warn(f"{spec.name}: {len(notes)} note(s) from the resolvers, e.g. {notes[0]} "
-                    "(all of them: --json)")
-        results.append({"spec": str(path), "lock": str(lock_path), "changed": changed,
-                        "notes": notes, "moved": [c.model_dump() for c in moved],
-                        "platforms": {p: _counts(pl) for p, pl in locked.platforms.items()}})
-        ui.table(f"{lock_path} ({'written' if changed else 'unchanged'})",
-                 ["platform", "python", "pypi", "conda", "deb", "artifacts"],
-                 [[p, pl.python, len(pl.pypi), len(pl.conda), len(pl.deb), len(pl.artifacts)]
-                  for p, pl in locked.platforms.items()])
-        if moved:
-            ui.table(f"{len(moved)} version(s) moved",
-                     ["platform", "source", "package", "before", "after"],
-                     [[c.platform, c.source, c.name, c.before or "(new)", c.after or "(removed)"]
-                      for c in moved])
+        results.append({"spec": str(path), **show_lock(ui, project, previous, locked,
+                                                        changed=changed, notes=notes)})
     if ui.json:
         ui.document("lock", {"results": results, "exit_code": exit_code})
+    elif exit_code == 0 and not check:
+        ui.next(f"envforge apply {' '.join(str(p.spec_path) for p in projects)}"
+                if len(projects) == 1 else "envforge apply SPEC (one of the specs above)")
     return exit_code
+
+
+def show_lock(ui: UI, project: Project, previous: Lockfile | None, locked: Lockfile, *,
+              changed: bool, notes: Sequence[str]) -> dict[str, Any]:
+    """The lock's tables (its platforms, and what moved from ``previous``) and the same as
+    JSON; ``add`` and ``remove`` show their re-lock so too."""
+    lock_path = project.lock_path
+    moved = version_changes(previous, locked)
+    if notes:
+        ui.warn(f"{project.spec.name}: {len(notes)} note(s) from the resolvers, e.g. "
+                f"{notes[0]} (all of them: --json)")
+    ui.table(f"{lock_path} ({'written' if changed else 'unchanged'})",
+             ["platform", "python", "pypi", "conda", "deb", "artifacts"],
+             [[p, pl.python, len(pl.pypi), len(pl.conda), len(pl.deb), len(pl.artifacts)]
+              for p, pl in locked.platforms.items()])
+    if moved:
+        ui.table(f"{len(moved)} version(s) moved",
+                 ["platform", "source", "package", "before", "after"],
+                 [[c.platform, c.source, c.name, c.before or "(new)", c.after or "(removed)"]
+                  for c in moved])
+    return {"lock": str(lock_path), "changed": changed, "notes": list(notes),
+            "moved": [c.model_dump() for c in moved],
+            "platforms": {p: _counts(pl) for p, pl in locked.platforms.items()}}
 
 
 def _counts(platform_lock: PlatformLock) -> dict[str, int]:

@@ -80,6 +80,12 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
         if suite is not None and chosen is not None:
             summary += f"; {chosen.suite.release_name}'s {suite.subset} tests: {suite.summary()}"
         (ui.success if code == 0 else ui.error)(summary)
+        if code != 0:
+            failing = next((r.name for r in rows if r.status == "fail"), None)
+            look = f"the {failing} row above" if failing else "the rows above"
+            written = f", {args.report}" if args.report else ""
+            ui.next(f"look at {look}{written}, then `envforge doctor {args.spec}` for what on "
+                    "this host explains it")
     return int(code)
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,10 @@ class FileRef:
 
 
 Lookup = Callable[[FileRef], Path | None]  # a bundle's (unchecked) copy of a file, if it has one
+# How a download is shown: given the file's name, its size (None: unknown) and the bytes a
+# resumed .part holds already, a context whose value is called with each chunk's size
+# (the UI's ``download``: a bar on a terminal, a line with the size when piped).
+Report = Callable[[str, "int | None", int], AbstractContextManager[Progress]]
 
 
 def cache_path(cache: Path, ref: FileRef) -> Path:
@@ -52,7 +57,8 @@ def cache_path(cache: Path, ref: FileRef) -> Path:
 
 
 def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: bool = False,
-           progress: Progress | None = None, session: requests.Session | None = None) -> Path:
+           progress: Progress | None = None, session: requests.Session | None = None,
+           report: Report | None = None) -> Path:
     """A verified local copy of ``ref``; a tampered bundle or cache file is refused, not used.
     With a ``bundle`` there is no network: what it and the cache lack is an OfflineError."""
     if bundle is not None:
@@ -76,7 +82,7 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: 
         if target.is_file():
             _check(target, ref, where="cache")
             return target
-        download(ref, target, progress=progress, session=session)
+        download(ref, target, progress=progress, session=session, report=report)
     return target
 
 
@@ -88,9 +94,10 @@ def _check(path: Path, ref: FileRef, *, where: str) -> None:
 
 
 def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
-             session: requests.Session | None = None) -> None:
-    """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place.
-    A ``git+<repository>@<commit>`` URL is the commit's ``git archive`` (host/gitsource.py)."""
+             session: requests.Session | None = None, report: Report | None = None) -> None:
+    """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place;
+    ``report`` shows it as it goes (a GB of wheels was 48 s of silence). A
+    ``git+<repository>@<commit>`` URL is the commit's ``git archive`` (host/gitsource.py)."""
     if ref.url.startswith("git+"):
         from envforge.host.gitsource import archive_commit, parse_git_url
 
@@ -129,16 +136,32 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
             if have and response.status_code != 206:  # server ignored the range: start over
                 have, digest = 0, hashlib.sha256()
             response.raise_for_status()
-            with part.open("ab" if have else "wb") as out:
+            size = ref.size or _length(response.headers, have)
+            with (report or _silent)(Path(ref.filename).name, size, have) as shown, \
+                    part.open("ab" if have else "wb") as out:
                 for chunk in response.iter_content(CHUNK):
                     out.write(chunk)
                     digest.update(chunk)
+                    shown(len(chunk))
                     if progress is not None:
                         progress(len(chunk))
     except requests.RequestException as exc:
         raise EnvforgeError(f"download of {ref.url} failed: {exc} "
                             "(run again to resume)") from None
     _finish(part, target, ref, digest.hexdigest())
+
+
+def _length(headers: Mapping[str, str], have: int) -> int | None:
+    """The whole file's size from the response's Content-Length (a range's is the rest)."""
+    try:
+        return int(headers["Content-Length"]) + have
+    except (KeyError, ValueError):
+        return None
+
+
+@contextmanager
+def _silent(name: str, size: int | None, have: int) -> Iterator[Progress]:
+    yield lambda amount: None
 
 
 def _finish(part: Path, target: Path, ref: FileRef, found: str) -> None:

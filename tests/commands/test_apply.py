@@ -85,7 +85,10 @@ def test_plan_apply_noop_rollback(host: Path, tmp_path: Path,
     assert main(["apply", str(SPEC), "--dry-run", "--prefix", str(prefix)]) == 3
     assert not prefix.exists() and not prefix.parent.exists()
 
+    capsys.readouterr()
     assert main(["apply", str(SPEC), "--yes", "--prefix", str(prefix)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        f"next: envforge verify {SPEC} --prefix {prefix}"
     out = run_in_env(prefix, (
         "import numpy, theano, theano.tensor as T\n"
         "x = T.dmatrix('x')\n"

@@ -122,6 +122,19 @@ def test_theano_and_theano_pymc_together_refused_before_resolving(
     assert not (tmp_path / "locks").exists()
 
 
+def test_a_refused_pin_is_named_at_its_own_line_in_a_multi_line_array(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not at the line of ``packages = [``, where the user would have to look for it."""
+    text = CUDNN8_CUDA111.replace('packages = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]',
+                                  'packages = [\n    "numpy==1.19.5",  # BLAS\n'
+                                  '    "Theano-PyMC==1.0.5",\n    "Theano==1.0.5",\n]')
+    spec = project_with(tmp_path, "both", text)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    line = text.splitlines().index('    "Theano==1.0.5",') + 1
+    assert err.startswith(f"error: {spec}:{line}: pypi.packages: "), err
+
+
 def test_check_is_fresh_then_stale_without_network(tmp_path: Path, no_resolvers: None,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "specs").mkdir()
@@ -147,6 +160,22 @@ def test_unchanged_spec_relocks_without_resolving(tmp_path: Path, no_resolvers: 
     spec.write_text("# a new comment changes nothing locked\n" + spec.read_text())
     assert main(["lock", str(spec), "-q"]) == 0
     assert (tmp_path / "locks" / "theano-cpu.lock").read_text() == committed
+
+
+def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(REPO / "specs" / "theano-cpu.toml", spec)
+    shutil.copytree(REPO / "locks", tmp_path / "locks")
+    capsys.readouterr()
+    assert main(["lock", str(spec)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == f"next: envforge apply {spec}"
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert "next:" not in capsys.readouterr().err
+    assert main(["lock", str(spec), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "next:" not in out + err and json.loads(out)["exit_code"] == 0
 
 
 def test_committed_locks_match_their_specs() -> None:

@@ -78,6 +78,10 @@ def test_a_changed_reference_fails_naming_its_kernel(
         rows = json.loads(capsys.readouterr().out)["rows"]
         failed = [row["name"] for row in rows if row["status"] == "fail"]
         assert failed == ["kernel.gemm.checksum"]
+        assert main(["verify", str(spec), "--prefix", str(prefix)]) == 1
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"next: look at the kernel.gemm.checksum row above, then `envforge doctor {spec}` "
+            "for what on this host explains it")
     finally:
         lock.write_text(original)
 

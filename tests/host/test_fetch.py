@@ -74,3 +74,38 @@ def test_two_processes_fetching_one_file_at_once_both_get_it_whole(tmp_path: Pat
     assert [fetcher.exitcode for fetcher in fetchers] == [0, 0]
     [cached] = [p for p in (tmp_path / "cache").rglob("x.whl")]
     assert cached.read_bytes() == BODY
+
+
+def _served(tmp_path: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/x.whl", server
+
+
+def test_a_piped_download_shows_its_size_as_it_starts_goes_and_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply's first pypi-packages step showed nothing for 48 s on ~1 GB of wheels."""
+    import io
+
+    from rich.console import Console
+
+    from envforge import ui as ui_module
+    from envforge.ui import UI
+
+    monkeypatch.setattr(ui_module, "REPORT_EVERY", 1 << 20)
+    err = io.StringIO()
+    ui = UI(err=Console(file=err, highlight=False, soft_wrap=True))
+    url, server = _served(tmp_path)
+    ref = FileRef(url=url, sha256=hashlib.sha256(BODY).hexdigest(), filename="x.whl")
+    try:
+        obtain(ref, cache=tmp_path / "cache", report=ui.download)
+        lines = err.getvalue().splitlines()
+        assert lines[0] == "downloading x.whl (2.0 MiB)"
+        assert lines[1:-1] == ["  x.whl: 1.0 MiB of 2.0 MiB", "  x.whl: 2.0 MiB of 2.0 MiB"]
+        assert lines[-1].startswith("downloaded x.whl (2.0 MiB in ")
+        err.truncate(0)
+        obtain(ref, cache=tmp_path / "cache", report=ui.download)  # the cache's: no download
+        assert err.getvalue() == ""
+        UI(quiet=True).download("x.whl", 1)
+    finally:
+        server.shutdown()
