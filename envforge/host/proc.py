@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -52,9 +53,18 @@ def run(args: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
     return done
 
 
+_HEADLINE = re.compile("^\\s*(error:|\u00d7)")  # uv's reason; a build log may push it off the tail
+
+
 def describe_failure(done: Completed) -> str:
-    """One message that says what ran, how it ended and the tail of what it printed."""
-    tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-12:]
+    """One message that says what ran, how it ended and the tail of what it printed; a tool's
+    own headline (uv's ``error:``, or its cross before ``Failed to build `x==1```) is kept
+    ahead of the tail when a long log pushed it out."""
+    lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
+    tail = lines[-12:]
+    headline = next((line for line in lines[:-12] if _HEADLINE.match(line)), None)
+    if headline is not None and not any(_HEADLINE.match(line) for line in tail):
+        tail = [headline, "…", *tail]
     shown = "\n    ".join(tail) if tail else "(no output)"
     return f"{shlex.join(done.args)} exited {done.returncode}:\n    {shown}"
 

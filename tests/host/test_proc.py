@@ -39,3 +39,17 @@ def test_a_file_that_cannot_be_run_is_a_tool_error(tmp_path: Path) -> None:
     script.chmod(0o644)
     with pytest.raises(ToolError, match=f"cannot run {script}"):
         proc.run([script])
+
+
+def test_a_long_log_keeps_the_tools_headline_ahead_of_its_tail() -> None:
+    """uv's build failure names the package first, then the build's log: the 12-line tail
+    alone would drop which package failed."""
+    from envforge.host.proc import Completed, describe_failure
+
+    log = ["  \u00d7 Failed to build `toolz==0.8.0`", "  \u251c\u2500\u25b6 The build backend "
+           "returned an error", *(f"      line {n}" for n in range(30))]
+    message = describe_failure(Completed(("uv", "pip", "compile"), 1, "", "\n".join(log)))
+    assert "Failed to build `toolz==0.8.0`" in message
+    assert message.splitlines()[-1].strip() == "line 29"
+    short = describe_failure(Completed(("uv",), 1, "", "error: no\nmore"))
+    assert short == "uv exited 1:\n    error: no\n    more"
