@@ -127,6 +127,7 @@ def test_every_folder_holds_only_its_listed_dependency_files() -> None:
     (2, "error: something went wrong\n", "failed"),  # names no file
     (2, "specs/x.toml:7: one\nspecs/x.toml:8: two\n", "failed"),  # more than one line
     (1, "specs/x.toml: uv failed\n  x No solution found\n", "failed"),
+    (1, "specs/x.toml: the network is down\n", "failed"),  # exit 1 is no refusal
     (1, "Traceback (most recent call last):\n  ...\nKeyError: 'x'\n", "failed"),
 ])
 def test_classify_counts_only_one_line_naming_a_file_as_refused(
