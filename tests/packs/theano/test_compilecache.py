@@ -1,0 +1,126 @@
+"""The store of Theano's compiled modules: folders kept by their files' sha256 and copied into
+a fresh compiledir whole, a damaged file detected and left for Theano to rebuild, a damaged or
+unsafe manifest ignored. Real files in a compiledir laid out as Theano-PyMC 1.0.5 lays it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from envforge.packs.theano.compilecache import (
+    module_folders,
+    publish,
+    read_set,
+    seed,
+    set_key,
+)
+
+TOP = "compiledir_Linux-6.1-x86_64-with-debian-12--3.7.16-64"
+KEY = "k" * 8
+
+
+def _module(root: Path, name: str, *, key: bool = True, so: bytes | None = None) -> Path:
+    folder = root / TOP / name
+    folder.mkdir(parents=True)
+    (folder / "mod.cpp").write_text(f"// {name}\n")
+    (folder / f"m{name}.so").write_bytes(so or b"\x7fELF " + name.encode())
+    (folder / "__init__.py").write_text("")
+    if key:
+        (folder / "key.pkl").write_bytes(b"pickled key of " + name.encode())
+    return folder
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    """A compiledir after a verify: modules, Theano's own extensions and what is not kept."""
+    root = tmp_path / "p1" / "theano-compiledir"
+    _module(root, "tmpaaa")
+    _module(root, "tmpbbb")
+    lazy = root / TOP / "lazylinker_ext"
+    lazy.mkdir()
+    (lazy / "lazylinker_ext.so").write_bytes(b"\x7fELF lazylinker")
+    (lazy / "__init__.py").write_text("_version = 0.211\n")
+    _module(root, "tmpfailed", key=False)  # g++ failed: mod.cpp, no key.pkl
+    (_module(root, "tmpold") / "delete.me").write_text("")
+    (root / TOP / "lock_dir").mkdir()
+    (root / TOP / "lock_dir" / "lock.so").write_bytes(b"not a module")
+    return root
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_fresh_compiledir_gets_every_kept_folder_byte_for_byte(built: Path,
+                                                                tmp_path: Path) -> None:
+    store = tmp_path / "cache" / "theano-modules"
+    assert publish(built, store, KEY) == 3
+    assert sorted(module_folders(built)) == [f"{TOP}/lazylinker_ext", f"{TOP}/tmpaaa",
+                                             f"{TOP}/tmpbbb"]
+    fresh = tmp_path / "p2" / "theano-compiledir"
+    done = seed(fresh, store, KEY)
+    assert (done.copied, done.rejected) == (3, 0)
+    kept = {k: v for k, v in _tree(built).items()
+            if k.split("/")[1] in ("tmpaaa", "tmpbbb", "lazylinker_ext")}
+    assert _tree(fresh) == kept
+    for blob in (store / "blobs").iterdir():
+        assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
+
+
+def test_seeding_leaves_a_folder_the_environment_has_alone(built: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    publish(built, store, KEY)
+    fresh = tmp_path / "p2"
+    own = _module(fresh, "tmpaaa", so=b"\x7fELF compiled here")
+    assert seed(fresh, store, KEY).copied == 2
+    assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF compiled here"
+
+
+def test_a_truncated_module_is_detected_left_out_and_stored_again(built: Path,
+                                                                 tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    publish(built, store, KEY)
+    so = built / TOP / "tmpaaa" / "mtmpaaa.so"
+    blob = store / "blobs" / hashlib.sha256(so.read_bytes()).hexdigest()
+    blob.write_bytes(blob.read_bytes()[:3])
+    fresh = tmp_path / "p2"
+    done = seed(fresh, store, KEY)
+    assert (done.copied, done.rejected) == (2, 1)
+    assert not (fresh / TOP / "tmpaaa").exists()  # Theano compiles it again
+    assert not blob.exists()
+    assert [p.name for p in (fresh / TOP).iterdir() if p.name.startswith(".")] == []
+    publish(built, store, KEY)  # the next verify stores it again
+    assert blob.read_bytes() == so.read_bytes()
+    assert seed(tmp_path / "p3", store, KEY).copied == 3
+
+
+def test_a_damaged_or_unsafe_manifest_is_ignored_and_removed(built: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    publish(built, store, KEY)
+    manifest = store / "sets" / f"{KEY}.json"
+    text = manifest.read_text()
+    for bad in (text[:40], text.replace(f"{TOP}/tmpaaa", f"{TOP}/../../escaped"),
+                text.replace('"lazylinker_ext.so"', '"../lazylinker_ext.so"'),
+                text.replace('"folders"', '"format": 1, "extra": 1, "folders"')):
+        manifest.write_text(bad)
+        assert read_set(store, KEY) is None
+        assert not manifest.exists()
+        assert seed(tmp_path / "p2", store, KEY).copied == 0
+    assert not (tmp_path / "escaped").exists()
+    assert not (tmp_path / "p2").exists()
+
+
+def _key(*, numpy: str = "1.19.5", float_x: str = "float64", gxx: str = "12.2.0",
+         python: str = "/root/.pyenv/versions/3.7.16/bin/python3.7") -> str:
+    return set_key(platform="linux-64",
+                   versions={"numpy": numpy, "theano": "1.0.5", "python": "3.7"},
+                   flags={"base_compiledir": "{prefix}/theano-compiledir", "floatX": float_x},
+                   python=python, compiler=("/usr/bin/x86_64-linux-gnu-g++-12", gxx))
+
+
+def test_the_key_is_the_same_for_every_prefix_and_moves_with_what_theano_keys() -> None:
+    assert _key() == _key()  # the flags keep {prefix}: every prefix of the lock shares it
+    assert len({_key(), _key(numpy="1.18.5"), _key(float_x="float32"), _key(gxx="12.3.0"),
+                _key(python="/usr/bin/python3.7")}) == 5
