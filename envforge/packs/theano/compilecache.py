@@ -96,10 +96,16 @@ def set_key(*, platform: str, versions: Mapping[str, str], flags: Mapping[str, s
 
 
 def environment_key(ctx: StepContext) -> str | None:
-    """The store key for this environment; None without a compiler (nothing to reuse)."""
+    """The store key for this environment; None without one (verify then says so) or without
+    a compiler (nothing to reuse)."""
     expect = ctx.lock.expect
     flags = theano_expect(expect).flags
-    env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
+    if not Path(ctx.layout.python).is_file():
+        return None
+    try:
+        env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
+    except (OSError, ValueError):
+        return None  # a damaged activation: the probe's run reports it
     cxx = shutil.which(flags.get("cxx") or "g++", path=env.get("PATH"))
     if cxx is None:
         return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.cli import main
 from envforge.packs.theano.compilecache import (
     module_folders,
     publish,
@@ -124,3 +125,14 @@ def test_the_key_is_the_same_for_every_prefix_and_moves_with_what_theano_keys() 
     assert _key() == _key()  # the flags keep {prefix}: every prefix of the lock shares it
     assert len({_key(), _key(numpy="1.18.5"), _key(float_x="float32"), _key(gxx="12.3.0"),
                 _key(python="/usr/bin/python3.7")}) == 5
+
+
+def test_verify_of_a_prefix_never_applied_still_says_so(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge"))
+    spec = Path(__file__).resolve().parents[3] / "specs" / "theano-cpu.toml"
+    code = main(["verify", str(spec), "--prefix", str(tmp_path / "none")])
+    assert code == 1
+    assert "run `envforge apply` first" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
