@@ -220,15 +220,20 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 
 def before_probe(ctx: StepContext) -> None:
-    """Seeds a compiledir inside the prefix from the store, for verify's probe."""
+    """Seeds a compiledir inside the prefix from the store, for verify's probe. The store
+    only saves time: where the host refuses it, verify warns and compiles as before."""
     compiledir = shared_compiledir(ctx)
     key = environment_key(ctx) if compiledir is not None else None
     if compiledir is None or key is None:
         return
-    done = seed(compiledir, store_dir(ctx.dirs.cache), key)
+    store = store_dir(ctx.dirs.cache)
+    try:
+        done = seed(compiledir, store, key)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: compiled modules not reused from {store}: {exc}")
+        return
     if done.copied or done.rejected:
-        ctx.ui.info(f"theano: {done.copied} compiled modules reused from "
-                    f"{store_dir(ctx.dirs.cache)}"
+        ctx.ui.info(f"theano: {done.copied} compiled modules reused from {store}"
                     + (f", {done.rejected} damaged left to rebuild" if done.rejected else ""))
 
 
@@ -238,4 +243,8 @@ def after_probe(ctx: StepContext) -> None:
     key = environment_key(ctx) if compiledir is not None else None
     if compiledir is None or key is None or not compiledir.is_dir():
         return
-    publish(compiledir, store_dir(ctx.dirs.cache), key)
+    store = store_dir(ctx.dirs.cache)
+    try:
+        publish(compiledir, store, key)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: compiled modules not stored in {store}: {exc}")

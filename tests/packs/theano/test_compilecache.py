@@ -4,19 +4,32 @@ unsafe manifest ignored. Real files in a compiledir laid out as Theano-PyMC 1.0.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from envforge.cli import main
+from envforge.lockfile import load_lock
 from envforge.packs.theano.compilecache import (
+    after_probe,
+    before_probe,
     module_folders,
     publish,
     read_set,
     seed,
     set_key,
 )
+from envforge.packs.theano.expect import TheanoExpect
+from envforge.paths import EnvforgeDirs
+from envforge.steps.base import StepContext
+from envforge.ui import UI
+from tests.testing.contexts import make_ctx
+
+REPO = Path(__file__).resolve().parents[3]
 
 TOP = "compiledir_Linux-6.1-x86_64-with-debian-12--3.7.16-64"
 KEY = "k" * 8
@@ -131,8 +144,55 @@ def test_verify_of_a_prefix_never_applied_still_says_so(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge"))
-    spec = Path(__file__).resolve().parents[3] / "specs" / "theano-cpu.toml"
+    spec = REPO / "specs" / "theano-cpu.toml"
     code = main(["verify", str(spec), "--prefix", str(tmp_path / "none")])
     assert code == 1
     assert "run `envforge apply` first" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+
+
+def _ctx(tmp: Path, *, flags: dict[str, str] | None = None) -> StepContext:
+    """An applied-looking prefix of theano-cpu's lock in ``tmp``, envforge's cache beside it:
+    its Python, an empty activation, and the host's own g++ on PATH (part of the key)."""
+    plock = load_lock(REPO / "locks" / "theano-cpu.lock").platforms["linux-64"]
+    if flags is not None:
+        packs = {**plock.expect.packs, "theano": TheanoExpect(flags=flags)}
+        plock = plock.model_copy(update={"expect": plock.expect.model_copy(
+            update={"packs": packs})})
+    ctx = dataclasses.replace(make_ctx(tmp, "linux-64", None,
+                                       environ={"PATH": os.environ["PATH"]}),
+                              lock=plock, ui=UI(quiet=True),
+                              dirs=EnvforgeDirs(tmp.parent / "cache", tmp / "data", tmp / "state"))
+    python = Path(ctx.layout.python)
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    (ctx.prefix / "envforge-env.json").write_text("[]", encoding="utf-8")
+    return ctx
+
+
+@pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
+def test_two_prefixes_of_one_lock_share_the_store(tmp_path: Path) -> None:
+    first, second = _ctx(tmp_path / "a"), _ctx(tmp_path / "b")
+    _module(Path(first.layout.compiledir), "tmpaaa")
+    after_probe(first)
+    before_probe(second)
+    assert _tree(Path(second.layout.compiledir)) == _tree(Path(first.layout.compiledir))
+    own = _ctx(tmp_path / "c", flags={"base_compiledir": "/srv/theano", "device": "cpu"})
+    before_probe(own)  # the spec's own compiledir is left alone, and so is the store
+    assert not Path(own.layout.compiledir).exists()
+    after_probe(own)
+    assert len(list((tmp_path / "cache" / "theano-modules" / "sets").iterdir())) == 1
+
+
+@pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
+def test_a_store_the_host_refuses_costs_a_warning_not_the_verify(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ctx = dataclasses.replace(_ctx(tmp_path / "a"), ui=UI())
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "theano-modules").write_text("a file where the store goes")
+    _module(Path(ctx.layout.compiledir), "tmpaaa")
+    after_probe(ctx)
+    before_probe(_ctx(tmp_path / "b"))
+    err = capsys.readouterr().err
+    assert "theano: compiled modules not stored in" in err
+    assert "theano: compiled modules not reused from" in err
