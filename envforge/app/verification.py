@@ -82,9 +82,9 @@ def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --s
     for pack in packs:
         pack.before_probe(ctx)
     report = run_probes(ctx)
-    for pack in packs:
-        pack.after_probe(ctx)
     rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
+    for pack in packs:
+        pack.after_probe(ctx, passed=not any(row.status == "fail" for row in rows))
     drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
                        also_expected=[c.name for c in ctx.lock.conda])
     return (*rows, *drift_rows(drift, sync=sync)), report

@@ -154,8 +154,9 @@ class FrameworkPack(Protocol):
     def before_probe(self, ctx: StepContext) -> None:
         """Just before verify's probe runs (Theano: its compile cache seeded from the store)."""
 
-    def after_probe(self, ctx: StepContext) -> None:
-        """Once the probe ran (Theano: what it compiled kept for the lock's next prefix)."""
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
+        """Once the probe's report was judged, ``passed`` when no row failed (Theano: what it
+        compiled kept for the lock's next prefix)."""
 
     @property
     def spec_keys(self) -> Mapping[str, tuple[str, str]]:
@@ -231,7 +232,7 @@ class PackDefaults:
     def before_probe(self, ctx: StepContext) -> None:
         return None
 
-    def after_probe(self, ctx: StepContext) -> None:
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
         return None
 
     def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,

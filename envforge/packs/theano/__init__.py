@@ -180,10 +180,10 @@ class TheanoPack:
 
         before_probe(ctx)
 
-    def after_probe(self, ctx: StepContext) -> None:
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
         from envforge.packs.theano.compilecache import after_probe
 
-        after_probe(ctx)
+        after_probe(ctx, passed=passed)
 
     def legacy_requirement(self, text: str) -> tuple[str, str] | None:
         from envforge.packs.theano.legacy import legacy_requirement

@@ -18,12 +18,14 @@ shares it:
   path moved when both sit in ``tmp*`` folders of the same name (``cmodule.py:375-398``,
   ``894-907``); modules unused for ``cmodule.age_thresh_use`` (24 days, by atime) are skipped
   (``cmodule.py:829``), so copies get fresh times.
-- a damaged module is not detected: a truncated ``.so`` is imported as is and the import error
-  fails the compilation that wanted it (``cmodule.py:722-733``, ``266-332``). Hence a store
-  checked by envforge, as its other caches: each file kept once by its sha256 in
-  ``<cache>/theano-modules/blobs/``, one manifest per key in ``sets/``; a file whose bytes no
-  longer hash to its name is deleted and its folder not copied, so Theano rebuilds it and the
-  next publish stores it again.
+- a damaged module is not detected: a truncated ``.so`` is imported as is (``_get_module``,
+  ``cmodule.py:722-733``; ``dlimport``, ``266-332``); here the probe then died of SIGBUS
+  (verify: "the probe gave no report (exit -7)"). Hence a store checked by envforge, as its
+  other caches: each file kept once by its sha256 in ``<cache>/theano-modules/blobs/``, one
+  manifest per key in ``sets/``; a file whose bytes no longer hash to its name is deleted and
+  its folder not copied, so Theano rebuilds it and the next publish stores it again; an
+  environment's library that differs from the stored one is replaced by it; and only a
+  verify whose rows all held stores what it compiled.
 
 Copies, not links: Theano rewrites ``key.pkl`` in place when it adds a key
 (``cmodule.py:1093-1114``), which would change the store under a hard link. Each environment's
@@ -74,6 +76,7 @@ class ModuleSet(Frozen):
 class Seeded:
     copied: int  # folders copied into the environment
     rejected: int  # folders left out because a stored file no longer matched its hash
+    repaired: int = 0  # the environment's own folders whose library differed from the store's
 
 
 def shared_compiledir(ctx: StepContext) -> Path | None:
@@ -135,15 +138,20 @@ def read_set(store: Path, key: str) -> ModuleSet | None:
 
 def seed(compiledir: Path, store: Path, key: str) -> Seeded:
     """Copies each stored folder the environment lacks, every file checked against its hash
-    first; a folder is renamed into place whole, so Theano never sees half of one."""
+    first; a folder is renamed into place whole, so Theano never sees half of one. A folder
+    the environment has whose library differs from the stored one (Theano never rewrites a
+    built library; it would load a damaged one and crash) is removed and copied afresh."""
     found = read_set(store, key)
     if found is None:
         return Seeded(0, 0)
-    copied = rejected = 0
+    copied = rejected = repaired = 0
     for folder, files in sorted(found.folders.items()):
         target = compiledir / folder
         if target.exists():
-            continue
+            if _libraries_match(target, files):
+                continue
+            shutil.rmtree(target)
+            repaired += 1
         partial = target.with_name(f"{_PARTIAL}{uuid.uuid4().hex}")
         partial.mkdir(parents=True)
         if all(_copy_checked(store / "blobs" / sha, partial / name, sha)
@@ -153,7 +161,18 @@ def seed(compiledir: Path, store: Path, key: str) -> Seeded:
         else:
             shutil.rmtree(partial)
             rejected += 1
-    return Seeded(copied, rejected)
+    return Seeded(copied, rejected, repaired)
+
+
+def _libraries_match(folder: Path, files: Mapping[str, str]) -> bool:
+    for name, sha in files.items():
+        if name.endswith(_LIBRARY):
+            try:
+                if hashlib.sha256((folder / name).read_bytes()).hexdigest() != sha:
+                    return False
+            except FileNotFoundError:
+                return False
+    return True
 
 
 def _copy_checked(blob: Path, dest: Path, sha: str) -> bool:
@@ -233,13 +252,16 @@ def before_probe(ctx: StepContext) -> None:
         ctx.ui.warn(f"theano: compiled modules not reused from {store}: {exc}")
         return
     if done.copied or done.rejected:
-        ctx.ui.info(f"theano: {done.copied} compiled modules reused from {store}"
+        ctx.ui.info(f"theano: {done.copied} of Theano's compiled modules reused from {store}"
+                    + (f", {done.repaired} of them in place of damaged ones in the environment"
+                       if done.repaired else "")
                     + (f", {done.rejected} damaged left to rebuild" if done.rejected else ""))
 
 
-def after_probe(ctx: StepContext) -> None:
-    """Keeps what the probe had Theano compile, for the next environment of the same key."""
-    compiledir = shared_compiledir(ctx)
+def after_probe(ctx: StepContext, *, passed: bool) -> None:
+    """Keeps what the probe had Theano compile, for the next environment of the same key;
+    only after a probe whose rows all held (a module that crashed it is not passed on)."""
+    compiledir = shared_compiledir(ctx) if passed else None
     key = environment_key(ctx) if compiledir is not None else None
     if compiledir is None or key is None or not compiledir.is_dir():
         return

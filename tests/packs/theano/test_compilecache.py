@@ -83,13 +83,15 @@ def test_a_fresh_compiledir_gets_every_kept_folder_byte_for_byte(built: Path,
         assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
 
 
-def test_seeding_leaves_a_folder_the_environment_has_alone(built: Path, tmp_path: Path) -> None:
+def test_seeding_leaves_what_the_environment_compiled_itself_alone(built: Path,
+                                                                  tmp_path: Path) -> None:
     store = tmp_path / "store"
     publish(built, store, KEY)
     fresh = tmp_path / "p2"
-    own = _module(fresh, "tmpaaa", so=b"\x7fELF compiled here")
-    assert seed(fresh, store, KEY).copied == 2
-    assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF compiled here"
+    own = _module(fresh, "tmpzzz", so=b"\x7fELF compiled here")
+    assert seed(fresh, store, KEY).copied == 3
+    assert (own / "mtmpzzz.so").read_bytes() == b"\x7fELF compiled here"
+    assert seed(fresh, store, KEY).copied == 0
 
 
 def test_a_truncated_module_is_detected_left_out_and_stored_again(built: Path,
@@ -108,6 +110,22 @@ def test_a_truncated_module_is_detected_left_out_and_stored_again(built: Path,
     publish(built, store, KEY)  # the next verify stores it again
     assert blob.read_bytes() == so.read_bytes()
     assert seed(tmp_path / "p3", store, KEY).copied == 3
+
+
+def test_a_damaged_library_in_the_environment_is_replaced_by_the_stored_one(
+        built: Path, tmp_path: Path) -> None:
+    """Theano would load it: a truncated module crashed the probe with SIGBUS (exit -7)."""
+    store = tmp_path / "store"
+    publish(built, store, KEY)
+    fresh = tmp_path / "p2"
+    seed(fresh, store, KEY)
+    so = fresh / TOP / "tmpaaa" / "mtmpaaa.so"
+    so.write_bytes(so.read_bytes()[:3])
+    (fresh / TOP / "tmpbbb" / "key.pkl").write_bytes(b"keys Theano added since")
+    done = seed(fresh, store, KEY)
+    assert (done.copied, done.repaired, done.rejected) == (1, 1, 0)
+    assert so.read_bytes() == (built / TOP / "tmpaaa" / "mtmpaaa.so").read_bytes()
+    assert (fresh / TOP / "tmpbbb" / "key.pkl").read_bytes() == b"keys Theano added since"
 
 
 def test_a_damaged_or_unsafe_manifest_is_ignored_and_removed(built: Path, tmp_path: Path) -> None:
@@ -174,14 +192,19 @@ def _ctx(tmp: Path, *, flags: dict[str, str] | None = None) -> StepContext:
 def test_two_prefixes_of_one_lock_share_the_store(tmp_path: Path) -> None:
     first, second = _ctx(tmp_path / "a"), _ctx(tmp_path / "b")
     _module(Path(first.layout.compiledir), "tmpaaa")
-    after_probe(first)
+    after_probe(first, passed=True)
     before_probe(second)
     assert _tree(Path(second.layout.compiledir)) == _tree(Path(first.layout.compiledir))
     own = _ctx(tmp_path / "c", flags={"base_compiledir": "/srv/theano", "device": "cpu"})
     before_probe(own)  # the spec's own compiledir is left alone, and so is the store
     assert not Path(own.layout.compiledir).exists()
-    after_probe(own)
-    assert len(list((tmp_path / "cache" / "theano-modules" / "sets").iterdir())) == 1
+    after_probe(own, passed=True)
+    third = _ctx(tmp_path / "d")
+    _module(Path(third.layout.compiledir), "tmpccc")
+    after_probe(third, passed=False)  # a failing verify passes nothing on
+    sets = tmp_path / "cache" / "theano-modules" / "sets"
+    assert all("tmpccc" not in manifest.read_text() for manifest in sets.iterdir())
+    assert len(list(sets.iterdir())) == 1
 
 
 @pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
@@ -191,7 +214,7 @@ def test_a_store_the_host_refuses_costs_a_warning_not_the_verify(
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "theano-modules").write_text("a file where the store goes")
     _module(Path(ctx.layout.compiledir), "tmpaaa")
-    after_probe(ctx)
+    after_probe(ctx, passed=True)
     before_probe(_ctx(tmp_path / "b"))
     err = capsys.readouterr().err
     assert "theano: compiled modules not stored in" in err
