@@ -1,7 +1,9 @@
 """Issue 27 for real: theano-cpu applied into two prefixes with the real Python 3.7, the first
 verified with an empty store (g++ compiles every module), the second seeded from it with one
-stored module truncated; the second compiles only that one and the BLAS ops (whose key names
-the prefix), and rolling it back leaves the store and the first environment as they were."""
+stored module truncated; the second compiles only that one, the BLAS ops (whose key names the
+prefix) and at most one more (Theano rebuilds one even in its own compiledir: bench/results/
+theano-compile-cache.md), and rolling it back leaves the store and the first environment as
+they were. With seeding off, the second compiled 46 modules besides the BLAS ops."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def test_a_second_prefix_reuses_the_first_ones_modules(home: Path, tmp_path: Pat
     assert damaged not in module_folders(mine) and len(rebuilt) == 1
     assert (mine / rebuilt.pop() / so).stat().st_size > 4096
     blas = {rel for rel in compiled if _names_prefix(mine / rel, second)}
-    assert len(compiled - blas) <= 2, sorted(compiled - blas)  # the rebuilt one, at most one more
+    assert len(compiled - blas) <= 2, sorted(compiled - blas)
     assert len(compiled) * 5 < len(built)
 
     kept, theirs = snapshot(store), snapshot(compiledir)
