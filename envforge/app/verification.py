@@ -93,9 +93,16 @@ def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --s
     """Rows for every expectation the lock holds and for drift (``sync``: the command that
     restores the locked set); the probe's report alongside."""
     expect = ctx.lock.expect
+    from envforge.packs import locked_packs
+
     gpu = expect.device.startswith("cuda") and host_has_gpu(dict(ctx.environ))
+    packs = locked_packs(expect)
+    for pack in packs:
+        pack.before_probe(ctx)
     report = run_probes(ctx)
     rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
+    for pack in packs:
+        pack.after_probe(ctx, passed=not any(row.status == "fail" for row in rows))
     drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
                        also_expected=[c.name for c in ctx.lock.conda])
     return (*rows, *drift_rows(drift, sync=sync)), report

@@ -151,6 +151,13 @@ class FrameworkPack(Protocol):
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
         """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
 
+    def before_probe(self, ctx: StepContext) -> None:
+        """Just before verify's probe runs (Theano: its compile cache seeded from the store)."""
+
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
+        """Once the probe's report was judged, ``passed`` when no row failed (Theano: what it
+        compiled kept for the lock's next prefix)."""
+
     @property
     def spec_keys(self) -> Mapping[str, tuple[str, str]]:
         """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
@@ -220,6 +227,12 @@ class PackDefaults:
         return ()
 
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+        return None
+
+    def before_probe(self, ctx: StepContext) -> None:
+        return None
+
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
         return None
 
     def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,

@@ -175,6 +175,16 @@ class TheanoPack:
             nvcc_note="Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code "
                       "with g++ alone, so Theano itself is not affected")
 
+    def before_probe(self, ctx: StepContext) -> None:
+        from envforge.packs.theano.compilecache import before_probe
+
+        before_probe(ctx)
+
+    def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
+        from envforge.packs.theano.compilecache import after_probe
+
+        after_probe(ctx, passed=passed)
+
     def legacy_requirement(self, text: str) -> tuple[str, str] | None:
         from envforge.packs.theano.legacy import legacy_requirement
 
