@@ -8,6 +8,7 @@ the line and key, and the untouched lock must pass.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,53 @@ def test_a_suite_group_recorded_for_the_locked_python_passes(tmp_path: Path) -> 
                                   '[[platforms.linux-64.deb]]', 1)
            .replace("[platforms.linux-64.suite]\n",
                     '[platforms.linux-64.suite]\npython = "3.7.17"\n', 1))
+
+
+KERAS_SPEC = load_spec(REPO / "specs" / "keras-theano-cpu.toml")
+KERAS_TEXT = (REPO / "locks" / "keras-theano-cpu.lock").read_text(encoding="utf-8")
+TRAIN = "[platforms.linux-64.expect.keras.train]\n"
+
+
+def _check_keras(tmp_path: Path, text: str, *, references: bool) -> None:
+    path = tmp_path / "keras-theano-cpu.lock"
+    path.write_text(text, encoding="utf-8")
+    check_lock(KERAS_SPEC, load_lock(path), path, references=references)
+
+
+def test_plan_and_applys_check_needs_no_numpy(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundle's envforge has no NumPy (the resolve extra): the check apply runs must not
+    recompute Keras's trained-model reference; with NumPy blocked it still passes."""
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    _check_keras(tmp_path, KERAS_TEXT, references=False)
+    with pytest.raises(ImportError):
+        _check_keras(tmp_path, KERAS_TEXT, references=True)
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("seed = 22\n", "seed = 23\n", "platforms.linux-64.expect.keras.train.seed"),
+    ('backend = "theano"', 'backend = "tensorflow"', "platforms.linux-64.expect.keras.backend"),
+])
+def test_what_the_spec_decides_of_a_pack_table_is_checked_without_numpy(
+        tmp_path: Path, old: str, new: str, key: str) -> None:
+    start = KERAS_TEXT.index("[platforms.linux-64.expect.keras]")
+    assert old in KERAS_TEXT[start:]
+    text = KERAS_TEXT[:start] + KERAS_TEXT[start:].replace(old, new, 1)
+    with pytest.raises(SpecError) as caught:
+        _check_keras(tmp_path, text, references=False)
+    assert caught.value.key == key, caught.value
+
+
+def test_an_edited_reference_is_read_by_apply_and_refused_when_recomputed(
+        tmp_path: Path) -> None:
+    """The reference itself is NumPy's: apply reads it as locked, verify recomputes it."""
+    start = KERAS_TEXT.index(TRAIN)
+    text = KERAS_TEXT[:start] + KERAS_TEXT[start:].replace(
+        "checksum = 14.0202473861", "checksum = 15.0", 1)
+    assert text != KERAS_TEXT
+    _check_keras(tmp_path, text, references=False)
+    with pytest.raises(SpecError) as caught:
+        _check_keras(tmp_path, text, references=True)
+    assert caught.value.key == "platforms.linux-64.expect.keras.train.checksum", caught.value
+    assert caught.value.line is not None
+    assert text.splitlines()[caught.value.line - 1].startswith("checksum = 15.0")
