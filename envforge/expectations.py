@@ -75,7 +75,7 @@ _RTOL_FLOOR: dict[str, dict[str, float]] = {
 }
 
 
-_ONCE: dict[tuple[str, str], tuple[KernelExpectation, ...]] = {}
+_ONCE: dict[tuple[str, str, bool], tuple[KernelExpectation, ...]] = {}
 _ONCE_LOCK = threading.Lock()
 _INPUTS_ONLY: ContextVar[bool] = ContextVar("envforge_kernel_inputs_only", default=False)
 
@@ -105,7 +105,7 @@ def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpe
 
     Computed once per process for the same section and floatX: a spec's platforms lock in
     parallel threads with identical inputs, and the second waits for the first's result."""
-    key = (verify.model_dump_json(), float_x)
+    key = (verify.model_dump_json(), float_x, _INPUTS_ONLY.get())
     with _ONCE_LOCK:
         if key not in _ONCE:
             _ONCE[key] = _kernel_expectations(verify, float_x)
