@@ -6,7 +6,8 @@ Found on a closed host: ``[keras]`` specs crashed at apply with "No module named
 each Keras spec's bundle (PyPI, Debian and envforge's wheels), a fresh Python 3.11 venv
 holding only the bundle's envforge wheels (and no NumPy), an apply with no network and an
 empty home, then Keras imported through ``envforge run``. A bundle whose envforge reaches
-for NumPy when reading its lock is refused by ``bundle --check``.
+for NumPy when reading its lock is refused by ``bundle --check``; where the check cannot run
+that envforge (no wheels, another platform, no such Python) it says why.
 """
 
 from __future__ import annotations
@@ -22,15 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from envforge.bundle.manifest import read_manifest, write_manifest
+from envforge.bundle.manifest import EnvforgeWheels, Manifest, read_manifest, write_manifest
+from envforge.bundle.selfcheck import check_own_envforge
 from envforge.host.archives import sha256_file
+from envforge.platforms import host_platform
 from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envforge
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = ("keras-theano-cpu", "tf1-keras-cpu")
-
-pytestmark = [pytest.mark.slow, pytest.mark.network,
-              pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")]
 
 
 def _bundle(root: Path, name: str) -> Path:
@@ -57,6 +57,9 @@ def _closed_host(root: Path) -> dict[str, str]:
             "PYENV_ROOT": os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))}
 
 
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")
 def test_bundles_own_envforge_without_numpy_applies_it_offline(
         bundle: tuple[str, Path], tmp_path: Path) -> None:
     name, folder = bundle
@@ -86,6 +89,9 @@ def test_bundles_own_envforge_without_numpy_applies_it_offline(
     assert keras.stdout.split()[-1] == "2.3.1"
 
 
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.posix_only("rewrites a Linux bundle's envforge wheel")
 def test_check_refuses_a_bundle_whose_envforge_reaches_for_numpy(
         bundle: tuple[str, Path], tmp_path: Path) -> None:
     """The bundle's envforge wheel rewritten (and its manifest with it) so that reading a
@@ -117,3 +123,23 @@ def test_check_refuses_a_bundle_whose_envforge_reaches_for_numpy(
     assert checked.returncode == 1, checked.stdout
     assert "its own envforge (Python 3.11, envforge-wheels/) cannot apply it" in checked.stderr
     assert "No module named 'numpy'" in checked.stderr
+
+
+WHEELS = EnvforgeWheels(python="3.11", platform="x86_64-manylinux_2_17", folder="envforge-wheels",
+                        install="python3 -m pip install ...")
+OTHER = "win-64" if host_platform().name != "win-64" else "linux-64"
+
+
+@pytest.mark.parametrize(("update", "says"), [
+    ({"envforge_wheels": None}, "made without --with-envforge"),
+    ({"platform": OTHER}, f"wheels are for {OTHER}, this host is not"),
+    ({"envforge_wheels": WHEELS.model_copy(update={"python": "3.99"})}, "no Python 3.99 here"),
+])
+def test_check_says_why_it_did_not_run_the_bundles_envforge(
+        tmp_path: Path, update: dict[str, object], says: str) -> None:
+    manifest = Manifest(envforge="0.1.0", spec_name="x", spec_hash="sha256:" + "a" * 64,
+                        spec="specs/x.toml", lock="locks/x.lock", lock_sha256="b" * 64,
+                        platform=host_platform().name, python="3.7.16", files=(),
+                        envforge_wheels=WHEELS).model_copy(update=update)
+    problems, why = check_own_envforge(tmp_path, manifest)
+    assert problems == [] and why is not None and says in why
