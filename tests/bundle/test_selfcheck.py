@@ -5,14 +5,16 @@ Found on a closed host: ``[keras]`` specs crashed at apply with "No module named
 ``resolve`` extra, not a bundle's envforge) while ``bundle --check`` passed. Here, for real:
 each Keras spec's bundle (PyPI, Debian and envforge's wheels), a fresh Python 3.11 venv
 holding only the bundle's envforge wheels (and no NumPy), an apply with no network and an
-empty home, then Keras imported through ``envforge run``. A bundle whose envforge reaches
-for NumPy when reading its lock is refused by ``bundle --check``; where the check cannot run
-that envforge (no wheels, another platform, no such Python) it says why.
+empty home, Keras imported through ``envforge run``, then verify from that envforge. A
+bundle whose envforge reaches for NumPy when reading its lock is refused by ``bundle
+--check``; where the check cannot run that envforge (no wheels, another platform, no such
+Python) it says why.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -87,6 +89,13 @@ def test_bundles_own_envforge_without_numpy_applies_it_offline(
                            env=env, capture_output=True, text=True, check=False, timeout=600)
     assert keras.returncode == 0, keras.stderr
     assert keras.stdout.split()[-1] == "2.3.1"
+    # verify, from the same envforge, compares the probe with the lock's references as read
+    verified = subprocess.run([*_no_network_prefix(), str(envforge), "verify", str(spec),
+                               "--json"], env=env, capture_output=True, text=True,
+                              check=False, timeout=1200)
+    assert verified.returncode == 0, verified.stdout[-4000:] + verified.stderr
+    rows = {row["name"]: row["status"] for row in json.loads(verified.stdout)["rows"]}
+    assert rows["keras.train.checksum"] == rows["keras.train.samples"] == "pass"
 
 
 @pytest.mark.slow
