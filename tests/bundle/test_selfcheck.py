@@ -33,13 +33,14 @@ from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envfor
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = ("keras-theano-cpu", "tf1-keras-cpu")
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the venv's: 3.11 here
 
 
 def _bundle(root: Path, name: str) -> Path:
     bundle = root / "bundle"
     lock = project_copy(root / "project", REPO / "locks" / f"{name}.lock")
     done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
-                         "--envforge-python", "3.11"], env=_env(root / "home"))
+                         "--envforge-python", PYTHON], env=_env(root / "home"))
     assert done.returncode == 0, done.stderr
     return bundle
 
@@ -130,7 +131,8 @@ def test_check_refuses_a_bundle_whose_envforge_reaches_for_numpy(
 
     checked = run_envforge(["bundle", "--check", str(copy)], env=_env(tmp_path / "checker"))
     assert checked.returncode == 1, checked.stdout
-    assert "its own envforge (Python 3.11, envforge-wheels/) cannot apply it" in checked.stderr
+    assert f"its own envforge (Python {PYTHON}, envforge-wheels/) cannot apply it" in (
+        checked.stderr)
     assert "No module named 'numpy'" in checked.stderr
 
 
