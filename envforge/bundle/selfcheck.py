@@ -8,8 +8,9 @@ started with ``-I -S`` (no site-packages: nothing of this host's can stand in). 
 what apply does before it touches the host: read the spec, check the lock against it, make
 the step list for the bundle's platform; and it imports every module apply may import
 lazily (all of envforge but the resolvers and the probes, which run in the environment).
-A second or two; planning itself reads the host (its Python 3.7, a cuDNN archive to stage)
-and is left to apply there.
+A few seconds (7 s for a Keras bundle on two busy cores), whatever the bundle's size;
+planning itself reads the host (its Python 3.7, a cuDNN archive to stage) and is left to
+apply there.
 """
 
 from __future__ import annotations
