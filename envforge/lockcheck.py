@@ -169,9 +169,15 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
 
 
 def _inputs(table: Frozen) -> Frozen:
-    """A pack's table with each kernel's computed parts blanked (``kernel_inputs_of``)."""
-    blanked = {key: kernel_inputs_of(value) for key, value in table
-               if isinstance(value, KernelExpectation)}
+    """A pack's table with each kernel's computed parts blanked (``kernel_inputs_of``): a
+    kernel or a tuple of kernels, as the core's ``kernels`` are."""
+    blanked: dict[str, object] = {}
+    for key, value in table:
+        if isinstance(value, KernelExpectation):
+            blanked[key] = kernel_inputs_of(value)
+        elif isinstance(value, tuple) and any(isinstance(v, KernelExpectation) for v in value):
+            blanked[key] = tuple(kernel_inputs_of(v) if isinstance(v, KernelExpectation) else v
+                                 for v in value)
     return table.model_copy(update=blanked) if blanked else table
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import SpecError
-from envforge.lockcheck import check_lock
-from envforge.lockfile import load_lock
-from envforge.spec import load_spec
+from envforge.expectations import expect_kernel, kernel_inputs_of
+from envforge.lockcheck import _inputs, check_lock
+from envforge.lockfile import KernelExpectation, load_lock
+from envforge.spec import Frozen, load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
@@ -116,3 +117,18 @@ def test_an_edited_reference_is_read_by_apply_and_refused_when_recomputed(
     assert caught.value.key == "platforms.linux-64.expect.keras.train.checksum", caught.value
     assert caught.value.line is not None
     assert text.splitlines()[caught.value.line - 1].startswith("checksum = 15.0")
+
+
+def test_a_pack_tables_kernels_are_compared_by_their_inputs_alone_in_a_tuple_too() -> None:
+    """A pack may hold kernels as the core does (a tuple): each is blanked, the rest kept."""
+    class Table(Frozen):
+        name: str
+        one: KernelExpectation
+        many: tuple[KernelExpectation, ...]
+
+    kernel = expect_kernel("train", seed=1, shape=(8, 2, 3), float_x="float32", rtol=1e-4,
+                           atol=1e-6)
+    blank = kernel_inputs_of(kernel)
+    assert blank != kernel and blank.seed == kernel.seed and blank.rtol == kernel.rtol
+    table = Table(name="t", one=kernel, many=(kernel, kernel))
+    assert _inputs(table) == Table(name="t", one=blank, many=(blank, blank))
