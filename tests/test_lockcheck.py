@@ -1,9 +1,14 @@
-"""lockcheck: a group resolved for another Python than the environment's is refused.
+"""lockcheck: a group resolved for another Python than the environment's is refused;
+kernel references read, not recomputed, by plan and apply.
 
 Found on the GPU lock after a textual merge of two locks: its suite group had been resolved
 for Python 3.11 in a Python 3.9 environment, and every file name and hash was well formed.
 The real theano-cpu lock is edited as such a merge would; each edit must be refused naming
 the line and key, and the untouched lock must pass.
+
+And a pack's kernel references (NumPy's, from lock time): the check plan and apply run reads
+them and needs no NumPy (a bundle's envforge has none), comparing what the spec decides of
+them; ``references=True`` (verify) recomputes them and refuses an edited one.
 """
 
 from __future__ import annotations
