@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Literal
 
 from envforge.lockfile import ConvParams, KernelExpectation
@@ -72,8 +75,29 @@ _RTOL_FLOOR: dict[str, dict[str, float]] = {
 }
 
 
-_ONCE: dict[tuple[str, str], tuple[KernelExpectation, ...]] = {}
+_ONCE: dict[tuple[str, str, bool], tuple[KernelExpectation, ...]] = {}
 _ONCE_LOCK = threading.Lock()
+_INPUTS_ONLY: ContextVar[bool] = ContextVar("envforge_kernel_inputs_only", default=False)
+
+
+@contextmanager
+def inputs_only() -> Iterator[None]:
+    """Within it ``expect_kernel`` computes no reference and needs no NumPy: it describes the
+    kernel by what the spec decides (``kernel_inputs_of``). plan and apply check a lock's pack
+    tables so; NumPy is the ``resolve`` extra, which a bundle's envforge does not carry."""
+    token = _INPUTS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _INPUTS_ONLY.reset(token)
+
+
+def kernel_inputs_of(kernel: KernelExpectation) -> KernelExpectation:
+    """The kernel with what NumPy computed blanked (checksum, samples, their indices, the
+    output's shape and an atol scaled by the output): what its spec alone decides."""
+    atol = 0.0 if kernel.name in _SCALED_ATOL else kernel.atol
+    return kernel.model_copy(update={"checksum": 0.0, "samples": (), "sample_indices": (),
+                                     "atol": atol, "output_shape": None})
 
 
 def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
@@ -81,7 +105,7 @@ def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpe
 
     Computed once per process for the same section and floatX: a spec's platforms lock in
     parallel threads with identical inputs, and the second waits for the first's result."""
-    key = (verify.model_dump_json(), float_x)
+    key = (verify.model_dump_json(), float_x, _INPUTS_ONLY.get())
     with _ONCE_LOCK:
         if key not in _ONCE:
             _ONCE[key] = _kernel_expectations(verify, float_x)
@@ -117,13 +141,17 @@ def expect_kernel(name: KernelName, *, seed: int, shape: tuple[int, ...], float_
     if (name == "conv") != (conv is not None):
         raise ValueError("conv parameters go with the conv kernel, and only with it")
     params = KERNEL_PARAMS.get(name)
+    eff_rtol = max(rtol, _RTOL_FLOOR[float_x][name])
+    if _INPUTS_ONLY.get():
+        return kernel_inputs_of(KernelExpectation(
+            name=name, seed=seed, shape=shape, checksum=0.0, samples=(), sample_indices=(),
+            rtol=_round(eff_rtol), atol=_round(atol), conv=conv, params=params))
     output = reference_output(name, seed=seed, shape=shape, float_x=float_x, conv=conv,
                               params=params)
     flat = output.ravel()
     indices = sample_indices(flat.size)
     if name == "conv":
         indices = _nonzero_near(indices, flat)
-    eff_rtol = max(rtol, _RTOL_FLOOR[float_x][name])
     eff_atol = atol
     if name in _SCALED_ATOL:
         # Values at and near zero, where a relative bound means nothing; an element's

@@ -7,6 +7,11 @@ not give, versions verify would expect that the locked files do not carry, a gro
 for another Python than the environment's (a textual merge of two locks). Each of those is
 recomputed from the spec, offline, and any difference is one SpecError naming the lock's
 line and key (exit 2) before anything is written.
+
+Kernel references (a pack's, Keras's trained model) are NumPy's, computed when locking; plan
+and apply read them from the lock and compare only what the spec decides of them (seed,
+shape, tolerances), so they run where NumPy is not (a bundle's envforge): ``references=True``
+recomputes them too, for verify and ``lock --check``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import SpecError, StaleLockError
+from envforge.expectations import inputs_only, kernel_inputs_of
 from envforge.inputfile import LOCK_LIMIT, read_input_text
-from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockfile import KernelExpectation, LockedPypiFile, Lockfile, PlatformLock
 from envforge.platforms import PLATFORMS
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -29,8 +35,10 @@ _PYPI_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 Fail = Callable[[Iterable[str | int], str], SpecError]
 
 
-def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
-    """Refuse a lock that does not say exactly what its spec would lock."""
+def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, *,
+               references: bool = False) -> None:
+    """Refuse a lock that does not say exactly what its spec would lock; ``references``
+    also recomputes the kernels' references with NumPy."""
     try:
         text = read_input_text(lock_path, LOCK_LIMIT)
     except SpecError:
@@ -47,7 +55,8 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
     for platform, plock in lock.platforms.items():
         if platform not in spec.project.platforms:
             raise fail(("platforms", platform), "a platform the spec does not target")
-        _check_platform(spec.for_platform(platform), plock, ("platforms", platform), fail)
+        _check_platform(spec.for_platform(platform), plock, ("platforms", platform), fail,
+                        references)
         _check_file_urls(spec.for_platform(platform), plock, ("platforms", platform), fail)
 
 
@@ -87,7 +96,8 @@ def _is_http(url: str) -> bool:
     return url.startswith(("https://", "http://"))
 
 
-def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
+def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail,
+                    references: bool) -> None:
     from envforge.lockplan import kernel_device, locked_artifacts, stack_versions
     from envforge.packs import active_packs
 
@@ -137,9 +147,16 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
     _check_group_python(plock, pspec.platform, at, fail)
     _check_build(pspec, plock, at, fail)
-    derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
-    for name in sorted(set(expect.packs) | set(derived)):
-        _same_pack(expect.packs.get(name), derived.get(name), (*at, "expect", name), fail)
+    locked = dict(expect.packs)
+    if references:
+        derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
+    else:
+        with inputs_only():
+            derived = {pack.name: pack.expectations(pspec, versions)
+                       for pack in active_packs(pspec)}
+        locked = {name: _inputs(table) for name, table in locked.items()}
+    for name in sorted(set(locked) | set(derived)):
+        _same_pack(locked.get(name), derived.get(name), (*at, "expect", name), fail)
     device, float_x = kernel_device(pspec)
     same = {"device": device, "float_x": float_x,
             "min_gpu_speedup": pspec.verify.min_gpu_speedup, "repeats": pspec.verify.repeats,
@@ -149,6 +166,19 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         if getattr(expect, key) != wanted:
             raise fail((*at, "expect", key), f"{getattr(expect, key)!r} but the spec says "
                        f"{wanted!r}")
+
+
+def _inputs(table: Frozen) -> Frozen:
+    """A pack's table with each kernel's computed parts blanked (``kernel_inputs_of``): a
+    kernel or a tuple of kernels, as the core's ``kernels`` are."""
+    blanked: dict[str, object] = {}
+    for key, value in table:
+        if isinstance(value, KernelExpectation):
+            blanked[key] = kernel_inputs_of(value)
+        elif isinstance(value, tuple) and any(isinstance(v, KernelExpectation) for v in value):
+            blanked[key] = tuple(kernel_inputs_of(v) if isinstance(v, KernelExpectation) else v
+                                 for v in value)
+    return table.model_copy(update=blanked) if blanked else table
 
 
 def _same_pack(locked: Frozen | None, derived: Frozen | None, at: KeyPath,
@@ -165,6 +195,10 @@ def _same_pack(locked: Frozen | None, derived: Frozen | None, at: KeyPath,
         if isinstance(have, dict) and isinstance(want, dict):
             wrong = sorted(set(have.items()) ^ set(want.items()))[0][0]
             raise fail((*at, key, wrong), f"is not what the spec's [{at[-1]}] table gives")
+        if isinstance(have, KernelExpectation) and isinstance(want, KernelExpectation):
+            wrong = next(k for k in type(want).model_fields if getattr(have, k) != getattr(want, k))
+            raise fail((*at, key, wrong), f"{getattr(have, wrong)!r} but the spec's "
+                       f"[{at[-1]}] table gives {getattr(want, wrong)!r}")
         raise fail((*at, key), f"{have!r} but the spec's [{at[-1]}] table gives {want!r}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 import tomllib
 
 import numpy as np
@@ -12,8 +13,10 @@ import tomli_w
 from envforge.expectations import (
     conv2d,
     expect_kernel,
+    inputs_only,
     kernel_expectations,
     kernel_inputs,
+    kernel_inputs_of,
     reference_output,
     sample_indices,
 )
@@ -208,3 +211,21 @@ def test_references_are_computed_once_for_equal_sections() -> None:
                                  [section(), section()])
     assert first is second
     assert kernel_expectations(section(), "float32") is not first
+
+
+def test_inputs_only_describes_each_kernel_by_what_the_spec_decides_without_numpy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan and apply check a lock's kernels so: the same as the full reference with its
+    computed parts blanked, and no NumPy; the per-process cache keeps the two apart."""
+    verify = VerifySection(kernels=("elementwise", "gemm", "scan", "grad", "random",
+                                    "softmax_xent", "train", "conv"),
+                           conv=ConvShape(batch=1, size=8, channels=(2, 3)), gemm_size=8,
+                           elementwise_size=64)
+    for float_x in ("float32", "float64"):
+        full = kernel_expectations(verify, float_x)
+        with monkeypatch.context() as blocked:
+            blocked.setitem(sys.modules, "numpy", None)
+            with inputs_only():
+                described = kernel_expectations(verify, float_x)
+        assert described == tuple(kernel_inputs_of(k) for k in full)
+        assert kernel_expectations(verify, float_x) == full

@@ -1,21 +1,28 @@
-"""lockcheck: a group resolved for another Python than the environment's is refused.
+"""lockcheck: a group resolved for another Python than the environment's is refused;
+kernel references read, not recomputed, by plan and apply.
 
 Found on the GPU lock after a textual merge of two locks: its suite group had been resolved
 for Python 3.11 in a Python 3.9 environment, and every file name and hash was well formed.
 The real theano-cpu lock is edited as such a merge would; each edit must be refused naming
 the line and key, and the untouched lock must pass.
+
+And a pack's kernel references (NumPy's, from lock time): the check plan and apply run reads
+them and needs no NumPy (a bundle's envforge has none), comparing what the spec decides of
+them; ``references=True`` (verify) recomputes them and refuses an edited one.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from envforge.errors import SpecError
-from envforge.lockcheck import check_lock
-from envforge.lockfile import load_lock
-from envforge.spec import load_spec
+from envforge.expectations import expect_kernel, kernel_inputs_of
+from envforge.lockcheck import _inputs, check_lock
+from envforge.lockfile import KernelExpectation, load_lock
+from envforge.spec import Frozen, load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
@@ -65,3 +72,68 @@ def test_a_suite_group_recorded_for_the_locked_python_passes(tmp_path: Path) -> 
                                   '[[platforms.linux-64.deb]]', 1)
            .replace("[platforms.linux-64.suite]\n",
                     '[platforms.linux-64.suite]\npython = "3.7.17"\n', 1))
+
+
+KERAS_SPEC = load_spec(REPO / "specs" / "keras-theano-cpu.toml")
+KERAS_TEXT = (REPO / "locks" / "keras-theano-cpu.lock").read_text(encoding="utf-8")
+TRAIN = "[platforms.linux-64.expect.keras.train]\n"
+
+
+def _check_keras(tmp_path: Path, text: str, *, references: bool) -> None:
+    path = tmp_path / "keras-theano-cpu.lock"
+    path.write_text(text, encoding="utf-8")
+    check_lock(KERAS_SPEC, load_lock(path), path, references=references)
+
+
+def test_plan_and_applys_check_needs_no_numpy(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundle's envforge has no NumPy (the resolve extra): the check apply runs must not
+    recompute Keras's trained-model reference; with NumPy blocked it still passes."""
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    _check_keras(tmp_path, KERAS_TEXT, references=False)
+    with pytest.raises(ImportError):
+        _check_keras(tmp_path, KERAS_TEXT, references=True)
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("seed = 22\n", "seed = 23\n", "platforms.linux-64.expect.keras.train.seed"),
+    ('backend = "theano"', 'backend = "tensorflow"', "platforms.linux-64.expect.keras.backend"),
+])
+def test_what_the_spec_decides_of_a_pack_table_is_checked_without_numpy(
+        tmp_path: Path, old: str, new: str, key: str) -> None:
+    start = KERAS_TEXT.index("[platforms.linux-64.expect.keras]")
+    assert old in KERAS_TEXT[start:]
+    text = KERAS_TEXT[:start] + KERAS_TEXT[start:].replace(old, new, 1)
+    with pytest.raises(SpecError) as caught:
+        _check_keras(tmp_path, text, references=False)
+    assert caught.value.key == key, caught.value
+
+
+def test_an_edited_reference_is_read_by_apply_and_refused_when_recomputed(
+        tmp_path: Path) -> None:
+    """The reference itself is NumPy's: apply reads it as locked, verify recomputes it."""
+    start = KERAS_TEXT.index(TRAIN)
+    text = KERAS_TEXT[:start] + KERAS_TEXT[start:].replace(
+        "checksum = 14.0202473861", "checksum = 15.0", 1)
+    assert text != KERAS_TEXT
+    _check_keras(tmp_path, text, references=False)
+    with pytest.raises(SpecError) as caught:
+        _check_keras(tmp_path, text, references=True)
+    assert caught.value.key == "platforms.linux-64.expect.keras.train.checksum", caught.value
+    assert caught.value.line is not None
+    assert text.splitlines()[caught.value.line - 1].startswith("checksum = 15.0")
+
+
+def test_a_pack_tables_kernels_are_compared_by_their_inputs_alone_in_a_tuple_too() -> None:
+    """A pack may hold kernels as the core does (a tuple): each is blanked, the rest kept."""
+    class Table(Frozen):
+        name: str
+        one: KernelExpectation
+        many: tuple[KernelExpectation, ...]
+
+    kernel = expect_kernel("train", seed=1, shape=(8, 2, 3), float_x="float32", rtol=1e-4,
+                           atol=1e-6)
+    blank = kernel_inputs_of(kernel)
+    assert blank != kernel and blank.seed == kernel.seed and blank.rtol == kernel.rtol
+    table = Table(name="t", one=kernel, many=(kernel, kernel))
+    assert _inputs(table) == Table(name="t", one=blank, many=(blank, blank))

@@ -51,6 +51,7 @@ class Options:
     offline: bool = False
     ui: UI = field(default_factory=UI)
     check_sources: bool = False
+    references: bool = False  # recompute the lock's kernel references (NumPy): verify's
 
 
 def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
@@ -87,7 +88,7 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     if platform not in spec.project.platforms:
         raise InputError(f"{project.spec_path}: this host is {platform}, which the spec does "
                          "not target")
-    lock = project.fresh_lock()
+    lock = project.fresh_lock(references=options.references)
     if platform not in lock.platforms:
         raise InputError(f"{project.lock_path} has no {platform} section; run `envforge lock`")
     dirs = envforge_dirs(dict(host.environ))
@@ -116,8 +117,10 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
 def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Path],
             bundle: Path | None, offline: bool, ui: UI,
             environ: Mapping[str, str] | None = None, home: Path | None = None,
-            locks_dir: Path | None = None, check_sources: bool = False) -> StepContext:
+            locks_dir: Path | None = None, check_sources: bool = False,
+            references: bool = False) -> StepContext:
     """``context_for`` from a spec path and this host, the way the commands call it."""
     return context_for(Project.load(spec_path, locks_dir), Host.current(environ, home),
                        Options(prefix=prefix, artifacts=artifacts, bundle=bundle,
-                               offline=offline, ui=ui, check_sources=check_sources))
+                               offline=offline, ui=ui, check_sources=check_sources,
+                               references=references))

@@ -34,12 +34,13 @@ class Project:
         """The lock on disk, or None where there is none yet (it may be stale)."""
         return load_lock(self.lock_path) if self.lock_path.exists() else None
 
-    def fresh_lock(self) -> Lockfile:
+    def fresh_lock(self, *, references: bool = False) -> Lockfile:
         """The lock, refused unless it is its spec's (exit 3) and says what the spec would
-        lock (a tampered one: exit 2): what plan, apply, verify and run may use."""
+        lock (a tampered one: exit 2): what plan, apply, verify and run may use. The kernels'
+        references are read, not recomputed, unless ``references`` (which needs NumPy)."""
         lock = load_lock(self.lock_path)
         ensure_fresh(self.spec, lock, self.lock_path)
-        check_lock(self.spec, lock, self.lock_path)
+        check_lock(self.spec, lock, self.lock_path, references=references)
         return lock
 
     def stale_reasons(self) -> list[str]:

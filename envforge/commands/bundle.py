@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from rich.text import Text
 from envforge.bundle.build import BundleRequest, MiB, build_bundle
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import Manifest
+from envforge.bundle.selfcheck import check_own_envforge
 from envforge.commands import Common
 from envforge.commands.apply import parse_artifacts
 from envforge.errors import ExitCode, InputError
@@ -72,9 +74,16 @@ def show_sizes(manifest: Manifest, bundle: Path, ui: UI) -> None:
 
 def run_check(bundle: Path, ui: UI) -> int:
     result = check_bundle(bundle)
+    ran: str | None = "the bundle's files do not match its manifest"
+    if result.ok:  # then its wheels and lock are the manifest's, and may be run
+        problems, ran = check_own_envforge(bundle, result.manifest)
+        result = replace(result, problems=tuple(problems))
+        if ran is not None:
+            ui.info(f"its own envforge was not run: {ran}")
     if ui.json:
         ui.document("bundle-check", {
             "bundle": str(bundle), "ok": result.ok, "problems": list(result.problems),
+            "own_envforge": "not run: " + ran if ran else "ok" if result.ok else "failed",
             "files": [{"path": f.path, "source": f.source, "status": f.status,
                        "detail": f.detail} for f in result.files]})
     bad = [f for f in result.files if f.status != "ok"]
@@ -84,7 +93,8 @@ def run_check(bundle: Path, ui: UI) -> int:
                  [[f.path, f.source, Text(f.status, style="red"), f.detail] for f in bad])
     if result.ok:
         ui.success(f"{bundle}: {len(result.files)} files match the manifest and cover "
-                   f"{result.manifest.lock} for {result.manifest.platform}")
+                   f"{result.manifest.lock} for {result.manifest.platform}"
+                   + ("" if ran else "; its own envforge reads the spec and lock"))
         return int(ExitCode.OK)
     for problem in result.problems:
         ui.error(problem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -30,8 +31,10 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     if args.suite_time_limit is not None and args.suite_time_limit < 1:
         raise InputError(f"--suite-time-limit {args.suite_time_limit}: give 1 or more seconds")
 
+    # The lock's kernel references are recomputed where NumPy is (envforge's `resolve`
+    # extra); a bundle's envforge has none, and verifies against the lock's as apply read them.
     ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts={}, bundle=None, offline=True,
-                  ui=ui)
+                  ui=ui, references=importlib.util.find_spec("numpy") is not None)
     prefix = f" --prefix {args.prefix}" if args.prefix else ""
     chosen = suite_selection(ctx) if args.suite else None  # bad arguments first, state next
     applied_edits(ctx, args.spec, prefix)
