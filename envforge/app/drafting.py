@@ -23,6 +23,7 @@ from packaging.requirements import Requirement
 
 from envforge.errors import InputError
 from envforge.importers import Found
+from envforge.importers.legacy_names import capped, framework_sections
 from envforge.importers.propose import (
     Proposal,
     era_for_python,
@@ -85,6 +86,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     python = propose_python(files, as_of.value, repo.imported.python)
+    repo, python = _release_lines(repo, python)
     minor = ".".join((python.value or "3.7").split(".")[:2])
     as_of = era_for_python(as_of, minor)
     repaired = _repaired(repo, pins, listings, minor)
@@ -93,6 +95,32 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None)
+
+
+def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:
+    """A framework pack bound to a release line (TensorFlow 1.x) caps the requirements it
+    mounts for (``tensorflow`` -> ``tensorflow<2``) and the Python (at most 3.7), each
+    change in the pin's note and the Python's reason (knowledge/legacy_names.toml)."""
+    rows = framework_sections([f.requirement for f in repo.imported.requirements])
+    changed: list[Found] = []
+    for found in repo.imported.requirements:
+        for row in rows:
+            text = capped(found.requirement, row)
+            if text is not None:
+                found = Found(text, found.origin, _joined(
+                    found.note, f"was {found.requirement}: [{row.section}] {row.reason}"), True)
+        changed.append(found)
+    for row in rows:
+        if row.python_max is not None and python.value is not None and _minor_tuple(
+                python.value) > _minor_tuple(row.python_max):
+            python = Proposal(row.python_max, f"{python.why}, at most {row.python_max} for "
+                              f"[{row.section}] ({row.source})")
+    return Repository(repo.files, replace(repo.imported, requirements=changed)), python
+
+
+def _minor_tuple(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 def _host(index: str) -> str:

@@ -16,7 +16,9 @@ from importlib import resources
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 from pydantic import Field
 
 from envforge.spec import Frozen
@@ -61,6 +63,12 @@ class FrameworkRow(Frozen):
     with_any: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
     keys: dict[str, str] = Field(default_factory=dict)
+    # the pack's release line: mounted only where a requirement of ``names`` admits
+    # ``admits``; such a requirement gets ``cap`` added and the Python at most ``python_max``
+    admits: str | None = None
+    below: str | None = None  # and only where every such requirement excludes this release
+    cap: str | None = None
+    python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
     reason: str
     source: str
 
@@ -145,10 +153,12 @@ def module_group(name: str) -> str:
     return name
 
 
-def framework_sections(names: Iterable[str]) -> list[FrameworkRow]:
-    """The sections a spec with these distributions mounts, one row per section (the first
-    that applies), in the rows' order."""
-    held = {canonicalize_name(n) for n in names}
+def framework_sections(requirements: Iterable[str]) -> list[FrameworkRow]:
+    """The sections a spec with these requirements mounts, one row per section (the first
+    that applies), in the rows' order; a row with ``admits`` only where one of its
+    requirements admits that release (``tensorflow>=2`` mounts no TensorFlow 1.x pack)."""
+    parsed = [Requirement(text) for text in requirements]
+    held = {canonicalize_name(r.name) for r in parsed}
     chosen: dict[str, FrameworkRow] = {}
     for row in legacy_names().framework:
         if row.section in chosen or held.isdisjoint(map(canonicalize_name, row.names)):
@@ -157,8 +167,58 @@ def framework_sections(names: Iterable[str]) -> list[FrameworkRow]:
             continue
         if not held.isdisjoint(map(canonicalize_name, row.without)):
             continue
+        if row.admits is not None and not any(_admits(r, row) for r in parsed):
+            continue
+        if row.below is not None and not all(_below(r, row.below) for r in parsed
+                                             if _named(r, row)):
+            continue
         chosen[row.section] = row
     return list(chosen.values())
+
+
+def _named(requirement: Requirement, row: FrameworkRow) -> bool:
+    return canonicalize_name(requirement.name) in {canonicalize_name(n) for n in row.names}
+
+
+def _admits(requirement: Requirement, row: FrameworkRow) -> bool:
+    """The requirement is on the row's release line: it admits the line's ``admits`` release,
+    or one of its exact pins lies under the ``cap`` (``tensorflow==1.3`` is TensorFlow 1.x)."""
+    if not _named(requirement, row) or row.admits is None or requirement.url is not None:
+        return False
+    if requirement.specifier.contains(row.admits, prereleases=True):
+        return True
+    line = SpecifierSet(row.cap) if row.cap else None
+    return line is not None and any(
+        s.operator in ("==", "~=", "===") and line.contains(s.version.rstrip(".*"),
+                                                             prereleases=True)
+        for s in requirement.specifier)
+
+
+def _below(requirement: Requirement, version: str) -> bool:
+    """Every release the requirement admits is older than ``version``: its exact pins are, or
+    (a range) it admits neither ``version`` nor anything after it."""
+    if requirement.url is not None or not requirement.specifier:
+        return False
+    exact = [s.version for s in requirement.specifier if s.operator in ("==", "===")]
+    if exact:
+        return all(Version(v.rstrip(".*")) < Version(version) for v in exact)
+    later = (version, f"{version}.99", f"{Version(version).major}.99", "99")
+    return not any(requirement.specifier.contains(v, prereleases=True) for v in later)
+
+
+def capped(text: str, row: FrameworkRow) -> str | None:
+    """``text`` with the row's cap added where the row's release line needs it (``tensorflow``
+    -> ``tensorflow<2``), None where it needs none."""
+    requirement = Requirement(text)
+    if row.cap is None or not _admits(requirement, row):
+        return None
+    capped_set = requirement.specifier & SpecifierSet(row.cap)
+    if str(capped_set) == str(requirement.specifier) or all(
+            capped_set.contains(v) == requirement.specifier.contains(v)
+            for v in ("2.0.0", "3.0.0", "99")):
+        return None
+    requirement.specifier = capped_set
+    return str(requirement)
 
 
 def conda_to_pypi(name: str) -> tuple[str | None, str]:

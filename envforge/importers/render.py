@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from packaging.requirements import Requirement
-
 from envforge.importers.legacy_names import FrameworkRow, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
@@ -90,9 +88,8 @@ def left_out(draft: Draft) -> dict[str, str]:
 
 def sections(draft: Draft) -> list[FrameworkRow]:
     """The framework sections the spec mounts: those its written requirements call for."""
-    names = [Requirement(f.requirement).name for f in draft.repository.imported.requirements
-             if f.requirement not in left_out(draft)]
-    return framework_sections(names)
+    return framework_sections([f.requirement for f in draft.repository.imported.requirements
+                               if f.requirement not in left_out(draft)])
 
 
 def _as_of_steps(draft: Draft) -> list[str]:

@@ -195,8 +195,8 @@ def test_python2_backports_and_one_platforms_packages_get_markers() -> None:
 
 
 def test_framework_sections_follow_the_requirements() -> None:
-    def sections(*names: str) -> dict[str, dict[str, str]]:
-        return {row.section: row.keys for row in framework_sections(names)}
+    def sections(*requirements: str) -> dict[str, dict[str, str]]:
+        return {row.section: row.keys for row in framework_sections(requirements)}
 
     assert sections("tensorflow-gpu", "Keras", "h5py") == {
         "tensorflow": {}, "keras": {"backend": "tensorflow"}}
@@ -204,7 +204,32 @@ def test_framework_sections_follow_the_requirements() -> None:
                                                 "theano": {}}
     assert sections("keras", "Theano-PyMC", "tensorflow") == {
         "tensorflow": {}, "keras": {"backend": "tensorflow"}, "theano": {}}
-    assert sections("numpy", "torch") == {}
+    assert sections("numpy", "torch") == {"torch": {}}
+    # the TensorFlow 1.x pack and multi-back-end Keras only for requirements that admit them
+    assert sections("tensorflow>=2.2", "keras>=2.4") == {}
+
+
+def test_a_release_line_caps_what_it_mounts_for_and_the_python() -> None:
+    """bert's ``tensorflow >= 1.11.0`` of 2020 resolved to TensorFlow 2 on Python 3.8, which
+    the TensorFlow 1.x pack refuses: the pack's row caps it below 2 and the Python at 3.7."""
+    from envforge.app.drafting import _release_lines
+    from envforge.importers import Found, Imported
+    from envforge.importers.legacy_names import capped
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    rows = {row.section: row for row in framework_sections(["tensorflow>=1.11.0", "keras"])}
+    assert capped("tensorflow>=1.11.0", rows["tensorflow"]) == "tensorflow<2,>=1.11.0"
+    assert capped("tensorflow<2", rows["tensorflow"]) is None
+    assert capped("tensorflow==1.15.5", rows["tensorflow"]) is None
+    assert capped("keras", rows["keras"]) == "keras<2.4"
+    repo = Repository(("requirements.txt",), Imported(requirements=[
+        Found("tensorflow>=1.11.0", "requirements.txt:1"), Found("numpy", "requirements.txt:2")]))
+    moved, python = _release_lines(repo, Proposal("3.8", "the newest Python released by 2020"))
+    assert [f.requirement for f in moved.imported.requirements] == [
+        "tensorflow<2,>=1.11.0", "numpy"]
+    assert "was tensorflow>=1.11.0" in (moved.imported.requirements[0].note or "")
+    assert python.value == "3.7" and "at most 3.7 for [tensorflow]" in python.why
 
 
 def test_a_repository_is_merged_exact_pins_first() -> None:
@@ -267,3 +292,16 @@ def test_one_package_pinned_per_platform_keeps_both_pins(tmp_path: Path) -> None
         ("tensorflow==1.15", "requirements.txt:1, also requirements_gpu.txt:1"),
         ('numpy==1.19.3; platform_system == "Windows"', "requirements.txt:2"),
         ('numpy==1.17.4; platform_system != "Windows"', "requirements.txt:3")]
+
+
+def test_keras_before_2_2_gets_its_keras_json_in_the_home_it_reads() -> None:
+    """CarND's keras==2.0.9: Keras before 2.2 reads no KERAS_HOME, so the section says
+    keras_json = "home" (the lock's rule refuses "env" for it)."""
+    def keys(*requirements: str) -> dict[str, str]:
+        return next(r.keys for r in framework_sections(requirements) if r.section == "keras")
+
+    assert keys("keras==2.0.9", "tensorflow==1.3") == {"backend": "tensorflow",
+                                                       "keras_json": "home"}
+    assert keys("keras==2.1.6", "theano") == {"backend": "theano", "keras_json": "home"}
+    assert keys("keras==2.2.4", "tensorflow==1.13.1") == {"backend": "tensorflow"}
+    assert keys("keras", "tensorflow") == {"backend": "tensorflow"}
