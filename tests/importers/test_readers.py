@@ -305,3 +305,11 @@ def test_keras_before_2_2_gets_its_keras_json_in_the_home_it_reads() -> None:
     assert keys("keras==2.1.6", "theano") == {"backend": "theano", "keras_json": "home"}
     assert keys("keras==2.2.4", "tensorflow==1.13.1") == {"backend": "tensorflow"}
     assert keys("keras", "tensorflow") == {"backend": "tensorflow"}
+
+
+def test_condas_pyqt_is_reported_not_pinned_on_pypi() -> None:
+    """CarND's environment.yml holds pyqt=4.11.4: PyQt4 was never on PyPI."""
+    from envforge.importers.legacy_names import conda_to_pypi
+
+    name, why = conda_to_pypi("pyqt")
+    assert name is None and "PyQt4, which PyPI never held" in why
