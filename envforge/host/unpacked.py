@@ -1,0 +1,211 @@
+"""Wheels unpacked once into envforge's cache, keyed by the archive's sha256 (uv's model).
+
+An entry is made only from a wheel whose sha256 was just checked against the lock: each
+member is written into a temporary folder while its sha256 and size are taken, a manifest
+records them with each file's stat, the files are made read-only and the folder is renamed
+into place, so an entry is whole or absent, and a second apply making the same entry keeps
+the first one's.
+
+On use each file's stat (size, mtime, inode) is compared with the manifest, with no
+re-hash: every file's mtime is set to 1980 when made, so writing into it moves its mtime,
+replacing it changes its inode, removing it fails the stat. An entry that differs is removed and made again from the archive, never
+installed from. What this misses is a write that sets mtime back on purpose; the archive
+itself is still re-hashed against the lock on every apply.
+
+Installs copy from an entry (``clone_file``): a reflink where the file system can share
+blocks, else ``copy_file_range``. Never a hard link: as root, or after a chmod, a file
+written in place in the environment would write into the cache entry too.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.errors import ArtifactError
+from envforge.host.archives import check_unpacked_size, safe_member_name
+
+_VERSION = 1
+_MANIFEST = "manifest.json"
+_FILES = "files"
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+_CHUNK = 1 << 20
+# Every cached file's mtime, the zip format's epoch: any later write sets the clock's time,
+# so it is seen even within the clock tick the entry was made in.
+_MTIME_NS = 315_532_800 * 10**9
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """One unpacked member: its archive path, the RECORD-style hash, and the stat it had."""
+
+    path: str
+    size: int
+    sha256: str  # urlsafe base64, no padding, as RECORD spells it
+    executable: bool
+    mtime_ns: int
+    inode: int
+
+
+@dataclass(frozen=True)
+class UnpackedWheel:
+    """An entry checked against its manifest: ``root / path`` holds each member's bytes."""
+
+    root: Path
+    files: tuple[CachedFile, ...]
+
+
+def entry_path(cache: Path, sha256: str) -> Path:
+    return cache / f"wheels-v{_VERSION}" / sha256[:2] / sha256
+
+
+def unpacked_wheel(cache: Path, wheel: Path, sha256: str) -> UnpackedWheel:
+    """The checked entry for ``wheel`` (already hashed as ``sha256``), made if missing or
+    altered."""
+    entry = entry_path(cache, sha256)
+    found = _checked(entry)
+    if found is not None:
+        return found
+    if entry.exists():
+        _discard(entry)
+    return _make(entry, wheel)
+
+
+def _checked(entry: Path) -> UnpackedWheel | None:
+    """The entry if every file stats as its manifest says; None when missing or altered."""
+    try:
+        rows = json.loads((entry / _MANIFEST).read_text(encoding="utf-8"))["files"]
+        files = tuple(CachedFile(*row) for row in rows)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    root = entry / _FILES
+    for cached in files:
+        try:
+            st = os.lstat(root / cached.path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != cached.size \
+                or st.st_mtime_ns != cached.mtime_ns or st.st_ino != cached.inode:
+            return None
+    return UnpackedWheel(root, files)
+
+
+def _make(entry: Path, wheel: Path) -> UnpackedWheel:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+    try:
+        files = _extract(wheel, scratch / _FILES)
+        (scratch / _MANIFEST).write_text(
+            json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
+        try:
+            scratch.rename(entry)
+        except OSError as exc:  # another apply made it first: keep theirs if it is whole
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            theirs = _checked(entry)
+            if theirs is None:
+                raise ArtifactError(f"{entry}: a cache entry appeared mid-way and does not "
+                                    "match its manifest; remove it and apply again") from None
+            return theirs
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+    return UnpackedWheel(entry / _FILES, tuple(files))
+
+
+def _extract(wheel: Path, root: Path) -> list[CachedFile]:
+    files = []
+    packed = wheel.stat().st_size
+    total = 0
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                name = safe_member_name(wheel, info.filename)
+                total += info.file_size
+                check_unpacked_size(wheel, packed, total)
+                target = root / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                digest = hashlib.sha256()
+                size = 0
+                with zf.open(info) as source, open(target, "xb") as out:
+                    while chunk := source.read(_CHUNK):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        out.write(chunk)
+                mode = info.external_attr >> 16
+                executable = bool(mode and stat.S_ISREG(mode) and mode & 0o111)
+                target.chmod(0o555 if executable else 0o444)
+                os.utime(target, ns=(_MTIME_NS, _MTIME_NS))
+                st = os.lstat(target)
+                files.append(CachedFile(
+                    info.filename, size,
+                    base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii"),
+                    executable, st.st_mtime_ns, st.st_ino))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
+    return files
+
+
+def _discard(entry: Path) -> None:
+    """Move an altered entry aside, then remove it: readers see it whole or absent."""
+    aside = Path(tempfile.mkdtemp(prefix=".bad-", dir=entry.parent))
+    with contextlib.suppress(FileNotFoundError):  # another apply removed it first
+        entry.rename(aside / "entry")
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def clone_file(source: Path, target: Path, *, executable: bool) -> None:
+    """Write ``source``'s bytes into a new file at ``target`` (any file there is unlinked
+    first, so nothing is written through a link), mode 0666 or 0777 less the umask."""
+    target.unlink(missing_ok=True)
+    mode = 0o777 if executable else 0o666
+    with open(source, "rb") as src, \
+            open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as dst:
+        if not (_reflink(src.fileno(), dst.fileno())
+                or _copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)):
+            shutil.copyfileobj(src, dst, _CHUNK)
+
+
+def _reflink(src: int, dst: int) -> bool:
+    """Share the blocks (btrfs, XFS); False where the file system cannot (ext4, tmpfs)."""
+    if sys.platform == "win32":
+        return False
+    import fcntl  # POSIX only
+
+    try:
+        fcntl.ioctl(dst, _FICLONE, src)
+    except OSError:
+        return False
+    return True
+
+
+def _copy_range(src: int, dst: int, size: int) -> bool:
+    """Copy inside the kernel; False (nothing written) where it cannot, across devices say."""
+    if not hasattr(os, "copy_file_range"):
+        return False
+    left = size
+    try:
+        while left > 0:
+            done = os.copy_file_range(src, dst, left)
+            if done == 0:
+                break
+            left -= done
+    except OSError as exc:
+        if left != size or exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP,
+                                             errno.EINVAL):
+            raise
+        return False
+    return True

@@ -1,0 +1,153 @@
+"""The unpacked-wheel cache: made once from a checked wheel, installed from by copying, and
+an altered entry detected and made again, never installed from (real Python 3.7 venvs)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envforge.host.archives import sha256_file
+from envforge.host.unpacked import clone_file, entry_path, unpacked_wheel
+from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
+from tests.host.test_wheelinstall import make_wheel, python37, run  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build")
+
+MODULE = "import sys\ndef main():\n    print('hi from', sys.version_info[:2])\n"
+
+
+def _wheel(folder: Path) -> WheelToInstall:
+    built = make_wheel(folder, "hello_ef", "1.0",
+                       {"hello_ef/__init__.py": MODULE, "hello_ef/data/table.txt": "a b\n"},
+                       entry_points="[console_scripts]\nhello-ef = hello_ef:main\n",
+                       scripts={"hello-raw": "#!python\nimport hello_ef\nhello_ef.main()\n"})
+    return WheelToInstall(built, sha256_file(built))
+
+
+def _venv(python37: Path, prefix: Path) -> Path:
+    subprocess.run([str(python37), "-m", "venv", "--without-pip", str(prefix)], check=True)
+    return prefix / "bin" / "python"
+
+
+def _tree(prefix: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under the prefix's site-packages and bin: bytes (prefix spelled P) and mode."""
+    found = {}
+    for top in ("lib", "bin"):
+        for path in sorted((prefix / top).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes().replace(str(prefix).encode(), b"P")
+                if path.name == "RECORD":  # a script's hash covers its shebang: the prefix
+                    data = b"\n".join(line for line in data.split(b"\n")
+                                       if not line.startswith(b"../../../bin/"))
+                found[str(path.relative_to(prefix))] = (data, stat.S_IMODE(path.stat().st_mode))
+    return found
+
+
+def test_installing_from_the_cache_writes_what_installer_writes_from_the_zip(
+        python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    from_zip = _venv(python37, tmp_path / "a" / "env")
+    from_cache = _venv(python37, tmp_path / "b" / "env")
+
+    install_wheels([wheel], from_zip)
+    assert install_wheels([wheel], from_cache, cache=tmp_path / "cache") == ["hello-ef==1.0"]
+
+    assert _tree(tmp_path / "a" / "env") == _tree(tmp_path / "b" / "env")  # RECORD included
+    script = tmp_path / "b" / "env" / "bin" / "hello-raw"
+    assert script.read_text().splitlines()[0] == f"#!{from_cache}"
+    out = subprocess.run([str(script)], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "hi from (3, 7)"
+
+
+def test_an_entry_is_made_once_read_only_and_reused(python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    first = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    source = first.root / "hello_ef" / "__init__.py"
+    assert stat.S_IMODE(source.stat().st_mode) == 0o444
+    inode = source.stat().st_ino
+
+    again = unpacked_wheel(cache, wheel.path, wheel.sha256)
+
+    assert again == first and source.stat().st_ino == inode
+    assert [p.name for p in entry_path(cache, wheel.sha256).parent.iterdir()] == [wheel.sha256]
+
+
+def _corrupt_by_flipping_a_byte(path: Path) -> None:
+    path.chmod(0o644)
+    with open(path, "r+b") as handle:  # in place, as a write through a hard link would
+        first = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([first[0] ^ 0x20]))
+
+
+@pytest.mark.parametrize("damage", ["flip", "remove", "manifest"])
+def test_an_altered_entry_is_made_again_and_never_installed(
+        python37: Path, tmp_path: Path, damage: str) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    module = entry.root / "hello_ef" / "__init__.py"
+    if damage == "flip":
+        _corrupt_by_flipping_a_byte(module)
+    elif damage == "remove":
+        module.unlink()
+    else:
+        (entry.root.parent / "manifest.json").write_text("{", encoding="utf-8")
+
+    python = _venv(python37, tmp_path / "env")
+    install_wheels([wheel], python, cache=cache)
+
+    assert module.read_text() == MODULE  # made again from the wheel
+    assert run(python, "import hello_ef; hello_ef.main()") == "hi from (3, 7)"
+
+
+def test_writing_in_place_in_the_environment_leaves_the_cache_entry_alone(
+        python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    python = _venv(python37, tmp_path / "env")
+    install_wheels([wheel], python, cache=cache)
+    installed = tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "hello_ef"
+
+    with open(installed / "__init__.py", "r+b") as handle:  # an editor keeping the inode
+        handle.write(b"#")
+    (installed / "data" / "table.txt").unlink()  # as a rollback or an uninstall removes it
+
+    entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    assert (entry.root / "hello_ef" / "__init__.py").read_text() == MODULE
+    assert (entry.root / "hello_ef" / "data" / "table.txt").read_text() == "a b\n"
+    assert os.stat(installed / "__init__.py").st_ino != \
+        os.stat(entry.root / "hello_ef" / "__init__.py").st_ino
+
+
+def test_clone_file_replaces_a_hard_link_instead_of_writing_through_it(tmp_path: Path) -> None:
+    source, other, target = tmp_path / "source", tmp_path / "other", tmp_path / "target"
+    source.write_bytes(b"new")
+    other.write_bytes(b"keep")
+    os.link(other, target)
+
+    clone_file(source, target, executable=True)
+
+    assert target.read_bytes() == b"new" and other.read_bytes() == b"keep"
+    assert target.stat().st_mode & 0o100
+
+
+def test_installing_over_a_hard_linked_file_leaves_the_link_target_alone(
+        tmp_path: Path) -> None:
+    """installer opened an existing file "wb", writing through any hard link to it."""
+    wheel = _wheel(tmp_path)
+    folder = tmp_path / "target"
+    outside = tmp_path / "outside.py"
+    outside.write_text("mine\n")
+    (folder / "hello_ef").mkdir(parents=True)
+    os.link(outside, folder / "hello_ef" / "__init__.py")
+
+    install_wheels_into([wheel], folder, (3, 7))
+
+    assert outside.read_text() == "mine\n"
+    assert (folder / "hello_ef" / "__init__.py").read_text() == MODULE
