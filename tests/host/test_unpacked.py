@@ -11,11 +11,17 @@ from pathlib import Path
 import pytest
 
 from envforge.host.archives import sha256_file
+from envforge.host.interpreters import find_interpreter
 from envforge.host.unpacked import clone_file, entry_path, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
-from tests.host.test_wheelinstall import make_wheel, python37, run  # noqa: F401 (fixture)
+from tests.host.test_wheelinstall import make_wheel, run
 
 pytestmark = pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build")
+
+@pytest.fixture(scope="module")
+def python37() -> Path:
+    return find_interpreter("3.7", environ=dict(os.environ)).executable
+
 
 MODULE = "import sys\ndef main():\n    print('hi from', sys.version_info[:2])\n"
 
@@ -121,8 +127,8 @@ def test_writing_in_place_in_the_environment_leaves_the_cache_entry_alone(
     entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
     assert (entry.root / "hello_ef" / "__init__.py").read_text() == MODULE
     assert (entry.root / "hello_ef" / "data" / "table.txt").read_text() == "a b\n"
-    assert os.stat(installed / "__init__.py").st_ino != \
-        os.stat(entry.root / "hello_ef" / "__init__.py").st_ino
+    assert (installed / "__init__.py").stat().st_ino != \
+        (entry.root / "hello_ef" / "__init__.py").stat().st_ino
 
 
 def test_clone_file_replaces_a_hard_link_instead_of_writing_through_it(tmp_path: Path) -> None:
