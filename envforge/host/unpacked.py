@@ -1,4 +1,5 @@
-"""Wheels unpacked once into envforge's cache, keyed by the archive's sha256 (uv's model).
+"""Wheels unpacked once into envforge's cache, keyed by the archive's sha256 (uv's model);
+likewise each .deb's data.tar, decompressed.
 
 An entry is made only from a wheel whose sha256 was just checked against the lock: each
 member is written into a temporary folder while its sha256 and size are taken, a manifest
@@ -7,10 +8,12 @@ into place, so an entry is whole or absent, and a second apply making the same e
 the first one's.
 
 On use each file's stat (size, mtime, inode) is compared with the manifest, with no
-re-hash: every file's mtime is set to 1980 when made, so writing into it moves its mtime,
-replacing it changes its inode, removing it fails the stat. An entry that differs is removed and made again from the archive, never
-installed from. What this misses is a write that sets mtime back on purpose; the archive
-itself is still re-hashed against the lock on every apply.
+re-hash (uv's way: a full hash only when made): every file's mtime is set to 1980 when
+made, so writing into it moves its mtime, replacing it changes its inode, removing it fails
+the stat. An entry that differs is removed and made again from the archive, never
+installed from. What this misses is a write that sets mtime back on purpose, by someone
+who can write to envforge's cache; the archives themselves are still re-hashed against the
+lock on every apply.
 
 Installs copy from an entry (``clone_file``): a reflink where the file system can share
 blocks, else ``copy_file_range``. Never a hard link: as root, or after a chmod, a file
@@ -30,14 +33,17 @@ import stat
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import check_unpacked_size, safe_member_name
+from envforge.host.archives import check_unpacked_size, safe_member_name, sha256_file
+from envforge.host.debunpack import decompress_data_tar
 
 _VERSION = 1
 _MANIFEST = "manifest.json"
+_DATA_TAR = "data.tar"
 _FILES = "files"
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 _CHUNK = 1 << 20
@@ -66,20 +72,30 @@ class UnpackedWheel:
     files: tuple[CachedFile, ...]
 
 
-def entry_path(cache: Path, sha256: str) -> Path:
-    return cache / f"wheels-v{_VERSION}" / sha256[:2] / sha256
+def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
+    return cache / f"{kind}-v{_VERSION}" / sha256[:2] / sha256
 
 
 def unpacked_wheel(cache: Path, wheel: Path, sha256: str) -> UnpackedWheel:
     """The checked entry for ``wheel`` (already hashed as ``sha256``), made if missing or
     altered."""
-    entry = entry_path(cache, sha256)
+    return _entry(entry_path(cache, sha256), lambda root: _extract(wheel, root))
+
+
+def unpacked_deb(cache: Path, deb: Path, sha256: str) -> Path:
+    """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked as a
+    wheel's entry is; ``deb`` is already hashed as ``sha256``."""
+    entry = _entry(entry_path(cache, sha256, "debs"), lambda root: _decompress(deb, root))
+    return entry.root / _DATA_TAR
+
+
+def _entry(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
     found = _checked(entry)
     if found is not None:
         return found
     if entry.exists():
         _discard(entry)
-    return _make(entry, wheel)
+    return _make(entry, make)
 
 
 def _checked(entry: Path) -> UnpackedWheel | None:
@@ -101,11 +117,11 @@ def _checked(entry: Path) -> UnpackedWheel | None:
     return UnpackedWheel(root, files)
 
 
-def _make(entry: Path, wheel: Path) -> UnpackedWheel:
+def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
     entry.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
-        files = _extract(wheel, scratch / _FILES)
+        files = make(scratch / _FILES)
         (scratch / _MANIFEST).write_text(
             json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
         try:
@@ -139,24 +155,34 @@ def _extract(wheel: Path, root: Path) -> list[CachedFile]:
                 target = root / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 digest = hashlib.sha256()
-                size = 0
                 with zf.open(info) as source, open(target, "xb") as out:
                     while chunk := source.read(_CHUNK):
                         digest.update(chunk)
-                        size += len(chunk)
                         out.write(chunk)
                 mode = info.external_attr >> 16
                 executable = bool(mode and stat.S_ISREG(mode) and mode & 0o111)
-                target.chmod(0o555 if executable else 0o444)
-                os.utime(target, ns=(_MTIME_NS, _MTIME_NS))
-                st = os.lstat(target)
-                files.append(CachedFile(
-                    info.filename, size,
-                    base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii"),
-                    executable, st.st_mtime_ns, st.st_ino))
+                files.append(_finish(target, name, digest.hexdigest(),
+                                     executable=executable))
     except (zipfile.BadZipFile, OSError) as exc:
         raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
     return files
+
+
+def _decompress(deb: Path, root: Path) -> list[CachedFile]:
+    root.mkdir()
+    target = root / _DATA_TAR
+    with open(target, "xb") as out:
+        decompress_data_tar(deb, out)
+    return [_finish(target, _DATA_TAR, sha256_file(target), executable=False)]
+
+
+def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> CachedFile:
+    """Make a written file read-only with the fixed mtime, and its manifest row."""
+    target.chmod(0o555 if executable else 0o444)
+    os.utime(target, ns=(_MTIME_NS, _MTIME_NS))
+    st = os.lstat(target)
+    digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
+    return CachedFile(name, st.st_size, digest, executable, st.st_mtime_ns, st.st_ino)
 
 
 def _discard(entry: Path) -> None:

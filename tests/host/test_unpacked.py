@@ -1,5 +1,6 @@
-"""The unpacked-wheel cache: made once from a checked wheel, installed from by copying, and
-an altered entry detected and made again, never installed from (real Python 3.7 venvs)."""
+"""The unpacked cache: an entry made once from a checked wheel (or a .deb's data.tar),
+installed from by copying, and an altered entry detected and made again, never installed
+from (real Python 3.7 venvs, real dpkg-deb packages)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from envforge.host.archives import sha256_file
+from envforge.host.debunpack import unpack_deb
 from envforge.host.interpreters import find_interpreter
-from envforge.host.unpacked import clone_file, entry_path, unpacked_wheel
+from envforge.host.unpacked import clone_file, entry_path, unpacked_deb, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
+from tests.host.test_debunpack import build_deb, needs_dpkg_deb
 from tests.host.test_wheelinstall import make_wheel, run
 
 pytestmark = pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build")
@@ -157,3 +160,36 @@ def test_installing_over_a_hard_linked_file_leaves_the_link_target_alone(
 
     assert outside.read_text() == "mine\n"
     assert (folder / "hello_ef" / "__init__.py").read_text() == MODULE
+
+
+@needs_dpkg_deb
+@pytest.mark.parametrize("damage", [None, "flip", "remove"])
+def test_a_deb_unpacks_from_its_cached_data_tar_as_from_the_archive(
+        tmp_path: Path, damage: str | None) -> None:
+    demo_deb = build_deb(tmp_path, "libdemo1", "1.0-1",
+                         files={"usr/lib/libdemo.so.1.0": b"\x7fELF",
+                                "usr/bin/demo": b"#!/bin/sh\n"},
+                         modes={"usr/bin/demo": 0o755},
+                         symlinks={"usr/lib/libdemo.so.1": "libdemo.so.1.0",
+                                   "usr/bin/demo-abs": "/usr/bin/demo"})
+    sha256 = sha256_file(demo_deb)
+    cache = tmp_path / "cache"
+    data_tar = unpacked_deb(cache, demo_deb, sha256)
+    if damage == "flip":
+        _corrupt_by_flipping_a_byte(data_tar)
+    elif damage == "remove":
+        data_tar.unlink()
+
+    again = unpacked_deb(cache, demo_deb, sha256)
+    unpack_deb(demo_deb, tmp_path / "direct")
+    unpack_deb(demo_deb, tmp_path / "cached", data_tar=again)
+
+    assert _listing(tmp_path / "cached") == _listing(tmp_path / "direct")
+    assert stat.S_IMODE(again.stat().st_mode) == 0o444
+
+
+def _listing(root: Path) -> dict[str, tuple[str, int]]:
+    return {str(p.relative_to(root)): (
+        f"link:{p.readlink()}" if p.is_symlink() else
+        "folder" if p.is_dir() else sha256_file(p), stat.S_IMODE(p.lstat().st_mode))
+        for p in root.rglob("*")}
