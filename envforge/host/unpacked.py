@@ -38,7 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import check_unpacked_size, safe_member_name, sha256_file
+from envforge.host.archives import (
+    check_unpacked_size,
+    safe_member_name,
+    sha256_file,
+    verify_artifact,
+)
 from envforge.host.debunpack import decompress_data_tar
 
 _VERSION = 1
@@ -77,15 +82,21 @@ def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
 
 
 def unpacked_wheel(cache: Path, wheel: Path, sha256: str) -> UnpackedWheel:
-    """The checked entry for ``wheel`` (already hashed as ``sha256``), made if missing or
-    altered."""
-    return _entry(entry_path(cache, sha256), lambda root: _extract(wheel, root))
+    """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
+    altered (then the wheel is hashed first, and its member names checked)."""
+    def make(root: Path) -> list[CachedFile]:
+        verify_artifact(wheel, sha256)
+        return _extract(wheel, root)
+    return _entry(entry_path(cache, sha256), make)
 
 
 def unpacked_deb(cache: Path, deb: Path, sha256: str) -> Path:
-    """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked as a
-    wheel's entry is; ``deb`` is already hashed as ``sha256``."""
-    entry = _entry(entry_path(cache, sha256, "debs"), lambda root: _decompress(deb, root))
+    """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
+    as a wheel's entry is."""
+    def make(root: Path) -> list[CachedFile]:
+        verify_artifact(deb, sha256)
+        return _decompress(deb, root)
+    entry = _entry(entry_path(cache, sha256, "debs"), make)
     return entry.root / _DATA_TAR
 
 

@@ -140,10 +140,12 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
                    cache: Path | None = None) -> list[str]:
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
-    (envforge's), wheels are unpacked there once and copied from there."""
-    verify_wheels(wheels)
-    for wheel in wheels:
-        scan_wheel(wheel.path)
+    (envforge's), wheels are unpacked there once and copied from there: an entry is made
+    only from an archive hashed and scanned as here, so one already made needs neither."""
+    if cache is None:
+        verify_wheels(wheels)
+        for wheel in wheels:
+            scan_wheel(wheel.path)
     scheme = target_scheme(python)
     named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
     kind = _script_kind()
@@ -271,13 +273,17 @@ class _Destination(SchemeDictionaryDestination):
         if scheme == "scripts" or self.pool is None:  # a #!python shebang names the target
             with open(cached.source, "rb") as real:
                 return super().write_file(scheme, path, real, is_executable)
-        target = self._path_with_destdir(scheme, os.fspath(path))
+        # the entry's member names were made safe (relative, no "..") when it was made
+        target = Path(self.scheme_dict[scheme], path)
+        self._pending.append(self.pool.submit(self._place, cached, target, is_executable))
+        return RecordEntry(os.fspath(path), Hash("sha256", cached.sha256), cached.size)
+
+    def _place(self, cached: _Cached, target: Path, executable: bool) -> None:
+        """On a worker: folders too, as a mkdir can take milliseconds on a busy disk."""
         if target.parent not in self._folders:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._folders.add(target.parent)
-        self._pending.append(self.pool.submit(clone_file, cached.source, target,
-                                              executable=is_executable))
-        return RecordEntry(os.fspath(path), Hash("sha256", cached.sha256), cached.size)
+        clone_file(cached.source, target, executable=executable)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO,
                     is_executable: bool) -> RecordEntry:
