@@ -9,6 +9,7 @@ same verified copies; host/ and steps/ never read a bundle's manifest themselves
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from envforge.bundle.check import check_bundle
@@ -25,6 +26,8 @@ from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext
+
+_PARALLEL_FETCHES = 8
 
 
 class LockedSources:
@@ -135,15 +138,21 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
         if a.role not in supplied and a.url:  # no URL: the user supplies it, its step says how
             roles[a.role] = FileRef(a.url, a.sha256, a.filename, a.size)
     found: dict[str, Path] = {}
-    for role_or_none, ref in [*((None, r) for r in refs), *roles.items()]:
-        try:
-            path = obtain(ref, cache=ctx.dirs.cache)
-        except ArtifactError as exc:
-            raise ArtifactError(f"{exc}; nothing was changed") from None
-        except EnvforgeError as exc:
-            raise EnvforgeError(f"{exc}; nothing was changed") from None
-        if role_or_none is not None:
-            found[role_or_none] = path
+    jobs = [*((None, r) for r in refs), *roles.items()]
+    # downloads and re-hashes overlap, as uv's do; the first failure in lock order is reported
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:
+        futures = [pool.submit(obtain, ref, cache=ctx.dirs.cache) for _, ref in jobs]
+        for (role_or_none, _), future in zip(jobs, futures, strict=True):
+            try:
+                path = future.result()
+            except ArtifactError as exc:
+                pool.shutdown(cancel_futures=True)
+                raise ArtifactError(f"{exc}; nothing was changed") from None
+            except EnvforgeError as exc:
+                pool.shutdown(cancel_futures=True)
+                raise EnvforgeError(f"{exc}; nothing was changed") from None
+            if role_or_none is not None:
+                found[role_or_none] = path
     return {**found, **supplied}
 
 
