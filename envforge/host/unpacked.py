@@ -117,9 +117,10 @@ def _checked(entry: Path) -> UnpackedWheel | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     root = entry / _FILES
+    prefix = f"{root}/"  # a str: pathlib's parsing would cost more than the stat
     for cached in files:
         try:
-            st = os.lstat(root / cached.path)
+            st = os.lstat(prefix + cached.path)
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode) or st.st_size != cached.size \
@@ -204,10 +205,11 @@ def _discard(entry: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def clone_file(source: Path, target: Path, *, executable: bool) -> None:
+def clone_file(source: str | Path, target: str | Path, *, executable: bool) -> None:
     """Write ``source``'s bytes into a new file at ``target`` (any file there is unlinked
     first, so nothing is written through a link), mode 0666 or 0777 less the umask."""
-    target.unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
     mode = 0o777 if executable else 0o666
     with open(source, "rb") as src, \
             open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as dst:
