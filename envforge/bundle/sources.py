@@ -93,11 +93,17 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
 
 
 def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
-    problems = []
     cache = ctx.dirs.cache
+    refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
+    refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
+    refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:  # hashing lets go of the GIL
+        checked = dict(zip(refs, pool.map(lambda ref: _cache_problem(cache, ref), refs),
+                           strict=True))
+    problems = []
     for f in ctx.lock.pypi:
         ref = FileRef(f.url, f.sha256, f.filename, f.size)
-        found_problems = _cache_problem(cache, ref)
+        found_problems = checked[ref]
         problems += found_problems
         if f.kind == "sdist":
             built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build)
@@ -105,10 +111,8 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
                 problems.append(f"{f.filename}: no wheel built from it in the cache")
             elif not found_problems:
                 _check_built(f, built.path, cache_path(cache, ref))
-    for c in ctx.lock.conda:
-        problems += _cache_problem(cache, FileRef(c.url, c.sha256, c.filename, c.size))
-    for d in ctx.lock.deb:
-        problems += _cache_problem(cache, FileRef(d.url, d.sha256, d.filename, d.size))
+    for ref in refs[len(ctx.lock.pypi):]:
+        problems += checked[ref]
     supplied = _supplied(ctx)
     found: dict[str, Path] = {}
     for a in ctx.lock.artifacts:
