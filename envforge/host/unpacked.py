@@ -28,6 +28,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -47,6 +48,7 @@ from envforge.host.archives import (
 from envforge.host.debunpack import decompress_data_tar
 
 _VERSION = 1
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _MANIFEST = "manifest.json"
 _DATA_TAR = "data.tar"
 _FILES = "files"
@@ -78,6 +80,10 @@ class UnpackedWheel:
 
 
 def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
+    """Where the entry for an archive of this sha256 lives; the hash names a folder, so it
+    must be 64 hex digits (a lock's ``../`` never reaches the file system)."""
+    if not _SHA256.fullmatch(sha256):
+        raise ArtifactError(f"sha256 {sha256!r} is not 64 lowercase hex digits")
     return cache / f"{kind}-v{_VERSION}" / sha256[:2] / sha256
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.errors import ArtifactError
 from envforge.host.archives import sha256_file
 from envforge.host.debunpack import unpack_deb
 from envforge.host.interpreters import find_interpreter
@@ -193,3 +194,10 @@ def _listing(root: Path) -> dict[str, tuple[str, int]]:
         f"link:{p.readlink()}" if p.is_symlink() else
         "folder" if p.is_dir() else sha256_file(p), stat.S_IMODE(p.lstat().st_mode))
         for p in root.rglob("*")}
+
+
+def test_a_sha256_that_is_not_hex_never_names_a_folder(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    with pytest.raises(ArtifactError, match="is not 64 lowercase hex digits"):
+        unpacked_wheel(tmp_path / "cache", wheel.path, "../" * 3 + "a" * 55)
+    assert not (tmp_path / "cache").exists()
