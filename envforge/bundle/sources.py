@@ -9,6 +9,7 @@ same verified copies; host/ and steps/ never read a bundle's manifest themselves
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext
+
+_PARALLEL_FETCHES = 8
 
 
 class LockedSources:
@@ -90,11 +93,17 @@ def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[st
 
 
 def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
-    problems = []
     cache = ctx.dirs.cache
+    refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
+    refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
+    refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:  # hashing lets go of the GIL
+        checked = dict(zip(refs, pool.map(lambda ref: _cache_problem(cache, ref), refs),
+                           strict=True))
+    problems = []
     for f in ctx.lock.pypi:
         ref = FileRef(f.url, f.sha256, f.filename, f.size)
-        found_problems = _cache_problem(cache, ref)
+        found_problems = checked[ref]
         problems += found_problems
         if f.kind == "sdist":
             built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build,
@@ -104,10 +113,8 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
             elif not found_problems:
                 archive = cache_path(cache, ref)
                 _unchanged(partial(_check, ctx, f, built.path, archive))
-    for c in ctx.lock.conda:
-        problems += _cache_problem(cache, FileRef(c.url, c.sha256, c.filename, c.size))
-    for d in ctx.lock.deb:
-        problems += _cache_problem(cache, FileRef(d.url, d.sha256, d.filename, d.size))
+    for ref in refs[len(ctx.lock.pypi):]:
+        problems += checked[ref]
     supplied = _supplied(ctx)
     found: dict[str, Path] = {}
     for a in ctx.lock.artifacts:
@@ -139,15 +146,22 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
         if a.role not in supplied and a.url:  # no URL: the user supplies it, its step says how
             roles[a.role] = FileRef(a.url, a.sha256, a.filename, a.size)
     found: dict[str, Path] = {}
-    for role_or_none, ref in [*((None, r) for r in refs), *roles.items()]:
-        try:
-            path = obtain(ref, cache=ctx.dirs.cache, report=ctx.ui.download)
-        except ArtifactError as exc:
-            raise ArtifactError(f"{exc}; nothing was changed") from None
-        except EnvforgeError as exc:
-            raise EnvforgeError(f"{exc}; nothing was changed") from None
-        if role_or_none is not None:
-            found[role_or_none] = path
+    jobs = [*((None, r) for r in refs), *roles.items()]
+    # downloads and re-hashes overlap, as uv's do; the first failure in lock order is reported
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:
+        futures = [pool.submit(obtain, ref, cache=ctx.dirs.cache, report=ctx.ui.download)
+                   for _, ref in jobs]
+        for (role_or_none, _), future in zip(jobs, futures, strict=True):
+            try:
+                path = future.result()
+            except ArtifactError as exc:
+                pool.shutdown(cancel_futures=True)
+                raise ArtifactError(f"{exc}; nothing was changed") from None
+            except EnvforgeError as exc:
+                pool.shutdown(cancel_futures=True)
+                raise EnvforgeError(f"{exc}; nothing was changed") from None
+            if role_or_none is not None:
+                found[role_or_none] = path
     for f in ctx.lock.pypi:
         if f.kind == "sdist":
             archive = cache_path(ctx.dirs.cache, FileRef(f.url, f.sha256, f.filename, f.size))

@@ -109,7 +109,7 @@ def _decompressor(name: str, raw: io.BufferedReader, deb: Path) -> _Readable:
     raise ArtifactError(f"{deb}: unsupported member {name}")
 
 
-def _data_tar(deb: Path, scratch: IO[bytes]) -> None:
+def decompress_data_tar(deb: Path, scratch: IO[bytes]) -> None:
     """Decompress the .deb's data.tar member into ``scratch``."""
     with open(deb, "rb") as handle:
         members = list(ar_members(handle, source=str(deb)))
@@ -289,34 +289,43 @@ def _kind_name(member: tarfile.TarInfo) -> str:
 
 # --- writing -------------------------------------------------------------------------------
 
-def unpack_deb(deb: Path, root: Path, *, replace: bool = False) -> UnpackResult:
+def unpack_deb(deb: Path, root: Path, *, replace: bool = False,
+               data_tar: Path | None = None) -> UnpackResult:
     """Extract the .deb's files under ``root`` and list what was written.
 
     Nothing is written if any member is unsafe. Setuid, setgid and sticky bits are dropped;
     folders stay writable by their owner so a rollback can remove their contents. An
     existing file is an error unless ``replace`` (then it is overwritten, and listed).
     If writing fails midway, what this call wrote is removed before the error is raised.
+    ``data_tar`` is the package's data.tar already decompressed (``host/unpacked.py``).
     """
     root = root.resolve()
+    if data_tar is not None:
+        with open(data_tar, "rb") as handle:
+            return _unpack_tar(deb, handle, root, replace)
     with tempfile.TemporaryFile() as scratch:
-        _data_tar(deb, scratch)
-        try:
-            with tarfile.open(fileobj=scratch, mode="r:") as tar:
-                entries = _plan(tar, root, deb, replace)
-                written: list[Path] = []
-                try:
-                    _make_dirs(root, written)
-                    for entry in entries:
-                        _write(tar, entry, root, written)
-                except OSError as exc:  # ENOSPC, EROFS, EACCES...: one line, nothing left
-                    _undo(written)
-                    raise ArtifactError(f"{deb}: cannot unpack into {root}: "
-                                        f"{exc.strerror or exc}; nothing was left there") from None
-                except BaseException:
-                    _undo(written)
-                    raise
-        except tarfile.TarError as exc:
-            raise ArtifactError(f"{deb}: corrupt data.tar: {exc}") from None
+        decompress_data_tar(deb, scratch)
+        return _unpack_tar(deb, scratch, root, replace)
+
+
+def _unpack_tar(deb: Path, handle: IO[bytes], root: Path, replace: bool) -> UnpackResult:
+    try:
+        with tarfile.open(fileobj=handle, mode="r:") as tar:
+            entries = _plan(tar, root, deb, replace)
+            written: list[Path] = []
+            try:
+                _make_dirs(root, written)
+                for entry in entries:
+                    _write(tar, entry, root, written)
+            except OSError as exc:  # ENOSPC, EROFS, EACCES...: one line, nothing left
+                _undo(written)
+                raise ArtifactError(f"{deb}: cannot unpack into {root}: "
+                                    f"{exc.strerror or exc}; nothing was left there") from None
+            except BaseException:
+                _undo(written)
+                raise
+    except tarfile.TarError as exc:
+        raise ArtifactError(f"{deb}: corrupt data.tar: {exc}") from None
     dangling = tuple((root / e.path, e.link) for e in entries
                      if e.kind == "symlink" and not (root / e.path).exists())
     return UnpackResult(tuple(written), dangling)

@@ -6,6 +6,10 @@ Python and only unpacks. Where files go is the target's business, so its own
 envforge runs on 3.12). Every wheel's sha256 is checked before the first one is installed,
 and a wheel whose tags the target cannot use is refused rather than half-installed.
 No bytecode is compiled: this interpreter's would not fit the target's.
+
+Given envforge's cache, each wheel is unzipped once into it (``host/unpacked.py``) and
+installed by copying its files from there on a few threads; only what depends on the target
+is written by ``installer`` (RECORD, INSTALLER, entry-point scripts, ``#!python`` shebangs).
 """
 
 from __future__ import annotations
@@ -13,28 +17,33 @@ from __future__ import annotations
 import csv
 import json
 import os
+import posixpath
 import shutil
 import zipfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import BinaryIO, Literal, assert_never
+from typing import BinaryIO, Literal, assert_never, cast
 
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
-from installer.records import RecordEntry
-from installer.sources import WheelFile
+from installer.records import Hash, RecordEntry, parse_record_file
+from installer.sources import WheelContentElement, WheelFile, WheelSource
 from installer.utils import Scheme
+from installer.utils import parse_wheel_filename as installer_wheel_name
 from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
+from envforge.host.unpacked import UnpackedWheel, clone_file, unpacked_wheel
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
+_THREADS = 8  # copies wait on the kernel, not the GIL
 
 # Runs in the target: stdlib only, Python 3.6+ syntax.
 _SCHEME_SCRIPT = r"""
@@ -127,24 +136,36 @@ def verify_wheels(wheels: Sequence[WheelToInstall]) -> None:
                                 f"{wheel.sha256}; refusing to install it")
 
 
-def install_wheels(wheels: Sequence[WheelToInstall], python: Path) -> list[str]:
+def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
+                   cache: Path | None = None) -> list[str]:
     """Install each wheel into ``python``'s environment, replacing any other installed version
-    of the same distribution; returns ``name==version`` per wheel, in order."""
-    verify_wheels(wheels)
-    for wheel in wheels:
-        scan_wheel(wheel.path)
+    of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
+    (envforge's), wheels are unpacked there once and copied from there: an entry is made
+    only from an archive hashed and scanned as here, so one already made needs neither."""
+    if cache is None:
+        verify_wheels(wheels)
+        for wheel in wheels:
+            scan_wheel(wheel.path)
     scheme = target_scheme(python)
     named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
     kind = _script_kind()
     installed = []
-    for wheel, name, version in named:
-        remove_distribution(scheme, name)
-        destination = _Destination(
-            scheme.scheme_dict(name), interpreter=str(python), script_kind=kind,
-            overwrite_existing=True)  # a re-run after a crash mid-install converges
-        with WheelFile.open(wheel.path) as source:
-            install(source, destination, {"INSTALLER": INSTALLER_NAME})
-        installed.append(f"{name}=={version}")
+    with ThreadPoolExecutor(_THREADS) as pool:
+        entries = list(pool.map(lambda w: unpacked_wheel(cache, w.path, w.sha256), wheels)) \
+            if cache is not None else [None] * len(wheels)
+        for (wheel, name, version), entry in zip(named, entries, strict=True):
+            remove_distribution(scheme, name)
+            destination = _Destination(
+                scheme.scheme_dict(name), interpreter=str(python), script_kind=kind,
+                overwrite_existing=True,  # a re-run after a crash mid-install converges
+                pool=pool)
+            if entry is None:
+                with WheelFile.open(wheel.path) as source:
+                    install(source, destination, {"INSTALLER": INSTALLER_NAME})
+            else:
+                install(_EntrySource(entry, wheel.path), destination,
+                        {"INSTALLER": INSTALLER_NAME})
+            installed.append(f"{name}=={version}")
     return installed
 
 
@@ -191,12 +212,98 @@ def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
     return installed
 
 
+@dataclass(frozen=True)
+class _Cached:
+    """A member of an unpacked cache entry, handed to the destination in place of a stream."""
+
+    source: str
+    sha256: str
+    size: int
+
+
+class _EntrySource(WheelSource):
+    """A wheel read from its unpacked cache entry instead of its zip."""
+
+    def __init__(self, entry: UnpackedWheel, wheel: Path) -> None:
+        parsed = installer_wheel_name(wheel.name)
+        super().__init__(distribution=parsed.distribution, version=parsed.version)
+        self._entry = entry
+        tops = sorted({f.path.split("/", 1)[0] for f in entry.files})
+        dist_infos = [t for t in tops if t.endswith(".dist-info")]
+        if len(dist_infos) != 1:
+            raise ArtifactError(f"{wheel}: not one .dist-info folder ({dist_infos})")
+        self._dist_info = dist_infos[0]
+
+    @property
+    def dist_info_dir(self) -> str:
+        return self._dist_info
+
+    @property
+    def dist_info_filenames(self) -> list[str]:
+        base = self._dist_info + "/"
+        return [f.path[len(base):] for f in self._entry.files if f.path.startswith(base)]
+
+    def read_dist_info(self, filename: str) -> str:
+        return (self._entry.root / posixpath.join(self._dist_info, filename)).read_text(
+            encoding="utf-8")
+
+    def get_contents(self) -> Iterator[WheelContentElement]:
+        records = {r[0]: r for r in parse_record_file(self.read_dist_info("RECORD").splitlines())}
+        root = str(self._entry.root)
+        for f in self._entry.files:
+            cached = _Cached(f"{root}/{f.path}", f.sha256, f.size)
+            yield records.get(f.path, (f.path, "", "")), cast(BinaryIO, cached), f.executable
+
+
+@dataclass
 class _Destination(SchemeDictionaryDestination):
-    """Scripts are made executable whatever mode the archive stored, as pip does."""
+    """Scripts are made executable whatever mode the archive stored, as pip does; a file
+    already there is unlinked, never written through (it may be a link); members of a cache
+    entry are copied on ``pool``'s threads before RECORD is written."""
+
+    pool: ThreadPoolExecutor | None = None
+    _todo: list[tuple[str, str, bool]] = field(default_factory=list)  # source, target, +x
+    _folders: set[str] = field(default_factory=set)
 
     def write_file(self, scheme: Scheme, path: str | os.PathLike[str], stream: BinaryIO,
                    is_executable: bool) -> RecordEntry:
-        return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
+        is_executable = is_executable or scheme == "scripts"
+        cached = cast(object, stream)
+        if not isinstance(cached, _Cached):
+            return super().write_file(scheme, path, stream, is_executable)
+        if scheme == "scripts" or self.pool is None:  # a #!python shebang names the target
+            with open(cached.source, "rb") as real:
+                return super().write_file(scheme, path, real, is_executable)
+        # Strings, not Paths: pathlib's parsing was a second of ml30's 10,000 files. The
+        # entry's member names were made safe (relative, no "..") when it was made.
+        path = os.fspath(path)
+        self._todo.append((cached.source, f"{self.scheme_dict[scheme]}/{path}", is_executable))
+        return RecordEntry(path, Hash("sha256", cached.sha256), cached.size)
+
+    def _place(self, batch: list[tuple[str, str, bool]]) -> None:
+        """On a worker: folders too, as a mkdir can take milliseconds on a busy disk."""
+        for source, target, executable in batch:
+            folder = target.rpartition("/")[0]
+            if folder not in self._folders:
+                os.makedirs(folder, exist_ok=True)  # noqa: PTH103 (strings, as above)
+                self._folders.add(folder)
+            clone_file(source, target, executable=executable)
+
+    def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO,
+                    is_executable: bool) -> RecordEntry:
+        target = self._path_with_destdir(scheme, path)
+        if self.overwrite_existing and (target.is_symlink() or target.exists()):
+            target.unlink()
+        return super().write_to_fs(scheme, path, stream, is_executable)
+
+    def finalize_installation(self, scheme: Scheme, record_file_path: str,
+                              records: Iterable[tuple[Scheme, RecordEntry]]) -> None:
+        todo, self._todo = self._todo, []
+        if todo and self.pool is not None:
+            size = -(-len(todo) // (_THREADS * 4))  # runs of neighbours share their folders
+            list(self.pool.map(self._place, [todo[i:i + size]
+                                             for i in range(0, len(todo), size)]))
+        super().finalize_installation(scheme, record_file_path, records)
 
 
 def installed_dist_infos(scheme: TargetScheme, name: str) -> list[Path]:

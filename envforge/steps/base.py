@@ -197,6 +197,11 @@ def want_change(want: Want) -> Change | None:
     return Change(action="replace", target=str(want.path), before=before, after=after)
 
 
+def unpacked_cache(ctx: StepContext) -> Path:
+    """Where unpacked wheels and debs are kept (``host/unpacked.py``), beside the archives."""
+    return ctx.dirs.cache / "unpacked"
+
+
 def text_digest(text: str | None) -> str | None:
     """A short content hash for a plan's before/after column; None for an absent file."""
     return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,5 +1,6 @@
 """Debian packages unpacked into ``<prefix>/deb`` with no root and no dpkg.
 
+Each package's data.tar is decompressed once into envforge's cache (``host/unpacked.py``).
 Each unpacked package leaves a marker naming its version, so a re-apply sees what is
 there without reading any archive. The unversioned ``libX.so`` names that ``-lX`` needs
 (runtime packages lack them) are added as links beside the libraries.
@@ -12,9 +13,10 @@ from pathlib import Path
 from envforge.confine import inside
 from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.fetch import FileRef
+from envforge.host.unpacked import unpacked_deb
 from envforge.journal import Transaction
 from envforge.lockfile import LockedDeb
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, StepContext, unpacked_cache
 
 MARKERS = ".envforge-debs"
 
@@ -40,7 +42,9 @@ class DebUnpackStep:
         files = [ctx.sources.obtain(ctx, FileRef(d.url, d.sha256, d.filename, d.size))
                  for d in wanted]
         for deb, path in zip(wanted, files, strict=True):
-            unpack_deb(path, root, replace=True)  # inside the prefix: a re-run after a crash
+            data_tar = unpacked_deb(unpacked_cache(ctx), path, deb.sha256)
+            unpack_deb(path, root, replace=True,  # inside the prefix: a re-run after a crash
+                       data_tar=data_tar)
             marker = _marker(root, deb)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{deb.sha256}\n", encoding="utf-8")

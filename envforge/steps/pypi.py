@@ -5,8 +5,9 @@ content-addressed cache or the bundle, re-hashed against the lock on every use (
 cache, which uv trusts without re-hashing its unpacked files, is not an install source); an
 sdist (Theano-PyMC has no wheel) is built into a wheel once, with the environment's Python
 and the lock's build table (the spec's build constraints), and every file of that wheel is
-checked against the sdist. pypa's ``installer`` unpacks the
-wheels (``host/wheelinstall.py``): no resolver, and no build backend when a wheel is at hand.
+checked against the sdist. Each wheel is unzipped once into envforge's cache and copied
+from there (``host/unpacked.py``, ``host/wheelinstall.py``): no resolver, and no build
+backend when a wheel is at hand.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, StepContext, unpacked_cache
 
 
 def installed_distributions(site_packages: Path) -> dict[str, str]:
@@ -63,4 +64,5 @@ class PypiInstallStep:
             return
         from envforge.host.wheelinstall import install_wheels
 
-        install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python))
+        install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
+                       cache=unpacked_cache(ctx))

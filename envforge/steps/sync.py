@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from envforge.drift import Drift, find_drift
 from envforge.errors import StepError
 from envforge.journal import Transaction
-from envforge.steps.base import Change, StepContext
+from envforge.steps.base import Change, StepContext, unpacked_cache
 
 
 def _drift(ctx: StepContext) -> Drift:
@@ -51,7 +51,7 @@ class SyncStep:
             for item in drift.extra:
                 remove_distribution(scheme, item.split()[0])
         if wheels:
-            install_wheels(wheels, python)
+            install_wheels(wheels, python, cache=unpacked_cache(ctx))
         left = _drift(ctx)
         if left.extra or left.modified:
             raise StepError(f"sync left {left.summary()} in {ctx.prefix}")

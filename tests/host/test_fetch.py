@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import multiprocessing
+import os
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from envforge.errors import ArtifactError
+from envforge.host import fetch
+from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, download, obtain
 
 
@@ -109,3 +113,42 @@ def test_a_piped_download_shows_its_size_as_it_starts_goes_and_ends(
         UI(quiet=True).download("x.whl", 1)
     finally:
         server.shutdown()
+
+
+def _cached(tmp_path: Path, data: bytes, *, age_s: float) -> tuple[FileRef, Path]:
+    """A file already in the cache, last written ``age_s`` seconds ago."""
+    ref = FileRef("https://example.invalid/pkg.whl", hashlib.sha256(data).hexdigest(),
+                  "pkg.whl")
+    target = tmp_path / "cache" / "files" / ref.sha256[:2] / ref.sha256 / "pkg.whl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(data)
+    then = time.time() - age_s
+    os.utime(target, (then, then))
+    return ref, target
+
+
+@pytest.mark.parametrize(("age_s", "hashes"), [(60.0, 1), (0.0, 2)])
+def test_a_settled_file_is_hashed_once_per_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, age_s: float, hashes: int) -> None:
+    ref, _ = _cached(tmp_path, b"wheel bytes", age_s=age_s)
+    calls = []
+
+    def counting(path: Path) -> str:
+        calls.append(path)
+        return sha256_file(path)
+    monkeypatch.setattr(fetch, "sha256_file", counting)
+
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+
+    assert len(calls) == hashes  # a file written within the last second is hashed each time
+
+
+def test_a_file_altered_after_its_hash_is_hashed_again_and_refused(tmp_path: Path) -> None:
+    ref, target = _cached(tmp_path, b"wheel bytes", age_s=60.0)
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    with open(target, "r+b") as handle:  # same size, same inode: only the mtime moves
+        handle.write(b"W")
+
+    with pytest.raises(ArtifactError, match="the cache copy was altered"):
+        obtain(ref, cache=tmp_path / "cache", offline=True)

@@ -129,18 +129,21 @@ def test_a_new_version_replaces_the_old_one_file_by_file(venv37: Path, tmp_path:
 
 
 @pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
-def test_a_tampered_wheel_refuses_the_whole_batch(venv37: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("cached", [False, True], ids=["from-zip", "unpacked-cache"])
+def test_a_tampered_wheel_refuses_the_whole_batch(venv37: Path, tmp_path: Path,
+                                                  cached: bool) -> None:
     good = make_wheel(tmp_path, "good_one", "1.0", {"good_one.py": "OK = True\n"})
     bad = make_wheel(tmp_path, "bad_one", "1.0", {"bad_one.py": "OK = True\n"})
     expected = sha256_file(bad)
     with bad.open("ab") as fh:
         fh.write(b"\0")
 
-    with pytest.raises(ArtifactError, match=r"bad_one-1\.0-py3-none-any\.whl: sha256 .* does not "
-                                             r"match the expected"):
-        install_wheels([wheel(good), WheelToInstall(bad, expected)], venv37)
+    with pytest.raises(ArtifactError, match=r"bad_one-1\.0-py3-none-any\.whl: sha256 .*"):
+        install_wheels([wheel(good), WheelToInstall(bad, expected)], venv37,
+                       cache=tmp_path / "cache" if cached else None)
     site = venv37.parent.parent / "lib/python3.7/site-packages"
     assert not list(site.iterdir())  # checked before the first wheel went in
+    assert not list((tmp_path / "cache").rglob("bad_one.py"))
 
 
 @pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")

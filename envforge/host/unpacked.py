@@ -1,0 +1,256 @@
+"""Wheels unpacked once into envforge's cache, keyed by the archive's sha256 (uv's model);
+likewise each .deb's data.tar, decompressed.
+
+An entry is made only from a wheel whose sha256 was just checked against the lock: each
+member is written into a temporary folder while its sha256 and size are taken, a manifest
+records them with each file's stat, the files are made read-only and the folder is renamed
+into place, so an entry is whole or absent, and a second apply making the same entry keeps
+the first one's.
+
+On use each file's stat (size, mtime, inode) is compared with the manifest, with no
+re-hash (uv's way: a full hash only when made): every file's mtime is set to 1980 when
+made, so writing into it moves its mtime, replacing it changes its inode, removing it fails
+the stat. An entry that differs is removed and made again from the archive, never
+installed from. What this misses is a write that sets mtime back on purpose, by someone
+who can write to envforge's cache; the archives themselves are still re-hashed against the
+lock on every apply.
+
+Installs copy from an entry (``clone_file``): a reflink where the file system can share
+blocks, else ``copy_file_range``. Never a hard link: as root, or after a chmod, a file
+written in place in the environment would write into the cache entry too.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from envforge.errors import ArtifactError
+from envforge.host.archives import (
+    check_unpacked_size,
+    safe_member_name,
+    sha256_file,
+    verify_artifact,
+)
+from envforge.host.debunpack import decompress_data_tar
+
+_VERSION = 1
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_MANIFEST = "manifest.json"
+_DATA_TAR = "data.tar"
+_FILES = "files"
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+_CHUNK = 1 << 20
+# Every cached file's mtime, the zip format's epoch: any later write sets the clock's time,
+# so it is seen even within the clock tick the entry was made in.
+_MTIME_NS = 315_532_800 * 10**9
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """One unpacked member: its archive path, the RECORD-style hash, and the stat it had."""
+
+    path: str
+    size: int
+    sha256: str  # urlsafe base64, no padding, as RECORD spells it
+    executable: bool
+    mtime_ns: int
+    inode: int
+
+
+@dataclass(frozen=True)
+class UnpackedWheel:
+    """An entry checked against its manifest: ``root / path`` holds each member's bytes."""
+
+    root: Path
+    files: tuple[CachedFile, ...]
+
+
+def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
+    """Where the entry for an archive of this sha256 lives; the hash names a folder, so it
+    must be 64 hex digits (a lock's ``../`` never reaches the file system)."""
+    if not _SHA256.fullmatch(sha256):
+        raise ArtifactError(f"sha256 {sha256!r} is not 64 lowercase hex digits")
+    return cache / f"{kind}-v{_VERSION}" / sha256[:2] / sha256
+
+
+def unpacked_wheel(cache: Path, wheel: Path, sha256: str) -> UnpackedWheel:
+    """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
+    altered (then the wheel is hashed first, and its member names checked)."""
+    def make(root: Path) -> list[CachedFile]:
+        verify_artifact(wheel, sha256)
+        return _extract(wheel, root)
+    return _entry(entry_path(cache, sha256), make)
+
+
+def unpacked_deb(cache: Path, deb: Path, sha256: str) -> Path:
+    """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
+    as a wheel's entry is."""
+    def make(root: Path) -> list[CachedFile]:
+        verify_artifact(deb, sha256)
+        return _decompress(deb, root)
+    entry = _entry(entry_path(cache, sha256, "debs"), make)
+    return entry.root / _DATA_TAR
+
+
+def _entry(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
+    found = _checked(entry)
+    if found is not None:
+        return found
+    if entry.exists():
+        _discard(entry)
+    return _make(entry, make)
+
+
+def _checked(entry: Path) -> UnpackedWheel | None:
+    """The entry if every file stats as its manifest says; None when missing or altered."""
+    try:
+        rows = json.loads((entry / _MANIFEST).read_text(encoding="utf-8"))["files"]
+        files = tuple(CachedFile(*row) for row in rows)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    root = entry / _FILES
+    prefix = f"{root}/"  # a str: pathlib's parsing would cost more than the stat
+    for cached in files:
+        try:
+            st = os.lstat(prefix + cached.path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != cached.size \
+                or st.st_mtime_ns != cached.mtime_ns or st.st_ino != cached.inode:
+            return None
+    return UnpackedWheel(root, files)
+
+
+def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+    try:
+        files = make(scratch / _FILES)
+        (scratch / _MANIFEST).write_text(
+            json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
+        try:
+            scratch.rename(entry)
+        except OSError as exc:  # another apply made it first: keep theirs if it is whole
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            theirs = _checked(entry)
+            if theirs is None:
+                raise ArtifactError(f"{entry}: a cache entry appeared mid-way and does not "
+                                    "match its manifest; remove it and apply again") from None
+            return theirs
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+    return UnpackedWheel(entry / _FILES, tuple(files))
+
+
+def _extract(wheel: Path, root: Path) -> list[CachedFile]:
+    files = []
+    packed = wheel.stat().st_size
+    total = 0
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                name = safe_member_name(wheel, info.filename)
+                total += info.file_size
+                check_unpacked_size(wheel, packed, total)
+                target = root / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                digest = hashlib.sha256()
+                with zf.open(info) as source, open(target, "xb") as out:
+                    while chunk := source.read(_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                mode = info.external_attr >> 16
+                executable = bool(mode and stat.S_ISREG(mode) and mode & 0o111)
+                files.append(_finish(target, name, digest.hexdigest(),
+                                     executable=executable))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
+    return files
+
+
+def _decompress(deb: Path, root: Path) -> list[CachedFile]:
+    root.mkdir()
+    target = root / _DATA_TAR
+    with open(target, "xb") as out:
+        decompress_data_tar(deb, out)
+    return [_finish(target, _DATA_TAR, sha256_file(target), executable=False)]
+
+
+def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> CachedFile:
+    """Make a written file read-only with the fixed mtime, and its manifest row."""
+    target.chmod(0o555 if executable else 0o444)
+    os.utime(target, ns=(_MTIME_NS, _MTIME_NS))
+    st = os.lstat(target)
+    digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
+    return CachedFile(name, st.st_size, digest, executable, st.st_mtime_ns, st.st_ino)
+
+
+def _discard(entry: Path) -> None:
+    """Move an altered entry aside, then remove it: readers see it whole or absent."""
+    aside = Path(tempfile.mkdtemp(prefix=".bad-", dir=entry.parent))
+    with contextlib.suppress(FileNotFoundError):  # another apply removed it first
+        entry.rename(aside / "entry")
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def clone_file(source: str | Path, target: str | Path, *, executable: bool) -> None:
+    """Write ``source``'s bytes into a new file at ``target`` (any file there is unlinked
+    first, so nothing is written through a link), mode 0666 or 0777 less the umask."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
+    mode = 0o777 if executable else 0o666
+    with open(source, "rb") as src, \
+            open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as dst:
+        if not (_reflink(src.fileno(), dst.fileno())
+                or _copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)):
+            shutil.copyfileobj(src, dst, _CHUNK)
+
+
+def _reflink(src: int, dst: int) -> bool:
+    """Share the blocks (btrfs, XFS); False where the file system cannot (ext4, tmpfs)."""
+    if sys.platform == "win32":
+        return False
+    import fcntl  # POSIX only
+
+    try:
+        fcntl.ioctl(dst, _FICLONE, src)
+    except OSError:
+        return False
+    return True
+
+
+def _copy_range(src: int, dst: int, size: int) -> bool:
+    """Copy inside the kernel; False (nothing written) where it cannot, across devices say."""
+    if not hasattr(os, "copy_file_range"):
+        return False
+    left = size
+    try:
+        while left > 0:
+            done = os.copy_file_range(src, dst, left)
+            if done == 0:
+                break
+            left -= done
+    except OSError as exc:
+        if left != size or exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP,
+                                             errno.EINVAL):
+            raise
+        return False
+    return True

@@ -1,0 +1,203 @@
+"""The unpacked cache: an entry made once from a checked wheel (or a .deb's data.tar),
+installed from by copying, and an altered entry detected and made again, never installed
+from (real Python 3.7 venvs, real dpkg-deb packages)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envforge.errors import ArtifactError
+from envforge.host.archives import sha256_file
+from envforge.host.debunpack import unpack_deb
+from envforge.host.interpreters import find_interpreter
+from envforge.host.unpacked import clone_file, entry_path, unpacked_deb, unpacked_wheel
+from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
+from tests.host.test_debunpack import build_deb, needs_dpkg_deb
+from tests.host.test_wheelinstall import make_wheel, run
+
+pytestmark = pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build")
+
+@pytest.fixture(scope="module")
+def python37() -> Path:
+    return find_interpreter("3.7", environ=dict(os.environ)).executable
+
+
+MODULE = "import sys\ndef main():\n    print('hi from', sys.version_info[:2])\n"
+
+
+def _wheel(folder: Path) -> WheelToInstall:
+    built = make_wheel(folder, "hello_ef", "1.0",
+                       {"hello_ef/__init__.py": MODULE, "hello_ef/data/table.txt": "a b\n"},
+                       entry_points="[console_scripts]\nhello-ef = hello_ef:main\n",
+                       scripts={"hello-raw": "#!python\nimport hello_ef\nhello_ef.main()\n"})
+    return WheelToInstall(built, sha256_file(built))
+
+
+def _venv(python37: Path, prefix: Path) -> Path:
+    subprocess.run([str(python37), "-m", "venv", "--without-pip", str(prefix)], check=True)
+    return prefix / "bin" / "python"
+
+
+def _tree(prefix: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under the prefix's site-packages and bin: bytes (prefix spelled P) and mode."""
+    found = {}
+    for top in ("lib", "bin"):
+        for path in sorted((prefix / top).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes().replace(str(prefix).encode(), b"P")
+                if path.name == "RECORD":  # a script's hash covers its shebang: the prefix
+                    data = b"\n".join(line for line in data.split(b"\n")
+                                       if not line.startswith(b"../../../bin/"))
+                found[str(path.relative_to(prefix))] = (data, stat.S_IMODE(path.stat().st_mode))
+    return found
+
+
+def test_installing_from_the_cache_writes_what_installer_writes_from_the_zip(
+        python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    from_zip = _venv(python37, tmp_path / "a" / "env")
+    from_cache = _venv(python37, tmp_path / "b" / "env")
+
+    install_wheels([wheel], from_zip)
+    assert install_wheels([wheel], from_cache, cache=tmp_path / "cache") == ["hello-ef==1.0"]
+
+    assert _tree(tmp_path / "a" / "env") == _tree(tmp_path / "b" / "env")  # RECORD included
+    script = tmp_path / "b" / "env" / "bin" / "hello-raw"
+    assert script.read_text().splitlines()[0] == f"#!{from_cache}"
+    out = subprocess.run([str(script)], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "hi from (3, 7)"
+
+
+def test_an_entry_is_made_once_read_only_and_reused(python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    first = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    source = first.root / "hello_ef" / "__init__.py"
+    assert stat.S_IMODE(source.stat().st_mode) == 0o444
+    inode = source.stat().st_ino
+
+    again = unpacked_wheel(cache, wheel.path, wheel.sha256)
+
+    assert again == first and source.stat().st_ino == inode
+    assert [p.name for p in entry_path(cache, wheel.sha256).parent.iterdir()] == [wheel.sha256]
+
+
+def _corrupt_by_flipping_a_byte(path: Path) -> None:
+    path.chmod(0o644)
+    with open(path, "r+b") as handle:  # in place, as a write through a hard link would
+        first = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([first[0] ^ 0x20]))
+
+
+@pytest.mark.parametrize("damage", ["flip", "remove", "manifest"])
+def test_an_altered_entry_is_made_again_and_never_installed(
+        python37: Path, tmp_path: Path, damage: str) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    module = entry.root / "hello_ef" / "__init__.py"
+    if damage == "flip":
+        _corrupt_by_flipping_a_byte(module)
+    elif damage == "remove":
+        module.unlink()
+    else:
+        (entry.root.parent / "manifest.json").write_text("{", encoding="utf-8")
+
+    python = _venv(python37, tmp_path / "env")
+    install_wheels([wheel], python, cache=cache)
+
+    assert module.read_text() == MODULE  # made again from the wheel
+    assert run(python, "import hello_ef; hello_ef.main()") == "hi from (3, 7)"
+
+
+def test_writing_in_place_in_the_environment_leaves_the_cache_entry_alone(
+        python37: Path, tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    cache = tmp_path / "cache"
+    python = _venv(python37, tmp_path / "env")
+    install_wheels([wheel], python, cache=cache)
+    installed = tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "hello_ef"
+
+    with open(installed / "__init__.py", "r+b") as handle:  # an editor keeping the inode
+        handle.write(b"#")
+    (installed / "data" / "table.txt").unlink()  # as a rollback or an uninstall removes it
+
+    entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
+    assert (entry.root / "hello_ef" / "__init__.py").read_text() == MODULE
+    assert (entry.root / "hello_ef" / "data" / "table.txt").read_text() == "a b\n"
+    assert (installed / "__init__.py").stat().st_ino != \
+        (entry.root / "hello_ef" / "__init__.py").stat().st_ino
+
+
+def test_clone_file_replaces_a_hard_link_instead_of_writing_through_it(tmp_path: Path) -> None:
+    source, other, target = tmp_path / "source", tmp_path / "other", tmp_path / "target"
+    source.write_bytes(b"new")
+    other.write_bytes(b"keep")
+    os.link(other, target)
+
+    clone_file(source, target, executable=True)
+
+    assert target.read_bytes() == b"new" and other.read_bytes() == b"keep"
+    assert target.stat().st_mode & 0o100
+
+
+def test_installing_over_a_hard_linked_file_leaves_the_link_target_alone(
+        tmp_path: Path) -> None:
+    """installer opened an existing file "wb", writing through any hard link to it."""
+    wheel = _wheel(tmp_path)
+    folder = tmp_path / "target"
+    outside = tmp_path / "outside.py"
+    outside.write_text("mine\n")
+    (folder / "hello_ef").mkdir(parents=True)
+    os.link(outside, folder / "hello_ef" / "__init__.py")
+
+    install_wheels_into([wheel], folder, (3, 7))
+
+    assert outside.read_text() == "mine\n"
+    assert (folder / "hello_ef" / "__init__.py").read_text() == MODULE
+
+
+@needs_dpkg_deb
+@pytest.mark.parametrize("damage", [None, "flip", "remove"])
+def test_a_deb_unpacks_from_its_cached_data_tar_as_from_the_archive(
+        tmp_path: Path, damage: str | None) -> None:
+    demo_deb = build_deb(tmp_path, "libdemo1", "1.0-1",
+                         files={"usr/lib/libdemo.so.1.0": b"\x7fELF",
+                                "usr/bin/demo": b"#!/bin/sh\n"},
+                         modes={"usr/bin/demo": 0o755},
+                         symlinks={"usr/lib/libdemo.so.1": "libdemo.so.1.0",
+                                   "usr/bin/demo-abs": "/usr/bin/demo"})
+    sha256 = sha256_file(demo_deb)
+    cache = tmp_path / "cache"
+    data_tar = unpacked_deb(cache, demo_deb, sha256)
+    if damage == "flip":
+        _corrupt_by_flipping_a_byte(data_tar)
+    elif damage == "remove":
+        data_tar.unlink()
+
+    again = unpacked_deb(cache, demo_deb, sha256)
+    unpack_deb(demo_deb, tmp_path / "direct")
+    unpack_deb(demo_deb, tmp_path / "cached", data_tar=again)
+
+    assert _listing(tmp_path / "cached") == _listing(tmp_path / "direct")
+    assert stat.S_IMODE(again.stat().st_mode) == 0o444
+
+
+def _listing(root: Path) -> dict[str, tuple[str, int]]:
+    return {str(p.relative_to(root)): (
+        f"link:{p.readlink()}" if p.is_symlink() else
+        "folder" if p.is_dir() else sha256_file(p), stat.S_IMODE(p.lstat().st_mode))
+        for p in root.rglob("*")}
+
+
+def test_a_sha256_that_is_not_hex_never_names_a_folder(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    with pytest.raises(ArtifactError, match="is not 64 lowercase hex digits"):
+        unpacked_wheel(tmp_path / "cache", wheel.path, "../" * 3 + "a" * 55)
+    assert not (tmp_path / "cache").exists()
