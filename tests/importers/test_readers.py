@@ -204,7 +204,8 @@ def test_framework_sections_follow_the_requirements() -> None:
                                                 "theano": {}}
     assert sections("keras", "Theano-PyMC", "tensorflow") == {
         "tensorflow": {}, "keras": {"backend": "tensorflow"}, "theano": {}}
-    assert sections("numpy", "torch") == {}
+    assert sections("numpy", "torch", "torchvision") == {"torch": {}}  # not Theano's probe
+    assert sections("numpy", "scipy") == {}
 
 
 def test_a_repository_is_merged_exact_pins_first() -> None:
