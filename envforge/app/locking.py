@@ -223,8 +223,11 @@ def suite_missing(plock: PlatformLock) -> bool:
 def _controls(pspec: PlatformSpec) -> BuildControls:
     from envforge.resolve.pypi import BuildControls
 
+    from envforge.packs.theano.knowledge import displaced_originals
+
     section = pspec.pypi
-    return BuildControls(constraints=section.constraints, overrides=section.overrides,
+    overrides = (*section.overrides, *displaced_originals(section.packages))
+    return BuildControls(constraints=section.constraints, overrides=overrides,
                          build_constraints=section.build_constraints,
                          only_binary=section.only_binary, no_binary=section.no_binary)
 
