@@ -221,9 +221,8 @@ def suite_missing(plock: PlatformLock) -> bool:
 
 
 def _controls(pspec: PlatformSpec) -> BuildControls:
-    from envforge.resolve.pypi import BuildControls
-
     from envforge.packs.theano.knowledge import displaced_originals
+    from envforge.resolve.pypi import BuildControls
 
     section = pspec.pypi
     overrides = (*section.overrides, *displaced_originals(section.packages))

@@ -98,7 +98,7 @@ def test_a_zip_sdist_is_read_as_a_tarball_is(tmp_path: Path) -> None:
     archive = zip_sdist(tmp_path / "demo-1.0.zip")
     check(wheel(tmp_path / COMPILED), locked(archive), archive)
     (tmp_path / "junk-1.0.zip").write_bytes(b"neither tar nor zip")
-    with pytest.raises(ArtifactError, match="junk-1.0.zip: cannot read the sdist"):
+    with pytest.raises(ArtifactError, match=r"junk-1\.0\.zip: cannot read the sdist"):
         check(wheel(tmp_path / COMPILED), locked(archive), tmp_path / "junk-1.0.zip")
 
 
