@@ -221,11 +221,12 @@ def suite_missing(plock: PlatformLock) -> bool:
 
 
 def _controls(pspec: PlatformSpec) -> BuildControls:
-    from envforge.packs.theano.knowledge import displaced_originals
+    from envforge.packs import PACKS
     from envforge.resolve.pypi import BuildControls
 
     section = pspec.pypi
-    overrides = (*section.overrides, *displaced_originals(section.packages))
+    overrides = (*section.overrides, *(line for pack in PACKS.values()
+                                       for line in pack.resolver_overrides(section.packages)))
     return BuildControls(constraints=section.constraints, overrides=overrides,
                          build_constraints=section.build_constraints,
                          only_binary=section.only_binary, no_binary=section.no_binary)

@@ -151,6 +151,11 @@ class FrameworkPack(Protocol):
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
         """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
 
+    def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        """uv ``--override`` lines the framework's distributions need when ``requirements``
+        name them: another distribution installing the same package kept out (Theano-PyMC
+        displaces the original Theano a dependency asks for)."""
+
     @property
     def spec_keys(self) -> Mapping[str, tuple[str, str]]:
         """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
@@ -221,6 +226,9 @@ class PackDefaults:
 
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
         return None
+
+    def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        return ()
 
     def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
                     gpu_expected: bool) -> Sequence[CheckRow]:

@@ -49,3 +49,7 @@ def test_naming_theano_pymc_overrides_the_original_theano_out_of_the_resolution(
         "Theano ; sys_platform == 'never'",)
     assert displaced_originals(["pymc3==3.4.1", "theano>=1.0.4"]) == ()  # compat refuses it
     assert displaced_originals(["numpy", "not a requirement ["]) == ()
+    from envforge.packs import PACKS  # lock asks every pack: only Theano's answers here
+
+    assert [line for pack in PACKS.values() for line in pack.resolver_overrides(
+        ["pymc3==3.4.1", "Theano-PyMC==1.0.5"])] == ["Theano ; sys_platform == 'never'"]
