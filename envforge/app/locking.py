@@ -221,10 +221,13 @@ def suite_missing(plock: PlatformLock) -> bool:
 
 
 def _controls(pspec: PlatformSpec) -> BuildControls:
+    from envforge.packs import PACKS
     from envforge.resolve.pypi import BuildControls
 
     section = pspec.pypi
-    return BuildControls(constraints=section.constraints, overrides=section.overrides,
+    overrides = (*section.overrides, *(line for pack in PACKS.values()
+                                       for line in pack.resolver_overrides(section.packages)))
+    return BuildControls(constraints=section.constraints, overrides=overrides,
                          build_constraints=section.build_constraints,
                          only_binary=section.only_binary, no_binary=section.no_binary)
 

@@ -79,16 +79,24 @@ def _headers(text: bytes) -> dict[str, str]:
 
 
 def _pkg_info(archive: Path) -> dict[str, str]:
-    """The top-level ``PKG-INFO`` of an sdist (``NAME-VERSION/PKG-INFO``)."""
+    """The top-level ``PKG-INFO`` of an sdist (``NAME-VERSION/PKG-INFO``): a tarball, or a zip
+    as setuptools made them before PEP 625 (networkx 2.2 has no other)."""
     try:
-        with tarfile.open(archive, "r:*") as tar:
-            for member in tar.getmembers():
-                parts = member.name.strip("/").split("/")
-                if member.isfile() and len(parts) == 2 and parts[1] == "PKG-INFO":
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        return _headers(handle.read())
-    except (tarfile.TarError, OSError, EOFError) as exc:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for name in zf.namelist():
+                    parts = name.strip("/").split("/")
+                    if not name.endswith("/") and len(parts) == 2 and parts[1] == "PKG-INFO":
+                        return _headers(zf.read(name))
+        else:
+            with tarfile.open(archive, "r:*") as tar:
+                for member in tar.getmembers():
+                    parts = member.name.strip("/").split("/")
+                    if member.isfile() and len(parts) == 2 and parts[1] == "PKG-INFO":
+                        handle = tar.extractfile(member)
+                        if handle is not None:
+                            return _headers(handle.read())
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ArtifactError(f"{archive}: cannot read the sdist ({exc})") from None
     raise ArtifactError(f"{archive}: the sdist has no PKG-INFO to check its wheel against")
 

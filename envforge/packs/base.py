@@ -158,6 +158,11 @@ class FrameworkPack(Protocol):
         """Once the probe's report was judged, ``passed`` when no row failed (Theano: what it
         compiled kept for the lock's next prefix)."""
 
+    def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        """uv ``--override`` lines the framework's distributions need when ``requirements``
+        name them: another distribution installing the same package kept out (Theano-PyMC
+        displaces the original Theano a dependency asks for)."""
+
     @property
     def spec_keys(self) -> Mapping[str, tuple[str, str]]:
         """``NAME.key`` -> (what it means, an example as TOML): the spec reference's rows."""
@@ -234,6 +239,9 @@ class PackDefaults:
 
     def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
         return None
+
+    def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        return ()
 
     def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
                     gpu_expected: bool) -> Sequence[CheckRow]:

@@ -77,10 +77,29 @@ def test_a_wheel_naming_another_distribution_or_version_is_refused(
                   at_hand)
 
 
+def zip_sdist(path: Path, *, version: str = "1.0") -> Path:
+    """An sdist as setuptools' ``--formats=zip`` made them (networkx 2.2's only sdist)."""
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("demo-1.0/PKG-INFO", f"Metadata-Version: 1.1\nName: demo\nVersion: {version}\n")
+        zf.writestr("demo-1.0/demo.c", b"int answer(void) { return 42; }\n")
+    return path
+
+
 def test_an_sdist_whose_pkg_info_is_not_the_locked_one_is_refused(tmp_path: Path) -> None:
     archive = sdist(tmp_path / "demo-1.0.tar.gz", version="2.0")
     with pytest.raises(ArtifactError, match=r"PKG-INFO does not name demo 1\.0"):
         check(wheel(tmp_path / COMPILED), locked(archive), archive)
+    other = zip_sdist(tmp_path / "demo-1.0.zip", version="2.0")
+    with pytest.raises(ArtifactError, match=r"PKG-INFO does not name demo 1\.0"):
+        check(wheel(tmp_path / COMPILED), locked(other), other)
+
+
+def test_a_zip_sdist_is_read_as_a_tarball_is(tmp_path: Path) -> None:
+    archive = zip_sdist(tmp_path / "demo-1.0.zip")
+    check(wheel(tmp_path / COMPILED), locked(archive), archive)
+    (tmp_path / "junk-1.0.zip").write_bytes(b"neither tar nor zip")
+    with pytest.raises(ArtifactError, match=r"junk-1\.0\.zip: cannot read the sdist"):
+        check(wheel(tmp_path / COMPILED), locked(archive), tmp_path / "junk-1.0.zip")
 
 
 @pytest.mark.parametrize(("member", "why"), [

@@ -204,7 +204,8 @@ def test_framework_sections_follow_the_requirements() -> None:
                                                 "theano": {}}
     assert sections("keras", "Theano-PyMC", "tensorflow") == {
         "tensorflow": {}, "keras": {"backend": "tensorflow"}, "theano": {}}
-    assert sections("numpy", "torch") == {"torch": {}}
+    assert sections("numpy", "torch", "torchvision") == {"torch": {}}  # not Theano's probe
+    assert sections("numpy", "scipy") == {}
     # the TensorFlow 1.x pack and multi-back-end Keras only for requirements that admit them
     assert sections("tensorflow>=2.2", "keras>=2.4") == {}
 

@@ -167,6 +167,11 @@ class TheanoPack:
 
         return THEANO_SUITE
 
+    def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        from envforge.packs.theano.knowledge import displaced_originals
+
+        return displaced_originals(requirements)
+
     def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed:
         from envforge.steps.compiler import CompilerNeed
 

@@ -135,6 +135,23 @@ def theano_distribution(name: str) -> DistributionRow | None:
                  if canonicalize_name(row.name) == wanted or wanted in row.conda_names), None)
 
 
+def displaced_originals(requirements: Sequence[str]) -> tuple[str, ...]:
+    """uv ``--override`` lines that keep the original Theano out of a resolution whose
+    requirements name Theano-PyMC: a dependency's ``theano>=1.0.4`` (pymc3 3.4.1) would
+    otherwise lock both, and the one installed last overwrites the other's ``theano/``. A
+    marker that is never true removes the requirement wherever it is made (uv's overrides)."""
+    names = set()
+    for requirement in requirements:
+        try:
+            names.add(canonicalize_name(Requirement(requirement).name))
+        except InvalidRequirement:
+            continue
+    if canonicalize_name(_pymc().name) not in names:
+        return ()
+    return tuple(f"{row.name} ; sys_platform == 'never'"
+                 for row in theano_knowledge().distributions if row.maps_to is not None)
+
+
 def _pymc() -> DistributionRow:
     return next(row for row in theano_knowledge().distributions if row.maps_to is None)
 

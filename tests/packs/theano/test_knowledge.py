@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from envforge.packs.theano.knowledge import suite_knowledge, theano_knowledge, theano_rules
+from envforge.packs.theano.knowledge import (
+    displaced_originals,
+    suite_knowledge,
+    theano_knowledge,
+    theano_rules,
+)
 
 
 def test_both_files_load_into_the_typed_models() -> None:
@@ -35,3 +40,16 @@ def test_theanorc_places_in_the_table_follow_theanos_own_split() -> None:
     rules = theano_rules("1.0.5")
     for flag in rules.flags.values():
         assert rules.theanorc_location(flag.name) == (flag.section, flag.key), flag.name
+
+
+def test_naming_theano_pymc_overrides_the_original_theano_out_of_the_resolution() -> None:
+    # pymc3 3.4.1 requires theano>=1.0.4: without the override the lock held Theano 1.0.4 and
+    # Theano-PyMC 1.0.5, whose files overwrite each other's theano/ (verify's drift.files)
+    assert displaced_originals(["pymc3==3.4.1", "Theano-PyMC==1.0.5 ; python_version<'4'"]) == (
+        "Theano ; sys_platform == 'never'",)
+    assert displaced_originals(["pymc3==3.4.1", "theano>=1.0.4"]) == ()  # compat refuses it
+    assert displaced_originals(["numpy", "not a requirement ["]) == ()
+    from envforge.packs import PACKS  # lock asks every pack: only Theano's answers here
+
+    assert [line for pack in PACKS.values() for line in pack.resolver_overrides(
+        ["pymc3==3.4.1", "Theano-PyMC==1.0.5"])] == ["Theano ; sys_platform == 'never'"]
