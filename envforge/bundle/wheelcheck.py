@@ -39,10 +39,11 @@ def check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None, 
     """Refuse (ArtifactError, naming the wheel) a wheel that is not a build of ``sdist`` for
     the target: another name or version than the sdist's, a member outside the install
     scheme, or tags the target's Python or platform cannot use. ``archive`` is the verified
-    sdist when at hand: its ``PKG-INFO`` must agree too."""
+    sdist when at hand: its ``PKG-INFO`` must agree too (a git dependency's archive is the
+    commit's tree, with no PKG-INFO: the lock's entry names what its wheel must be)."""
     expected: set[tuple[str, str]] = {(canonicalize_name(sdist.name),
                                        canonicalize_version(sdist.version))}
-    if archive is not None:
+    if archive is not None and sdist.origin != "git":  # a commit's `git archive` has none
         expected.add(_identity(_pkg_info(archive), archive))
     if len(expected) != 1:
         raise ArtifactError(f"{archive}: its PKG-INFO does not name {sdist.name} "
