@@ -31,7 +31,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from envforge.host.archives import (
     verify_artifact,
 )
 from envforge.host.debunpack import decompress_data_tar
+from envforge.platforms import Os, host_platform
 
 _VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -226,7 +226,7 @@ def clone_file(source: str | Path, target: str | Path, *, executable: bool) -> N
 
 def _reflink(src: int, dst: int) -> bool:
     """Share the blocks (btrfs, XFS); False where the file system cannot (ext4, tmpfs)."""
-    if sys.platform == "win32":
+    if host_platform().os is Os.WINDOWS:
         return False
     import fcntl  # POSIX only
 
