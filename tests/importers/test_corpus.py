@@ -89,6 +89,8 @@ def init_then_lock(folder: Path, work: Path, env: dict[str, str]) -> Outcome:
         kind, detail = classify("init", made.returncode, made.stderr)
         return done(kind, detail.replace(f"{work}/", ""))
     locked = _run(["lock", str(spec)], env, deadline)
+    if locked is not None and locked.returncode == 1:  # a resolver or the network failed
+        locked = _run(["lock", str(spec)], env, deadline)  # (exit 1): once more, in the bound
     if locked is None:
         return done("failed", f"lock: over the time bound ({TIME_BOUND_S} s)")
     kind, detail = classify("lock", locked.returncode, locked.stderr)
