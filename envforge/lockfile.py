@@ -25,8 +25,10 @@ from envforge.errors import SpecError
 from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.spec import (
     MAX_REPEATS,
+    Bool,
     FiniteFloat,
     Frozen,
+    Int,
     KernelName,
     Platform,
     load_toml,
@@ -47,7 +49,7 @@ PypiVersion = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$", ma
 CondaWord = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._+!*-]*$", max_length=128)]
 DebName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]+$", max_length=128)]
 DebVersion = Annotated[str, Field(pattern=r"^([0-9]+:)?[A-Za-z0-9.+~-]+$", max_length=128)]
-Size = Annotated[int, Field(ge=0, le=1 << 40)]
+Size = Annotated[Int, Field(ge=0, le=1 << 40)]
 
 
 class PypiBuild(Frozen):
@@ -95,7 +97,7 @@ class LockedCondaPackage(Frozen):
     name: CondaWord
     version: CondaWord
     build: CondaWord
-    build_number: int = Field(default=0, ge=0)
+    build_number: Int = Field(default=0, ge=0)
     channel: str
     subdir: str = Field(pattern=r"^[a-z0-9-]+$")
     filename: FileName
@@ -128,18 +130,18 @@ class LockedArtifact(Frozen):
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
     source: str
-    user_supplied: bool = False
+    user_supplied: Bool = False
 
 
 class ConvParams(Frozen):
     """The conv kernel's layers, kept in the lock so the probe runs what was referenced."""
 
     # input channels, then each layer's output
-    channels: tuple[Annotated[int, Field(ge=1, le=4096)], ...] = Field(min_length=2,
+    channels: tuple[Annotated[Int, Field(ge=1, le=4096)], ...] = Field(min_length=2,
                                                                        max_length=64)
-    filter_size: int = Field(default=3, ge=1, le=64)
+    filter_size: Int = Field(default=3, ge=1, le=64)
     border_mode: Literal["half", "valid"] = "half"
-    filter_flip: bool = True  # Theano's default: a true convolution
+    filter_flip: Bool = True  # Theano's default: a true convolution
 
 
 class KernelExpectation(Frozen):
@@ -153,17 +155,17 @@ class KernelExpectation(Frozen):
     """
 
     name: KernelName
-    seed: int = Field(ge=0, lt=1 << 32)
-    shape: tuple[Annotated[int, Field(ge=1, le=1 << 24)], ...] = Field(min_length=1,
+    seed: Int = Field(ge=0, lt=1 << 32)
+    shape: tuple[Annotated[Int, Field(ge=1, le=1 << 24)], ...] = Field(min_length=1,
                                                                        max_length=4)
     checksum: FiniteFloat
     samples: tuple[FiniteFloat, ...]
-    sample_indices: tuple[Annotated[int, Field(ge=0)], ...]
+    sample_indices: tuple[Annotated[Int, Field(ge=0)], ...]
     rtol: FiniteFloat = Field(gt=0)
     atol: FiniteFloat = Field(ge=0)
-    output_shape: tuple[Annotated[int, Field(ge=1)], ...] | None = None
+    output_shape: tuple[Annotated[Int, Field(ge=1)], ...] | None = None
     conv: ConvParams | None = None
-    params: dict[str, float] | None = None
+    params: dict[str, FiniteFloat] | None = None
 
 
 class Expectations(Frozen):
@@ -179,7 +181,7 @@ class Expectations(Frozen):
     cuda: str | None = Field(default=None, pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
     cudnn: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
     # timed runs per kernel; the best one counts
-    repeats: int = Field(default=3, ge=1, le=MAX_REPEATS)
+    repeats: Int = Field(default=3, ge=1, le=MAX_REPEATS)
     # Each framework pack's own table, [platforms.X.expect.NAME] on disk (its model's).
     packs: dict[str, SerializeAsAny[Frozen]] = Field(default_factory=dict)
 
@@ -236,7 +238,7 @@ class PlatformLock(Frozen):
 
 
 class LockMeta(Frozen):
-    version: int = LOCK_VERSION
+    version: Int = LOCK_VERSION
     envforge: str
     spec: str
     spec_name: str

@@ -94,3 +94,21 @@ def test_version_changes_name_what_a_relock_moved_per_platform_and_source() -> N
                    ("linux-64", "pypi", "six", six.version, "1.15.0"),
                    ("linux-64", "deb", linux.deb[0].name, linux.deb[0].version, None)]
     assert version_changes(None, after) == () and version_changes(before, before) == ()
+
+
+@pytest.mark.parametrize(("written", "typed"), [
+    ("size = 792696", 'size = "792696"'),
+    ("repeats = 3", 'repeats = "3"'),
+    ("seed = 22", "seed = 22.0"),
+])
+def test_a_lock_value_of_the_wrong_type_is_refused_not_coerced(
+        tmp_path: Path, written: str, typed: str) -> None:
+    """Issue 29: the spec and the plan were strict, the lock coerced "792696" to a size."""
+    text = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
+    assert written in text
+    lock = tmp_path / "theano-cpu.lock"
+    lock.write_text(text.replace(written, typed, 1), encoding="utf-8")
+    line = text[:text.index(written)].count("\n") + 1
+    with pytest.raises(SpecError) as raised:
+        load_lock(lock)
+    assert raised.value.line == line and "valid integer" in raised.value.reason

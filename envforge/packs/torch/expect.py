@@ -19,20 +19,20 @@ from pydantic import Field
 from envforge.errors import CompatibilityError
 from envforge.lockfile import Expectations, KernelExpectation
 from envforge.packs.torch.section import torch_section
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import Bool, Frozen, Int, PlatformSpec
 
 
 class TorchExpect(Frozen):
     device: Literal["cpu", "cuda"]
     float_x: Literal["float32", "float64"]
-    threads: int = Field(ge=1, le=256)
-    seed: int = Field(ge=0, lt=1 << 63)
-    dataloader_workers: int = Field(ge=1, le=64)
+    threads: Int = Field(ge=1, le=256)
+    seed: Int = Field(ge=0, lt=1 << 63)
+    dataloader_workers: Int = Field(ge=1, le=64)
     # torch.jit.trace exists from 1.0; torchvision's model is built where it is locked, its
     # compiled ops (torchvision.ops.nms) run from 0.3 on
-    jit: bool
-    torchvision: bool
-    torchvision_ops: bool
+    jit: Bool
+    torchvision: Bool
+    torchvision_ops: Bool
     grad: KernelExpectation
     train: KernelExpectation
     # the PyPI linux wheel's CUDA runtime and its kernels' architectures, where known
