@@ -7,8 +7,6 @@ rolled back leaving no trace, the user's ~/.keras included."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 
 from envforge.cli import main
 from tests.commands.test_apply import snapshot
+from tests.packs.conftest import verify_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,32 +25,11 @@ TRAINED = ("keras.backend", "keras.json", "keras.train.checksum", "keras.train.s
            "kernel.gemm.samples", "kernel.conv.samples", "drift.extra")
 
 
-@pytest.fixture(scope="module")
-def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("envforge-home")
-
-
-@pytest.fixture
-def home(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
-    monkeypatch.delenv("KERAS_BACKEND", raising=False)
-    monkeypatch.delenv("KERAS_HOME", raising=False)
-    yield folder
-
-
-def _verify(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
-    capsys.readouterr()
-    code = main(["verify", str(spec), "--prefix", str(prefix), "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 def _passes(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str],
             versions: dict[str, str]) -> dict[str, Any]:
-    code, document = _verify(spec, prefix, capsys)
+    code, document = verify_json(spec, prefix, capsys)
     rows = {row["name"]: row for row in document["rows"]}
     assert code == 0, [r for r in document["rows"] if r["status"] == "fail"]
     for name in TRAINED:
@@ -61,11 +39,11 @@ def _passes(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str],
     return rows
 
 
-def test_keras_2_2_on_tensorflow_1_14(home: Path, tmp_path: Path,
+def test_keras_2_2_on_tensorflow_1_14(host: Path, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     spec = REPO / "specs" / "tf114-keras22-cpu.toml"
     prefix = tmp_path / "envs" / "tf114"
-    before = snapshot(home)
+    before = snapshot(host)
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
     _passes(spec, prefix, capsys, {"tensorflow": "1.14.0", "keras": "2.2.4"})
     assert (prefix / "keras" / "keras.json").is_file()
@@ -73,26 +51,26 @@ def test_keras_2_2_on_tensorflow_1_14(home: Path, tmp_path: Path,
     # negative control: Keras 2.2 reads the environment's keras.json through KERAS_HOME
     config = prefix / "keras" / "keras.json"
     config.write_text(config.read_text().replace('"channels_last"', '"channels_first"'))
-    code, document = _verify(spec, prefix, capsys)
+    code, document = verify_json(spec, prefix, capsys)
     assert code == 1
     assert {r["name"]: r["status"] for r in document["rows"]}["keras.image_data_format"] == \
         "fail"
 
     assert main(["rollback", str(spec), "--prefix", str(prefix)]) == 0
-    assert not prefix.exists() and snapshot(home) == before
+    assert not prefix.exists() and snapshot(host) == before
 
 
-def test_keras_2_1_reads_keras_json_from_home(home: Path, tmp_path: Path,
+def test_keras_2_1_reads_keras_json_from_home(host: Path, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     spec = REPO / "specs" / "tf113-keras21-cpu.toml"
     prefix = tmp_path / "envs" / "tf113"
-    mine = home / ".keras" / "keras.json"
+    mine = host / ".keras" / "keras.json"
     mine.parent.mkdir()
     mine.write_text('{"floatx": "float64", "backend": "theano"}\n')  # the user's own
-    before = snapshot(home)
+    before = snapshot(host)
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
     assert json.loads(mine.read_text())["backend"] == "tensorflow"
     rows = _passes(spec, prefix, capsys, {"tensorflow": "1.13.1", "keras": "2.1.6"})
     assert rows["keras.json"]["found"] == str(mine)
     assert main(["rollback", str(spec), "--prefix", str(prefix)]) == 0
-    assert not prefix.exists() and snapshot(home) == before  # the user's keras.json, byte-exact
+    assert not prefix.exists() and snapshot(host) == before  # the user's keras.json, byte-exact

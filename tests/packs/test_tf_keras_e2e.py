@@ -5,9 +5,6 @@ its locked loss curve), a negative control, then rolled back leaving no trace.""
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pytest
 
 from envforge.cli import main
 from tests.commands.test_apply import snapshot
+from tests.packs.conftest import verify_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,27 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.network,
               pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")]
 
 
-@pytest.fixture(scope="module")
-def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("envforge-home")
-
-
-@pytest.fixture
-def host(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
-    monkeypatch.delenv("KERAS_BACKEND", raising=False)
-    monkeypatch.delenv("KERAS_HOME", raising=False)
-    yield home
-
-
-def _verify(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
-    capsys.readouterr()
-    code = main(["verify", str(spec), "--prefix", str(prefix), "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 def _status(document: Any) -> dict[str, str]:
@@ -54,7 +31,7 @@ def test_tf1_keras_cpu(host: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     prefix = tmp_path / "envs" / "tf1"
     before = snapshot(host)
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
-    code, document = _verify(spec, prefix, capsys)
+    code, document = verify_json(spec, prefix, capsys)
     rows = _status(document)
     assert code == 0, [r for r in document["rows"] if r["status"] == "fail"]
     for name in ("version.tensorflow", "version.keras", "version.protobuf", "version.h5py",
@@ -67,7 +44,7 @@ def test_tf1_keras_cpu(host: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     # negative control: a keras.json edited behind envforge's back is what Keras runs with
     config = prefix / "keras" / "keras.json"
     config.write_text(config.read_text().replace('"float32"', '"float64"'))
-    code, document = _verify(spec, prefix, capsys)
+    code, document = verify_json(spec, prefix, capsys)
     assert code == 1 and _status(document)["keras.floatx"] == "fail"
 
     assert main(["rollback", str(spec), "--prefix", str(prefix)]) == 0
@@ -80,7 +57,7 @@ def test_keras_on_theano_cpu(host: Path, tmp_path: Path,
     spec = REPO / "specs" / "keras-theano-cpu.toml"
     prefix = tmp_path / "envs" / "kt"
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
-    code, document = _verify(spec, prefix, capsys)
+    code, document = verify_json(spec, prefix, capsys)
     rows = _status(document)
     assert code == 0, [r for r in document["rows"] if r["status"] == "fail"]
     for name in ("version.theano", "version.keras", "keras.backend", "keras.json", "blas",

@@ -1,0 +1,41 @@
+"""Fixtures of the packs' end-to-end tests: a user's HOME of their own, one ENVFORGE_HOME per
+module (its cache shared by that module's applies), no Keras variables from the caller; and
+verify's JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envforge.cli import main
+
+
+@pytest.fixture(scope="module")
+def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("envforge-home")
+
+
+@pytest.fixture
+def host(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The user's HOME folder (made empty) with envforge's state in ``envforge_home``."""
+    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.delenv("KERAS_HOME", raising=False)
+    yield home
+
+
+def verify_json(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]
+                ) -> tuple[int, Any]:
+    """``envforge verify --json``'s exit code and document."""
+    capsys.readouterr()
+    code = main(["verify", str(spec), "--prefix", str(prefix), "--json"])
+    return code, json.loads(capsys.readouterr().out)
