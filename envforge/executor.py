@@ -11,7 +11,6 @@ work is idempotent).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -141,13 +140,12 @@ def _drift(action: Action, owned: Sequence[Path], step: Step | None,
     return drift(action, owned, sources=sources)
 
 
-def undo(state_dir: Path, *, spec: str | None = None, force: bool = False,
-         empty_folders: Sequence[Path] = ()) -> list[str]:
+def undo(state_dir: Path, *, spec: str | None = None, force: bool = False) -> list[str]:
     """Roll back everything the journal recorded, and forget the environment.
 
-    With ``spec``, only the spec that applied it may (``force``: whichever asks).
-    ``empty_folders``: envforge's own folders (its data/envs), removed when empty after: an
-    apply that found them made by another at once did not journal them."""
+    With ``spec``, only the spec that applied it may (``force``: whichever asks). A folder
+    two environments made at once (data/envs) is in both journals, and the stack of edits
+    (journal/stack.py) leaves its removal to the last rollback."""
     from envforge.host.windows import host_registry
 
     registry = host_registry()  # on Windows: the user PATH lives in the registry
@@ -157,10 +155,6 @@ def undo(state_dir: Path, *, spec: str | None = None, force: bool = False,
         undone = rollback(Journal(state_dir), registry=registry, force=force)
         (state_dir / APPLIED).unlink(missing_ok=True)
         fsync_dir(state_dir)
-        for folder in empty_folders:
-            with contextlib.suppress(OSError):  # not empty, or gone: left as it is
-                folder.rmdir()
-                undone.append(f"removed folder {folder}")
     return undone
 
 

@@ -299,9 +299,7 @@ def run_rollback(args: argparse.Namespace, ui: UI) -> int:
     spec_file = str(Path(args.spec).resolve())
     if not args.force:
         check_owner(state, spec_file, prefix)  # before waiting on a running apply's lock
-    envs = dirs.data / "envs"  # envforge's own: left empty by the last rollback, removed
-    undone = undo(state, spec=spec_file, force=args.force,
-                  empty_folders=(envs, dirs.data) if prefix.parent == envs.absolute() else ())
+    undone = undo(state, spec=spec_file, force=args.force)
     if ui.json:
         ui.document("rollback", {"prefix": str(prefix), "undone": undone})
     report_undone(undone, ui)
