@@ -18,8 +18,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-import requests
-
 from envforge import __version__
 from envforge.bundle.manifest import (
     FOLDERS,
@@ -45,6 +43,7 @@ from envforge.bundle.wheels import (
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Progress, cache_path, obtain
+from envforge.host.http import session as new_session
 from envforge.lockcheck import ensure_fresh
 from envforge.lockfile import LockedArtifact, Lockfile, PlatformLock, load_lock
 from envforge.platforms import PLATFORMS, host_platform
@@ -189,7 +188,7 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
     def one(ref: FileRef, advance: Progress) -> Path:
         session = getattr(local, "session", None)
         if session is None:
-            session = local.session = requests.Session()
+            session = local.session = new_session()
         target = cache_path(cache, ref)
         part = target.with_name(target.name + ".part")
         if part.is_file():

@@ -30,8 +30,6 @@ from functools import cmp_to_key
 from pathlib import Path
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from envforge.errors import ResolveError
 from envforge.host import proc
@@ -459,7 +457,8 @@ def select_packages(index: Mapping[str, DebStanza], names: Sequence[str], *, mir
 # --- I/O edge ---------------------------------------------------------------------------------
 
 class HttpFetch:
-    """The default ``Fetch``: HTTP(S) through one retrying session, plus ``file://`` URLs."""
+    """The default ``Fetch``: HTTP(S) through one session (host/http.py's retry rule), plus
+    ``file://`` URLs."""
 
     def __init__(self, *, timeout: float = 60.0) -> None:
         self.timeout = timeout
@@ -467,12 +466,9 @@ class HttpFetch:
 
     def _get_session(self) -> requests.Session:
         if self._session is None:
-            session = requests.Session()
-            retry = Retry(total=3, backoff_factor=0.5, status_forcelist=(500, 502, 503, 504),
-                          allowed_methods=("GET",))
-            session.mount("https://", HTTPAdapter(max_retries=retry))
-            session.mount("http://", HTTPAdapter(max_retries=retry))
-            self._session = session
+            from envforge.host.http import session
+
+            self._session = session()
         return self._session
 
     def __call__(self, url: str) -> bytes | None:
