@@ -31,7 +31,7 @@ from envforge.spec import Platform, PlatformSpec, Spec
 
 if TYPE_CHECKING:
     from envforge.host.interpreters import Interpreter
-    from envforge.resolve.deb import DebResolution
+    from envforge.resolve.deb.selection import DebResolution
     from envforge.resolve.pypi import BuildControls
 
     # requirements, the Python resolved for, the resolution
@@ -65,7 +65,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
     debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
-        from envforge.resolve.deb import resolve_debs
+        from envforge.resolve.deb.mirror import resolve_debs
 
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
             deb = _debs(resolve_debs(pspec.debian, pspec.platform), pspec, notes)

@@ -15,7 +15,7 @@ import pytest
 from envforge.errors import ResolveError
 from envforge.host import http
 from envforge.host.fetch import FileRef, download
-from envforge.resolve.deb import HttpFetch
+from envforge.resolve.deb.mirror import HttpFetch
 
 BODY = b"the real answer\n"
 Serve = Callable[..., str]  # (script, port=0) -> the server's base URL

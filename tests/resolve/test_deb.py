@@ -21,24 +21,22 @@ from envforge.host.debunpack import missing_dev_links, unpack_deb
 from envforge.host.proc import run
 from envforge.lockfile import LockedDeb
 from envforge.lockplan import stack_versions
-from envforge.resolve.deb import (
+from envforge.resolve.deb.index import (
     DebStanza,
-    HttpFetch,
-    Relation,
-    compare_versions,
     index_chunks,
     inrelease_body,
     parse_packages,
     parse_packages_subset,
-    parse_relations,
     parse_release,
-    resolve_debs,
-    satisfies,
-    select_packages,
-    split_version,
-    unmet_dependencies,
-    version_key,
 )
+from envforge.resolve.deb.mirror import HttpFetch, resolve_debs
+from envforge.resolve.deb.selection import (
+    Relation,
+    parse_relations,
+    select_packages,
+    unmet_dependencies,
+)
+from envforge.resolve.deb.versions import compare_versions, satisfies, split_version, version_key
 from envforge.spec import DEBIAN_MIRROR, DebianSection, load_spec
 from tests.host.test_debunpack import LIBDIR, build_deb
 from tests.testing.conda_channel import serve
