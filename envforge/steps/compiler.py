@@ -16,21 +16,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
-from typing import Any
 
 from envforge.errors import ArtifactError, OfflineError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.archives import (
-    check_unpacked_size,
-    refuse_member,
-    safe_member_name,
-)
 from envforge.host.fetch import FileRef
+from envforge.host.sevenzip import extract_7z
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.platforms import PLATFORMS, Os
@@ -143,82 +136,6 @@ def check_mingw_tree(home: Path, variant: MingwVariant) -> list[str]:
         problems.append(f"not the {variant.exceptions} exception model: wanted bin/"
                         f"{_EH_DLL[variant.exceptions]}, found {', '.join(models) or 'none'}")
     return problems
-
-
-# -- .7z, unpacked safely -----------------------------------------------------------------
-
-_DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt")
-                                             for n in range(1, 10))}
-
-
-def _safe_name(archive: Path, raw: str) -> str:
-    """The rules of host/archives.py, plus Windows' own: no ``:`` streams, no device names."""
-    name = safe_member_name(archive, raw)
-    for part in name.split("/"):
-        if ":" in part or part.split(".")[0].rstrip(" ").casefold() in _DEVICE_NAMES:
-            raise refuse_member(archive, raw, "not a plain Windows file name")
-    return name
-
-
-def scan_7z(archive: Path, files: Iterable[Any]) -> list[str]:
-    """Every member's safe name, or ArtifactError naming the first bad one.
-
-    Links of any kind are refused, not resolved: MinGW's archives are made on Windows
-    and hold none, and reading a 7z link's target would mean unpacking it first.
-    """
-    names: dict[str, bool] = {}  # name -> is a folder
-    for member in files:
-        raw = str(member.filename)
-        name = _safe_name(archive, raw)
-        if member.is_symlink or member.is_junction:
-            raise refuse_member(archive, raw, "a link (symbolic link or junction)")
-        fmt = member.st_fmt
-        if member.is_socket or (fmt is not None and fmt not in (stat.S_IFREG, stat.S_IFDIR)):
-            raise refuse_member(archive, raw, "device file, FIFO or other special file")
-        mode = member.posix_mode
-        if mode is not None and mode & (stat.S_ISUID | stat.S_ISGID):
-            raise refuse_member(archive, raw, "set-uid or set-gid bit")
-        if name in names:
-            raise refuse_member(archive, raw, "appears twice")
-        names[name] = bool(member.is_directory)
-    for name in names:
-        parts = name.split("/")
-        for depth in range(1, len(parts)):
-            if names.get("/".join(parts[:depth])) is False:
-                raise refuse_member(archive, name, f"{'/'.join(parts[:depth])} is a file")
-    return list(names)
-
-
-def extract_7z(archive: Path, dest: Path) -> list[str]:
-    """Unpack a .7z into ``dest`` (new or empty) after scanning every member; returns the names.
-
-    Files come out writable by their owner, so the tree can be removed again on Windows.
-    """
-    try:
-        import py7zr
-        from py7zr.exceptions import AbsolutePathError, ArchiveError, PasswordRequired
-    except ImportError:
-        raise StepError("unpacking MinGW-w64's .7z needs py7zr: pip install py7zr") from None
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ArtifactError(f"cannot unpack {archive} into {dest}: it is not an empty folder")
-    try:
-        with py7zr.SevenZipFile(archive, "r") as sz:
-            names = scan_7z(archive, sz.files)
-            check_unpacked_size(archive, archive.stat().st_size,
-                                sum(int(f.uncompressed or 0) for f in sz.files))
-            sz.extractall(path=dest)
-    except (ArchiveError, AbsolutePathError, PasswordRequired, EOFError, ValueError,
-            KeyError) as exc:
-        raise ArtifactError(f"{archive}: damaged or unsupported 7z archive ({exc})") from None
-    for root, dirs, files in os.walk(dest):
-        for name in (*dirs, *files):
-            path = Path(root) / name
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):  # the scan refused links; never trust one that appears
-                raise ArtifactError(f"{archive}: unpacking made a link at {path}")
-            path.chmod(stat.S_IMODE(st.st_mode) | (stat.S_IRWXU if stat.S_ISDIR(st.st_mode)
-                                                   else stat.S_IRUSR | stat.S_IWUSR))
-    return names
 
 
 # -- the host's gcc -----------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Literal, Protocol
 from packaging.utils import canonicalize_name
 
 from envforge.errors import ArtifactError, InputError
-from envforge.host.archives import extract_archive
 from envforge.host.fetch import FileRef, Lookup, obtain
+from envforge.host.unarchive import extract_archive
 from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 from envforge.lockfile import LockedPypiFile, SuiteLock
 from envforge.platforms import Os, host_platform

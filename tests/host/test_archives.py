@@ -13,7 +13,8 @@ from typing import Literal
 import pytest
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import extract_archive, sha256_file, verify_artifact
+from envforge.host.archives import sha256_file, verify_artifact
+from envforge.host.unarchive import extract_archive
 
 Member = tuple[str, str, bytes | str, int]  # (kind, name, data or link target, mode)
 
@@ -126,6 +127,9 @@ BAD_TAR: list[tuple[str, Member, str]] = [
     ("chardev", ("chardev", "cuda/null", b"", 0o666), "device file"),
     ("fifo", ("fifo", "cuda/pipe", b"", 0o644), "device file"),
     ("setuid", ("file", "cuda/bin/su", b"x", 0o4755), "set-uid"),
+    # refused by the scan, not by the write failing midway (then undone)
+    ("under-a-file", ("file", "cuda/lib64/libx.so.1.2/evil", b"x", 0o644),
+     "cuda/lib64/libx.so.1.2 is a file"),
 ]
 
 
@@ -240,3 +244,115 @@ def test_verify_artifact_names_both_hashes_when_tampered(tmp_path: Path) -> None
     assert f"expected {good}, found {found}" in str(caught.value)
     with pytest.raises(ArtifactError, match="no such file"):
         verify_artifact(tmp_path / "absent.tgz", good)
+
+
+# -- one scan for every format: the same hostile members in tar, zip, a .deb's ar and 7z -----
+
+# (kind, name, link target): each archive holds a good file first, then this member.
+HOSTILE: dict[str, tuple[str, str, str]] = {
+    "absolute": ("file", "/evil", ""),
+    "dotdot": ("file", "lib/../../evil", ""),
+    "link-out": ("symlink", "lib/out", "../../outside"),
+    "device": ("chardev", "lib/null", ""),
+}
+# what each format's extractor says; 7z refuses every link, leading out or not
+WHY = {"absolute": "absolute path", "dotdot": "'..' leads outside", "link-out": "leads outside",
+       "device": "device file, FIFO or other special file"}
+WHY_7Z = {**WHY, "link-out": "a link"}
+
+
+def _tar_info(kind: str, name: str, link: str) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.mode = 0o644
+    if kind == "file":
+        info.size = 1
+        return info, b"x"
+    info.type = {"symlink": tarfile.SYMTYPE, "chardev": tarfile.CHRTYPE}[kind]
+    info.linkname = link
+    return info, b""
+
+
+def _hostile_tar(path: Path, case: str) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for kind, name, link in [("file", "lib/good", ""), HOSTILE[case]]:
+            info, data = _tar_info(kind, name, link)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _hostile_zip(path: Path, case: str) -> Path:
+    kind, name, link = HOSTILE[case]
+    return make_zip(path, [("file", "lib/good", b"x", 0o644),
+                           (kind, name, link if kind == "symlink" else b"x", 0o644)])
+
+
+def _ar(members: list[tuple[str, bytes]]) -> bytes:
+    """System V ar, as dpkg-deb writes it: a magic line, then 60-byte headers."""
+    out = b"!<arch>\n"
+    for name, data in members:
+        out += f"{name:<16}{'0':<12}{'0':<6}{'0':<6}{'100644':<8}{len(data):<10}`\n".encode()
+        out += data + (b"\n" if len(data) % 2 else b"")
+    return out
+
+
+def _hostile_deb(path: Path, case: str) -> Path:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for kind, name, link in [("file", "./lib/good", ""), HOSTILE[case]]:
+            info, body = _tar_info(kind, name if name.startswith("/") else f"./{name}", link)
+            tar.addfile(info, io.BytesIO(body))
+    path.write_bytes(_ar([("debian-binary", b"2.0\n"), ("control.tar.gz", b""),
+                          ("data.tar.gz", data.getvalue())]))
+    return path
+
+
+def _hostile_7z(path: Path, case: str) -> Path:
+    import py7zr
+
+    kind, name, link = HOSTILE[case]
+    # py7zr's public writers refuse such names and write no device; an attacker's do.
+    with py7zr.SevenZipFile(path, "w") as sz:
+        sz._writestr(b"x", "lib/good")
+        sz._writestr(link.encode() if kind == "symlink" else b"x", name)
+        fmt = {"file": stat.S_IFREG, "symlink": stat.S_IFLNK, "chardev": stat.S_IFCHR}[kind]
+        unix_extension = 0x8000
+        sz.header.files_info.files[-1]["attributes"] = unix_extension | ((fmt | 0o644) << 16)
+    return path
+
+
+def _unpack(fmt: str, archive: Path, dest: Path) -> None:
+    from envforge.host.debunpack import unpack_deb
+    from envforge.host.sevenzip import extract_7z
+
+    if fmt == "deb":
+        dest.mkdir()
+        unpack_deb(archive, dest)
+    elif fmt == "7z":
+        extract_7z(archive, dest)
+    else:
+        extract_archive(archive, dest)
+
+
+BUILD = {"tgz": _hostile_tar, "zip": _hostile_zip, "deb": _hostile_deb, "7z": _hostile_7z}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("fmt", sorted(BUILD))
+def test_every_format_is_refused_by_the_one_scan_before_a_byte_is_written(
+        tmp_path: Path, fmt: str, case: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    archive = BUILD[fmt](tmp_path / f"hostile.{fmt}", case)
+    dest = tmp_path / "dest"
+
+    with pytest.raises(ArtifactError) as caught:
+        _unpack(fmt, archive, dest)
+
+    raw = HOSTILE[case][1] if fmt != "deb" or HOSTILE[case][1].startswith("/") \
+        else f"./{HOSTILE[case][1]}"
+    message = str(caught.value)
+    assert message.startswith(f"{archive}: refusing to unpack member {raw!r}: ")
+    assert (WHY_7Z if fmt == "7z" else WHY)[case] in message
+    assert not dest.exists() or not any(dest.iterdir())
+    assert not any(outside.iterdir())
+    assert not (tmp_path / "evil").exists()
