@@ -35,14 +35,11 @@ from envforge.spec import (
     PythonSection,
 )
 from envforge.steps.base import Facts, StepContext
-from envforge.steps.compiler import (
+from envforge.steps.compiler import CompilerStep, gcc_limit_finding
+from envforge.steps.mingw import (
     MARKER,
-    CompilerStep,
     MingwVariant,
-    check_mingw_tree,
-    gcc_limit_finding,
     mingw_bin,
-    mingw_gxx,
     mingw_home,
 )
 from envforge.ui import UI
@@ -342,15 +339,6 @@ def test_archive_of_another_variant_is_refused(tmp_path: Path, files: dict[str, 
     assert not (tmp_path / "data").exists()
 
 
-def test_check_mingw_tree_wants_win32_without_gthreads(tmp_path: Path) -> None:
-    archive = mingw_7z(tmp_path / "a.7z")
-    with py7zr.SevenZipFile(archive) as sz:
-        sz.extractall(tmp_path / "tree")
-    assert check_mingw_tree(tmp_path / "tree", POSIX_SEH) == []
-    assert check_mingw_tree(tmp_path / "tree", MingwVariant("8.1.0", "win32", "seh")) == [
-        "not the win32 thread model: c++config.h defines _GLIBCXX_HAS_GTHREADS"]
-
-
 def test_spec_and_lock_must_name_the_same_variant(tmp_path: Path) -> None:
     archive = mingw_7z(tmp_path / "upstream" / MINGW_NAME)
     ctx = mingw_ctx(tmp_path, archive, compiler=CompilerSection(kind="mingw-w64", threads="win32"))
@@ -396,14 +384,6 @@ def test_a_tree_left_incomplete_is_replaced_and_rollback_still_removes_it(tmp_pa
 
     rollback(journal)
     assert not (tmp_path / "data").exists()
-
-
-def test_mingw_bin_is_a_windows_path_under_envforge_data(tmp_path: Path) -> None:
-    archive = mingw_7z(tmp_path / "upstream" / MINGW_NAME)
-    ctx = mingw_ctx(tmp_path, archive, data=Path(r"C:\Users\alice\AppData\Local\envforge"))
-    assert str(mingw_bin(ctx)) == (r"C:\Users\alice\AppData\Local\envforge\tools"
-                                   r"\mingw-w64-8.1.0-posix-seh\mingw64\bin")
-    assert str(mingw_gxx(ctx)).endswith(r"\mingw-w64-8.1.0-posix-seh\mingw64\bin\g++.exe")
 
 
 def test_mingw_bin_names_the_installed_bin(tmp_path: Path) -> None:

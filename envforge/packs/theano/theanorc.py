@@ -38,7 +38,7 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
     compiler = ctx.pspec.compiler
     if PLATFORMS[ctx.platform].os is Os.WINDOWS and compiler is not None \
             and compiler.kind == "mingw-w64":
-        from envforge.steps.compiler import mingw_gxx
+        from envforge.steps.mingw import mingw_gxx
 
         flags.setdefault("cxx", str(mingw_gxx(ctx)))
     return flags
