@@ -145,10 +145,8 @@ def merge_indexes(indexes: Iterable[Mapping[str, DebStanza]]) -> dict[str, DebSt
     """Several components' indexes as one, the highest version of each name winning."""
     merged: dict[str, DebStanza] = {}
     for index in indexes:
-        for name, stanza in index.items():
-            known = merged.get(name)
-            if known is None or compare_versions(stanza.version, known.version) > 0:
-                merged[name] = stanza
+        for stanza in index.values():
+            _keep_highest(merged, stanza)
     return merged
 
 
