@@ -1,4 +1,5 @@
-"""Safe unpacking and hashing on real archives built here, good and malicious."""
+"""The one member scan, on real archives built here (good and malicious) and on member lists;
+hashing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Literal
 import pytest
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import sha256_file, verify_artifact
+from envforge.host import archives
+from envforge.host.archives import Rules, scan_members, sha256_file, verify_artifact
 from envforge.host.unarchive import extract_archive
 
 Member = tuple[str, str, bytes | str, int]  # (kind, name, data or link target, mode)
@@ -68,49 +70,6 @@ GOOD: list[Member] = [
     ("file", "./cuda/include/x.h", b"#define X 1\n", 0o644),
     ("symlink", "cuda/include/lib", "../lib64", 0o777),
 ]
-
-
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-@pytest.mark.parametrize("compression", ["gz", "xz", "bz2"])
-def test_tar_members_land_with_modes_and_links(tmp_path: Path, compression: str) -> None:
-    archive = make_tar(tmp_path / f"a.tar.{compression}", GOOD, compression)
-    names = extract_archive(archive, tmp_path / "out")
-    out = tmp_path / "out"
-    assert "cuda/include/x.h" in names
-    assert (out / "cuda/lib64/libx.so.1.2").read_bytes() == b"\x7fELF library"
-    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
-    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
-    assert (out / "cuda/lib64/libx.so").read_bytes() == b"\x7fELF library"
-    assert (out / "cuda/include/lib").readlink() == Path("../lib64")
-
-
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_zip_members_land_with_modes_and_links(tmp_path: Path) -> None:
-    archive = make_zip(tmp_path / "a.zip", GOOD)
-    extract_archive(archive, tmp_path / "out")
-    out = tmp_path / "out"
-    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
-    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
-    assert (out / "cuda/include/x.h").read_bytes() == b"#define X 1\n"
-
-
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_zip_made_on_windows_gets_ordinary_modes(tmp_path: Path) -> None:
-    archive = tmp_path / "win.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("cuda/bin/cudnn64_7.dll", b"MZ dll")  # create_system 0 on Windows
-        zf.infolist()[0].create_system = 0
-    extract_archive(archive, tmp_path / "out")
-    dll = tmp_path / "out/cuda/bin/cudnn64_7.dll"
-    assert dll.read_bytes() == b"MZ dll"
-    assert stat.S_IMODE(dll.stat().st_mode) == 0o644
-
-
-def test_hardlink_to_an_earlier_member_is_copied(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "h.tgz", [("file", "a/real", b"data", 0o644),
-                                             ("hardlink", "a/alias", "a/real", 0o644)])
-    extract_archive(archive, tmp_path / "out")
-    assert (tmp_path / "out/a/alias").read_bytes() == b"data"
 
 
 BAD_TAR: list[tuple[str, Member, str]] = [
@@ -181,13 +140,6 @@ def test_name_both_file_and_link_is_refused(tmp_path: Path) -> None:
         extract_archive(archive, tmp_path / "out")
 
 
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_setuid_can_be_allowed(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "suid.tgz", [("file", "bin/tool", b"x", 0o4755)])
-    extract_archive(archive, tmp_path / "out", allow_setuid=True)
-    assert stat.S_IMODE((tmp_path / "out/bin/tool").stat().st_mode) == 0o4755
-
-
 @pytest.mark.parametrize(("bad", "why"), [
     (("file", "../evil.dll", b"x", 0o644), "'..' leads outside"),
     (("file", "..\\..\\evil.dll", b"x", 0o644), "'..' leads outside"),
@@ -200,27 +152,6 @@ def test_bad_zip_member_refuses_the_whole_archive(tmp_path: Path, bad: Member, w
     with pytest.raises(ArtifactError, match=why):
         extract_archive(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists()
-
-
-@pytest.mark.posix_only("plants a symlink to /etc")
-def test_destination_must_be_new_or_empty(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "a.tgz", GOOD)
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "already").symlink_to("/etc")
-    with pytest.raises(ArtifactError, match="not an empty folder"):
-        extract_archive(archive, tmp_path / "out")
-    (tmp_path / "empty").mkdir()
-    extract_archive(archive, tmp_path / "empty")
-    assert (tmp_path / "empty/cuda/include/x.h").is_file()
-
-
-def test_not_an_archive(tmp_path: Path) -> None:
-    junk = tmp_path / "cudnn.tgz"
-    junk.write_bytes(b"<html>login required</html>")
-    with pytest.raises(ArtifactError, match="not a zip or tar archive"):
-        extract_archive(junk, tmp_path / "out")
-    with pytest.raises(ArtifactError, match="no such file"):
-        extract_archive(tmp_path / "missing.zip", tmp_path / "out")
 
 
 def test_sha256_is_streamed_over_chunks(tmp_path: Path) -> None:
@@ -356,3 +287,51 @@ def test_every_format_is_refused_by_the_one_scan_before_a_byte_is_written(
     assert not dest.exists() or not any(dest.iterdir())
     assert not any(outside.iterdir())
     assert not (tmp_path / "evil").exists()
+
+
+# -- the rules a format adds, on member lists -------------------------------------------------
+
+def _scan(members: list[archives.Member], rules: Rules | None = None) -> list[archives.Scanned]:
+    return scan_members("x.tar", members, packed=1 << 20, rules=rules or Rules())
+
+
+def test_rooted_absolute_links_are_read_from_the_destination() -> None:
+    """A .deb's ``/etc/alternatives/x`` means <root>/etc/alternatives/x: written relative."""
+    link = archives.Member("usr/bin/x", "symlink", link="/etc/alternatives/x")
+    with pytest.raises(ArtifactError, match="leads outside"):
+        _scan([link])
+    (scanned,) = _scan([link], Rules(rooted=True))
+    assert scanned.link == "../../etc/alternatives/x"
+    with pytest.raises(ArtifactError, match="leads outside"):
+        _scan([archives.Member("evil", "symlink", link="/../x")], Rules(rooted=True))
+
+
+def test_through_links_resolves_where_a_member_lands() -> None:
+    """Allowed for a .deb, yet a link to the root makes ``lnk/f -> ../x`` leave it."""
+    members = [archives.Member("real", "dir"), archives.Member("alias", "symlink", link="real"),
+               archives.Member("alias/f", "file", size=1)]
+    with pytest.raises(ArtifactError, match="through a link"):
+        _scan(members)
+    assert [s.name for s in _scan(members, Rules(through_links=True))] == \
+        ["real", "alias", "alias/f"]
+    escaping = [archives.Member("lnk", "symlink", link="."),
+                archives.Member("lnk/f", "symlink", link="../x")]
+    with pytest.raises(ArtifactError, match=r"'lnk/f': link to '\.\./x' leads outside"):
+        _scan(escaping, Rules(through_links=True))
+
+
+@pytest.mark.parametrize("name", ["bin/NUL.dll", "bin/com1", "bin/g++.exe:stream"])
+def test_windows_names_are_refused_where_asked(name: str) -> None:
+    member = archives.Member(name, "file", size=1)
+    assert _scan([member])[0].name == name
+    with pytest.raises(ArtifactError, match="not a plain Windows file name"):
+        _scan([member], Rules(windows_names=True))
+
+
+def test_the_root_folder_itself_is_left_out_and_sizes_add_up() -> None:
+    members = [archives.Member("./", "dir"), archives.Member("./a", "file", size=60 << 20),
+               archives.Member("./b", "file", size=60 << 20)]
+    with pytest.raises(ArtifactError, match="decompression bomb"):
+        _scan(members)
+    assert [s.name for s in _scan(members[:2])] == ["a"]
+
