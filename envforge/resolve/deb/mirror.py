@@ -18,6 +18,7 @@ import requests
 
 from envforge.errors import ResolveError
 from envforge.host import proc
+from envforge.host.http import session
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
 from envforge.resolve.deb.cache import parsed_cache, read_parsed, write_atomic, write_parsed
@@ -52,8 +53,6 @@ class HttpFetch:
 
     def _get_session(self) -> requests.Session:
         if self._session is None:
-            from envforge.host.http import session
-
             self._session = session()
         return self._session
 
