@@ -4,10 +4,11 @@ One rule for all of them (four clients had four): a connect error, a dropped con
 read timeout or a 429/5xx answer is tried again, ``RETRIES`` times, with urllib3's
 exponential backoff (0 s, then 1 s, 2 s) or the server's ``Retry-After`` up to
 ``MAX_RETRY_AFTER``; after the last try the answer is returned, not raised, so each caller
-words its own error (a 404 is never retried). Requests without a timeout get ``TIMEOUT``:
-a server that accepts and then says nothing cannot hang a lock. Proxies (``HTTPS_PROXY``,
-``NO_PROXY``) and CA bundles (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) come from the
-environment, read as requests reads them. Imported only where a request is made: requests
+words its own error. A 404 is never retried, nor a certificate that does not verify.
+Requests without a timeout get ``TIMEOUT``: a server that accepts and then says nothing
+cannot hang a lock. Proxies (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles
+(``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) come from the environment, read as requests
+reads them. Imported only where a request is made: requests
 costs 0.1 s of start-up that a no-op apply does not pay.
 """
 
@@ -53,7 +54,7 @@ class _Adapter(HTTPAdapter):
 
 def retry_rule() -> Retry:
     """The retry rule every session mounts."""
-    return _Retry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES,
+    return _Retry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0,
                   backoff_factor=BACKOFF, status_forcelist=RETRY_STATUS,
                   allowed_methods=frozenset({"GET", "HEAD"}), raise_on_status=False,
                   respect_retry_after_header=True)

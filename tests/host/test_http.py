@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 
 from envforge.errors import ResolveError
 from envforge.host import http
@@ -18,7 +22,7 @@ from envforge.host.fetch import FileRef, download
 from envforge.resolve.deb.mirror import HttpFetch
 
 BODY = b"the real answer\n"
-Serve = Callable[..., str]  # (script, port=0) -> the server's base URL
+Serve = Callable[..., str]  # (script, port=0, tls=None) -> the server's base URL
 
 
 @dataclass
@@ -66,8 +70,10 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
 def serve() -> Iterator[Serve]:
     servers: list[ThreadingHTTPServer] = []
 
-    def start(script: Script, port: int = 0) -> str:
+    def start(script: Script, port: int = 0, tls: ssl.SSLContext | None = None) -> str:
         server = ThreadingHTTPServer(("127.0.0.1", port), _handler(script))
+        if tls is not None:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
         servers.append(server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return f"http://127.0.0.1:{server.server_address[1]}"
@@ -205,3 +211,28 @@ def test_the_debian_fetch_retries_then_names_the_status_it_gave_up_on(serve: Ser
     with pytest.raises(ResolveError, match="HTTP 500"):
         HttpFetch(timeout=10)(f"{serve(failing)}/InRelease")
     assert len(failing.seen) == 1 + http.RETRIES
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with openssl")
+def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_retried(
+        serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    script = Script([])
+    url = serve(script, tls=tls).replace("http://", "https://")
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    start = time.monotonic()
+
+    with http.session() as client, pytest.raises(requests.exceptions.SSLError):
+        client.get(f"{url}/x")
+    assert time.monotonic() - start < http.BACKOFF * 2  # not tried again with backoff
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    with http.session() as client:
+        assert client.get(f"{url}/x").content == BODY
+
