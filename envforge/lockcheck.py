@@ -4,7 +4,8 @@ The models already refuse malformed values (names, versions, paths, hashes, rang
 model cannot see is a well-formed lock that says something its spec does not: an entry
 removed or listed twice, a platform's environment kind or Theano flags that the spec would
 not give, versions verify would expect that the locked files do not carry, a group resolved
-for another Python than the environment's (a textual merge of two locks). Each of those is
+for another Python than the environment's (a textual merge of two locks), an ``apply``
+table or a pack's settings other than the spec's (apply reads them, not the spec). Each of those is
 recomputed from the spec, offline, and any difference is one SpecError naming the lock's
 line and key (exit 2) before anything is written.
 
@@ -147,6 +148,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
     _check_group_python(plock, pspec.platform, at, fail)
     _check_build(pspec, plock, at, fail)
+    _check_apply(pspec, plock, at, fail)
     locked = dict(expect.packs)
     if references:
         derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
@@ -259,6 +261,20 @@ def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fa
                        f"gives {getattr(wanted, key)!r}")
 
 
+def _check_apply(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
+    """The apply table is the spec's: apply reads it alone (a compiler edited out of it would
+    leave the environment without one). A lock of format 2 has none: stale, not tampered."""
+    from envforge.lockplan import apply_inputs
+
+    if plock.apply is None:
+        return
+    wanted = apply_inputs(pspec)
+    for key in type(wanted).model_fields:
+        have, want = getattr(plock.apply, key), getattr(wanted, key)
+        if have != want:
+            raise fail((*at, "apply", key), f"{have!r} but the spec says {want!r}")
+
+
 def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
@@ -282,6 +298,9 @@ def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
         reasons.append(f"the lock has platforms the spec no longer targets: {', '.join(extra)}")
     if lock.meta.spec_name != spec.name:
         reasons.append(f"the lock is for {lock.meta.spec_name!r}, not {spec.name!r}")
+    if any(plock.apply is None for plock in lock.platforms.values()):
+        reasons.append("the lock's format (2) does not record what apply reads of the spec "
+                       "(its [platforms.X.apply] table)")
     return reasons
 
 

@@ -26,6 +26,7 @@ from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.spec import (
     MAX_REPEATS,
     Bool,
+    CompilerSection,
     FiniteFloat,
     Frozen,
     Int,
@@ -37,7 +38,8 @@ from envforge.spec import (
 from envforge.tomlpos import key_lines, line_of
 
 # 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
-LOCK_VERSION = 2
+# 3: what apply reads of the spec in [platforms.X.apply] (2: apply read the spec itself).
+LOCK_VERSION = 3
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
 # and every file name passes the one confinement rule (envforge/confine.py).
@@ -222,6 +224,17 @@ class SuiteLock(Frozen):
     python: str | None = Field(default=None, pattern=r"^3\.\d+(\.\d+)?$")
 
 
+class ApplyInputs(Frozen):
+    """What apply needs that the spec decides and no resolver finds: the compiler to
+    provide and where the environment's paths go. With the CUDA release and cuDNN
+    (``expect.cuda``, ``expect.cudnn``, the artifacts) and the packs' own tables (which
+    packs are mounted, their settings), plan and apply read everything from the lock and
+    take the spec only to check, by its hash, that it is the one locked."""
+
+    compiler: CompilerSection | None = None
+    path_scope: Literal["env", "user"] = "env"  # Windows: "user" edits the user's PATH
+
+
 class PlatformLock(Frozen):
     """Everything locked for one target platform."""
 
@@ -235,6 +248,9 @@ class PlatformLock(Frozen):
     suite: SuiteLock | None = None
     pypi_python: str | None = None  # the full Python version PyPI was resolved for
     build: PypiBuild | None = None  # where an sdist is locked: how it is built
+    # None only in a lock of format 2 (read through ``migrate``): it recorded none, so
+    # plan and apply call it stale until `envforge lock` completes it (offline).
+    apply: ApplyInputs | None = None
 
 
 class LockMeta(Frozen):
@@ -328,6 +344,8 @@ def load_lock(path: Path | str) -> Lockfile:
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
     if version != LOCK_VERSION:
         raw = migrate(raw)
+    else:
+        _require_apply(raw, path, text)
     loc: list[str] = []
     try:
         _type_pack_tables(raw, loc)
@@ -339,10 +357,22 @@ def load_lock(path: Path | str) -> Lockfile:
                         line=line_of(key_lines(text), loc)) from None
 
 
+def _require_apply(raw: dict[str, Any], path: Path, text: str) -> None:
+    """A lock of this format has an ``apply`` table per platform (only a migrated one may
+    lack it): one edited out is damage, not an old format."""
+    platforms = raw.get("platforms")
+    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
+        if isinstance(table, dict) and "apply" not in table:
+            raise SpecError(path, "no apply table (what apply reads of the spec); re-lock",
+                            key=f"platforms.{platform}.apply",
+                            line=line_of(key_lines(text), ("platforms", str(platform))))
+
+
 def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """A lock of an older format in the current one's shape, as pipx reads old metadata:
     each step rewrites every platform table from version N to N + 1 (the core's steps,
-    then each pack's)."""
+    then each pack's). Format 2 -> 3 adds the ``apply`` table, which only the spec can
+    fill: the table stays absent and ``lockcheck.stale_reasons`` asks for a re-lock."""
     from envforge.packs import PACKS
 
     meta = raw.get("meta")

@@ -11,11 +11,13 @@ from packaging.utils import canonicalize_name
 
 from envforge.errors import InputError
 from envforge.lockfile import (
+    ApplyInputs,
     Expectations,
     LockedArtifact,
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
+    PlatformLock,
     PypiBuild,
 )
 from envforge.spec import PlatformSpec
@@ -172,6 +174,25 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
         found.append(LockedArtifact(role="compiler", filename=known.filename, url=known.url,
                                     sha256=known.sha256, source=known.source))
     return tuple(found)
+
+
+def apply_inputs(pspec: PlatformSpec) -> ApplyInputs:
+    """What apply reads of the spec, recorded in the lock so that apply reads only the lock."""
+    return ApplyInputs(compiler=pspec.compiler, path_scope=pspec.path.scope)
+
+
+def completed(plock: PlatformLock, pspec: PlatformSpec) -> PlatformLock:
+    """A reused platform of a lock of format 2 (``lockfile.migrate``) with what that format
+    did not record: the ``apply`` table and the packs' tables (their settings, e.g. where
+    Theano's rc file goes), from the spec it was locked from; its resolution is kept."""
+    if plock.apply is not None:
+        return plock
+    from envforge.packs import active_packs
+
+    versions = plock.expect.versions
+    packs = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
+    return plock.model_copy(update={"apply": apply_inputs(pspec), "expect": plock.expect.
+                                    model_copy(update={"packs": packs})})
 
 
 def kernel_device(pspec: PlatformSpec) -> tuple[str, str]:

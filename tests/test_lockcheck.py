@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 TEXT = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
 SPEC = load_spec(REPO / "specs" / "theano-cpu.toml")
 NUMPY = "numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl"
-PLATFORM = 'python = "3.7"\n\n[[platforms.linux-64.deb]]'
+PLATFORM = 'python = "3.7"\n\n[platforms.linux-64.apply]'
 
 
 def _check(tmp_path: Path, text: str) -> None:
@@ -44,7 +44,7 @@ def test_the_real_lock_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("old", "new", "key", "says"), [
     ("[platforms.linux-64.suite]\n", '[platforms.linux-64.suite]\npython = "3.11.9"\n',
      "platforms.linux-64.suite.python", "test group was resolved for Python 3.11.9"),
-    (PLATFORM, 'python = "3.7"\npypi_python = "3.11.9"\n\n[[platforms.linux-64.deb]]',
+    (PLATFORM, 'python = "3.7"\npypi_python = "3.11.9"\n\n[platforms.linux-64.apply]',
      "platforms.linux-64.pypi_python", "PyPI was resolved for Python 3.11.9"),
     (f'filename = "{NUMPY}"', 'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64.whl"',
      "platforms.linux-64.pypi.", "cp311-cp311-manylinux2010_x86_64"),
@@ -69,7 +69,7 @@ def test_a_group_for_another_python_is_refused(tmp_path: Path, old: str, new: st
 def test_a_suite_group_recorded_for_the_locked_python_passes(tmp_path: Path) -> None:
     """A lock of this envforge records the group's Python; the same Python passes."""
     _check(tmp_path, TEXT.replace(PLATFORM, 'python = "3.7"\npypi_python = "3.7.17"\n\n'
-                                  '[[platforms.linux-64.deb]]', 1)
+                                  '[platforms.linux-64.apply]', 1)
            .replace("[platforms.linux-64.suite]\n",
                     '[platforms.linux-64.suite]\npython = "3.7.17"\n', 1))
 

@@ -44,6 +44,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
     ``previous`` lock's PyPI and conda versions are preferred where the spec still allows
     them (a Debian suite's index holds one version of each package: nothing to prefer)."""
     from envforge.lockplan import (
+        apply_inputs,
         build_record,
         locked_artifacts,
         stack_versions,
@@ -124,6 +125,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
         suite=suite,
         pypi_python=pypi_python,
         build=build_record(pspec, pypi),
+        apply=apply_inputs(pspec),
     )
 
 
@@ -333,7 +335,10 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         if platform in fresh:
             locked[platform] = fresh[platform]
         elif reusable and previous is not None and platform in previous.platforms:
-            locked[platform] = previous.platforms[platform]
+            from envforge.lockplan import completed
+
+            locked[platform] = completed(previous.platforms[platform],
+                                         spec.for_platform(platform))
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(

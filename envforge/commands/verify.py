@@ -51,7 +51,7 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     elapsed = time.perf_counter() - started
     code = verdict(rows)
     if args.junit:
-        Path(args.junit).write_text(to_junit(rows, suite=f"envforge.verify.{ctx.pspec.platform}"),
+        Path(args.junit).write_text(to_junit(rows, suite=f"envforge.verify.{ctx.platform}"),
                                     encoding="utf-8")
     if args.report:
         out = Path(args.report)

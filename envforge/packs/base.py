@@ -148,8 +148,9 @@ class FrameworkPack(Protocol):
         """What the framework release in ``versions`` (canonical name -> version) imports
         without declaring it; nothing where ``versions`` holds no release of it."""
 
-    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
-        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None:
+        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``, as
+        its locked flags hold it): apply reads the lock, not the spec."""
 
     def before_probe(self, ctx: StepContext) -> None:
         """Just before verify's probe runs (Theano: its compile cache seeded from the store)."""
@@ -231,7 +232,7 @@ class PackDefaults:
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         return ()
 
-    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None:
         return None
 
     def before_probe(self, ctx: StepContext) -> None:

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from envforge.envlayout import EnvLayout
+from envforge.errors import StaleLockError
 from envforge.host.archives import sha256_file, verify_artifact
-from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockfile import ApplyInputs, LockedPypiFile, Lockfile, PlatformLock
 from envforge.paths import EnvforgeDirs
-from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
+from envforge.spec import PYPI_SIMPLE, CudaSection, Frozen, Platform
 from envforge.ui import UI
 
 if TYPE_CHECKING:
@@ -74,7 +75,10 @@ class Facts:
 
 @dataclass(frozen=True, kw_only=True)
 class StepContext:
-    """What steps know about the target; keyword-only, so fields can be added in any place."""
+    """What steps know about the target; keyword-only, so fields can be added in any place.
+
+    It holds no spec: what the spec decides, steps and packs read from the lock (its
+    ``apply`` table, its expectations), so an apply needs the lock alone."""
 
     platform: Platform
     prefix: Path
@@ -86,7 +90,6 @@ class StepContext:
     # so a multi-gigabyte archive is not read again to plan its step
     checked: frozenset[str] = frozenset()
     lock: PlatformLock
-    pspec: PlatformSpec
     layout: EnvLayout
     dirs: EnvforgeDirs
     sources: Sources
@@ -96,6 +99,20 @@ class StepContext:
     pypi_index: str = PYPI_SIMPLE
     facts: Facts = field(default_factory=Facts)  # from the steps before this one
     cuda_search: tuple[Path, ...] | None = None  # where to look for toolkits (tests: a tmp tree)
+
+    @property
+    def inputs(self) -> ApplyInputs:
+        """The lock's ``apply`` table; a lock of format 2 has none and is stale to apply."""
+        if self.lock.apply is None:
+            raise StaleLockError("the lock's format (2) does not record what apply reads of "
+                                 "the spec; run `envforge lock SPEC`")
+        return self.lock.apply
+
+    @property
+    def cuda(self) -> CudaSection | None:
+        """The CUDA release the lock wants (``expect.cuda``), None where it wants none."""
+        wanted = self.lock.expect.cuda
+        return None if wanted is None else CudaSection(version=wanted)
 
     @property
     def cuda_root(self) -> Path | None:

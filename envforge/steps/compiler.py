@@ -59,10 +59,10 @@ class CompilerNeed:
 
 def compiler_need(ctx: StepContext) -> CompilerNeed | None:
     """The first mounted pack's need, if it has one."""
-    from envforge.packs import active_packs
+    from envforge.packs import locked_packs
 
-    return next((need for pack in active_packs(ctx.pspec)
-                 if (need := pack.compiler_need(ctx.pspec)) is not None), None)
+    return next((need for pack in locked_packs(ctx.lock.expect)
+                 if (need := pack.compiler_need(ctx.lock.expect)) is not None), None)
 
 
 def find_host_gxx(ctx: StepContext) -> HostCompiler:
@@ -187,16 +187,16 @@ class CompilerStep:
 
     @staticmethod
     def _kind(ctx: StepContext) -> str:
-        compiler = ctx.pspec.compiler
+        compiler = ctx.inputs.compiler
         if compiler is None:
-            raise StepError("the spec has no [compiler] section")
+            raise StepError("the lock has no compiler (the spec no [compiler] section)")
         if compiler.kind == "mingw-w64" and PLATFORMS[ctx.platform].os is not Os.WINDOWS:
             raise StepError(f"MinGW-w64 is a Windows compiler; {ctx.platform} uses kind = \"gcc\"")
         return compiler.kind
 
     def _check_gcc(self, ctx: StepContext) -> None:
         gxx = find_host_gxx(ctx)
-        cuda = ctx.pspec.cuda
+        cuda = ctx.cuda
         if cuda is None or not cuda.exact:
             return
         finding = gcc_limit_finding(gxx.version, cuda.number, ctx.platform, compiler_need(ctx))

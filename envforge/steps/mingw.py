@@ -51,14 +51,14 @@ def mingw_artifact(ctx: StepContext) -> LockedArtifact:
 
 
 def mingw_variant(ctx: StepContext) -> MingwVariant:
-    """The locked archive's variant, from its mingw-builds name; the spec must agree with it."""
+    """The locked archive's variant, from its mingw-builds name; the lock's compiler table must agree with it."""
     artifact = mingw_artifact(ctx)
     match = _MINGW_BUILDS.match(artifact.filename)
     if match is None:
         raise StepError(f"cannot tell the MinGW-w64 variant from {artifact.filename!r} "
                         "(expected x86_64-<version>-release-<threads>-<exceptions>-rt_vN-revN.7z)")
     variant = MingwVariant(match["version"], match["threads"], match["exceptions"])
-    compiler = ctx.pspec.compiler
+    compiler = ctx.inputs.compiler
     if compiler is not None:
         for what, wanted, locked in (("version", compiler.version, variant.version),
                                      ("threads", compiler.threads, variant.threads),

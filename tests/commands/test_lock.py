@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -176,6 +177,62 @@ def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
     assert main(["lock", str(spec), "--json"]) == 0
     out, err = capsys.readouterr()
     assert "next:" not in out + err and json.loads(out)["exit_code"] == 0
+
+
+def _format_2(text: str) -> str:
+    """A lock of format 3 as format 2 wrote it: no apply tables, no rc-file scope."""
+    text = re.sub(r"(?m)^\[platforms\.[a-z0-9-]+\.apply(\.compiler)?\]\n(?:[^\[\n].*\n)*\n",
+                  "", text)
+    assert "apply" not in text
+    return text.replace('theanorc = "env"\n', "").replace("version = 3\n", "version = 2\n", 1)
+
+
+def test_a_format_2_lock_is_stale_until_lock_completes_it_without_resolving(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Format 2 did not record what apply reads of the spec: such a lock still loads (doctor
+    and status read it), plan calls it stale (exit 3) naming the fix, and `envforge lock`
+    completes it from its spec, offline, into the bytes a fresh lock has."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    spec = project_with(tmp_path, "keras-theano-cpu",
+                        (REPO / "specs" / "keras-theano-cpu.toml").read_text())
+    committed = (REPO / "locks" / "keras-theano-cpu.lock").read_text()
+    lock_file = tmp_path / "locks" / "keras-theano-cpu.lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text(_format_2(committed))
+    assert all(p.apply is None for p in load_lock(lock_file).platforms.values())
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "env")]) == 3
+    err = capsys.readouterr().err
+    assert "format (2) does not record what apply reads" in err
+    assert f"run `envforge lock {spec}`" in err
+    assert main(["lock", "--check", str(spec)]) == 3
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert lock_file.read_text() == committed
+    assert main(["lock", "--check", str(spec)]) == 0
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ('[platforms.linux-64.apply.compiler]\nkind = "gcc"\n\n', "",
+     "platforms.linux-64.apply.compiler"),
+    ('keras_json = "{prefix}/keras/keras.json"', 'keras_json = "~/.keras/keras.json"',
+     "platforms.linux-64.expect.keras.keras_json"),
+])
+def test_check_refuses_a_lock_whose_apply_inputs_were_edited(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str], old: str,
+        new: str, key: str) -> None:
+    """What apply reads is the lock's, so `lock --check` (CI's) judges it against the spec
+    too: one line naming the lock's line and key, exit 2."""
+    spec = project_with(tmp_path, "keras-theano-cpu",
+                        (REPO / "specs" / "keras-theano-cpu.toml").read_text())
+    text = (REPO / "locks" / "keras-theano-cpu.lock").read_text()
+    assert old in text
+    lock_file = tmp_path / "locks" / "keras-theano-cpu.lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text(text.replace(old, new, 1))
+    assert main(["lock", "--check", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f" {key}: " in err, err
+    assert re.search(rf"{re.escape(str(lock_file))}:\d+: ", err), err
 
 
 def test_committed_locks_match_their_specs() -> None:

@@ -154,8 +154,7 @@ def test_verify_runs_each_packs_probe_kernels_in_the_first(addon: FrameworkPack,
     assert [name for name, _ in probe_scripts(expect)] == ["theano", "addon"]
     assert build_request(expect, kernels=False)["kernels"] == []
     ctx = make_ctx(tmp_path, "linux-64", None)
-    ctx = dataclasses.replace(ctx, lock=plock.model_copy(update={"expect": expect}),
-                              pspec=_pspec())
+    ctx = dataclasses.replace(ctx, lock=plock.model_copy(update={"expect": expect}))
     python = Path(ctx.layout.python)
     python.parent.mkdir(parents=True, exist_ok=True)
     python.symlink_to(sys.executable)

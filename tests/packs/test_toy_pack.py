@@ -52,7 +52,7 @@ class ToyStep:
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         target = Path(ctx.layout.prefix) / "toy.txt"
-        text = _greeting(ctx.pspec)
+        text = _expect(ctx.lock.expect).greeting
         if target.is_file() and target.read_text() == text:
             return ()
         return (Change(action="create", target=str(target), before=None,
@@ -62,7 +62,7 @@ class ToyStep:
         target = Path(ctx.layout.prefix) / "toy.txt"
         if not target.parent.exists():
             tx.mkdir(target.parent)
-        tx.write_text(target, _greeting(ctx.pspec))
+        tx.write_text(target, _expect(ctx.lock.expect).greeting)
 
 
 class ToyPack(PackDefaults):
@@ -90,7 +90,7 @@ class ToyPack(PackDefaults):
         return (ToyStep(),)
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
-        return (EnvEdit(name="TOY_GREETING", op="set", value=_greeting(ctx.pspec)),)
+        return (EnvEdit(name="TOY_GREETING", op="set", value=_expect(ctx.lock.expect).greeting),)
 
     def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
         return {"toy": _expect(expect).greeting}
@@ -147,7 +147,7 @@ def test_a_registered_pack_goes_from_spec_to_verify(toy: FrameworkPack,
 
     # plan and apply: the pack's step sits before activation, its variable in activation
     base = make_ctx(tmp_path, "linux-64", None)
-    ctx = dataclasses.replace(base, lock=lock.platforms["linux-64"], pspec=pspec)
+    ctx = dataclasses.replace(base, lock=lock.platforms["linux-64"])
     names = [s.name for s in build_steps(ctx)]
     assert names.index("toy") == names.index("theanorc") + 1 == names.index("activation") - 1
     step = next(s for s in build_steps(ctx) if s.name == "toy")
@@ -196,7 +196,10 @@ def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(toy: FrameworkPac
     text += '\n[toy]\ngreeting = "hi"\n'
     pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
     assert [p.name for p in active_packs(pspec)] == ["toy"]
-    ctx = dataclasses.replace(make_ctx(Path("/nonexistent"), "linux-64", None), pspec=pspec)
+    base = make_ctx(Path("/nonexistent"), "linux-64", None)
+    packs = {pack.name: pack.expectations(pspec, {}) for pack in active_packs(pspec)}
+    ctx = dataclasses.replace(base, lock=base.lock.model_copy(update={
+        "expect": base.lock.expect.model_copy(update={"packs": packs})}))
     names = [s.name for s in build_steps(ctx)]
     assert "theanorc" not in names and "toy" in names
 

@@ -22,18 +22,10 @@ from envforge.envlayout import layout_for
 from envforge.errors import ArtifactError, OfflineError, StepError
 from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Journal, Transaction, rollback
-from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
-from envforge.packs.theano.section import TheanoSection
+from envforge.lockfile import ApplyInputs, Expectations, LockedArtifact, PlatformLock
+from envforge.packs.theano.expect import TheanoExpect
 from envforge.paths import EnvforgeDirs
-from envforge.spec import (
-    CompilerSection,
-    CudaSection,
-    EnvironmentSection,
-    PathSection,
-    Platform,
-    PlatformSpec,
-    PythonSection,
-)
+from envforge.spec import CompilerSection, Platform
 from envforge.steps.base import Facts, StepContext
 from envforge.steps.compiler import CompilerStep, gcc_limit_finding
 from envforge.steps.mingw import (
@@ -97,18 +89,17 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
              artifacts: tuple[LockedArtifact, ...] = (), environ: Mapping[str, str] | None = None,
              cuda: str | None = None, cuda_root: Path | None = None, path_scope: str = "env",
              supplied: Mapping[str, Path] | None = None, data: Path | None = None,
-             theano: TheanoSection | None = None, ui: UI | None = None) -> StepContext:
+             cxx: str | None = None, ui: UI | None = None) -> StepContext:
     prefix = tmp / "prefix"
     return StepContext(
         platform=platform, prefix=prefix, environ=dict(environ or {}), home=tmp / "home",
         state_dir=tmp / "state", artifacts=dict(supplied or {}),
         lock=PlatformLock(python="3.7.16", environment="conda", artifacts=artifacts,
-                          expect=Expectations(versions={}, device="cuda", float_x="float32")),
-        pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
-                           environment=EnvironmentSection(kind="conda"), compiler=compiler,
-                           cuda=CudaSection(version=cuda) if cuda else None,
-                           path=PathSection(scope=path_scope),  # type: ignore[arg-type]
-                           packs={"theano": theano or TheanoSection()}),
+                          expect=Expectations(versions={}, device="cuda", float_x="float32",
+                                              cuda=cuda, packs={"theano": TheanoExpect(
+                                                  flags={"cxx": cxx} if cxx else {})}),
+                          apply=ApplyInputs(compiler=compiler,
+                                            path_scope=path_scope)),  # type: ignore[arg-type]
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root))
@@ -458,10 +449,10 @@ def test_theano_cxx_is_the_compiler_looked_for(tmp_path: Path) -> None:
     real = shutil.which("g++")
     assert real is not None
     found = make_ctx(tmp_path, "linux-64", compiler=GCC, environ={"PATH": ""},
-                     theano=TheanoSection(cxx=real))
+                     cxx=real)
     assert CompilerStep().describe(found) == ()
     missing = make_ctx(tmp_path, "linux-64", compiler=GCC, environ={"PATH": host_path()},
-                       theano=TheanoSection(cxx="g++-4.8-not-installed"))
+                       cxx="g++-4.8-not-installed")
     with pytest.raises(StepError, match=re.escape("g++-4.8-not-installed not found on PATH")):
         CompilerStep().describe(missing)
 

@@ -28,20 +28,12 @@ from envforge.expectations import kernel_expectations
 from envforge.host import proc
 from envforge.host.windows import REG_EXPAND_SZ, USER_ENVIRONMENT, WinRegistry
 from envforge.journal import Journal
-from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
+from envforge.lockfile import ApplyInputs, Expectations, LockedArtifact, PlatformLock
 from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect
-from envforge.packs.theano.section import TheanoSection
 from envforge.packs.theano.theanorc import TheanorcStep
 from envforge.paths import EnvforgeDirs
-from envforge.spec import (
-    CudaSection,
-    EnvironmentSection,
-    PathSection,
-    PlatformSpec,
-    PythonSection,
-    VerifySection,
-)
+from envforge.spec import VerifySection
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.steps.cudnn import CudnnInstallStep
 from envforge.steps.userpath import UserPathStep
@@ -79,12 +71,11 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
         platform="win-64", prefix=prefix, environ=dict(os.environ),
         home=Path(os.environ["USERPROFILE"]), state_dir=tmp / "state",
         artifacts={"cudnn": archive},
-        lock=PlatformLock(python="3.8.10", environment="venv", expect=expectations()),
-        pspec=PlatformSpec(platform="win-64", python=PythonSection(version="3.8"),
-                           environment=EnvironmentSection(kind="venv"),
-                           cuda=CudaSection(version="10.2"),
-                           packs={"theano": TheanoSection(theanorc="home")},
-                           path=PathSection(scope="user")),
+        # CUDA 10.2 wanted, the rc file in the user's home, the user's PATH edited
+        lock=PlatformLock(python="3.8.10", environment="venv", expect=expectations().model_copy(
+            update={"cuda": "10.2", "packs": {"theano": TheanoExpect(flags={
+                "device": "cpu", "floatX": "float64", "mode": "FAST_RUN", "cxx": ""},
+                theanorc="home")}}), apply=ApplyInputs(path_scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root))
