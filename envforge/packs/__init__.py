@@ -1,8 +1,7 @@
-"""The registry of framework packs: a dict by name, as pre-commit's ``all_languages``.
-
-Packs are found through the entry-point group ``envforge.packs`` (pyproject.toml), the
-built-in ones too, so a pack shipped as its own distribution registers the same way; the
-core finds a pack through these functions only.
+"""The framework packs, found through the entry-point group ``envforge.packs``
+(pyproject.toml), the built-in ones too, so a pack shipped as its own distribution registers
+the same way. Only the app layer calls ``load_packs``; the ``Registry`` it returns is handed
+down to the core as an argument.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from envforge.packapi import Registry
 from envforge.packs.base import FrameworkPack
 from envforge.packs.keras import KERAS
 from envforge.packs.tensorflow import TENSORFLOW
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from envforge.lockfile import Expectations
     from envforge.spec import PlatformSpec
 
-__all__ = ["PACKS", "FrameworkPack", "active_packs", "locked_packs", "mounted"]
+__all__ = ["PACKS", "FrameworkPack", "Registry", "active_packs", "load_packs", "locked_packs",
+           "mounted"]
 
 ENTRY_POINTS = "envforge.packs"
 BUILT_IN: tuple[FrameworkPack, ...] = (THEANO, TENSORFLOW, KERAS, TORCH)
@@ -29,7 +30,7 @@ BUILT_IN: tuple[FrameworkPack, ...] = (THEANO, TENSORFLOW, KERAS, TORCH)
 _FIRST = ("theano", "tensorflow", "keras")
 
 
-def load_packs() -> dict[str, FrameworkPack]:
+def load_packs() -> Registry[FrameworkPack]:
     """Every pack of the ``envforge.packs`` entry points, by name: theano, tensorflow, keras,
     then the others by name. Only where no entry point is registered (envforge run from a
     source tree or bundle whose distribution metadata is absent) the built-in packs: without
@@ -42,11 +43,12 @@ def load_packs() -> dict[str, FrameworkPack]:
     if not found:
         found = {pack.name: pack for pack in BUILT_IN}
     rank = {name: index for index, name in enumerate(_FIRST)}
-    return {name: found[name] for name in
-            sorted(found, key=lambda name: (rank.get(name, len(rank)), name))}
+    return Registry([found[name] for name in
+                     sorted(found, key=lambda name: (rank.get(name, len(rank)), name))])
 
 
-PACKS: dict[str, FrameworkPack] = load_packs()
+_LOADED = load_packs()
+PACKS: dict[str, FrameworkPack] = dict(zip(_LOADED.names, _LOADED, strict=True))
 
 
 def mounted(raw: Mapping[str, Any]) -> list[FrameworkPack]:
