@@ -102,8 +102,8 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=dict(host.environ), home=host.home,
         state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(options.artifacts),
-        lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
-                                                   plock.python),
+        lock=plock, pspec=pspec, registry=project.registry,
+        layout=layout_for(platform, plock.environment, prefix, plock.python),
         dirs=dirs, ui=options.ui, bundle=options.bundle.resolve() if options.bundle else None,
         offline=options.offline, pypi_index=lock.meta.pypi_index or PYPI_SIMPLE,
         sources=LockedSources(),

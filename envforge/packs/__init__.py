@@ -6,9 +6,7 @@ down to the core as an argument.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
 
 from envforge.packapi import Registry
 from envforge.packs.base import FrameworkPack
@@ -17,12 +15,7 @@ from envforge.packs.tensorflow import TENSORFLOW
 from envforge.packs.theano import THEANO
 from envforge.packs.torch import TORCH
 
-if TYPE_CHECKING:
-    from envforge.lockfile import Expectations
-    from envforge.spec import PlatformSpec
-
-__all__ = ["PACKS", "FrameworkPack", "Registry", "active_packs", "load_packs", "locked_packs",
-           "mounted"]
+__all__ = ["BUILT_IN", "ENTRY_POINTS", "FrameworkPack", "Registry", "load_packs"]
 
 ENTRY_POINTS = "envforge.packs"
 BUILT_IN: tuple[FrameworkPack, ...] = (THEANO, TENSORFLOW, KERAS, TORCH)
@@ -45,24 +38,3 @@ def load_packs() -> Registry[FrameworkPack]:
     rank = {name: index for index, name in enumerate(_FIRST)}
     return Registry([found[name] for name in
                      sorted(found, key=lambda name: (rank.get(name, len(rank)), name))])
-
-
-_LOADED = load_packs()
-PACKS: dict[str, FrameworkPack] = dict(zip(_LOADED.names, _LOADED, strict=True))
-
-
-def mounted(raw: Mapping[str, Any]) -> list[FrameworkPack]:
-    """The packs a spec's sections call for, in registry order; where it names none, the
-    implicit ones (a spec without [theano] is a Theano stack, as before packs existed)."""
-    named = [pack for name, pack in PACKS.items() if name in raw]
-    return named or [pack for pack in PACKS.values() if pack.implicit]
-
-
-def active_packs(pspec: PlatformSpec) -> list[FrameworkPack]:
-    """The packs mounted in one platform's view of a spec, in registry order."""
-    return [pack for name, pack in PACKS.items() if name in pspec.packs]
-
-
-def locked_packs(expect: Expectations) -> list[FrameworkPack]:
-    """The packs a lock holds expectations for, in registry order."""
-    return [pack for name, pack in PACKS.items() if name in expect.packs]

@@ -2,8 +2,9 @@
 kernels' NumPy references) never names a framework.
 
 Modelled on pre-commit's ``lang_base.Language``: a pack is a plain object whose attributes
-and methods the core calls at fixed points, and the registry (``envforge.packs.PACKS``) is
-a dict. A pack's spec section is ``[NAME]``, its lock expectations are
+and methods the core calls at fixed points; the app layer loads the packs into one
+``envforge.packapi.Registry`` and hands it down, each caller typing it by the Protocol of the
+members it calls. A pack's spec section is ``[NAME]``, its lock expectations are
 ``[platforms.X.expect.NAME]``; both are its own frozen models.
 
 A probe reads the request (``envforge.verify.build_request`` plus ``probe_request``) as

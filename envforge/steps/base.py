@@ -23,15 +23,18 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from envforge.envlayout import EnvLayout
 from envforge.host.archives import sha256_file, verify_artifact
-from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockfile import LockedPypiFile, Lockfile, LockPack, PlatformLock
+from envforge.packapi import Registry
 from envforge.paths import EnvforgeDirs
-from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
+from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec, SpecPack
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.envvars import EnvEdit
     from envforge.host.fetch import FileRef, Progress
     from envforge.host.wheelinstall import WheelToInstall
     from envforge.journal import Transaction
+    from envforge.steps.compiler import CompilerNeed
 
 
 class Change(Frozen):
@@ -72,6 +75,18 @@ class Facts:
     cuda_root: Path | None = None  # the selected CUDA toolkit: the CUDA step finds it
 
 
+class StepPack(SpecPack, LockPack, Protocol):
+    """What planning and applying ask of a mounted pack: its steps, its environment edits
+    and the compiler it builds with; and its spec section and lock table, to read a
+    bundle's copies."""
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]: ...
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]: ...
+
+    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepContext:
     """What steps know about the target; keyword-only, so fields can be added in any place."""
@@ -87,6 +102,7 @@ class StepContext:
     checked: frozenset[str] = frozenset()
     lock: PlatformLock
     pspec: PlatformSpec
+    registry: Registry[StepPack]  # the packs; the mounted ones: registry.active(pspec.packs)
     layout: EnvLayout
     dirs: EnvforgeDirs
     sources: Sources

@@ -242,9 +242,7 @@ class CompilerNeed:
 
 def compiler_need(ctx: StepContext) -> CompilerNeed | None:
     """The first mounted pack's need, if it has one."""
-    from envforge.packs import active_packs
-
-    return next((need for pack in active_packs(ctx.pspec)
+    return next((need for pack in ctx.registry.active(ctx.pspec.packs)
                  if (need := pack.compiler_need(ctx.pspec)) is not None), None)
 
 

@@ -42,6 +42,7 @@ from envforge.resolve.deb import (
 from envforge.spec import DEBIAN_MIRROR, DebianSection, load_spec
 from tests.host.test_debunpack import LIBDIR, build_deb
 from tests.testing.conda_channel import serve
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -470,8 +471,8 @@ def test_bullseye_stanzas_lock_the_gpu_stack_versions() -> None:
                for w in without_numpy.warnings)
     assert any(w.startswith("python3-numpy-abi9 (needed by python3-pygpu)")
                for w in without_numpy.warnings)
-    versions = stack_versions(load_spec(REPO / "specs" / "theano-gpu-linux.toml")
-                              .for_platform("linux-64"),
+    versions = stack_versions(load_spec(REPO / "specs" / "theano-gpu-linux.toml", REGISTRY)
+                              .for_platform("linux-64"), REGISTRY,
                               pypi=(), conda=(), deb=resolution.records)
     assert (versions["python"], versions["numpy"], versions["pygpu"]) == \
         ("3.9.2", "1.19.5", "0.7.6")

@@ -11,10 +11,11 @@ from envforge.envlayout import layout_for
 from envforge.errors import StepError
 from envforge.host.interpreters import find_interpreter, query_version
 from envforge.lockfile import Expectations, PlatformLock
-from envforge.spec import EnvironmentSection, PlatformSpec, PythonSection
+from envforge.spec import EnvironmentSection, PlatformSpec, PythonSection, implicit_sections
 from envforge.steps.base import StepContext
 from envforge.steps.env import EnvironmentStep, PrefixStep
 from tests.testing.contexts import apply_step, make_ctx
+from tests.testing.packs import REGISTRY
 
 
 def venv_ctx(tmp_path: Path, python: str, environ: dict[str, str], *,
@@ -25,7 +26,8 @@ def venv_ctx(tmp_path: Path, python: str, environ: dict[str, str], *,
         lock=PlatformLock(python=python, environment="venv", expect=Expectations(
             versions={}, device="cpu", float_x="float64")),
         pspec=PlatformSpec(platform="linux-64", python=PythonSection(version=python),
-                           environment=EnvironmentSection(kind="venv")),
+                           environment=EnvironmentSection(kind="venv"),
+                           packs=implicit_sections(REGISTRY)),
         layout=layout_for("linux-64", "venv", base.prefix, python))
 
 

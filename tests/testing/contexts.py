@@ -11,9 +11,17 @@ from envforge.journal import Journal, Transaction
 from envforge.lockfile import Expectations, PlatformLock
 from envforge.packs.theano.expect import TheanoExpect
 from envforge.paths import EnvforgeDirs
-from envforge.spec import CudaSection, EnvironmentSection, Platform, PlatformSpec, PythonSection
+from envforge.spec import (
+    CudaSection,
+    EnvironmentSection,
+    Platform,
+    PlatformSpec,
+    PythonSection,
+    implicit_sections,
+)
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.ui import UI
+from tests.testing.packs import REGISTRY
 
 
 def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
@@ -29,11 +37,12 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
             packs={"theano": TheanoExpect(flags={})})),
         pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
                            environment=EnvironmentSection(kind="conda"),
-                           cuda=CudaSection(version=cuda) if cuda else None),
+                           cuda=CudaSection(version=cuda) if cuda else None,
+                           packs=implicit_sections(REGISTRY)),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
-        cuda_search=cuda_search)
+        cuda_search=cuda_search, registry=REGISTRY)
 
 
 def apply_step(step: Step, ctx: StepContext) -> Journal:

@@ -11,6 +11,7 @@ import pytest
 from envforge.errors import SpecError
 from envforge.lockfile import LOCK_VERSION, dumps_lock, load_lock
 from envforge.packs.theano.expect import TheanoExpect, theano_expect
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 V1 = Path(__file__).parent / "data" / "theano-cpu.v1.lock"  # locks/theano-cpu.lock as format 1
@@ -19,7 +20,7 @@ COMMITTED = REPO / "locks" / "theano-cpu.lock"
 
 def test_format_1_reads_as_format_2() -> None:
     assert 'theano_flag_spelling = "dots"' in V1.read_text(encoding="utf-8")
-    old, new = load_lock(V1), load_lock(COMMITTED)
+    old, new = load_lock(V1, REGISTRY), load_lock(COMMITTED, REGISTRY)
     assert LOCK_VERSION == 2 and old.meta.version == 2
     assert old == new
     flags = theano_expect(old.platforms["linux-64"].expect)
@@ -27,7 +28,7 @@ def test_format_1_reads_as_format_2() -> None:
 
 
 def test_format_1_rewrites_to_the_committed_bytes() -> None:
-    assert dumps_lock(load_lock(V1)) == COMMITTED.read_text(encoding="utf-8")
+    assert dumps_lock(load_lock(V1, REGISTRY)) == COMMITTED.read_text(encoding="utf-8")
 
 
 def test_a_bad_flag_in_a_format_2_lock_names_its_key_and_line(tmp_path: Path) -> None:
@@ -37,13 +38,13 @@ def test_a_bad_flag_in_a_format_2_lock_names_its_key_and_line(tmp_path: Path) ->
     table = "[platforms.linux-64.expect.theano.flags]\n"
     path.write_text(text.replace(table, table + '"global.device" = "cuda"\n'), encoding="utf-8")
     with pytest.raises(SpecError) as error:
-        load_lock(path)
+        load_lock(path, REGISTRY)
     assert error.value.key == "platforms.linux-64.expect.theano.flags.global.device.[key]"
     assert error.value.line == text[:text.index(table)].count("\n") + 2
 
 
 def test_a_lock_without_theano_has_no_flags() -> None:
-    expect = load_lock(COMMITTED).platforms["linux-64"].expect
+    expect = load_lock(COMMITTED, REGISTRY).platforms["linux-64"].expect
     assert theano_expect(expect.model_copy(update={"packs": {}})) == TheanoExpect(flags={})
 
 
@@ -54,5 +55,5 @@ def test_a_packs_table_written_in_the_lock_is_refused(tmp_path: Path) -> None:
     path.write_text(text.replace("[platforms.linux-64.expect.theano]\n",
                                  "[platforms.linux-64.expect.packs.theano]\n"), encoding="utf-8")
     with pytest.raises(SpecError) as error:
-        load_lock(path)
+        load_lock(path, REGISTRY)
     assert error.value.key == "platforms.linux-64.expect"
