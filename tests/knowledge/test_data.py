@@ -17,7 +17,9 @@ from envforge.knowledge import (
 )
 from tests.testing.packs import REGISTRY
 
-PACK_FILES = {name: f"envforge.packs.{pack.name}" for pack in REGISTRY for name in pack.knowledge}
+# each pack's files, and the facts the packs share (envforge/packs/shared/)
+PACK_FILES = {**{name: f"envforge.packs.{pack.name}" for pack in REGISTRY
+                 for name in pack.knowledge}, "distributions": "envforge.packs.shared"}
 
 
 def _raw(name: str) -> dict[str, Any]:
