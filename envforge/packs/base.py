@@ -37,8 +37,7 @@ if TYPE_CHECKING:
     from envforge.envvars import EnvEdit
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
-    from envforge.steps.base import Step, StepContext
-    from envforge.steps.compiler import CompilerNeed
+    from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from envforge.host.fetch import FileRef, Progress
     from envforge.host.wheelinstall import WheelToInstall
     from envforge.journal import Transaction
-    from envforge.steps.compiler import CompilerNeed
 
 
 class Change(Frozen):
@@ -73,6 +72,18 @@ class Facts:
     for them, and the context stays frozen."""
 
     cuda_root: Path | None = None  # the selected CUDA toolkit: the CUDA step finds it
+
+
+@dataclass(frozen=True)
+class CompilerNeed:
+    """What a framework asks of the host's C++ compiler, and how messages name it (a pack's
+    ``compiler_need``; the compiler step reads it)."""
+
+    framework: str  # "Theano"
+    setting: str  # where the spec names a compiler: "[theano] cxx"
+    cxx: str | None = None  # the compiler that setting names
+    # why nvcc's gcc limit does not touch it, if it does not
+    nvcc_note: str = ""
 
 
 class StepPack(SpecPack, LockPack, Protocol):

@@ -35,7 +35,13 @@ from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Platform
-from envforge.steps.base import Change, StepContext, state_of, supplied_artifact
+from envforge.steps.base import (
+    Change,
+    CompilerNeed,
+    StepContext,
+    state_of,
+    supplied_artifact,
+)
 
 MINGW_TARGET = "x86_64-w64-mingw32"
 MINGW_TOP = "mingw64"  # the archive's one top folder (x86_64 builds)
@@ -227,17 +233,6 @@ def extract_7z(archive: Path, dest: Path) -> list[str]:
 class HostCompiler:
     path: Path
     version: str
-
-
-@dataclass(frozen=True)
-class CompilerNeed:
-    """What a framework asks of the host's C++ compiler, and how messages name it."""
-
-    framework: str  # "Theano"
-    setting: str  # where the spec names a compiler: "[theano] cxx"
-    cxx: str | None = None  # the compiler that setting names
-    # why nvcc's gcc limit does not touch it, if it does not
-    nvcc_note: str = ""
 
 
 def compiler_need(ctx: StepContext) -> CompilerNeed | None:
