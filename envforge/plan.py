@@ -92,7 +92,6 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
     ``registry`` is where a win-64 user PATH is written: the real one on Windows when not
     given; elsewhere that step is planned only with a registry passed in (tests).
     """
-    from envforge.packs import locked_packs
     from envforge.steps.activation import ActivationStep
     from envforge.steps.env import EnvironmentStep, PrefixStep
 
@@ -128,7 +127,7 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             from envforge.steps.libs import LibgpuarrayLinksStep
 
             steps.append(LibgpuarrayLinksStep())
-    for pack in locked_packs(lock.expect):
+    for pack in ctx.registry.locked(lock.expect.packs):
         steps.extend(pack.steps(ctx))
     steps.append(ActivationStep())
     if PLATFORMS[ctx.platform].os is Os.WINDOWS and inputs.path_scope == "user":

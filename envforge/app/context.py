@@ -18,10 +18,11 @@ from envforge.app.project import Project
 from envforge.envlayout import layout_for
 from envforge.errors import InputError
 from envforge.lockfile import Lockfile
+from envforge.packapi import Registry
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, Spec
-from envforge.steps.base import StepContext
+from envforge.steps.base import StepContext, StepPack
 from envforge.ui import UI
 
 
@@ -92,11 +93,12 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     lock = project.fresh_lock(references=options.references)
     dirs = envforge_dirs(dict(host.environ))
     prefix = (options.prefix or default_prefix(spec, dirs, platform)).absolute()
-    return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix))
+    return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix),
+                          project.registry)
 
 
-def locked_context(lock: Lockfile, lock_path: Path, host: Host,
-                   options: Options) -> StepContext:
+def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options,
+                   registry: Registry[StepPack]) -> StepContext:
     """The context from a lock alone, already checked against its spec (by its hash, the
     spec's name and targets): nothing of the spec's content is read past that check, so
     what a plan does is the lock's. ``options.prefix`` is required here."""
@@ -117,7 +119,7 @@ def locked_context(lock: Lockfile, lock_path: Path, host: Host,
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=dict(host.environ), home=host.home,
         state_dir=state_dir_for(dirs, lock.meta.spec_name, prefix),
-        artifacts=dict(options.artifacts), lock=plock,
+        artifacts=dict(options.artifacts), lock=plock, registry=registry,
         layout=layout_for(platform, plock.environment, prefix, plock.python),
         dirs=dirs, ui=options.ui, bundle=options.bundle.resolve() if options.bundle else None,
         offline=options.offline, pypi_index=lock.meta.pypi_index or PYPI_SIMPLE,

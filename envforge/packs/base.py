@@ -2,8 +2,9 @@
 kernels' NumPy references) never names a framework.
 
 Modelled on pre-commit's ``lang_base.Language``: a pack is a plain object whose attributes
-and methods the core calls at fixed points, and the registry (``envforge.packs.PACKS``) is
-a dict. A pack's spec section is ``[NAME]``, its lock expectations are
+and methods the core calls at fixed points; the app layer loads the packs into one
+``envforge.packapi.Registry`` and hands it down, each caller typing it by the Protocol of the
+members it calls. A pack's spec section is ``[NAME]``, its lock expectations are
 ``[platforms.X.expect.NAME]``; both are its own frozen models.
 
 A probe reads the request (``envforge.verify.build_request`` plus ``probe_request``) as
@@ -36,8 +37,7 @@ if TYPE_CHECKING:
     from envforge.envvars import EnvEdit
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
-    from envforge.steps.base import Step, StepContext
-    from envforge.steps.compiler import CompilerNeed
+    from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 

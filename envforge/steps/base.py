@@ -24,12 +24,21 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from envforge.envlayout import EnvLayout
 from envforge.errors import StaleLockError
 from envforge.host.archives import sha256_file, verify_artifact
-from envforge.lockfile import ApplyInputs, LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockfile import (
+    ApplyInputs,
+    Expectations,
+    LockedPypiFile,
+    Lockfile,
+    LockPack,
+    PlatformLock,
+)
+from envforge.packapi import Registry
 from envforge.paths import EnvforgeDirs
-from envforge.spec import PYPI_SIMPLE, CudaSection, Frozen, Platform
+from envforge.spec import PYPI_SIMPLE, CudaSection, Frozen, Platform, SpecPack
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.envvars import EnvEdit
     from envforge.host.fetch import FileRef, Progress
     from envforge.host.wheelinstall import WheelToInstall
     from envforge.journal import Transaction
@@ -73,6 +82,30 @@ class Facts:
     cuda_root: Path | None = None  # the selected CUDA toolkit: the CUDA step finds it
 
 
+@dataclass(frozen=True)
+class CompilerNeed:
+    """What a framework asks of the host's C++ compiler, and how messages name it (a pack's
+    ``compiler_need``; the compiler step reads it)."""
+
+    framework: str  # "Theano"
+    setting: str  # where the spec names a compiler: "[theano] cxx"
+    cxx: str | None = None  # the compiler that setting names
+    # why nvcc's gcc limit does not touch it, if it does not
+    nvcc_note: str = ""
+
+
+class StepPack(SpecPack, LockPack, Protocol):
+    """What planning and applying ask of a mounted pack: its steps, its environment edits
+    and the compiler it builds with; and its spec section and lock table, to read a
+    bundle's copies."""
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]: ...
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]: ...
+
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepContext:
     """What steps know about the target; keyword-only, so fields can be added in any place.
@@ -90,6 +123,7 @@ class StepContext:
     # so a multi-gigabyte archive is not read again to plan its step
     checked: frozenset[str] = frozenset()
     lock: PlatformLock
+    registry: Registry[StepPack]  # the packs; the mounted ones: registry.locked(lock.expect.packs)
     layout: EnvLayout
     dirs: EnvforgeDirs
     sources: Sources

@@ -28,7 +28,13 @@ from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Platform
-from envforge.steps.base import Change, StepContext, state_of, supplied_artifact
+from envforge.steps.base import (
+    Change,
+    CompilerNeed,
+    StepContext,
+    state_of,
+    supplied_artifact,
+)
 from envforge.steps.mingw import (
     MARKER,
     MingwVariant,
@@ -46,22 +52,9 @@ class HostCompiler:
     version: str
 
 
-@dataclass(frozen=True)
-class CompilerNeed:
-    """What a framework asks of the host's C++ compiler, and how messages name it."""
-
-    framework: str  # "Theano"
-    setting: str  # where the spec names a compiler: "[theano] cxx"
-    cxx: str | None = None  # the compiler that setting names
-    # why nvcc's gcc limit does not touch it, if it does not
-    nvcc_note: str = ""
-
-
 def compiler_need(ctx: StepContext) -> CompilerNeed | None:
     """The first mounted pack's need, if it has one."""
-    from envforge.packs import locked_packs
-
-    return next((need for pack in locked_packs(ctx.lock.expect)
+    return next((need for pack in ctx.registry.locked(ctx.lock.expect.packs)
                  if (need := pack.compiler_need(ctx.lock.expect)) is not None), None)
 
 

@@ -51,7 +51,8 @@ def mingw_artifact(ctx: StepContext) -> LockedArtifact:
 
 
 def mingw_variant(ctx: StepContext) -> MingwVariant:
-    """The locked archive's variant, from its mingw-builds name; the lock's compiler table must agree with it."""
+    """The locked archive's variant, from its mingw-builds name; the lock's compiler table
+    must agree with it."""
     artifact = mingw_artifact(ctx)
     match = _MINGW_BUILDS.match(artifact.filename)
     if match is None:

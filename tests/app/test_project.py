@@ -102,9 +102,9 @@ def test_a_plan_is_the_lock_s_alone(tmp_path: Path) -> None:
         "ENVFORGE_HOME": str(tmp_path / "home"), "PATH": os.environ.get("PATH", "")})
     options = Options(prefix=tmp_path / "env")
     full = context_for(project, host, options)
-    lock = load_lock(project.lock_path)
+    lock = load_lock(project.lock_path, project.registry)
     spec.unlink()
-    alone = locked_context(lock, project.lock_path, host, options)
+    alone = locked_context(lock, project.lock_path, host, options, project.registry)
     assert alone.lock == full.lock and alone.state_dir == full.state_dir
     planned = _plan(alone)
     assert planned == _plan(full)
@@ -116,7 +116,8 @@ def test_a_plan_is_the_lock_s_alone(tmp_path: Path) -> None:
     edited = lock.model_copy(update={"platforms": {**lock.platforms, "linux-64": plock.model_copy(
         update={"apply": ApplyInputs(), "expect": plock.expect.model_copy(
             update={"packs": {**plock.expect.packs, "theano": theano}})})}})
-    moved = dict(_plan(locked_context(edited, project.lock_path, host, options)))
+    moved = dict(_plan(locked_context(edited, project.lock_path, host, options,
+                                      project.registry)))
     assert "compiler" not in moved and moved["theanorc"] == (str(tmp_path / ".theanorc"),)
     shutil.copy(REPO / "specs" / "keras-theano-cpu.toml", spec)
     project.lock_path.write_text(dumps_lock(edited), encoding="utf-8")

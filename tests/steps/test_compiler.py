@@ -36,6 +36,7 @@ from envforge.steps.mingw import (
 )
 from envforge.ui import UI
 from tests.testing.contexts import apply_step
+from tests.testing.packs import REGISTRY
 from tests.testing.trees import snapshot
 
 MINGW_NAME = "x86_64-8.1.0-release-posix-seh-rt_v6-rev0.7z"
@@ -102,7 +103,8 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
                                             path_scope=path_scope)),  # type: ignore[arg-type]
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root))
+        sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root),
+        registry=REGISTRY)
 
 
 MINGW = CompilerSection(kind="mingw-w64", version="8.1.0", threads="posix", exceptions="seh")

@@ -14,6 +14,7 @@ from envforge.paths import EnvforgeDirs
 from envforge.spec import Platform
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.ui import UI
+from tests.testing.packs import REGISTRY
 
 
 def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
@@ -30,7 +31,7 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
-        cuda_search=cuda_search)
+        cuda_search=cuda_search, registry=REGISTRY)
 
 
 def apply_step(step: Step, ctx: StepContext) -> Journal:

@@ -40,6 +40,7 @@ from envforge.steps.userpath import UserPathStep
 from envforge.ui import UI
 from envforge.verify import build_request, check_report, verdict
 from tests.steps.test_cudnn import windows_cuda_tree, windows_cudnn_zip
+from tests.testing.packs import REGISTRY
 
 PY38 = os.environ.get("ENVFORGE_WINE_PY38", "")
 pytestmark = pytest.mark.skipif(
@@ -78,7 +79,8 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
                 theanorc="home")}}), apply=ApplyInputs(path_scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root))
+        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
+        registry=REGISTRY)
 
 
 def steps(archive: Path) -> list[Step]:
@@ -122,7 +124,8 @@ def probe(tmp: Path, expect: Expectations) -> dict[str, Any]:
     """envforge's probe run by the Windows Python 3.8; Theano reads %USERPROFILE%'s file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEANO", "PYTHON"))}
     env["THEANO_FLAGS"] = f"base_compiledir={tmp / 'theano'}"
-    done = proc.run([PY38, PROBE_SCRIPT], env=env, input_text=json.dumps(build_request(expect)),
+    done = proc.run([PY38, PROBE_SCRIPT], env=env, input_text=json.dumps(build_request(expect,
+                                                                                       REGISTRY)),
                     timeout=600)
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -147,7 +150,7 @@ def test_apply_verify_rollback_on_windows(tmp_path: Path,
 
     expect = expectations()
     report = probe(tmp_path, expect)
-    rows = check_report(report, expect, gpu_expected=False)
+    rows = check_report(report, expect, REGISTRY, gpu_expected=False)
     assert {r.name: r.why for r in rows if r.status == "fail"} == {}
     assert verdict(rows) == 0
     passed = {r.name for r in rows if r.status == "pass"}
@@ -159,7 +162,7 @@ def test_apply_verify_rollback_on_windows(tmp_path: Path,
     # The same report fails against a perturbed lock: the kernel rows can fail.
     bad = expect.model_copy(update={"kernels": tuple(
         k.model_copy(update={"checksum": k.checksum * 1.01}) for k in expect.kernels)})
-    assert verdict(check_report(report, bad, gpu_expected=False)) != 0
+    assert verdict(check_report(report, bad, REGISTRY, gpu_expected=False)) != 0
 
     undo(ctx.state_dir)
 

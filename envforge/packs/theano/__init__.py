@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
     from envforge.spec import Platform, PlatformSpec
-    from envforge.steps.base import Step, StepContext
-    from envforge.steps.compiler import CompilerNeed
+    from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
@@ -175,7 +174,7 @@ class TheanoPack:
 
     def compiler_need(self, expect: Expectations) -> CompilerNeed:
         from envforge.packs.theano.expect import theano_expect
-        from envforge.steps.compiler import CompilerNeed
+        from envforge.steps.base import CompilerNeed
 
         return CompilerNeed(
             framework="Theano", setting="[theano] cxx",

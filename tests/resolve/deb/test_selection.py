@@ -21,6 +21,7 @@ from envforge.resolve.deb.selection import (
 )
 from envforge.spec import DEBIAN_MIRROR, load_spec
 from tests.resolve.deb.test_index import REAL_PACKAGES
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -184,8 +185,8 @@ def test_bullseye_stanzas_lock_the_gpu_stack_versions() -> None:
                for w in without_numpy.warnings)
     assert any(w.startswith("python3-numpy-abi9 (needed by python3-pygpu)")
                for w in without_numpy.warnings)
-    versions = stack_versions(load_spec(REPO / "specs" / "theano-gpu-linux.toml")
-                              .for_platform("linux-64"),
+    versions = stack_versions(load_spec(REPO / "specs" / "theano-gpu-linux.toml", REGISTRY)
+                              .for_platform("linux-64"), REGISTRY,
                               pypi=(), conda=(), deb=resolution.records)
     assert (versions["python"], versions["numpy"], versions["pygpu"]) == \
         ("3.9.2", "1.19.5", "0.7.6")
