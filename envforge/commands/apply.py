@@ -365,7 +365,7 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
     if shutil.which(words[0], path=env.get("PATH")) is None:
         raise InputError(f"envforge run: {words[0]}: command not found in the environment "
                          f"({ctx.prefix}) or on PATH")
-    from envforge.host.child import run_child
+    from envforge.host.proc import run_child
 
     return run_child(words, env)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.host.cmdoutput import CommandOutput, run_command
 from envforge.host.cuda import (
     GPU_QUERY,
     GPU_QUERY_OLD,
@@ -31,7 +32,6 @@ from envforge.host.cuda import (
     read_gpus,
     toolkit_version_of,
 )
-from envforge.host.runner import CommandOutput, run_command
 from envforge.platforms import PLATFORMS, host_platform
 
 LINUX, WINDOWS = PLATFORMS["linux-64"], PLATFORMS["win-64"]
