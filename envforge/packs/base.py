@@ -73,7 +73,8 @@ class FrameworkPack(Protocol):
 
     @property
     def probe(self) -> Path | None:
-        """A script the environment's Python runs; it prints the report verify judges."""
+        """A script the environment's Python runs, started by envforge/probes/proberuntime.py
+        (which it imports as ``proberuntime``); it prints the report verify judges."""
 
     @property
     def probe_modules(self) -> tuple[str, ...]:
