@@ -205,6 +205,24 @@ def add_summary(entry, np, result, kernel):
     return entry
 
 
+def measured(entry, np, kernel, run):
+    """The kernel's entry once ``run()`` (which may fill in timings) returned its output:
+    the output summarised into it, or whatever ``run`` raised as its error."""
+    try:
+        output = run()
+    except Exception as exc:
+        entry["error"] = error_text(exc)
+        return entry
+    return add_summary(entry, np, output, kernel)
+
+
+def run_kernels(request, run):
+    """``run(kernel, repeats)`` of each kernel the request names, in its order: ``repeats``
+    timed runs each, as the request asks (at least one)."""
+    repeats = max(1, int(request.get("repeats", 3)))
+    return [run(kernel, repeats) for kernel in request.get("kernels", [])]
+
+
 def finite(value):
     """JSON has no NaN or Infinity: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -217,10 +235,11 @@ def finite(value):
 
 
 def main(probe):
-    """Run ``probe(request)`` on the JSON request read from stdin and write its report to
-    stdout; 2 when the probe itself failed (the report then holds its error). Frameworks
-    print to stdout in places (Theano, a compiler, "Using TensorFlow backend."), so fd 1
-    points at stderr while the probe works and the report goes to a copy of the original."""
+    """Run ``probe(request)`` on the JSON request read from stdin and write its report, with
+    the seconds it took, to stdout; 2 when the probe itself failed (the report then holds
+    its error). Frameworks print to stdout in places (Theano, a compiler, "Using TensorFlow
+    backend."), so fd 1 points at stderr while the probe works and the report goes to a copy
+    of the original."""
     sys.stdout.flush()
     report_stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
@@ -229,7 +248,9 @@ def main(probe):
         request = json.load(sys.stdin)
         if not isinstance(request, dict):
             raise ValueError("the request must be a JSON object")
+        started = time.perf_counter()
         report = probe(request)
+        report["elapsed_s"] = time.perf_counter() - started
     except Exception as exc:
         report = {"format": REPORT_FORMAT, "error": error_text(exc),
                   "traceback": traceback.format_exc()[-4000:]}

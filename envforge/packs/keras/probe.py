@@ -59,7 +59,8 @@ def _sgd(sgd, rate):
 def _train(keras, np, kernel, floatx):
     kernel = dict(kernel, name="train")
     entry = proberuntime.kernel_entry(kernel)
-    try:
+
+    def run():
         examples, features, steps = [int(n) for n in kernel["shape"]]
         rate = float((kernel.get("params") or {}).get("learning_rate", 0.5))
         x, y = proberuntime.core_inputs(np, kernel, floatx, "Keras", ("train",))
@@ -74,17 +75,13 @@ def _train(keras, np, kernel, floatx):
         history = model.fit(x, y, batch_size=examples, epochs=steps, shuffle=False, verbose=0)
         entry["run_s"] = time.perf_counter() - started
         weights, bias = model.get_weights()
-        output = np.concatenate([np.asarray(history.history["loss"], dtype=np.float64),
-                                 weights.astype(np.float64).ravel(),
-                                 bias.astype(np.float64).ravel()])
-    except Exception as exc:
-        entry["error"] = error_text(exc)
-        return entry
-    return proberuntime.add_summary(entry, np, output, kernel)
+        return np.concatenate([np.asarray(history.history["loss"], dtype=np.float64),
+                               weights.astype(np.float64).ravel(),
+                               bias.astype(np.float64).ravel()])
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 def probe(request):
-    started = time.perf_counter()
     report = proberuntime.new_report()
     report["kernels"] = []
     wanted = request.get("keras") or {}
@@ -101,7 +98,6 @@ def probe(request):
 
             section["train"] = _train(keras, np, wanted["train"], backend.floatx())
     report["keras"] = section
-    report["elapsed_s"] = time.perf_counter() - started
     return report
 
 

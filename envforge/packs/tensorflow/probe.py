@@ -18,7 +18,6 @@ nothing: envforge compares the report with the lock (``envforge.verify`` and the
 import ctypes
 import os
 import sys
-import time
 
 import proberuntime
 from proberuntime import error_text
@@ -73,7 +72,8 @@ def _kernel(tf, np, kernel, float_x, device, repeats):
     if tf is None or np is None:
         entry["error"] = "tensorflow or numpy could not be imported"
         return entry
-    try:
+
+    def run():
         values = proberuntime.core_inputs(np, kernel, float_x, "TensorFlow", KERNELS)
         graph = tf.Graph()
         with graph.as_default():
@@ -87,14 +87,11 @@ def _kernel(tf, np, kernel, float_x, device, repeats):
         entry["gpu_ops"] = sorted(set(op.type for op in graph.get_operations()
                                       if "GPU" in (op.device or "").upper()))
         entry["uses_gpu"] = bool(entry["gpu_ops"])
-    except Exception as exc:
-        entry["error"] = error_text(exc)
-        return entry
-    return proberuntime.add_summary(entry, np, result, kernel)
+        return result
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 def probe(request):
-    started = time.perf_counter()
     report = proberuntime.new_report()
     modules = dict((name, proberuntime.import_module(name, report)) for name in MODULES)
     tf, np = modules["tensorflow"], modules["numpy"]
@@ -111,10 +108,8 @@ def probe(request):
     report["tensorflow"] = section
     device = "/device:GPU:0" if wanted.get("device") == "cuda" else "/device:CPU:0"
     float_x = str(wanted.get("float_x") or "float32")
-    repeats = max(1, int(request.get("repeats", 3)))
-    report["kernels"] = [_kernel(tf, np, k, float_x, device, repeats)
-                         for k in request.get("kernels", [])]
-    report["elapsed_s"] = time.perf_counter() - started
+    report["kernels"] = proberuntime.run_kernels(
+        request, lambda kernel, repeats: _kernel(tf, np, kernel, float_x, device, repeats))
     return report
 
 

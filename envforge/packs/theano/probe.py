@@ -21,7 +21,6 @@ The kernel inputs are defined here (and in ``proberuntime``) and in
 
 import logging
 import sys
-import time
 
 import proberuntime
 from probe_kernels import run_kernel
@@ -37,7 +36,6 @@ MODULES = ("numpy", "scipy", "six", "pygpu", "theano")
 
 def probe(request):
     """Everything the report says, as a JSON-ready dict."""
-    started = time.perf_counter()
     report = proberuntime.new_report()
     log = LogCapture()
     logging.getLogger("theano").addHandler(log)
@@ -57,16 +55,14 @@ def probe(request):
     report["blas"] = blas_section(theano, np)
     report["gpu"] = gpu_section(theano, log, report["import_errors"].get("pygpu"))
     report["nvidia"] = nvidia_section()
-    repeats = max(1, int(request.get("repeats", 3)))
     # A comparison is only worth its second compile when the GPU back-end really runs.
     cpu_compare = bool(request.get("cpu_compare")) and report["gpu"]["pygpu_activated"] is True
     report["cpu_compare"] = cpu_compare
     gpu_active = report["gpu"]["pygpu_activated"] is True
-    report["kernels"] = [run_kernel(theano, np, k, repeats, cpu_compare, gpu_active)
-                         for k in request.get("kernels", [])]
+    report["kernels"] = proberuntime.run_kernels(request, lambda kernel, repeats: run_kernel(
+        theano, np, kernel, repeats, cpu_compare, gpu_active))
     if theano is not None:  # warnings logged while compiling, too
         report["theano"]["log"] = log.lines()
-    report["elapsed_s"] = time.perf_counter() - started
     return report
 
 

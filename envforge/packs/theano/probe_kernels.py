@@ -97,7 +97,8 @@ def _build(theano, np, kernel, values, mode):
         shape = [int(n) for n in kernel["shape"]]
         fn = theano.function([], [streams.uniform((shape[0],)), streams.normal((shape[1],))],
                              mode=mode)
-        return _resetting(np, fn, [update[0] for update in streams.state_updates], lambda: fn()), [fn]
+        shared = [update[0] for update in streams.state_updates]
+        return _resetting(np, fn, shared, lambda: fn()), [fn]
     if name == "train":
         return _train(theano, np, kernel, values, mode)
     inputs, outputs = _graph(theano, kernel)

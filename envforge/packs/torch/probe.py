@@ -18,7 +18,6 @@ lock (``envforge.verify`` and the pack's ``verify.py``).
 """
 
 import sys
-import time
 
 import proberuntime
 from proberuntime import error_text
@@ -85,22 +84,20 @@ def _kernel(torch, np, kernel, float_x, device, repeats):
     if torch is None or np is None:
         entry["error"] = "torch or numpy could not be imported"
         return entry
-    try:
+
+    def run():
         values = proberuntime.core_inputs(np, kernel, float_x, "PyTorch", KERNELS)
         tensors = [torch.from_numpy(v).to(device) for v in values]
 
-        def run():
+        def compute():
             result = _compute(torch, kernel, tensors)
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             return result
-        entry["run_s"], result = proberuntime.best_of(run, repeats)
+        entry["run_s"], result = proberuntime.best_of(compute, repeats)
         entry["uses_gpu"] = result.is_cuda
-        result = result.detach().cpu().numpy()
-    except Exception as exc:
-        entry["error"] = error_text(exc)
-        return entry
-    return proberuntime.add_summary(entry, np, result, kernel)
+        return result.detach().cpu().numpy()
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 class _Squares(object):
@@ -191,7 +188,6 @@ def _vision_ops(torch):
 
 
 def probe(request):
-    started = time.perf_counter()
     report = proberuntime.new_report()
     wanted = request.get("torch") or {}
     np = proberuntime.import_module("numpy", report, public_version=True)
@@ -223,10 +219,8 @@ def probe(request):
         if wanted.get("torchvision_ops"):
             section["vision_ops"] = _vision_ops(torch)
     report["torch"] = section
-    repeats = max(1, int(request.get("repeats", 3)))
-    report["kernels"] = [_kernel(torch, np, k, float_x, device, repeats)
-                         for k in request.get("kernels", [])]
-    report["elapsed_s"] = time.perf_counter() - started
+    report["kernels"] = proberuntime.run_kernels(
+        request, lambda kernel, repeats: _kernel(torch, np, kernel, float_x, device, repeats))
     return report
 
 
