@@ -1,6 +1,6 @@
 """How this host's DNS treats the lookups uv makes: the share of lookups that wait for a
 resend (glibc's defaults, then envforge's quick retry), and how many lookups one uv
-resolution makes (strace, where installed). The figures in ``envforge/host/resolver.py``'s
+resolution makes (strace, where installed). The figures in ``envforge/host/dnsretry.py``'s
 reasoning and the README come from this.
 
     .venv/bin/python bench/dns.py [--host pypi.org] [--lookups 200]
@@ -67,7 +67,7 @@ def uv_lookups(uv: str) -> int | None:
 
 
 def main() -> int:
-    from envforge.host.resolver import QUICK_RETRY
+    from envforge.host.dnsretry import QUICK_RETRY
     from envforge.host.uv import uv_binary
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

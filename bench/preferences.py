@@ -23,7 +23,7 @@ from bench.scenarios.common import INDEX, SIZES, UV_PLATFORMS, find_tools, new_p
 
 
 def main() -> int:
-    from envforge.host.resolver import host_retry_options
+    from envforge.host.dnsretry import host_retry_options
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="ml75", choices=sorted(SIZES))

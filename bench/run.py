@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "found (uv builds Theano-PyMC's metadata with it and skips its own interpreter "
         "search, which runs pyenv's shims here: about a second per run), the platform "
         "that is not the host's in a uv cache of its own, and glibc's resolver told to ask "
-        "again after 1 s, not 5, for a lost DNS reply (`RES_OPTIONS`, envforge.host.resolver: "
+        "again after 1 s, not 5, for a lost DNS reply (`RES_OPTIONS`, envforge.host.dnsretry: "
         "this host's DNS loses a few replies, and uv looks its host up once per "
         "connection); beside them the suite's runner "
         "for each platform (two more uv runs), Debian's index (theano-cpu) and the "

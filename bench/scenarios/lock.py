@@ -48,8 +48,8 @@ def _uv_compile(tools: Tools, project: Project, xdg: Path) -> Sample:
 def _uv_compile_tuned(tools: Tools, project: Project, xdg: Path) -> Sample:
     """uv given what envforge gives it: the platforms' runs at once, each in a cache of its
     own, ``--python`` the Python 3.7 found (uv builds with it and searches for none), and
-    the DNS resolver's quick retry (``envforge.host.resolver``)."""
-    from envforge.host.resolver import host_retry_options
+    the DNS resolver's quick retry (``envforge.host.dnsretry``)."""
+    from envforge.host.dnsretry import host_retry_options
 
     runs = [shlex.join(_compile_argv(tools, project, p, "--python", tools.python37,
                                      "--cache-dir", str(xdg / f"uv-{p}")))

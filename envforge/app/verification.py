@@ -20,6 +20,7 @@ from envforge.host import proc
 from envforge.host.cuda import read_driver
 from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
+from envforge.probes import probe_command
 from envforge.steps.activation import load_edits
 from envforge.steps.base import StepContext
 from envforge.verify import (
@@ -65,13 +66,14 @@ def applied_edits(ctx: StepContext, spec: str, options: str = "") -> tuple[EnvEd
 def run_probe(ctx: StepContext, request: dict[str, Any], script: Path | None = None, *,
               registry: Registry[FrameworkPack] | None = None) -> dict[str, Any]:
     """A probe's report (the kernels' pack's by default, of ``registry``: the installed
-    packs unless given), from the environment's own Python with its activation applied."""
+    packs unless given), from the environment's own Python with its activation applied,
+    started by envforge's probe runtime."""
     python = Path(ctx.layout.python)
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
     script = script or probe_scripts(ctx.lock.expect, registry or installed_packs())[0][1]
-    done = proc.run([python, script], env=env,
+    done = proc.run(probe_command(python, script), env=env,
                     input_text=json.dumps(request), check=False, timeout=PROBE_TIMEOUT_S)
     try:
         report: dict[str, Any] = json.loads(done.stdout)

@@ -50,7 +50,9 @@ skip = ("envforge.resolve.", "envforge.__main__")
 if conda != "conda":
     skip += ("envforge.host.conda_install",)
 for module in pkgutil.walk_packages(envforge.__path__, "envforge."):
-    if not module.name.startswith(skip) and not module.name.endswith(".probe"):
+    # a probe and its parts run in the environment's Python, importing proberuntime by name
+    probe = module.name.rpartition(".")[2].startswith("probe")
+    if not module.name.startswith(skip) and not probe:
         importlib.import_module(module.name)
 """
 

@@ -7,56 +7,27 @@ are still what the plan was made against."""
 from __future__ import annotations
 
 import argparse
-import errno
-import os
-import shutil
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import get_args
 
-from envforge.app.context import default_prefix, prepare, state_dir_for
-from envforge.app.packs import installed_packs
+from envforge.app.applying import (
+    ApplyOptions,
+    Planned,
+    check_saved,
+    is_saved_plan,
+    parse_artifacts,
+    perform,
+    plan_spec,
+    save_plan,
+)
 from envforge.commands import Common
-from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
 from envforge.host.outputs import check_output
 from envforge.inputfile import check_regular_input
-from envforge.lockfile import LockedArtifact, lock_path_for
+from envforge.lockfile import lock_path_for
 from envforge.paths import envforge_dirs
-from envforge.plan import (
-    PLAN_FORMAT,
-    Plan,
-    PlanOptions,
-    SavedPlan,
-    build_steps,
-    first_difference,
-    make_plan,
-    read_saved_plan,
-    special_file,
-    write_saved_plan,
-)
-from envforge.platforms import host_platform
-from envforge.spec import load_spec
-from envforge.steps.base import Step, StepContext
+from envforge.plan import Plan
 from envforge.ui import UI
-
-
-def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
-    found = {}
-    roles = get_args(LockedArtifact.model_fields["role"].annotation)
-    for value in values:
-        role, sep, path = value.partition("=")
-        if not sep or not path:
-            raise InputError(f"--artifact {value!r}: expected ROLE=PATH, e.g. cudnn=./cudnn.zip")
-        if role not in roles:
-            raise InputError(f"--artifact {role}: unknown role (known: {', '.join(roles)})")
-        if role in found:
-            raise InputError(f"--artifact {role}: given twice")
-        if not Path(path).is_file():
-            raise InputError(f"--artifact {role}: no such file {path}")
-        found[role] = Path(path).resolve()
-    return found
 
 
 def show_plan(plan: Plan, ui: UI) -> None:
@@ -82,41 +53,25 @@ def _short(target: str, prefix: str) -> str:
     return "<env>" + target[len(prefix):] if target.startswith(prefix) else target
 
 
-def _steps(ctx: StepContext, *, sync: bool) -> list[Step]:
-    """The plan's steps; with ``sync``, the PyPI set is also made exactly the lock's."""
-    steps = list(build_steps(ctx))
-    if sync:
-        from envforge.steps.sync import SyncStep
-
-        steps.append(SyncStep())
-    return steps
-
-
 def run_apply(args: argparse.Namespace, ui: UI) -> int:
-    check_regular_input(Path(args.spec), "spec or saved plan")  # a FIFO is refused before opened
-    if args.command == "apply" and is_saved_plan(Path(args.spec)):
+    spec = Path(args.spec)
+    check_regular_input(spec, "spec or saved plan")  # a FIFO is refused before opened
+    if args.command == "apply" and is_saved_plan(spec):
         return run_saved(args, ui)
-    from envforge.executor import check_owner
-    from envforge.journal import refuse_if_held
     from envforge.noop import NoopProbe
 
-    lock_file = lock_path_for(Path(args.spec), args.locks_dir)
-    probe = NoopProbe(args, Path(args.spec), lock_file)
-    supplied = parse_artifacts(args.artifact)
+    lock_file = lock_path_for(spec, args.locks_dir)
+    probe = NoopProbe(args, spec, lock_file)
+    options = ApplyOptions(prefix=args.prefix, locks_dir=args.locks_dir,
+                           artifacts=parse_artifacts(args.artifact), bundle=args.bundle,
+                           offline=args.offline, sync=getattr(args, "sync", False))
     output = getattr(args, "output", None)
     if output is not None:
-        check_output(output, inputs=[Path(args.spec), lock_file, *supplied.values()])
-    ctx = prepare(Path(args.spec), prefix=args.prefix, artifacts=supplied,
-                  bundle=args.bundle, offline=args.offline, ui=ui, check_sources=True,
-                  locks_dir=args.locks_dir)
-    spec_file = str(Path(args.spec).resolve())
-    check_owner(ctx.state_dir, spec_file, ctx.prefix)
-    refuse_if_held(ctx.state_dir)  # a plan made while another apply runs would be stale
-    sync = getattr(args, "sync", False)
-    steps = _steps(ctx, sync=sync)
-    plan = make_plan(ctx, steps, spec=args.spec)
+        check_output(output, inputs=[spec, lock_file, *options.artifacts.values()])
+    planned = plan_spec(spec, options, ui)
+    plan, ctx = planned.plan, planned.ctx
     if output is not None:
-        _save(output, plan, ctx, args, supplied, spec_file=spec_file, sync=sync)
+        save_plan(output, planned, spec, options)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
     if ui.json and dry:
         document = {"plan": plan.model_dump(mode="json"), "pending": plan.pending}
@@ -129,7 +84,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
     if not plan.pending:
         ui.success(f"{args.spec}: nothing to do ({ctx.prefix})")
-        probe.save(ctx, steps, f"{args.spec}: nothing to do ({ctx.prefix})")
+        probe.save(ctx, planned.steps, f"{args.spec}: nothing to do ({ctx.prefix})")
         if ui.json:
             ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})
         ui.next(verify_next(args.spec, args.prefix))
@@ -137,30 +92,16 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not ui.confirm("apply these changes?", what="changes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    record = {"spec": spec_file, "prefix": str(ctx.prefix),
-              "platform": ctx.platform, "spec_name": Path(args.spec).stem}
-    return _perform(ctx, steps, plan, record, args.spec, ui, spec=args.spec,
-                    prefix=args.prefix)
+    return _perform(planned, args.spec, ui, spec=args.spec, prefix=args.prefix)
 
 
-def _perform(ctx: StepContext, steps: Sequence[Step], plan: Plan, record: dict[str, str],
-             what: str, ui: UI, *, spec: str, prefix: str | Path | None) -> int:
-    """The confirmed plan, performed: places checked writable, locked files fetched and
-    checked (each --artifact a step already checked while planning is not hashed again),
-    then the one executor."""
-    from envforge.executor import execute
-
-    writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
-    if ctx.bundle is None and not ctx.offline:
-        checked = plan.artifacts
-        unchecked = {r: p for r, p in ctx.artifacts.items() if r not in checked}
-        fetched = ctx.sources.prefetch(replace(ctx, artifacts=unchecked))
-        ctx = replace(ctx, artifacts={**fetched, **{r: p for r, p in ctx.artifacts.items()
-                                                    if r in checked}})
-    ran = execute(ctx, steps, record=record, plan=plan)
+def _perform(planned: Planned, what: str, ui: UI, *, spec: str,
+             prefix: str | Path | None) -> int:
+    ran = perform(planned)
     if ui.json:
-        ui.document("apply", {"prefix": str(ctx.prefix), "ran": ran, "changed": bool(ran)})
-    ui.success(f"applied {what} into {ctx.prefix} ({', '.join(ran)})")
+        ui.document("apply", {"prefix": str(planned.ctx.prefix), "ran": ran,
+                              "changed": bool(ran)})
+    ui.success(f"applied {what} into {planned.ctx.prefix} ({', '.join(ran)})")
     ui.next(verify_next(spec, prefix))
     return 0
 
@@ -170,45 +111,9 @@ def verify_next(spec: str, prefix: str | Path | None) -> str:
     return f"envforge verify {spec}" + (f" --prefix {prefix}" if prefix else "")
 
 
-def _save(output: Path, plan: Plan, ctx: StepContext, args: argparse.Namespace,
-          supplied: dict[str, Path], *, spec_file: str, sync: bool) -> None:
-    from envforge.host.archives import sha256_file
-
-    lock = lock_path_for(Path(args.spec), args.locks_dir).resolve()
-    options = PlanOptions(prefix=str(ctx.prefix),
-                          locks_dir=str(args.locks_dir.resolve()) if args.locks_dir else None,
-                          artifacts={role: str(path) for role, path in supplied.items()},
-                          bundle=str(ctx.bundle) if ctx.bundle else None, offline=ctx.offline,
-                          sync=sync)
-    from envforge import __version__
-
-    write_saved_plan(output, SavedPlan(format=PLAN_FORMAT, envforge=__version__,
-                                       spec_file=spec_file,
-                                       spec_sha256=sha256_file(Path(spec_file)),
-                                       lock_file=str(lock),
-                                       lock_sha256=sha256_file(lock), options=options,
-                                       plan=plan))
-
-
-def is_saved_plan(path: Path) -> bool:
-    """A plan file is JSON (``{``), which no TOML spec starts with."""
-    if not path.is_file():  # a FIFO would block here: the spec's reader refuses it
-        return False
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(256).lstrip().startswith(b"{")
-    except OSError:
-        return False
-
-
 def run_saved(args: argparse.Namespace, ui: UI) -> int:
-    """``apply FILE``: the saved plan, refused (exit 2, nothing changed) when the lock or a
-    before-state changed since it was made, or when its actions are not exactly those the
-    spec, lock and options it names plan now (planned as ``apply SPEC`` plans): a saved plan
-    is a proposal checked against envforge's own, never code run as written."""
-    from envforge.executor import StalePlanError, check_owner, refuse_stale
-    from envforge.host.archives import sha256_file
-
+    """``apply FILE``: the saved plan, once ``check_saved`` found it still envforge's own
+    (exit 2, nothing changed, when not); a saved plan holds its own options."""
     path = Path(args.spec)
     given = [flag for flag, value in (("--prefix", args.prefix), ("--locks-dir", args.locks_dir),
                                       ("--artifact", args.artifact), ("--bundle", args.bundle),
@@ -217,42 +122,8 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
     if given:
         raise InputError(f"{path}: a saved plan holds its own options; {given[0]} cannot "
                          "change it (make the plan again with it)")
-    saved = read_saved_plan(path)
-    for made_from, digest in ((saved.spec_file, saved.spec_sha256),
-                              (saved.lock_file, saved.lock_sha256)):
-        now = sha256_file(Path(made_from)) if Path(made_from).is_file() else "absent"
-        if now != digest:
-            raise StalePlanError(f"{path}: the plan is stale: {made_from} changed since the "
-                                 f"plan was made (sha256 {digest[:12]}…, now {now[:12]}…); "
-                                 "nothing was changed: make the plan again")
-    opts = saved.options
-    try:  # checked as --artifact is: a known role, a regular file (a FIFO would block)
-        artifacts = parse_artifacts([f"{role}={p}" for role, p in opts.artifacts.items()])
-    except InputError as exc:
-        raise InputError(f"{path}: options.artifacts: {exc}") from None
-    ctx = prepare(Path(saved.spec_file), prefix=Path(opts.prefix), artifacts=artifacts,
-                  bundle=Path(opts.bundle) if opts.bundle else None, offline=opts.offline,
-                  ui=ui, check_sources=True,
-                  locks_dir=Path(opts.locks_dir) if opts.locks_dir else None)
-    plan = saved.plan
-    if (plan.platform, plan.prefix) != (ctx.platform, str(ctx.prefix)):
-        raise InputError(f"{path}: made for {plan.platform} at {plan.prefix}, not this host's "
-                         f"{ctx.platform} at {ctx.prefix}; make the plan here")
-    check_owner(ctx.state_dir, saved.spec_file, ctx.prefix)
-    special = special_file(plan)
-    if special is not None:
-        raise InputError(f"{path}: not a plan envforge makes: {special}; nothing was changed")
-    steps = _steps(ctx, sync=opts.sync)
-    try:
-        refuse_stale(plan, ctx, steps)
-    except StalePlanError as exc:
-        raise StalePlanError(f"{path}: {exc}") from None
-    fresh = make_plan(ctx, steps, spec=str(path))
-    differs = first_difference(plan, fresh)
-    if differs is not None:
-        raise InputError(f"{path}: not the plan {saved.spec_file} and its lock make: "
-                         f"{differs}; nothing was changed: make the plan again")
-    plan = fresh  # equal actions; its rows are envforge's own too
+    planned, saved = check_saved(path, ui)
+    plan, ctx = planned.plan, planned.ctx
     if not args.yes:
         show_plan(plan, ui)
     if not plan.pending:
@@ -263,48 +134,20 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
     if not args.yes and not ui.confirm("apply these changes?", what="changes"):
         ui.info("nothing changed")
         return int(ExitCode.PENDING)
-    record = {"spec": saved.spec_file, "prefix": str(ctx.prefix), "platform": ctx.platform,
-              "spec_name": Path(saved.spec_file).stem}
-    return _perform(ctx, steps, plan, record, str(path), ui, spec=saved.spec_file,
-                    prefix=opts.prefix)
-
-
-def writable(targets: Sequence[Path]) -> None:
-    """Refuse (OSError, one line, exit 1) before the first change when a place apply will
-    write is on a read-only file system or not writable: nothing half-done."""
-    for target in targets:
-        if not target.is_absolute():
-            continue  # a registry value (win-64 user PATH), not a file
-        probe = target
-        while not os.path.lexists(probe) and probe != probe.parent:
-            probe = probe.parent
-        if probe.is_symlink() or not probe.is_dir():
-            probe = probe.parent
-        if os.access(probe, os.W_OK):
-            continue
-        readonly = hasattr(os, "statvfs") and os.statvfs(probe).f_flag & os.ST_RDONLY
-        code = errno.EROFS if readonly else errno.EACCES
-        raise OSError(code, os.strerror(code), str(probe))
+    return _perform(planned, str(path), ui, spec=saved.spec_file, prefix=saved.options.prefix)
 
 
 def run_rollback(args: argparse.Namespace, ui: UI) -> int:
-    spec = load_spec(args.spec, installed_packs())
-    dirs = envforge_dirs()
-    prefix = (args.prefix or default_prefix(spec, dirs, host_platform().name)).absolute()
-    state = state_dir_for(dirs, spec.name, prefix)
-    if not any((state / name).exists() for name in ("journal.jsonl", "applied.json")):
-        ui.success(f"{args.spec}: nothing applied at {prefix}")
-        return 0
-    from envforge.executor import check_owner, undo
+    from envforge.app.environments import roll_back
 
-    spec_file = str(Path(args.spec).resolve())
-    if not args.force:
-        check_owner(state, spec_file, prefix)  # before waiting on a running apply's lock
-    undone = undo(state, spec=spec_file, force=args.force)
+    done = roll_back(Path(args.spec), prefix=args.prefix, force=args.force)
+    if done.undone is None:
+        ui.success(f"{args.spec}: nothing applied at {done.prefix}")
+        return 0
     if ui.json:
-        ui.document("rollback", {"prefix": str(prefix), "undone": undone})
-    report_undone(undone, ui)
-    ui.success(f"rolled back {len(undone)} change(s) for {args.spec} at {prefix}")
+        ui.document("rollback", {"prefix": str(done.prefix), "undone": list(done.undone)})
+    report_undone(done.undone, ui)
+    ui.success(f"rolled back {len(done.undone)} change(s) for {args.spec} at {done.prefix}")
     return 0
 
 
@@ -341,7 +184,8 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.app.verification import applied_edits
+    from envforge.app.environments import command_environment
+    from envforge.host.proc import run_child
 
     words = list(args.cmd)
     prefix = args.prefix
@@ -358,28 +202,8 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
         locks_dir = known.locks_dir or locks_dir
     if not words:
         raise InputError(f"{RUN_USAGE}: no command given")
-    ctx = prepare(Path(args.spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui,
-                  locks_dir=locks_dir)
-    edits = applied_edits(ctx, args.spec, f" --prefix {prefix}" if prefix else "")
-    env = apply_edits(edits, os.environ, pathsep=os.pathsep)
-    _refuse_outside_pip(words[0], Path(ctx.layout.python).parent, args.spec)
-    if shutil.which(words[0], path=env.get("PATH")) is None:
-        raise InputError(f"envforge run: {words[0]}: command not found in the environment "
-                         f"({ctx.prefix}) or on PATH")
-    from envforge.host.child import run_child
-
+    env = command_environment(args.spec, words[0], prefix=prefix, locks_dir=locks_dir, ui=ui)
     return run_child(words, env)
-
-
-def _refuse_outside_pip(command: str, bin_dir: Path, spec: str) -> None:
-    """``pip`` from the host's PATH would install into the host, not the environment."""
-    name = Path(command).name.removesuffix(".exe")
-    is_pip = (name.startswith("pip") and name.removeprefix("pip").replace(".", "").isdigit()) \
-        or name == "pip"
-    if is_pip and not any((bin_dir / f"{name}{ext}").is_file() for ext in ("", ".exe")):
-        raise InputError(f"envforge run: the environment has no {name} (the host's would "
-                         f"install outside it): add \"pip\" to [pypi] packages in {spec} and "
-                         "lock and apply again, or install through the spec")
 
 
 RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]"

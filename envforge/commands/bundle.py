@@ -10,13 +10,13 @@ from pathlib import Path
 
 from rich.text import Text
 
+from envforge.app.applying import parse_artifacts
 from envforge.app.packs import installed_packs
 from envforge.bundle.build import BundleRequest, MiB, build_bundle
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import Manifest
 from envforge.bundle.selfcheck import check_own_envforge
 from envforge.commands import Common
-from envforge.commands.apply import parse_artifacts
 from envforge.errors import ExitCode, InputError
 from envforge.host.outputs import check_output
 from envforge.paths import envforge_dirs

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from envforge.host.cmdoutput import CommandOutput as CommandOutput
+
 # host/ observes the driver, GPUs and toolkits; the facts hold its models as they are
 from envforge.host.cuda import Driver as Driver
 from envforge.host.cuda import Gpu as Gpu
 from envforge.host.cuda import Toolkit as FoundToolkit
-from envforge.host.runner import CommandOutput as CommandOutput
 from envforge.platforms import PLATFORMS, TargetPlatform
 from envforge.spec import Frozen, Platform
 

@@ -32,6 +32,7 @@ from envforge.doctor.facts import (
     Toolkit,
 )
 from envforge.envvars import apply_edits
+from envforge.host.cmdoutput import Runner, run_command
 from envforge.host.cuda import (
     PROC_DRIVER,
     exe_names,
@@ -42,7 +43,6 @@ from envforge.host.cuda import (
 )
 from envforge.host.installed import installed_records
 from envforge.host.ldcache import cache_entries, ldconfig_output
-from envforge.host.runner import Runner, run_command
 from envforge.host.windows import (
     SYSTEM_ENVIRONMENT,
     USER_ENVIRONMENT,

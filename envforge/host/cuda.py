@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import assert_never
 
-from envforge.host.runner import CommandOutput, Runner, run_command
+from envforge.host.cmdoutput import CommandOutput, Runner, run_command
 from envforge.host.windows import expand_vars
 from envforge.model import Frozen
 from envforge.platforms import Os, TargetPlatform, host_platform

@@ -33,8 +33,8 @@ def uv_binary() -> str:
 def uv_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for uv: no user config or index settings leak into a lock, and lock,
     apply and bundle share one uv cache inside envforge's (so --offline can rely on it); a
-    lost DNS reply costs uv 1 s, not 5 (``host.resolver``)."""
-    from envforge.host.resolver import host_retry_options
+    lost DNS reply costs uv 1 s, not 5 (``host.dnsretry``)."""
+    from envforge.host.dnsretry import host_retry_options
 
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if not k.startswith(("UV_", "PIP_"))}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
-from envforge.host.child import exit_status, terminal_sends_sigint
+from envforge.host.proc import exit_status, terminal_sends_sigint
 from tests.testing.specs import venv_spec_text
 
 SPEC = venv_spec_text("runner", 'packages = ["pytest==7.4.4"]\n')

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.host.cmdoutput import CommandOutput, run_command
 from envforge.host.cuda import (
     GPU_QUERY,
     GPU_QUERY_OLD,
@@ -31,7 +32,6 @@ from envforge.host.cuda import (
     read_gpus,
     toolkit_version_of,
 )
-from envforge.host.runner import CommandOutput, run_command
 from envforge.platforms import PLATFORMS, host_platform
 
 LINUX, WINDOWS = PLATFORMS["linux-64"], PLATFORMS["win-64"]
@@ -330,7 +330,7 @@ def test_windows_variables_are_read_whatever_their_case(tmp_path: Path) -> None:
 # What only a tool's own output says: its parsing lives in host/cuda.py alone. The probe runs
 # inside the environment's Python 3.7 and cannot import envforge: it reads nvidia-smi itself.
 _PARSING = ("Driver Version", "Kernel Module", "compilation tools", "release (\\d", "--query-gpu")
-_ALLOWED = {"host/cuda.py", "packs/theano/probe.py"}
+_ALLOWED = {"host/cuda.py", "packs/theano/probe_sections.py"}
 
 
 def test_cuda_output_is_parsed_in_one_place() -> None:

@@ -33,8 +33,6 @@ ALLOWED: dict[str, str] = {
     "platforms.py": "the platform model itself: the registry and host_platform()",
     "host/windows.py": "winreg and ctypes.windll exist only on Windows; mypy narrows on a "
                        "literal sys.platform check and on nothing else",
-    "packs/theano/probe.py": "standalone script run by the environment's Python; cannot "
-                             "import envforge.platforms",
     "host/noopstamp.py": "the no-op fast path may not import envforge.platforms; "
                          "tests/host/test_noopstamp.py checks it agrees with host_platform()",
 }

@@ -31,8 +31,8 @@ RELEASE = re.compile(r"^1\.0\.5$")  # the reference Theano-PyMC release: referen
 # (file relative to envforge/, why it may): the probe runs inside the target environment's
 # own Python (3.7-3.11) with the standard library only and cannot import envforge.
 ALLOWED: dict[str, str] = {
-    "packs/theano/probe.py": "standalone script run by the environment's Python; cannot "
-                             "import envforge.knowledge",
+    "packs/theano/probe_gemm.py": "part of the probe run by the environment's Python; "
+                                  "cannot import envforge.knowledge",
 }
 
 

@@ -33,6 +33,7 @@ from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect
 from envforge.packs.theano.theanorc import TheanorcStep
 from envforge.paths import EnvforgeDirs
+from envforge.probes import probe_command
 from envforge.spec import VerifySection
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.steps.cudnn import CudnnInstallStep
@@ -124,8 +125,8 @@ def probe(tmp: Path, expect: Expectations) -> dict[str, Any]:
     """envforge's probe run by the Windows Python 3.8; Theano reads %USERPROFILE%'s file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEANO", "PYTHON"))}
     env["THEANO_FLAGS"] = f"base_compiledir={tmp / 'theano'}"
-    done = proc.run([PY38, PROBE_SCRIPT], env=env, input_text=json.dumps(build_request(expect,
-                                                                                       REGISTRY)),
+    done = proc.run(probe_command(PY38, PROBE_SCRIPT), env=env,
+                    input_text=json.dumps(build_request(expect, REGISTRY)),
                     timeout=600)
     report: dict[str, Any] = json.loads(done.stdout)
     return report

@@ -9,35 +9,30 @@ pack's probe runs the core's kernels, this one's reports only Keras's part.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from envforge.packs.base import PackDefaults
+from envforge.packs.base import ModulePack, PackDefaults
 from envforge.packs.keras.expect import KerasExpect
 from envforge.packs.keras.section import SPEC_KEYS, KerasSection, keras_section
 
 if TYPE_CHECKING:
-    from envforge.compat import Pin
     from envforge.doctor.facts import FrameworkConfig, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
     from envforge.platforms import Platform
     from envforge.spec import PlatformSpec
     from envforge.steps.base import Step, StepContext
-    from envforge.verify import CheckRow
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 
-class KerasPack(PackDefaults):
+class KerasPack(ModulePack, PackDefaults):
     name = "keras"
     section = KerasSection
     expect = KerasExpect
-    implicit = False
-    knowledge = ()  # its own file, read by envforge.packs.keras.knowledge
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("keras",)
     stack_names: Mapping[str, str] = {
@@ -47,18 +42,6 @@ class KerasPack(PackDefaults):
     doctor_variables = ("KERAS_BACKEND", "KERAS_HOME")
     doctor_packages = ("keras", "h5py")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
-
-    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
-                      report: Report) -> None:
-        from envforge.packs.keras.compat import compat_checks
-
-        compat_checks(pspec, pins, report)
-
-    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> KerasExpect:
-        from envforge.packs.keras.expect import expectations
-
-        return expectations(pspec, versions)
 
     def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
         return "cpu", keras_section(pspec).floatx
@@ -80,17 +63,6 @@ class KerasPack(PackDefaults):
         if in_env(ctx):
             edits.insert(0, EnvEdit(name="KERAS_HOME", op="set", value=str(keras_dir(ctx))))
         return tuple(edits)
-
-    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
-        from envforge.packs.keras.verify import probe_request
-
-        return probe_request(expect)
-
-    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
-                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
-        from envforge.packs.keras.verify import verify_rows
-
-        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.keras.doctor_rules import config_rules, release_rules

@@ -1,7 +1,7 @@
 """envforge's Keras probe: what Keras 2.x really does on its back-end inside an environment.
 
-Run with the TARGET environment's Python (3.5 to 3.7 for Keras 2.0-2.3), standard library
-only until Keras is imported, in the Python both know::
+Run with the TARGET environment's Python (3.5 to 3.7 for Keras 2.0-2.3), the standard
+library and envforge's ``proberuntime`` only until Keras is imported::
 
     python probe.py < request.json > report.json
 
@@ -15,18 +15,12 @@ before its update. The output (the losses, then the final weights and bias) is w
 
 import inspect
 import json
-import math
 import os
-import platform
 import sys
 import time
-import traceback
 
-REPORT_FORMAT = 1
-
-
-def _error_text(exc):
-    return ("%s: %s" % (type(exc).__name__, exc)).strip()
+import proberuntime
+from proberuntime import error_text
 
 
 def _config(keras):
@@ -48,7 +42,7 @@ def _config(keras):
             with open(path) as handle:
                 section["config_read"] = json.load(handle)
         except ValueError as exc:
-            section["config_read"] = _error_text(exc)
+            section["config_read"] = error_text(exc)
     return section
 
 
@@ -63,15 +57,13 @@ def _sgd(sgd, rate):
 
 
 def _train(keras, np, kernel, floatx):
-    entry = {"name": "train", "seed": kernel.get("seed"), "shape": kernel.get("shape"),
-             "output_shape": None, "checksum": None, "samples": None, "nonfinite": None,
-             "run_s": None, "error": None}
-    try:
+    kernel = dict(kernel, name="train")
+    entry = proberuntime.kernel_entry(kernel)
+
+    def run():
         examples, features, steps = [int(n) for n in kernel["shape"]]
         rate = float((kernel.get("params") or {}).get("learning_rate", 0.5))
-        rng = np.random.RandomState(kernel["seed"])
-        x = ((rng.rand(examples, features) * 2.0 - 1.0) * 1.0).astype(floatx)
-        y = rng.randint(0, 2, size=examples).astype(floatx)
+        x, y = proberuntime.core_inputs(np, kernel, floatx, "Keras", ("train",))
         from keras.layers import Dense
         from keras.models import Sequential
         from keras.optimizers import SGD
@@ -83,88 +75,31 @@ def _train(keras, np, kernel, floatx):
         history = model.fit(x, y, batch_size=examples, epochs=steps, shuffle=False, verbose=0)
         entry["run_s"] = time.perf_counter() - started
         weights, bias = model.get_weights()
-        output = np.concatenate([np.asarray(history.history["loss"], dtype=np.float64),
-                                 weights.astype(np.float64).ravel(),
-                                 bias.astype(np.float64).ravel()])
-    except Exception as exc:
-        entry["error"] = _error_text(exc)
-        return entry
-    flat = output.ravel()
-    entry["output_shape"] = list(output.shape)
-    entry["nonfinite"] = int(flat.size - int(np.isfinite(flat).sum()))
-    if not entry["nonfinite"]:
-        entry["checksum"] = float(flat.sum())
-    indices = [int(i) for i in kernel.get("sample_indices", [])]
-    if any(not -flat.size <= i < flat.size for i in indices):
-        entry["error"] = "sample indices outside an output of %d values" % flat.size
-        return entry
-    entry["samples"] = [float(flat[i]) if math.isfinite(flat[i]) else None for i in indices]
-    return entry
+        return np.concatenate([np.asarray(history.history["loss"], dtype=np.float64),
+                               weights.astype(np.float64).ravel(),
+                               bias.astype(np.float64).ravel()])
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 def probe(request):
-    started = time.perf_counter()
-    report = {"format": REPORT_FORMAT,
-              "python": {"version": platform.python_version(), "executable": sys.executable},
-              "versions": {}, "import_errors": {}, "distributions": {}, "kernels": []}
+    report = proberuntime.new_report()
+    report["kernels"] = []
     wanted = request.get("keras") or {}
-    keras = np = None
-    for name in ("numpy", "keras"):
-        try:
-            module = __import__(name)
-        except Exception as exc:
-            report["versions"][name] = None
-            report["import_errors"][name] = _error_text(exc)
-            continue
-        report["versions"][name] = str(getattr(module, "__version__", "unknown"))
-        if name == "numpy":
-            np = module
-        else:
-            keras = module
+    np = proberuntime.import_module("numpy", report)
+    keras = proberuntime.import_module("keras", report)
     section = {"config": None, "train": None}
     if keras is not None:
         try:
             section["config"] = _config(keras)
         except Exception as exc:
-            section["config"] = {"error": _error_text(exc)}
+            section["config"] = {"error": error_text(exc)}
         if np is not None and wanted.get("train"):
             from keras import backend
 
             section["train"] = _train(keras, np, wanted["train"], backend.floatx())
     report["keras"] = section
-    report["elapsed_s"] = time.perf_counter() - started
     return report
 
 
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return dict((k, _finite(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def main():
-    sys.stdout.flush()
-    report_stream = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # "Using TensorFlow backend." and the back-end's own output go to stderr
-    status = 0
-    try:
-        request = json.load(sys.stdin)
-        if not isinstance(request, dict):
-            raise ValueError("the request must be a JSON object")
-        report = probe(request)
-    except Exception as exc:
-        report = {"format": REPORT_FORMAT, "error": _error_text(exc),
-                  "traceback": traceback.format_exc()[-4000:]}
-        status = 2
-    json.dump(_finite(report), report_stream, sort_keys=True, indent=1, allow_nan=False)
-    report_stream.write("\n")
-    report_stream.flush()
-    return status
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(proberuntime.main(probe))

@@ -8,34 +8,27 @@ Heavy parts are imported when called, so the registry stays cheap to import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from envforge.packs.base import PackDefaults
+from envforge.packs.base import ModulePack, PackDefaults
 from envforge.packs.tensorflow.expect import TensorflowExpect
-from envforge.packs.tensorflow.section import SPEC_KEYS, TensorflowSection, tensorflow_section
+from envforge.packs.tensorflow.section import SPEC_KEYS, TensorflowSection
 
 if TYPE_CHECKING:
-    from envforge.compat import Pin
     from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
-    from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
-    from envforge.spec import PlatformSpec
-    from envforge.steps.base import Step, StepContext
-    from envforge.verify import CheckRow
+    from envforge.steps.base import StepContext
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 
-class TensorflowPack(PackDefaults):
+class TensorflowPack(ModulePack, PackDefaults):
     name = "tensorflow"
     section = TensorflowSection
     expect = TensorflowExpect
-    implicit = False
-    knowledge = ()  # its own file, read by envforge.packs.tensorflow.knowledge
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "tensorflow")
     stack_names: Mapping[str, str] = {
@@ -45,26 +38,6 @@ class TensorflowPack(PackDefaults):
     }
     doctor_packages = ("tensorflow", "protobuf", "gast")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
-
-    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
-                      report: Report) -> None:
-        from envforge.packs.tensorflow.compat import compat_checks
-
-        compat_checks(pspec, pins, report)
-
-    def expectations(self, pspec: PlatformSpec,
-                     versions: Mapping[str, str]) -> TensorflowExpect:
-        from envforge.packs.tensorflow.expect import expectations
-
-        return expectations(pspec, versions)
-
-    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
-        section = tensorflow_section(pspec)
-        return section.device, section.float_x
-
-    def steps(self, ctx: StepContext) -> Sequence[Step]:
-        return ()
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
@@ -72,17 +45,6 @@ class TensorflowPack(PackDefaults):
 
         return tuple(EnvEdit(name=name, op="set", value=value) for name, value
                      in sorted(tensorflow_expect(ctx.lock.expect).variables.items()))
-
-    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
-        from envforge.packs.tensorflow.verify import probe_request
-
-        return probe_request(expect)
-
-    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
-                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
-        from envforge.packs.tensorflow.verify import verify_rows
-
-        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.tensorflow.doctor_rules import library_rules, release_rules

@@ -1,7 +1,8 @@
 """envforge's TensorFlow probe: what TensorFlow 1.x really does inside an environment.
 
-Run with the TARGET environment's Python (3.5 to 3.7 for TensorFlow 1.15), standard
-library only until TensorFlow is imported, so it can describe a half-broken environment::
+Run with the TARGET environment's Python (3.5 to 3.7 for TensorFlow 1.15), the standard
+library and envforge's ``proberuntime`` only until TensorFlow is imported, so it can describe
+a half-broken environment::
 
     python probe.py < request.json > report.json
 
@@ -15,58 +16,14 @@ nothing: envforge compares the report with the lock (``envforge.verify`` and the
 """
 
 import ctypes
-import json
-import math
 import os
-import platform
-import re
 import sys
-import time
-import traceback
 
-REPORT_FORMAT = 1
+import proberuntime
+from proberuntime import error_text
+
 MODULES = ("numpy", "tensorflow")
 KERNELS = ("elementwise", "gemm", "conv")
-
-
-def _error_text(exc):
-    return ("%s: %s" % (type(exc).__name__, exc)).strip()
-
-
-def _import(name, report):
-    try:
-        module = __import__(name)
-    except Exception as exc:  # ImportError, or the TypeError protobuf 4 raises in _pb2 files
-        report["versions"][name] = None
-        report["import_errors"][name] = _error_text(exc)
-        return None
-    report["versions"][name] = str(getattr(module, "__version__", "unknown"))
-    return module
-
-
-def _canonical(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _distribution_versions(names):
-    """Installed distributions by name, read from dist-info folder names (Python 3.7 has
-    no importlib.metadata)."""
-    out = dict((name, None) for name in names)
-    wanted = dict((_canonical(name), name) for name in names)
-    for folder in sys.path:
-        try:
-            entries = os.listdir(folder or ".")
-        except OSError:
-            continue
-        for entry in entries:
-            stem, dot, suffix = entry.rpartition(".")
-            if suffix not in ("dist-info", "egg-info") or not dot:
-                continue
-            name, _, version = stem.partition("-")
-            key = wanted.get(_canonical(name))
-            if key is not None and out[key] is None and version:
-                out[key] = version.split("-py")[0]
-    return out
 
 
 def _libraries(names):
@@ -88,27 +45,7 @@ def _devices(tf):
                  "description": getattr(d, "physical_device_desc", "") or ""}
                 for d in device_lib.list_local_devices()], None
     except Exception as exc:
-        return [], _error_text(exc)
-
-
-def _inputs(np, kernel, float_x):
-    rng = np.random.RandomState(kernel["seed"])
-    shape = [int(n) for n in kernel["shape"]]
-    name = kernel["name"]
-    if name == "elementwise":
-        return [rng.rand(*shape).astype(float_x)]
-    if name == "gemm":
-        a = rng.rand(*shape).astype(float_x)
-        return [a, rng.rand(*shape).astype(float_x)]
-    if name == "conv":
-        channels = [int(c) for c in kernel["channels"]]
-        k = int(kernel.get("filter_size", 3))
-        values = [rng.rand(*shape).astype(float_x)]
-        for c_in, c_out in zip(channels, channels[1:]):
-            w = (rng.rand(c_out, c_in, k, k) * 2.0 - 1.0) * math.sqrt(6.0 / (c_in * k * k))
-            values.append(w.astype(float_x))
-        return values
-    raise ValueError("the TensorFlow probe runs %s, not %r" % (", ".join(KERNELS), name))
+        return [], error_text(exc)
 
 
 def _graph(tf, kernel, values, device):
@@ -130,67 +67,36 @@ def _graph(tf, kernel, values, device):
         return holders, tf.transpose(h, [0, 3, 1, 2])
 
 
-def _summary(np, result, indices):
-    flat = np.asarray(result, dtype=np.float64).ravel()
-    nonfinite = int(flat.size - int(np.isfinite(flat).sum()))
-    out = {"output_shape": list(result.shape), "dtype": str(result.dtype),
-           "nonfinite": nonfinite, "checksum": float(flat.sum()) if not nonfinite else None,
-           "samples": None, "error": None}
-    if any(not -flat.size <= i < flat.size for i in indices):
-        out["error"] = "sample indices outside an output of %d values" % flat.size
-        return out
-    out["samples"] = [float(flat[i]) if math.isfinite(flat[i]) else None for i in indices]
-    return out
-
-
 def _kernel(tf, np, kernel, float_x, device, repeats):
-    entry = {"name": kernel.get("name"), "seed": kernel.get("seed"), "shape": kernel.get("shape"),
-             "output_shape": None, "checksum": None, "samples": None, "nonfinite": None,
-             "ops": None, "gpu_ops": None, "uses_gpu": None, "run_s": None, "error": None}
+    entry = proberuntime.kernel_entry(kernel, "ops", "gpu_ops", "uses_gpu")
     if tf is None or np is None:
         entry["error"] = "tensorflow or numpy could not be imported"
         return entry
-    try:
-        values = _inputs(np, kernel, float_x)
+
+    def run():
+        values = proberuntime.core_inputs(np, kernel, float_x, "TensorFlow", KERNELS)
         graph = tf.Graph()
         with graph.as_default():
             holders, output = _graph(tf, kernel, values, device)
             config = tf.compat.v1.ConfigProto(log_device_placement=False)
             with tf.compat.v1.Session(graph=graph, config=config) as session:
                 feed = dict(zip(holders, values))
-                best, result = None, None
-                for _ in range(repeats):
-                    started = time.perf_counter()
-                    result = session.run(output, feed_dict=feed)
-                    took = time.perf_counter() - started
-                    best = took if best is None else min(best, took)
-        entry["run_s"] = best
+                entry["run_s"], result = proberuntime.best_of(
+                    lambda: session.run(output, feed_dict=feed), repeats)
         entry["ops"] = sorted(set(op.type for op in graph.get_operations()))
         entry["gpu_ops"] = sorted(set(op.type for op in graph.get_operations()
                                       if "GPU" in (op.device or "").upper()))
         entry["uses_gpu"] = bool(entry["gpu_ops"])
-    except Exception as exc:
-        entry["error"] = _error_text(exc)
-        return entry
-    summary = _summary(np, result, [int(i) for i in kernel.get("sample_indices", [])])
-    error = summary.pop("error")
-    entry.update(summary)
-    entry["error"] = error
-    return entry
+        return result
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 def probe(request):
-    started = time.perf_counter()
-    report = {
-        "format": REPORT_FORMAT,
-        "python": {"version": platform.python_version(), "executable": sys.executable,
-                   "implementation": platform.python_implementation(),
-                   "platform": platform.platform(), "cpu_count": os.cpu_count()},
-        "versions": {}, "import_errors": {}, "distributions": {},
-    }
-    modules = dict((name, _import(name, report)) for name in MODULES)
+    report = proberuntime.new_report()
+    modules = dict((name, proberuntime.import_module(name, report)) for name in MODULES)
     tf, np = modules["tensorflow"], modules["numpy"]
-    report["distributions"] = _distribution_versions(list(request.get("distributions", [])))
+    report["distributions"] = proberuntime.distribution_versions(
+        list(request.get("distributions", [])))
     wanted = request.get("tensorflow") or {}
     section = {"variables": dict((name, os.environ.get(name))
                                  for name in wanted.get("variables", [])),
@@ -202,42 +108,10 @@ def probe(request):
     report["tensorflow"] = section
     device = "/device:GPU:0" if wanted.get("device") == "cuda" else "/device:CPU:0"
     float_x = str(wanted.get("float_x") or "float32")
-    repeats = max(1, int(request.get("repeats", 3)))
-    report["kernels"] = [_kernel(tf, np, k, float_x, device, repeats)
-                         for k in request.get("kernels", [])]
-    report["elapsed_s"] = time.perf_counter() - started
+    report["kernels"] = proberuntime.run_kernels(
+        request, lambda kernel, repeats: _kernel(tf, np, kernel, float_x, device, repeats))
     return report
 
 
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return dict((k, _finite(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def main():
-    sys.stdout.flush()
-    report_stream = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever TensorFlow prints lands on stderr
-    status = 0
-    try:
-        request = json.load(sys.stdin)
-        if not isinstance(request, dict):
-            raise ValueError("the request must be a JSON object")
-        report = probe(request)
-    except Exception as exc:
-        report = {"format": REPORT_FORMAT, "error": _error_text(exc),
-                  "traceback": traceback.format_exc()[-4000:]}
-        status = 2
-    json.dump(_finite(report), report_stream, sort_keys=True, indent=1, allow_nan=False)
-    report_stream.write("\n")
-    report_stream.flush()
-    return status
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(proberuntime.main(probe))

@@ -6,22 +6,22 @@ Heavy parts are imported when called, so the registry stays cheap to import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from envforge.packs.base import ModulePack
 from envforge.packs.theano.expect import TheanoExpect, migrate_v1
-from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_section
+from envforge.packs.theano.section import SPEC_KEYS, TheanoSection
 
 if TYPE_CHECKING:
-    from envforge.compat import Pin
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
-    from envforge.spec import Platform, PlatformSpec
+    from envforge.packs.base import Migration
+    from envforge.spec import Platform
     from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 
-class TheanoPack:
+class TheanoPack(ModulePack):
     name = "theano"
     section = TheanoSection
     expect = TheanoExpect
@@ -37,26 +37,11 @@ class TheanoPack:
     knowledge = ("theano", "theano_suite")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
+    lock_migrations: Mapping[int, Migration] = {1: migrate_v1}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
-    stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
-    spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
-
-    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
-                      report: Report) -> None:
-        from envforge.packs.theano.compat import compat_checks
-
-        compat_checks(pspec, pins, report)
-
-    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpect:
-        from envforge.packs.theano.expect import expectations
-
-        return expectations(pspec, versions)
-
-    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
-        section = theano_section(pspec)
-        return section.device, section.float_x
+    stack_names: Mapping[str, str] = {"theano-pymc": "theano", "theano": "theano"}
+    spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
 
     def steps(self, ctx: StepContext) -> Sequence[Step]:
         from envforge.packs.theano.theanorc import TheanorcStep
@@ -71,17 +56,6 @@ class TheanoPack:
         if theano_expect(ctx.lock.expect).theanorc != "env":
             return ()
         return (EnvEdit(name="THEANORC", op="set", value=str(env_theanorc(ctx))),)
-
-    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
-        from envforge.packs.theano.verify import probe_request
-
-        return probe_request(expect)
-
-    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
-                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
-        from envforge.packs.theano.verify import verify_rows
-
-        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
                     gpu_expected: bool) -> Sequence[CheckRow]:

@@ -11,34 +11,25 @@ heavy parts are imported when called, so the registry stays cheap to import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from envforge.packs.base import PackDefaults
+from envforge.packs.base import ModulePack, PackDefaults
 from envforge.packs.torch.expect import TorchExpect
-from envforge.packs.torch.section import SPEC_KEYS, TorchSection, torch_section
+from envforge.packs.torch.section import SPEC_KEYS, TorchSection
 
 if TYPE_CHECKING:
-    from envforge.compat import Pin
     from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
-    from envforge.envvars import EnvEdit
-    from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
-    from envforge.spec import PlatformSpec
-    from envforge.steps.base import Step, StepContext
-    from envforge.verify import CheckRow
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 
-class TorchPack(PackDefaults):
+class TorchPack(ModulePack, PackDefaults):
     name = "torch"
     section = TorchSection
     expect = TorchExpect
-    implicit = False
-    knowledge = ()  # its own file, read by envforge.packs.torch.knowledge
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "torch", "torchvision")
     stack_names: Mapping[str, str] = {
@@ -46,39 +37,6 @@ class TorchPack(PackDefaults):
     }
     doctor_packages = ("torch", "torchvision", "pillow")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
-
-    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
-                      report: Report) -> None:
-        from envforge.packs.torch.compat import compat_checks
-
-        compat_checks(pspec, pins, report)
-
-    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> TorchExpect:
-        from envforge.packs.torch.expect import expectations
-
-        return expectations(pspec, versions)
-
-    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
-        section = torch_section(pspec)
-        return section.device, section.float_x
-
-    def steps(self, ctx: StepContext) -> Sequence[Step]:
-        return ()
-
-    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
-        return ()
-
-    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
-        from envforge.packs.torch.verify import probe_request
-
-        return probe_request(expect)
-
-    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
-                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
-        from envforge.packs.torch.verify import verify_rows
-
-        return verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.torch.doctor_rules import arch_rules, release_rules

@@ -1,7 +1,8 @@
 """envforge's PyTorch probe: what PyTorch 1.x really does inside an environment.
 
-Run with the TARGET environment's Python (3.5 to 3.12: no f-strings), standard library
-only until torch is imported, so it can describe a half-broken environment::
+Run with the TARGET environment's Python (3.5 to 3.12: no f-strings), the standard library
+and envforge's ``proberuntime`` only until torch is imported, so it can describe a
+half-broken environment::
 
     python probe.py < request.json > report.json
 
@@ -16,93 +17,12 @@ torchvision model built and run. It judges nothing: envforge compares the report
 lock (``envforge.verify`` and the pack's ``verify.py``).
 """
 
-import json
-import math
-import os
-import platform
-import re
 import sys
-import time
-import traceback
 
-REPORT_FORMAT = 1
+import proberuntime
+from proberuntime import error_text
+
 KERNELS = ("elementwise", "gemm", "conv", "grad", "train")
-
-
-def _error_text(exc):
-    return ("%s: %s" % (type(exc).__name__, exc)).strip()
-
-
-def _import(name, report):
-    try:
-        module = __import__(name)
-    except Exception as exc:
-        report["versions"][name] = None
-        report["import_errors"][name] = _error_text(exc)
-        return None
-    report["versions"][name] = str(getattr(module, "__version__", "unknown")).split("+")[0]
-    return module
-
-
-def _canonical(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _distribution_versions(names):
-    """Installed distributions by name, read from dist-info folder names (Python 3.7 has
-    no importlib.metadata)."""
-    out = dict((name, None) for name in names)
-    wanted = dict((_canonical(name), name) for name in names)
-    for folder in sys.path:
-        try:
-            entries = os.listdir(folder or ".")
-        except OSError:
-            continue
-        for entry in entries:
-            stem, dot, suffix = entry.rpartition(".")
-            if suffix not in ("dist-info", "egg-info") or not dot:
-                continue
-            name, _, version = stem.partition("-")
-            key = wanted.get(_canonical(name))
-            if key is not None and out[key] is None and version:
-                out[key] = version.split("-py")[0]
-    return out
-
-
-def _inputs(np, kernel, float_x):
-    """The kernel's inputs, drawn in envforge.expectations.kernel_inputs's order."""
-    rng = np.random.RandomState(kernel["seed"])
-    shape = [int(n) for n in kernel["shape"]]
-    name = kernel["name"]
-
-    def draw(*dims):
-        return rng.rand(*dims).astype(float_x)
-
-    def signed(*dims, **scale):
-        return ((rng.rand(*dims) * 2.0 - 1.0) * scale.get("scale", 1.0)).astype(float_x)
-
-    if name == "elementwise":
-        return [draw(*shape)]
-    if name == "gemm":
-        return [draw(*shape), draw(*shape)]
-    if name == "grad":
-        batch, n_in, hidden, n_out = shape
-        return [draw(batch, n_in), draw(batch, n_out),
-                signed(n_in, hidden, scale=1.0 / math.sqrt(n_in)), signed(hidden, scale=0.1),
-                signed(hidden, n_out, scale=1.0 / math.sqrt(hidden)), signed(n_out, scale=0.1)]
-    if name == "train":
-        examples, features, _ = shape
-        return [signed(examples, features),
-                rng.randint(0, 2, size=examples).astype(float_x)]
-    if name == "conv":
-        channels = [int(c) for c in kernel["channels"]]
-        k = int(kernel.get("filter_size", 3))
-        values = [draw(*shape)]
-        for c_in, c_out in zip(channels, channels[1:]):
-            w = (rng.rand(c_out, c_in, k, k) * 2.0 - 1.0) * math.sqrt(6.0 / (c_in * k * k))
-            values.append(w.astype(float_x))
-        return values
-    raise ValueError("the PyTorch probe runs %s, not %r" % (", ".join(KERNELS), name))
 
 
 def _grad(torch, tensors):
@@ -159,47 +79,25 @@ def _compute(torch, kernel, tensors):
     return h
 
 
-def _summary(np, result, indices):
-    flat = np.asarray(result, dtype=np.float64).ravel()
-    nonfinite = int(flat.size - int(np.isfinite(flat).sum()))
-    out = {"output_shape": list(result.shape), "dtype": str(result.dtype),
-           "nonfinite": nonfinite, "checksum": float(flat.sum()) if not nonfinite else None,
-           "samples": None, "error": None}
-    if any(not -flat.size <= i < flat.size for i in indices):
-        out["error"] = "sample indices outside an output of %d values" % flat.size
-        return out
-    out["samples"] = [float(flat[i]) if math.isfinite(flat[i]) else None for i in indices]
-    return out
-
-
 def _kernel(torch, np, kernel, float_x, device, repeats):
-    entry = {"name": kernel.get("name"), "seed": kernel.get("seed"), "shape": kernel.get("shape"),
-             "output_shape": None, "checksum": None, "samples": None, "nonfinite": None,
-             "uses_gpu": None, "run_s": None, "error": None}
+    entry = proberuntime.kernel_entry(kernel, "uses_gpu")
     if torch is None or np is None:
         entry["error"] = "torch or numpy could not be imported"
         return entry
-    try:
-        tensors = [torch.from_numpy(v).to(device) for v in _inputs(np, kernel, float_x)]
-        best, result = None, None
-        for _ in range(repeats):
-            started = time.perf_counter()
+
+    def run():
+        values = proberuntime.core_inputs(np, kernel, float_x, "PyTorch", KERNELS)
+        tensors = [torch.from_numpy(v).to(device) for v in values]
+
+        def compute():
             result = _compute(torch, kernel, tensors)
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
-            took = time.perf_counter() - started
-            best = took if best is None else min(best, took)
-        entry["run_s"] = best
+            return result
+        entry["run_s"], result = proberuntime.best_of(compute, repeats)
         entry["uses_gpu"] = result.is_cuda
-        result = result.detach().cpu().numpy()
-    except Exception as exc:
-        entry["error"] = _error_text(exc)
-        return entry
-    summary = _summary(np, result, [int(i) for i in kernel.get("sample_indices", [])])
-    error = summary.pop("error")
-    entry.update(summary)
-    entry["error"] = error
-    return entry
+        return result.detach().cpu().numpy()
+    return proberuntime.measured(entry, np, kernel, run)
 
 
 class _Squares(object):
@@ -234,7 +132,7 @@ def _dataloader(torch, seed, workers):
         out["batches"] = len(runs[0])
         out["equal"] = runs[0] == runs[1]
     except Exception as exc:
-        out["error"] = _error_text(exc)
+        out["error"] = error_text(exc)
     return out
 
 
@@ -254,7 +152,7 @@ def _jit(torch, device, float_x):
         with torch.no_grad():
             out["max_abs_diff"] = float((traced(other) - model(other)).abs().max())
     except Exception as exc:
-        out["error"] = _error_text(exc)
+        out["error"] = error_text(exc)
     return out
 
 
@@ -270,7 +168,7 @@ def _vision(torch, np, device):
         out["output_shape"] = list(result.shape)
         out["finite"] = bool(np.isfinite(result.cpu().numpy()).all())
     except Exception as exc:
-        out["error"] = _error_text(exc)
+        out["error"] = error_text(exc)
     return out
 
 
@@ -285,23 +183,17 @@ def _vision_ops(torch):
                               [20.0, 20.0, 30.0, 30.0]])
         out["keep"] = [int(i) for i in nms(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)]
     except Exception as exc:
-        out["error"] = _error_text(exc)
+        out["error"] = error_text(exc)
     return out
 
 
 def probe(request):
-    started = time.perf_counter()
-    report = {
-        "format": REPORT_FORMAT,
-        "python": {"version": platform.python_version(), "executable": sys.executable,
-                   "implementation": platform.python_implementation(),
-                   "platform": platform.platform(), "cpu_count": os.cpu_count()},
-        "versions": {}, "import_errors": {}, "distributions": {},
-    }
+    report = proberuntime.new_report()
     wanted = request.get("torch") or {}
-    np = _import("numpy", report)
-    torch = _import("torch", report)
-    report["distributions"] = _distribution_versions(list(request.get("distributions", [])))
+    np = proberuntime.import_module("numpy", report, public_version=True)
+    torch = proberuntime.import_module("torch", report, public_version=True)
+    report["distributions"] = proberuntime.distribution_versions(
+        list(request.get("distributions", [])))
     device = "cuda:0" if wanted.get("device") == "cuda" else "cpu"
     float_x = str(wanted.get("float_x") or "float32")
     section = {"cuda_build": None, "cuda_available": None, "threads": None, "grad": None,
@@ -321,48 +213,16 @@ def probe(request):
             torch.manual_seed(seed)
             section["jit"] = _jit(torch, device, float_x)
         if wanted.get("torchvision"):
-            _import("torchvision", report)
+            proberuntime.import_module("torchvision", report, public_version=True)
             torch.manual_seed(seed)
             section["vision"] = _vision(torch, np, device)
         if wanted.get("torchvision_ops"):
             section["vision_ops"] = _vision_ops(torch)
     report["torch"] = section
-    repeats = max(1, int(request.get("repeats", 3)))
-    report["kernels"] = [_kernel(torch, np, k, float_x, device, repeats)
-                         for k in request.get("kernels", [])]
-    report["elapsed_s"] = time.perf_counter() - started
+    report["kernels"] = proberuntime.run_kernels(
+        request, lambda kernel, repeats: _kernel(torch, np, kernel, float_x, device, repeats))
     return report
 
 
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return dict((k, _finite(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def main():
-    sys.stdout.flush()
-    report_stream = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever torch prints lands on stderr
-    status = 0
-    try:
-        request = json.load(sys.stdin)
-        if not isinstance(request, dict):
-            raise ValueError("the request must be a JSON object")
-        report = probe(request)
-    except Exception as exc:
-        report = {"format": REPORT_FORMAT, "error": _error_text(exc),
-                  "traceback": traceback.format_exc()[-4000:]}
-        status = 2
-    json.dump(_finite(report), report_stream, sort_keys=True, indent=1, allow_nan=False)
-    report_stream.write("\n")
-    report_stream.flush()
-    return status
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(proberuntime.main(probe))

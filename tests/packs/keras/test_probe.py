@@ -6,19 +6,15 @@ test_tf_keras_e2e.py."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 from types import ModuleType
 from typing import Any
 
 from envforge.packs.keras import PROBE_SCRIPT
+from tests.testing.probes import load_probe
 
 
 def _probe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("keras_probe", PROBE_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_probe(PROBE_SCRIPT)
 
 
 def test_the_probe_is_python_3_5() -> None:

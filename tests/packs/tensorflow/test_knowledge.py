@@ -4,7 +4,6 @@ PyPI's files (GPU builds, Pythons) agree with PyPI's file lists (network)."""
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from envforge.packs.tensorflow.knowledge import (
     tensorflow_knowledge,
 )
 from envforge.packs.tensorflow.section import PROBE_KERNELS
+from tests.testing.probes import load_probe
 
 PACK = Path(__file__).resolve().parents[3] / "envforge" / "packs"
 
@@ -30,11 +30,7 @@ def test_every_row_names_a_source() -> None:
 
 
 def test_the_probe_runs_the_kernels_compat_allows() -> None:
-    spec = importlib.util.spec_from_file_location("tf_probe", PROBE_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert tuple(module.KERNELS) == PROBE_KERNELS
+    assert tuple(load_probe(PROBE_SCRIPT).KERNELS) == PROBE_KERNELS
 
 
 def test_gpu_libraries_per_platform() -> None:

@@ -22,6 +22,7 @@ from envforge.host import proc
 from envforge.lockfile import Expectations
 from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect
+from envforge.probes import probe_command
 from envforge.spec import ConvShape, VerifySection
 from envforge.verify import CheckRow, build_request, check_report, verdict
 from envforge.verify_report import to_junit
@@ -86,7 +87,8 @@ def run_probe(target: Target, request: dict[str, Any], *, flags: str,
         rc = target.home / "probe.theanorc"
         rc.write_text(theanorc, encoding="utf-8")
         env["THEANORC"] = str(rc)
-    done = proc.run([target.python, PROBE_SCRIPT], env=env, input_text=json.dumps(request),
+    done = proc.run(probe_command(target.python, PROBE_SCRIPT), env=env,
+                    input_text=json.dumps(request),
                     timeout=900)
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -230,7 +232,7 @@ def test_a_failing_kernel_does_not_stop_the_probe(target: Target) -> None:
 
 def test_a_bad_request_still_gets_a_json_answer(target: Target) -> None:
     env = {**os.environ, "HOME": str(target.home)}
-    done = proc.run([target.python, PROBE_SCRIPT], env=env, input_text="[1, 2",
+    done = proc.run(probe_command(target.python, PROBE_SCRIPT), env=env, input_text="[1, 2",
                     check=False, timeout=300)
     assert done.returncode == 2
     report = json.loads(done.stdout)

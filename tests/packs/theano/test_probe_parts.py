@@ -3,7 +3,10 @@ that libgpuarray loaded, from /proc/self/maps text."""
 
 from __future__ import annotations
 
-from envforge.packs.theano.probe import mapped_library
+from envforge.packs.theano import PROBE_SCRIPT
+from tests.testing.probes import load_probe
+
+mapped_library = load_probe(PROBE_SCRIPT.with_name("probe_gemm.py")).mapped_library
 
 # Lines in /proc/PID/maps' format (proc(5)): address, perms, offset, dev, inode, path.
 CUDA_LIB = "/usr/local/cuda-13.0/targets/x86_64-linux/lib"

@@ -6,7 +6,6 @@ torch/version.py says, read by HTTP range requests (no 500 MB download)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
 import re
 import struct
@@ -31,6 +30,7 @@ from envforge.packs.torch.knowledge import (
     wheel,
 )
 from envforge.packs.torch.section import PROBE_KERNELS
+from tests.testing.probes import load_probe
 
 TOML = Path(__file__).resolve().parents[3] / "envforge" / "packs" / "torch" / "torch.toml"
 
@@ -68,11 +68,7 @@ def test_the_pack_names_its_distributions_as_its_knowledge() -> None:
 
 
 def test_the_probe_runs_the_kernels_compat_allows() -> None:
-    spec = importlib.util.spec_from_file_location("torch_probe", PROBE_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert tuple(module.KERNELS) == PROBE_KERNELS
+    assert tuple(load_probe(PROBE_SCRIPT).KERNELS) == PROBE_KERNELS
 
 
 def _entry(kind: int, arch: int, payload: bytes) -> bytes:

@@ -1,11 +1,11 @@
-"""host/runner: a probe command's result as data, for doctor's and host/cuda's observers."""
+"""host/cmdoutput: a probe command's result as data, for doctor's and host/cuda's observers."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from envforge.host.runner import run_command
+from envforge.host.cmdoutput import run_command
 
 
 def test_a_command_s_status_and_output_stdout_then_stderr() -> None:

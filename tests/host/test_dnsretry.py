@@ -1,4 +1,4 @@
-"""host.resolver: uv's lookups retry after 1 s unless the user or the host chose otherwise,
+"""host.dnsretry: uv's lookups retry after 1 s unless the user or the host chose otherwise,
 and glibc really takes the options from the environment envforge gives uv."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.host import resolver
+from envforge.host import dnsretry
 from envforge.host.uv import uv_binary, uv_environ
 
 # what a child's glibc resolver settled on: res_init(), then _res.retrans and _res.retry
@@ -27,10 +27,10 @@ print(json.dumps([timeout, attempts]))
 
 
 def test_a_quick_retry_where_nothing_was_chosen() -> None:
-    assert resolver.retry_options({}, "nameserver 10.0.0.53\n") == {
+    assert dnsretry.retry_options({}, "nameserver 10.0.0.53\n") == {
         "RES_OPTIONS": "timeout:1 attempts:5"}
-    assert resolver.retry_options({}, None) == {"RES_OPTIONS": "timeout:1 attempts:5"}
-    assert resolver.retry_options({}, "options ndots:2 rotate\n") == {
+    assert dnsretry.retry_options({}, None) == {"RES_OPTIONS": "timeout:1 attempts:5"}
+    assert dnsretry.retry_options({}, "options ndots:2 rotate\n") == {
         "RES_OPTIONS": "timeout:1 attempts:5"}
 
 
@@ -42,12 +42,12 @@ def test_a_quick_retry_where_nothing_was_chosen() -> None:
     ({}, "options attempts:1\n"),  # RES_OPTIONS would reset it too
 ])
 def test_the_user_or_the_host_choice_wins(environ: dict[str, str], conf: str | None) -> None:
-    assert resolver.retry_options(environ, conf) == {}
+    assert dnsretry.retry_options(environ, conf) == {}
 
 
 def test_a_commented_timeout_is_no_choice() -> None:
-    assert resolver.retry_options({}, "# options timeout:9\n") != {}
-    assert resolver.retry_options({}, "options ndots:1\ntimeout:9 attempts:2\n") != {}
+    assert dnsretry.retry_options({}, "# options timeout:9\n") != {}
+    assert dnsretry.retry_options({}, "options ndots:1\ntimeout:9 attempts:2\n") != {}
 
 
 @pytest.mark.posix_only("glibc's stub resolver reads RES_OPTIONS; Windows has none")
@@ -62,7 +62,7 @@ def test_uv_is_a_glibc_build_so_it_reads_the_variable() -> None:
 def test_uv_environment_sets_glibcs_timeout_and_attempts(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RES_OPTIONS", raising=False)
-    monkeypatch.setattr(resolver, "RESOLV_CONF", tmp_path / "resolv.conf")  # no host choice
+    monkeypatch.setattr(dnsretry, "RESOLV_CONF", tmp_path / "resolv.conf")  # no host choice
     env = uv_environ({"PATH": "/usr/bin:/bin", "ENVFORGE_HOME": str(tmp_path)})
     done = subprocess.run([sys.executable, "-c", RES_STATE], env=env, check=True,
                           capture_output=True, text=True)
