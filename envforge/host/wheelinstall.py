@@ -8,7 +8,7 @@ and a wheel whose tags the target cannot use is refused rather than half-install
 No bytecode is compiled: this interpreter's would not fit the target's.
 
 Given envforge's cache, each wheel is unzipped once into it (``host/unpacked.py``) and
-installed by copying its files from there on a few threads; only what depends on the target
+installed by hard-linking its files from there on a few threads; only what depends on the target
 is written by ``installer`` (RECORD, INSTALLER, entry-point scripts, ``#!python`` shebangs).
 """
 
@@ -39,11 +39,11 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import UnpackedWheel, clone_file, unpacked_wheel
+from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
-_THREADS = 8  # copies wait on the kernel, not the GIL
+_THREADS = 8  # links and copies wait on the kernel, not the GIL
 
 # Runs in the target: stdlib only, Python 3.6+ syntax.
 _SCHEME_SCRIPT = r"""
@@ -141,7 +141,8 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
     (envforge's), wheels are unpacked there once and copied from there: an entry is made
-    only from an archive hashed and scanned as here, so one already made needs neither."""
+    only from an archive hashed and scanned as here, so one already made needs neither;
+    its files are hard-linked (read-only) into the environment where they can be."""
     if cache is None:
         verify_wheels(wheels)
         for wheel in wheels:
@@ -259,7 +260,7 @@ class _EntrySource(WheelSource):
 class _Destination(SchemeDictionaryDestination):
     """Scripts are made executable whatever mode the archive stored, as pip does; a file
     already there is unlinked, never written through (it may be a link); members of a cache
-    entry are copied on ``pool``'s threads before RECORD is written."""
+    entry are linked on ``pool``'s threads before RECORD is written."""
 
     pool: ThreadPoolExecutor | None = None
     _todo: list[tuple[str, str, bool]] = field(default_factory=list)  # source, target, +x
@@ -287,7 +288,7 @@ class _Destination(SchemeDictionaryDestination):
             if folder not in self._folders:
                 os.makedirs(folder, exist_ok=True)  # noqa: PTH103 (strings, as above)
                 self._folders.add(folder)
-            clone_file(source, target, executable=executable)
+            link_file(source, target, executable=executable)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO,
                     is_executable: bool) -> RecordEntry:
