@@ -121,7 +121,7 @@ def test_noop_apply_is_fast_until_something_changes(
 
 
 def test_an_offline_noop_is_stamped_with_the_cache_files_it_read(
-        applied: dict[str, Path]) -> None:
+        applied: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     _settle(applied)
     assert main(_words(applied, "--offline")) == 0
     time.sleep(noopstamp.RACY_NS / 1e9 + 0.1)
@@ -132,7 +132,11 @@ def test_an_offline_noop_is_stamped_with_the_cache_files_it_read(
     archive.rename(aside)
     try:
         assert not _fast(applied, "--offline")
-        assert main(_words(applied, "--offline")) != 0  # the real path: the cache lacks it
+        assert main(_words(applied, "--offline")) == 2  # the real path: the cache lacks it
+        assert "six-1.16.0-py2.py3-none-any.whl: not in the cache" in capsys.readouterr().err
+        archive.write_bytes(aside.read_bytes().replace(b"six", b"s1x", 1))
+        assert main(_words(applied, "--offline")) == 2
+        assert f"{archive}: altered" in capsys.readouterr().err
     finally:
-        aside.rename(archive)
+        aside.replace(archive)
     assert main(_words(applied, "--offline")) == 0
