@@ -259,3 +259,23 @@ def test_a_sha256_that_is_not_hex_never_names_a_folder(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="is not 64 lowercase hex digits"):
         unpacked_wheel(tmp_path / "cache", wheel.path, "../" * 3 + "a" * 55)
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_file_two_wheels_install_is_the_later_one_s(python37: Path, tmp_path: Path) -> None:
+    """Links land while installer reads the next wheel; a target queued twice still ends
+    with the later wheel's file, as installing one after the other does."""
+    wheels = []
+    for name in ("first_ef", "second_ef"):
+        files = {f"{name}/__init__.py": "", "shared_ef/__init__.py": f"by = {name!r}\n",
+                 **{f"shared_ef/m{i}.py": f"by = {name!r}\n" for i in range(300)}}
+        (tmp_path / name).mkdir()
+        built = make_wheel(tmp_path / name, name, "1.0", files)
+        wheels.append(WheelToInstall(built, sha256_file(built)))
+    python = _venv(python37, tmp_path / "env")
+
+    assert install_wheels(wheels, python, cache=tmp_path / "cache") == \
+        ["first-ef==1.0", "second-ef==1.0"]
+
+    shared = tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "shared_ef"
+    assert {p.read_text() for p in shared.glob("*.py")} == {"by = 'second_ef'\n"}
+    assert run(python, "import shared_ef, second_ef; print(shared_ef.by)") == "second_ef"
