@@ -135,12 +135,14 @@ def environment_files(prefix: Path, site_packages: Path,
     entry, except inside site-packages, where it reads only the ``*.dist-info`` names (the
     folder's own stat covers its listing), so only those folders and their files count, and
     ``skip`` (folders no step reads, such as Theano's compile cache). A package's code, and
-    the ``__pycache__`` that running it writes, are not read and do not count."""
+    what using the environment writes (``WRITTEN_BY_USE``), are not read and do not count."""
     found: list[str] = []
     site, skipped = str(site_packages), {str(p) for p in skip}
     for folder, dirs, files in os.walk(prefix):
         found.append(folder)
-        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped]
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped
+                   and d not in WRITTEN_BY_USE]
+        files = [f for f in files if f not in WRITTEN_BY_USE]
         if folder == site:
             for info in (d for d in dirs if d.endswith(".dist-info")):
                 path = os.path.join(folder, info)

@@ -19,6 +19,8 @@ WORDS = ["apply", "specs/x.toml", "--yes"]
 
 def _tree(root: Path) -> dict[str, Path]:
     site = root / "env" / "lib" / "python3.7" / "site-packages"
+    site.mkdir(parents=True)
+    (root / "env" / ".lock").write_text("")  # uv's, from a sync before the stamp
     (site / "six-1.16.0.dist-info").mkdir(parents=True)
     (site / "six-1.16.0.dist-info" / "METADATA").write_text("Name: six\n")
     (site / "numpy").mkdir()
@@ -123,6 +125,8 @@ USES: dict[str, Callable[[dict[str, Path]], None]] = {
         (f["site"] / "__pycache__").mkdir(),
         (f["site"] / "__pycache__" / "six.cpython-37.pyc").write_bytes(b"pyc")),
     "uv wrote its .lock": lambda f: (f["prefix"] / ".lock").write_text(""),
+    "uv made its .lock again": lambda f: (
+        (f["prefix"] / ".lock").unlink(), (f["prefix"] / ".lock").write_text("")),
     "theano compiled into the environment": lambda f: (f["prefix"] / "compiledir").mkdir(),
     "a package's own __pycache__": lambda f: (f["site"] / "numpy" / "__pycache__").mkdir(),
 }
