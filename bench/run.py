@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run only these scenarios (repeatable; apply locks first)")
     parser.add_argument("--name", default="bench", help="results/<name>.json")
     parser.add_argument("--no-markdown", action="store_true", help="leave RESULTS.md alone")
+    parser.add_argument("--markdown", default="RESULTS.md",
+                        help="results/<this> is the markdown written (a partial run's own)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args(argv)
     sizes = [s for s in args.sizes.split(",") if s]
@@ -131,7 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Peak memory is wait4's ru_maxrss: the largest single process of the command's tree "
         "(envforge or the uv it runs).",
         "The first no-op apply after a change takes the real path and writes the stamp; the "
-        "no-op rows are the runs after it (`--offline`, never stamped, shows the real path).",
+        "no-op rows are the runs after it. The used row: before each (untimed) uv sync "
+        "makes its `.lock` in the prefix again and Python writes `__pycache__` in "
+        "site-packages, which the stamp allows. The real-path row: the environment's "
+        "variables differ each round, so no stamp holds and the whole check runs.",
         "`envforge status` is decided from its stamp likewise: the bench's first status "
         "(untimed) writes it, the rows are the runs after it.",
     ]
@@ -144,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": {k: {**asdict(r), "samples": [asdict(s) for s in r.samples]}
                  for k, r in bench.rows.items()}}, indent=1) + "\n", encoding="utf-8")
     if not args.no_markdown:
-        (RESULTS / "RESULTS.md").write_text(markdown(bench, header), encoding="utf-8")
+        (RESULTS / args.markdown).write_text(markdown(bench, header), encoding="utf-8")
     print("\n== goals")
     for j in judged:
         print(ratio_line(j))

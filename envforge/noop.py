@@ -1,9 +1,10 @@
 """Which no-op applies and statuses get a stamp (``envforge/host/noopstamp.py``), and of
 which paths.
 
-Only a plain ``apply --yes`` whose steps all observe files is stamped: a bundle, --offline,
---artifact, --sync (which reads every RECORD hash), --json, or a step that asks the host
-(CUDA toolkits, compilers, the Windows registry) always takes the real path. (``status``,
+Only a plain ``apply --yes`` (or ``--offline``, whose stamp also holds every cache file the
+offline check read) whose steps all observe files is stamped: a bundle, --artifact, --sync
+(which reads every RECORD hash), --json, or a step that asks the host (CUDA toolkits,
+compilers, the Windows registry) always takes the real path. (``status``,
 which only reads files, is stamped whenever it succeeds: ``app.status.stamped``.)
 """
 
@@ -27,7 +28,7 @@ def eligible(args: argparse.Namespace) -> bool:
     return (getattr(args, "command", None) == "apply" and bool(getattr(args, "yes", False))
             and isinstance(getattr(args, "words", None), list)
             and not any(getattr(args, name, None) for name in
-                        ("dry_run", "sync", "bundle", "offline", "artifact", "json")))
+                        ("dry_run", "sync", "bundle", "artifact", "json")))
 
 
 @dataclass
@@ -63,12 +64,35 @@ class NoopProbe:
 
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
+        skip = [prefix / COMPILEDIR_IN_ENV]
         state = ctx.state_dir
         paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
                  *watched, os.path.realpath(ctx.layout.python),
-                 *noopstamp.environment_files(prefix, site, skip=[prefix / COMPILEDIR_IN_ENV]),
-                 *noopstamp.own_files(), *(gxx_search_paths(ctx) if "compiler" in names else ())]
+                 *noopstamp.environment_files(prefix, site, skip=skip),
+                 *noopstamp.own_files(), *(gxx_search_paths(ctx) if "compiler" in names else ()),
+                 *(_offline_reads(ctx) if ctx.offline else ())]
         quiet = bool(getattr(self.args, "quiet", False))
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
-                        environ=os.environ, message=message, quiet=quiet)
+                        environ=os.environ, message=message, quiet=quiet,
+                        loose=noopstamp.loose_folders(prefix, site, skip))
+
+
+def _offline_reads(ctx: StepContext) -> list[str]:
+    """What ``--offline``'s check of the cache read: each locked file and each wheel built
+    from a locked sdist, with the folders holding them (a file added beside one counts)."""
+    from envforge.bundle.buildcache import build_key, entry_dir
+    from envforge.host.fetch import FileRef, cache_path
+
+    cache = ctx.dirs.cache
+    refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
+    refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
+    refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
+    refs += [FileRef(a.url or "", a.sha256, a.filename, a.size) for a in ctx.lock.artifacts]
+    files = [cache_path(cache, ref) for ref in refs]
+    for f in ctx.lock.pypi:
+        if f.kind == "sdist":
+            folder = entry_dir(cache, f.sha256,
+                               build_key(ctx.lock.build, ctx.lock.python, ctx.platform))
+            files += [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    return [str(p) for f in files for p in (f.parent, f)]

@@ -1,6 +1,7 @@
-"""Apply: cold and warm against a venv and ``uv pip install --require-hashes`` of the same
-lock; the no-op against ``python -c pass``, ``uv pip sync`` and pip; bundle against
-``pip wheel``. linux-64 only (this host)."""
+"""Apply: cold (both online) and warm (both ``--offline``) against a venv and ``uv pip install
+--require-hashes`` of the same lock; the no-op against ``python -c pass``, ``uv pip sync
+--offline`` and pip, stamped, after the environment was used, and on the real path; bundle
+against ``pip wheel``. linux-64 only (this host)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from bench.scenarios.common import INDEX, Project, Tools, export_requirements
 RACY_S = 1.1  # envforge trusts a no-op stamp only once its files are a second old
 
 
-def _venv_uv_install(tools: Tools, venv: Path, requirements: Path, cache: Path) -> Sample:
+def _venv_uv_install(tools: Tools, venv: Path, requirements: Path, cache: Path, *,
+                     offline: bool) -> Sample:
     env = clean_environ()
     return summed([
         timed([tools.python37, "-m", "venv", "--without-pip", venv], env=env),
         timed([tools.uv, "pip", "install", "--python", venv / "bin" / "python", "--no-config",
                "--index-url", INDEX, "--require-hashes", "--no-deps", "--cache-dir", cache,
-               "-r", requirements], env=env)])
+               *(["--offline"] if offline else []), "-r", requirements], env=env)])
 
 
 def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, rounds: int,
@@ -34,13 +36,13 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
     def envforge_apply(i: int, *, warm: bool) -> Sample:
         env = clean_environ(ENVFORGE_HOME=str(homes[i]), HOME=str(homes[i] / "home"))
         (homes[i] / "home").mkdir(parents=True, exist_ok=True)
-        prefix = ["--prefix", str(homes[i] / "warm-env")] if warm else []
-        return timed([tools.envforge, "apply", project.spec, "--yes", "-q", *prefix], env=env,
-                     cwd=project.root)
+        warm_words = ["--offline", "--prefix", str(homes[i] / "warm-env")] if warm else []
+        return timed([tools.envforge, "apply", project.spec, "--yes", "-q", *warm_words],
+                     env=env, cwd=project.root)
 
     def uv_install(i: int, *, warm: bool) -> Sample:
         venv = homes[i] / ("uv-warm-env" if warm else "uv-env")
-        return _venv_uv_install(tools, venv, reqs, homes[i] / "uv-cache")
+        return _venv_uv_install(tools, venv, reqs, homes[i] / "uv-cache", offline=warm)
 
     cmd = f"envforge apply specs/{size}.toml --yes"
     cmd_uv = "python3.7 -m venv --without-pip V && uv pip install --require-hashes -r R"
@@ -50,52 +52,73 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
         (f"uv-install-cold-{size}", "venv + uv pip install, cold (empty cache)", cmd_uv,
          lambda i: uv_install(i, warm=False))])
     bench.paired(section, rounds, [
-        (f"apply-warm-{size}", "envforge apply, warm (caches full, new prefix)",
-         f"{cmd} --prefix P", lambda i: envforge_apply(i, warm=True)),
-        (f"uv-install-warm-{size}", "venv + uv pip install, warm (cache full, new venv)",
-         cmd_uv, lambda i: uv_install(i, warm=True))])
+        (f"apply-warm-{size}", "envforge apply --offline, warm (caches full, new prefix)",
+         f"{cmd} --offline --prefix P", lambda i: envforge_apply(i, warm=True)),
+        (f"uv-install-warm-{size}",
+         "venv + uv pip install --offline, warm (cache full, new venv)",
+         cmd_uv.replace("install", "install --offline"), lambda i: uv_install(i, warm=True))])
     bench.goals += [
         Goal(f"apply {size}, cold ÷ venv + uv pip install cold", f"apply-cold-{size}",
-             f"uv-install-cold-{size}", None),
-        Goal(f"apply {size}, warm ÷ venv + uv pip install warm", f"apply-warm-{size}",
-             f"uv-install-warm-{size}", None)]
+             f"uv-install-cold-{size}", 1.2),
+        Goal(f"apply {size}, warm ÷ venv + uv pip install warm (both offline)",
+             f"apply-warm-{size}", f"uv-install-warm-{size}", 3.0)]
 
     home = homes[0]
     env = clean_environ(ENVFORGE_HOME=str(home), HOME=str(home / "home"))
-    python = home / "data" / "envs" / project.spec.stem / "bin" / "python"
+    prefix = home / "data" / "envs" / project.spec.stem
+    python = prefix / "bin" / "python"
     words = [tools.envforge, "apply", project.spec, "--yes"]
+    real = [tools.envforge, "apply", project.root / project.spec, "--yes"]  # a stamp of its own
+    uv_sync = [tools.uv, "pip", "sync", "--python", python, "--no-config", "--index-url", INDEX,
+               "--require-hashes", "--offline", "--cache-dir", home / "uv-cache", reqs]
+
+    def used(i: int) -> Sample:
+        """Untimed first: uv makes its .lock in the prefix again, Python writes bytecode
+        beside the modules it imports, as using the environment does."""
+        (prefix / ".lock").unlink(missing_ok=True)
+        timed(uv_sync, env=env)
+        shutil.rmtree(prefix / "lib" / "python3.7" / "site-packages" / "__pycache__",
+                      ignore_errors=True)
+        timed([python, "-c", "import numpy, six"], env=env)
+        return timed([*words, "--offline"], env=env, cwd=project.root)
+
     noop = [
         (f"noop-{size}", "envforge apply, no-op", "envforge apply SPEC --yes",
          lambda i: timed(words, env=env, cwd=project.root)),
-        (f"noop-real-{size}", "envforge apply --offline, no-op (never stamped: the real path)",
-         "envforge apply SPEC --yes --offline",
-         lambda i: timed([*words, "--offline"], env=env, cwd=project.root)),
+        (f"noop-used-{size}", "envforge apply --offline, no-op, the environment used since "
+         "(uv sync made its .lock, Python its __pycache__)", "envforge apply SPEC --yes --offline",
+         used),
+        (f"noop-real-{size}", "envforge apply --offline, no-op, the real path (no stamp holds: "
+         "the environment's variables differ each round)", "envforge apply SPEC --yes --offline",
+         lambda i: timed([*real, "--offline"], env={**env, "ENVFORGE_BENCH_ROUND": str(i)},
+                         cwd=project.root)),
         (f"python-{size}", "python -c pass (envforge's interpreter)", "python -c pass",
          lambda i: timed([tools.python, "-c", "pass"], env=env)),
-        (f"uv-sync-{size}", "uv pip sync, no-op", "uv pip sync --require-hashes R",
-         lambda i: timed([tools.uv, "pip", "sync", "--python", python, "--no-config",
-                          "--index-url", INDEX, "--require-hashes",
-                          "--cache-dir", home / "uv-cache", reqs], env=env)),
+        (f"uv-sync-{size}", "uv pip sync --offline, no-op",
+         "uv pip sync --offline --require-hashes R", lambda i: timed(uv_sync, env=env)),
         (f"pip-noop-{size}", "pip 24.0 install, no-op (run by the environment's Python)",
          "python <pip 24.0>/pip install --require-hashes --no-deps -r R",
          lambda i: timed([python, tools.pip37 / "pip", "install", "--no-deps",
                           "--require-hashes", "--index-url", INDEX, "-r", reqs], env=env)),
     ]
-    for _, _, _, fn in noop[1:]:
+    for _, _, _, fn in noop[3:]:
         fn(-1)  # each tool once, untimed: what a first run writes (uv's .lock) is there
     time.sleep(RACY_S)
     timed(words, env=env, cwd=project.root)  # the first no-op takes the real path: a stamp
+    timed([*words, "--offline"], env=env, cwd=project.root)
     time.sleep(RACY_S)
     bench.paired(f"No-op apply ({size})", noop_rounds, noop)
     bench.goals += [
         Goal(f"no-op apply {size} ÷ python -c pass", f"noop-{size}", f"python-{size}",
              3.0 if size == "theano-cpu" else None),
-        Goal(f"no-op apply {size} ÷ uv pip sync", f"noop-{size}", f"uv-sync-{size}",
-             None if size == "theano-cpu" else 1.0),
+        Goal(f"no-op apply {size} ÷ uv pip sync --offline", f"noop-{size}", f"uv-sync-{size}",
+             None),
         Goal(f"no-op apply {size} ÷ pip install no-op", f"noop-{size}", f"pip-noop-{size}",
              None),
-        Goal(f"no-op apply {size}, real path ÷ uv pip sync", f"noop-real-{size}",
-             f"uv-sync-{size}", None)]
+        Goal(f"no-op apply {size}, the environment used ÷ uv pip sync --offline",
+             f"noop-used-{size}", f"uv-sync-{size}", 4.0),
+        Goal(f"no-op apply {size}, real path ÷ uv pip sync --offline", f"noop-real-{size}",
+             f"uv-sync-{size}", 4.0)]
     if bundle:
         _bundle(bench, tools, scratch, project, reqs, home, rounds)
     return home

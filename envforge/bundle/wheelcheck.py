@@ -91,7 +91,7 @@ def _pkg_info(archive: Path) -> dict[str, str]:
                         return _headers(zf.read(name))
         else:
             with tarfile.open(archive, "r:*") as tar:
-                for member in tar.getmembers():
+                for member in tar:  # stops at it: not the whole tarball (0.25 s for Theano's)
                     parts = member.name.strip("/").split("/")
                     if member.isfile() and len(parts) == 2 and parts[1] == "PKG-INFO":
                         handle = tar.extractfile(member)

@@ -30,6 +30,13 @@ Why a match means "nothing to do":
   variables (less the few a shell changes on every command) are part of the key or the
   stamp; anything else differing falls through to the real path.
 
+Using an environment touches it without changing what the real path decides: Python
+writes ``__pycache__`` beside the modules it imports (site-packages' own ``six.py``'s among
+them), uv writes its ``.lock`` in the prefix. So a folder inside the environment whose stat
+moved still holds when its inode and mode are what they were and its listing is the
+recorded one plus only such names (in site-packages: the same ``*.dist-info`` names, the
+only ones the real path reads there); every recorded file is still checked whole.
+
 Any mismatch, a missing or unreadable stamp, or a stamp of another format version falls
 through to the real path, which writes a fresh stamp when it again finds nothing to do.
 """
@@ -58,13 +65,16 @@ except ImportError:  # pragma: no cover - a Python built without it
 # dataclasses, typing) would cost the fast path more than all its stat calls
 ON_LINUX = sys.platform.startswith("linux")
 
-FORMAT = 2  # 2: stats grouped by folder, BLAKE2 digests
+FORMAT = 3  # 2: stats grouped by folder, BLAKE2 digests; 3: the environment's folders loose
 RACY_NS = 1_000_000_000  # entries changed within a second of the stamp's start: not trusted
 VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})  # a shell changes these per command
 # the core's steps that observe only files; a pack's step is eligible by saying which
 # (steps.base.WatchesFiles)
 ELIGIBLE_STEPS = frozenset({"prefix", "debian-packages", "environment", "pypi-packages",
                             "activation"})
+
+# names other tools write into an environment that no step reads: Python's bytecode, uv's lock
+WRITTEN_BY_USE = frozenset({"__pycache__", ".lock"})
 
 Stat = tuple[int, int, int, int, int]
 
@@ -125,12 +135,14 @@ def environment_files(prefix: Path, site_packages: Path,
     entry, except inside site-packages, where it reads only the ``*.dist-info`` names (the
     folder's own stat covers its listing), so only those folders and their files count, and
     ``skip`` (folders no step reads, such as Theano's compile cache). A package's code, and
-    the ``__pycache__`` that running it writes, are not read and do not count."""
+    what using the environment writes (``WRITTEN_BY_USE``), are not read and do not count."""
     found: list[str] = []
     site, skipped = str(site_packages), {str(p) for p in skip}
     for folder, dirs, files in os.walk(prefix):
         found.append(folder)
-        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped]
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped
+                   and d not in WRITTEN_BY_USE]
+        files = [f for f in files if f not in WRITTEN_BY_USE]
         if folder == site:
             for info in (d for d in dirs if d.endswith(".dist-info")):
                 path = os.path.join(folder, info)
@@ -162,19 +174,22 @@ def resolved(paths: Iterable[str]) -> dict[str, str]:
 
 def write(path: Path, *, start_ns: int, paths: Iterable[str], links: Mapping[str, str],
           environ: Mapping[str, str], message: str = "", quiet: bool = False,
-          output: tuple[str, str] | None = None) -> None:
+          output: tuple[str, str] | None = None, loose: Mapping[str, object] | None = None,
+          ) -> None:
     """Record the stats of ``paths`` as they are now, with the message the no-op printed
     (apply) or everything it wrote to stdout and stderr (``output``: status, whose table
     depends on the terminal it was drawn for, recorded too); ``links`` are ``resolved`` as
     they were at ``start_ns``. A stamp that cannot be written only costs the next run its
-    fast path."""
+    fast path. ``loose`` (``loose_folders``) names the environment whose folders a use may
+    touch."""
     targets = dict(links)
     stats: dict[str, dict[str, Stat | None]] = {}  # folder -> name -> stat: half the bytes
     for p in dict.fromkeys([*paths, *targets.values()]):
         folder, name = os.path.split(p)
         stats.setdefault(folder, {})[name] = stat_of(p)
     document = {"format": FORMAT, "start_ns": start_ns, "environ": environment_digest(environ),
-                "message": message, "quiet": quiet, "links": targets, "stats": stats}
+                "message": message, "quiet": quiet, "links": targets, "stats": stats,
+                "loose": dict(loose or {})}
     if output is not None:
         document.update(output=list(output), terminal=terminal())
     try:
@@ -184,6 +199,37 @@ def write(path: Path, *, start_ns: int, paths: Iterable[str], links: Mapping[str
         tmp.replace(path)
     except OSError:
         return
+
+
+def loose_folders(prefix: Path, site_packages: Path,
+                  skip: Iterable[Path] = ()) -> dict[str, object]:
+    """What ``write`` takes as ``loose``: the environment ``environment_files`` walked."""
+    return {"prefix": str(prefix), "site": str(site_packages),
+            "skip": sorted(Path(p).name for p in skip)}
+
+
+def _used_folder(path: str, recorded: object, now: Stat, stats: Mapping[str, object],
+                 loose: Mapping[str, object]) -> bool:
+    """Whether ``path``, a folder of the environment whose stat moved, only gained what
+    using the environment writes (module docstring)."""
+    prefix, site, skip = loose.get("prefix"), loose.get("site"), loose.get("skip")
+    if not (isinstance(prefix, str) and isinstance(site, str) and isinstance(skip, list)) \
+            or not (path == prefix or path.startswith(prefix + os.sep)) \
+            or not isinstance(recorded, list) or len(recorded) != 5 \
+            or (now[0], now[2]) != (recorded[0], recorded[2]) or now[2] & 0o170000 != 0o040000:
+        return False
+    entries = stats.get(path, {})
+    if not isinstance(entries, dict):
+        return False
+    had = {name for name, st in entries.items() if st is not None}
+    try:
+        names = set(os.listdir(path))
+    except OSError:
+        return False
+    if path == site:
+        return {n for n in names if n.endswith(".dist-info")} == \
+            {n for n in had if n.endswith(".dist-info")}
+    return had <= names and names - had <= WRITTEN_BY_USE | {str(s) for s in skip}
 
 
 def terminal() -> list[list[object]]:
@@ -214,21 +260,28 @@ def still_valid(document: object, environ: Mapping[str, str]) -> bool:
     if document.get("environ") != environment_digest(environ):
         return False
     start, stats, links = document.get("start_ns"), document.get("stats"), document.get("links")
+    loose = document.get("loose")
     if not isinstance(start, int) or not isinstance(stats, dict) or not stats \
-            or not isinstance(links, dict) or resolved(links) != links:
+            or not isinstance(links, dict) or resolved(links) != links \
+            or not isinstance(loose, dict):
         return False
     trusted = start - RACY_NS
     for folder, entries in stats.items():
         if not isinstance(entries, dict):
             return False
         for name, recorded in entries.items():
-            now = stat_of(os.path.join(folder, name))
+            path = os.path.join(folder, name)
+            now = stat_of(path)
             if now is None:
                 if recorded is not None:
                     return False
                 continue
-            if recorded is None or list(now) != recorded:
+            if recorded is None:
                 return False
+            if list(now) != recorded:
+                if not _used_folder(path, recorded, now, stats, loose):
+                    return False
+                continue
             if now[3] >= trusted or now[4] >= trusted:
                 return False
     return True

@@ -7,17 +7,21 @@ records them with each file's stat, the files are made read-only and the folder 
 into place, so an entry is whole or absent, and a second apply making the same entry keeps
 the first one's.
 
-On use each file's stat (size, mtime, inode) is compared with the manifest, with no
-re-hash (uv's way: a full hash only when made): every file's mtime is set to 1980 when
-made, so writing into it moves its mtime, replacing it changes its inode, removing it fails
-the stat. An entry that differs is removed and made again from the archive, never
-installed from. What this misses is a write that sets mtime back on purpose, by someone
-who can write to envforge's cache; the archives themselves are still re-hashed against the
-lock on every apply.
+On use each file's stat (size, mode, mtime, inode) is compared with the manifest, with no
+re-hash (uv's way: a full hash only when made): every file's mtime is set, when made, to a
+whole second before then, so writing into it moves its mtime, replacing it changes its
+inode, a chmod making it writable changes its mode, removing it fails the stat. An entry
+that differs is removed and made again from the archive, never installed from. What this
+misses is a write that sets mtime back on purpose, by someone who can write to envforge's
+cache; the archives themselves are still re-hashed against the lock on every apply.
 
-Installs copy from an entry (``clone_file``): a reflink where the file system can share
-blocks, else ``copy_file_range``. Never a hard link: as root, or after a chmod, a file
-written in place in the environment would write into the cache entry too.
+Installs hard-link an entry's files into the environment (``link_file``, uv's default on
+Linux): one system call a file. They stay read-only there, so an edit made in the
+environment needs a chmod or root; one that happens anyway reaches the entry, is seen by the
+stat check on the entry's next use, and the entry is made again (the environments linked to
+it keep the edit, as uv's do). Where a link cannot be made (another file system, too many
+links, Windows, whose read-only files cannot be removed) the file is copied
+(``clone_file``: a reflink where the file system shares blocks, else ``copy_file_range``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -32,9 +37,10 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envforge.errors import ArtifactError
@@ -52,11 +58,13 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MANIFEST = "manifest.json"
 _DATA_TAR = "data.tar"
 _FILES = "files"
+_READ_ONLY = stat.S_IFREG | 0o444
+_EXECUTABLE = stat.S_IFREG | 0o555
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 _CHUNK = 1 << 20
-# Every cached file's mtime, the zip format's epoch: any later write sets the clock's time,
-# so it is seen even within the clock tick the entry was made in.
-_MTIME_NS = 315_532_800 * 10**9
+# A link is not made for these: the file is copied instead.
+_NO_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EACCES, errno.ENOTSUP,
+                      errno.EOPNOTSUPP, errno.ENOSYS})
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ def _entry(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWhe
 def _checked(entry: Path) -> UnpackedWheel | None:
     """The entry if every file stats as its manifest says; None when missing or altered."""
     try:
-        rows = json.loads((entry / _MANIFEST).read_text(encoding="utf-8"))["files"]
+        rows = json.loads((entry / _MANIFEST).read_bytes())["files"]
         files = tuple(CachedFile(*row) for row in rows)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -129,8 +137,9 @@ def _checked(entry: Path) -> UnpackedWheel | None:
             st = os.lstat(prefix + cached.path)
         except OSError:
             return None
-        if not stat.S_ISREG(st.st_mode) or st.st_size != cached.size \
-                or st.st_mtime_ns != cached.mtime_ns or st.st_ino != cached.inode:
+        if st.st_mode | 0o111 != _EXECUTABLE \
+                or st.st_size != cached.size or st.st_mtime_ns != cached.mtime_ns \
+                or st.st_ino != cached.inode:
             return None
     return UnpackedWheel(root, files)
 
@@ -140,6 +149,7 @@ def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWhee
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
         files = make(scratch / _FILES)
+        _set_times(files, scratch / _FILES)
         (scratch / _MANIFEST).write_text(
             json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
         try:
@@ -195,12 +205,22 @@ def _decompress(deb: Path, root: Path) -> list[CachedFile]:
 
 
 def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> CachedFile:
-    """Make a written file read-only with the fixed mtime, and its manifest row."""
-    target.chmod(0o555 if executable else 0o444)
-    os.utime(target, ns=(_MTIME_NS, _MTIME_NS))
+    """Make a written file read-only, and its manifest row (its mtime is set last)."""
+    target.chmod(stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY))
     st = os.lstat(target)
     digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
-    return CachedFile(name, st.st_size, digest, executable, st.st_mtime_ns, st.st_ino)
+    return CachedFile(name, st.st_size, digest, executable, 0, st.st_ino)
+
+
+def _set_times(files: list[CachedFile], root: Path) -> None:
+    """Give every file one mtime, a whole second before now: a later write sets the clock's
+    time, so it is seen even within the clock tick the entry was made in; an entry's own
+    time (not a fixed one) keeps Python's (mtime, size) check of a ``.pyc`` apart across
+    versions of a module."""
+    mtime_ns = (time.time_ns() // 10**9 - 1) * 10**9
+    for i, cached in enumerate(files):
+        os.utime(f"{root}/{cached.path}", ns=(mtime_ns, mtime_ns))
+        files[i] = replace(cached, mtime_ns=mtime_ns)
 
 
 def _discard(entry: Path) -> None:
@@ -209,6 +229,28 @@ def _discard(entry: Path) -> None:
     with contextlib.suppress(FileNotFoundError):  # another apply removed it first
         entry.rename(aside / "entry")
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def link_file(source: str, target: str, *, executable: bool) -> None:
+    """Hard-link an entry's file at ``target`` (any file there is unlinked first); a copy
+    (``clone_file``) where the link cannot be made."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
+    if _links():
+        try:
+            os.link(source, target)
+        except OSError as exc:
+            if exc.errno not in _NO_LINK:
+                raise
+        else:
+            return
+    clone_file(source, target, executable=executable)
+
+
+@functools.cache
+def _links() -> bool:
+    """Windows refuses to remove a read-only file: a linked one would block uninstalls."""
+    return host_platform().os is not Os.WINDOWS
 
 
 def clone_file(source: str | Path, target: str | Path, *, executable: bool) -> None:

@@ -8,7 +8,7 @@ and a wheel whose tags the target cannot use is refused rather than half-install
 No bytecode is compiled: this interpreter's would not fit the target's.
 
 Given envforge's cache, each wheel is unzipped once into it (``host/unpacked.py``) and
-installed by copying its files from there on a few threads; only what depends on the target
+installed by hard-linking its files from there on a few threads; only what depends on the target
 is written by ``installer`` (RECORD, INSTALLER, entry-point scripts, ``#!python`` shebangs).
 """
 
@@ -20,9 +20,10 @@ import os
 import posixpath
 import shutil
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import BinaryIO, Literal, assert_never, cast
@@ -39,11 +40,11 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import UnpackedWheel, clone_file, unpacked_wheel
+from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
-_THREADS = 8  # copies wait on the kernel, not the GIL
+_THREADS = 8  # links and copies wait on the kernel, not the GIL
 
 # Runs in the target: stdlib only, Python 3.6+ syntax.
 _SCHEME_SCRIPT = r"""
@@ -141,7 +142,8 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
     (envforge's), wheels are unpacked there once and copied from there: an entry is made
-    only from an archive hashed and scanned as here, so one already made needs neither."""
+    only from an archive hashed and scanned as here, so one already made needs neither;
+    its files are hard-linked (read-only) into the environment where they can be."""
     if cache is None:
         verify_wheels(wheels)
         for wheel in wheels:
@@ -153,12 +155,14 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
     with ThreadPoolExecutor(_THREADS) as pool:
         entries = list(pool.map(lambda w: unpacked_wheel(cache, w.path, w.sha256), wheels)) \
             if cache is not None else [None] * len(wheels)
-        for (wheel, name, version), entry in zip(named, entries, strict=True):
+        for _, name, _ in named:  # all first: an old version's RECORD may name a new file
             remove_distribution(scheme, name)
+        linker = _Linker(pool)
+        for (wheel, name, version), entry in zip(named, entries, strict=True):
             destination = _Destination(
                 scheme.scheme_dict(name), interpreter=str(python), script_kind=kind,
                 overwrite_existing=True,  # a re-run after a crash mid-install converges
-                pool=pool)
+                linker=linker)
             if entry is None:
                 with WheelFile.open(wheel.path) as source:
                     install(source, destination, {"INSTALLER": INSTALLER_NAME})
@@ -166,7 +170,53 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
                 install(_EntrySource(entry, wheel.path), destination,
                         {"INSTALLER": INSTALLER_NAME})
             installed.append(f"{name}=={version}")
+        linker.finish()
     return installed
+
+
+class _Linker:
+    """Links cache entries' members on a pool while installer reads the next wheel, and
+    writes each wheel's RECORD once every link is made (a crash leaves no RECORD over
+    missing files). A target already queued waits for the queue first, so a later wheel's
+    file replaces an earlier one's, as installing in order does."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self.pool = pool
+        self.queued: set[str] = set()
+        self._pending: list[Future[None]] = []
+        self._records: list[Callable[[], None]] = []
+        self._folders: set[str] = set()
+
+    def submit(self, todo: list[tuple[str, str, bool]]) -> None:
+        if not todo:
+            return
+        size = -(-len(todo) // (_THREADS * 4))  # runs of neighbours share their folders
+        self._pending += [self.pool.submit(self._place, todo[i:i + size])
+                          for i in range(0, len(todo), size)]
+
+    def _place(self, batch: list[tuple[str, str, bool]]) -> None:
+        """On a worker: folders too, as a mkdir can take milliseconds on a busy disk."""
+        for source, target, executable in batch:
+            folder = target.rpartition("/")[0]
+            if folder not in self._folders:
+                os.makedirs(folder, exist_ok=True)  # noqa: PTH103 (strings, as below)
+                self._folders.add(folder)
+            link_file(source, target, executable=executable)
+
+    def drain(self) -> None:
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+        self.queued.clear()
+
+    def record_later(self, write: Callable[[], None]) -> None:
+        self._records.append(write)
+
+    def finish(self) -> None:
+        self.drain()
+        for write in self._records:
+            write()
+        self._records.clear()
 
 
 def _script_kind() -> Literal["posix", "win-amd64"]:
@@ -259,11 +309,10 @@ class _EntrySource(WheelSource):
 class _Destination(SchemeDictionaryDestination):
     """Scripts are made executable whatever mode the archive stored, as pip does; a file
     already there is unlinked, never written through (it may be a link); members of a cache
-    entry are copied on ``pool``'s threads before RECORD is written."""
+    entry are linked by ``linker``, which writes RECORD once they are."""
 
-    pool: ThreadPoolExecutor | None = None
+    linker: _Linker | None = None
     _todo: list[tuple[str, str, bool]] = field(default_factory=list)  # source, target, +x
-    _folders: set[str] = field(default_factory=set)
 
     def write_file(self, scheme: Scheme, path: str | os.PathLike[str], stream: BinaryIO,
                    is_executable: bool) -> RecordEntry:
@@ -271,26 +320,28 @@ class _Destination(SchemeDictionaryDestination):
         cached = cast(object, stream)
         if not isinstance(cached, _Cached):
             return super().write_file(scheme, path, stream, is_executable)
-        if scheme == "scripts" or self.pool is None:  # a #!python shebang names the target
+        if scheme == "scripts" or self.linker is None:  # a #!python shebang names the target
             with open(cached.source, "rb") as real:
                 return super().write_file(scheme, path, real, is_executable)
         # Strings, not Paths: pathlib's parsing was a second of ml30's 10,000 files. The
         # entry's member names were made safe (relative, no "..") when it was made.
         path = os.fspath(path)
-        self._todo.append((cached.source, f"{self.scheme_dict[scheme]}/{path}", is_executable))
+        target = f"{self.scheme_dict[scheme]}/{path}"
+        self._wait_for(target)
+        self._todo.append((cached.source, target, is_executable))
+        self.linker.queued.add(target)
         return RecordEntry(path, Hash("sha256", cached.sha256), cached.size)
 
-    def _place(self, batch: list[tuple[str, str, bool]]) -> None:
-        """On a worker: folders too, as a mkdir can take milliseconds on a busy disk."""
-        for source, target, executable in batch:
-            folder = target.rpartition("/")[0]
-            if folder not in self._folders:
-                os.makedirs(folder, exist_ok=True)  # noqa: PTH103 (strings, as above)
-                self._folders.add(folder)
-            clone_file(source, target, executable=executable)
+    def _wait_for(self, target: str) -> None:
+        """A target an earlier link is queued for: let every queued link land first."""
+        if self.linker is not None and target in self.linker.queued:
+            todo, self._todo = self._todo, []
+            self.linker.submit(todo)
+            self.linker.drain()
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO,
                     is_executable: bool) -> RecordEntry:
+        self._wait_for(f"{self.scheme_dict[scheme]}/{path}")
         target = self._path_with_destdir(scheme, path)
         if self.overwrite_existing and (target.is_symlink() or target.exists()):
             target.unlink()
@@ -298,12 +349,13 @@ class _Destination(SchemeDictionaryDestination):
 
     def finalize_installation(self, scheme: Scheme, record_file_path: str,
                               records: Iterable[tuple[Scheme, RecordEntry]]) -> None:
+        if self.linker is None:
+            super().finalize_installation(scheme, record_file_path, records)
+            return
         todo, self._todo = self._todo, []
-        if todo and self.pool is not None:
-            size = -(-len(todo) // (_THREADS * 4))  # runs of neighbours share their folders
-            list(self.pool.map(self._place, [todo[i:i + size]
-                                             for i in range(0, len(todo), size)]))
-        super().finalize_installation(scheme, record_file_path, records)
+        self.linker.submit(todo)
+        self.linker.record_later(partial(SchemeDictionaryDestination.finalize_installation,
+                                         self, scheme, record_file_path, list(records)))
 
 
 def installed_dist_infos(scheme: TargetScheme, name: str) -> list[Path]:

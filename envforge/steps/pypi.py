@@ -5,7 +5,7 @@ content-addressed cache or the bundle, re-hashed against the lock on every use (
 cache, which uv trusts without re-hashing its unpacked files, is not an install source); an
 sdist (Theano-PyMC has no wheel) is built into a wheel once, with the environment's Python
 and the lock's build table (the spec's build constraints), and every file of that wheel is
-checked against the sdist. Each wheel is unzipped once into envforge's cache and copied
+checked against the sdist. Each wheel is unzipped once into envforge's cache and linked
 from there (``host/unpacked.py``, ``host/wheelinstall.py``): no resolver, and no build
 backend when a wheel is at hand.
 """

@@ -1,10 +1,12 @@
 """The no-op fast path on a real theano-cpu environment: after any change to the lock, the
-spec, a managed file or the environment, it falls through and the real path decides."""
+spec, a managed file or the environment (not what using it writes), or to a cache file an
+``--offline`` no-op read, it falls through and the real path decides."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,12 +45,12 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
         os.environ.update(saved)
 
 
-def _words(files: dict[str, Path]) -> list[str]:
-    return ["apply", str(files["spec"]), "--yes"]
+def _words(files: dict[str, Path], *more: str) -> list[str]:
+    return ["apply", str(files["spec"]), "--yes", *more]
 
 
-def _fast(files: dict[str, Path]) -> bool:
-    return noopstamp.try_noop(_words(files), cwd=str(Path.cwd()), environ=os.environ,
+def _fast(files: dict[str, Path], *more: str) -> bool:
+    return noopstamp.try_noop(_words(files, *more), cwd=str(Path.cwd()), environ=os.environ,
                               version=__version__) == 0
 
 
@@ -98,6 +100,17 @@ def test_noop_apply_is_fast_until_something_changes(
     monkeypatch.delenv("THEANO_FLAGS")
     assert _fast(applied)
 
+    # the environment used: Python's bytecode beside six.py, uv's .lock in the prefix
+    python = applied["prefix"] / "bin" / "python"
+    writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([str(python), "-c", "import six, numpy"], check=True, env=writes)
+    assert (applied["site"] / "__pycache__").is_dir()
+    (applied["prefix"] / ".lock").write_text("")
+    assert _fast(applied)
+    (applied["prefix"] / "notes.txt").write_text("mine\n")  # anything else: the real path
+    assert not _fast(applied)
+    (applied["prefix"] / "notes.txt").unlink()
+
     # the spec edited: the lock is stale, and the real path says so
     text = applied["spec"].read_text()
     applied["spec"].write_text(text.replace("allow_gc = true", "allow_gc = false"))
@@ -105,3 +118,25 @@ def test_noop_apply_is_fast_until_something_changes(
     assert main(_words(applied)) == 3
     applied["spec"].write_text(text)
     _settle(applied)
+
+
+def test_an_offline_noop_is_stamped_with_the_cache_files_it_read(
+        applied: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _settle(applied)
+    assert main(_words(applied, "--offline")) == 0
+    time.sleep(noopstamp.RACY_NS / 1e9 + 0.1)
+    assert _fast(applied, "--offline")
+
+    archive = next((Path(os.environ["ENVFORGE_HOME"]) / "cache" / "files").rglob("six-*.whl"))
+    aside = archive.with_name("aside")
+    archive.rename(aside)
+    try:
+        assert not _fast(applied, "--offline")
+        assert main(_words(applied, "--offline")) == 2  # the real path: the cache lacks it
+        assert "six-1.16.0-py2.py3-none-any.whl: not in the cache" in capsys.readouterr().err
+        archive.write_bytes(aside.read_bytes().replace(b"six", b"s1x", 1))
+        assert main(_words(applied, "--offline")) == 2
+        assert f"{archive}: altered" in capsys.readouterr().err
+    finally:
+        aside.replace(archive)
+    assert main(_words(applied, "--offline")) == 0

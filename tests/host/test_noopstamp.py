@@ -19,6 +19,8 @@ WORDS = ["apply", "specs/x.toml", "--yes"]
 
 def _tree(root: Path) -> dict[str, Path]:
     site = root / "env" / "lib" / "python3.7" / "site-packages"
+    site.mkdir(parents=True)
+    (root / "env" / ".lock").write_text("")  # uv's, from a sync before the stamp
     (site / "six-1.16.0.dist-info").mkdir(parents=True)
     (site / "six-1.16.0.dist-info" / "METADATA").write_text("Name: six\n")
     (site / "numpy").mkdir()
@@ -49,7 +51,9 @@ def _stamp(root: Path, env: dict[str, str], *, start_ns: int | None = None) -> d
     noopstamp.write(noopstamp.stamp_path(WORDS, cwd=str(root), environ=env, version="1"),
                     start_ns=start, paths=paths,
                     links=noopstamp.resolved([str(files["spec"]), str(files["lock"])]),
-                    environ=env, message="x: nothing to do", quiet=False)
+                    environ=env, message="x: nothing to do", quiet=False,
+                    loose=noopstamp.loose_folders(files["prefix"], files["site"],
+                                                  [files["prefix"] / "compiledir"]))
     return files
 
 
@@ -89,6 +93,13 @@ CHANGES: dict[str, Callable[[dict[str, Path]], None]] = {
         (f["site"] / "six-1.16.0.dist-info" / "METADATA").unlink(),
         (f["site"] / "six-1.16.0.dist-info").rmdir()),
     "dist-info added": lambda f: (f["site"] / "pip-24.0.dist-info").mkdir(),
+    "dist-info added beside a __pycache__": lambda f: (
+        (f["site"] / "__pycache__").mkdir(), (f["site"] / "pip-24.0.dist-info").mkdir()),
+    "file added to a dist-info": lambda f: (
+        f["site"] / "six-1.16.0.dist-info" / "REQUESTED").write_text(""),
+    "file added beside uv's .lock": lambda f: (
+        (f["prefix"] / ".lock").write_text(""), (f["prefix"] / "notes").write_text("")),
+    "folder made writable to all": lambda f: (f["prefix"] / "etc").chmod(0o777),
     "dist-info renamed": lambda f: (f["site"] / "six-1.16.0.dist-info").rename(
         f["site"] / "six-1.15.0.dist-info"),
     "metadata rewritten, mtime put back": lambda f: _touch_back(
@@ -106,6 +117,30 @@ def test_every_change_falls_through(change: str, tmp_path: Path, env: dict[str, 
     files = _stamp(tmp_path, env)
     assert _noop(tmp_path, env) == 0
     CHANGES[change](files)
+    assert _noop(tmp_path, env) is None
+
+
+USES: dict[str, Callable[[dict[str, Path]], None]] = {
+    "python imported a top-level module": lambda f: (
+        (f["site"] / "__pycache__").mkdir(),
+        (f["site"] / "__pycache__" / "six.cpython-37.pyc").write_bytes(b"pyc")),
+    "uv wrote its .lock": lambda f: (f["prefix"] / ".lock").write_text(""),
+    "uv made its .lock again": lambda f: (
+        (f["prefix"] / ".lock").unlink(), (f["prefix"] / ".lock").write_text("")),
+    "theano compiled into the environment": lambda f: (f["prefix"] / "compiledir").mkdir(),
+    "a package's own __pycache__": lambda f: (f["site"] / "numpy" / "__pycache__").mkdir(),
+}
+
+
+@pytest.mark.posix_only("the stat fast path: off on Windows, where st_ctime is not a change time")
+@pytest.mark.parametrize("use", sorted(USES))
+def test_using_the_environment_keeps_the_stamp(use: str, tmp_path: Path,
+                                               env: dict[str, str]) -> None:
+    """What running Python or uv in the environment writes is read by no step."""
+    files = _stamp(tmp_path, env)
+    USES[use](files)
+    assert _noop(tmp_path, env) == 0
+    (files["spec"]).write_text("[project]\nname = 'y'\n")  # a real change still tells
     assert _noop(tmp_path, env) is None
 
 

@@ -1,6 +1,7 @@
 """The unpacked cache: an entry made once from a checked wheel (or a .deb's data.tar),
-installed from by copying, and an altered entry detected and made again, never installed
-from (real Python 3.7 venvs, real dpkg-deb packages)."""
+installed from by hard links (a copy where a link cannot be made), and an altered entry
+detected and made again, never installed from (real Python 3.7 venvs, real dpkg-deb
+packages)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from envforge.errors import ArtifactError
 from envforge.host.archives import sha256_file
 from envforge.host.debunpack import unpack_deb
 from envforge.host.interpreters import find_interpreter
-from envforge.host.unpacked import clone_file, entry_path, unpacked_deb, unpacked_wheel
+from envforge.host.unpacked import (
+    clone_file,
+    entry_path,
+    link_file,
+    unpacked_deb,
+    unpacked_wheel,
+)
 from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
 from tests.host.test_debunpack import build_deb, needs_dpkg_deb
 from tests.host.test_wheelinstall import make_wheel, run
@@ -44,7 +51,8 @@ def _venv(python37: Path, prefix: Path) -> Path:
 
 
 def _tree(prefix: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under the prefix's site-packages and bin: bytes (prefix spelled P) and mode."""
+    """Every file under the prefix's site-packages and bin: bytes (prefix spelled P) and its
+    execute bits (a linked file is read-only, as its cache entry is)."""
     found = {}
     for top in ("lib", "bin"):
         for path in sorted((prefix / top).rglob("*")):
@@ -53,7 +61,7 @@ def _tree(prefix: Path) -> dict[str, tuple[bytes, int]]:
                 if path.name == "RECORD":  # a script's hash covers its shebang: the prefix
                     data = b"\n".join(line for line in data.split(b"\n")
                                        if not line.startswith(b"../../../bin/"))
-                found[str(path.relative_to(prefix))] = (data, stat.S_IMODE(path.stat().st_mode))
+                found[str(path.relative_to(prefix))] = (data, path.stat().st_mode & 0o111)
     return found
 
 
@@ -116,23 +124,73 @@ def test_an_altered_entry_is_made_again_and_never_installed(
     assert run(python, "import hello_ef; hello_ef.main()") == "hi from (3, 7)"
 
 
-def test_writing_in_place_in_the_environment_leaves_the_cache_entry_alone(
-        python37: Path, tmp_path: Path) -> None:
+def _linked_env(python37: Path, tmp_path: Path) -> tuple[WheelToInstall, Path, Path]:
     wheel = _wheel(tmp_path)
-    cache = tmp_path / "cache"
     python = _venv(python37, tmp_path / "env")
-    install_wheels([wheel], python, cache=cache)
-    installed = tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "hello_ef"
+    install_wheels([wheel], python, cache=tmp_path / "cache")
+    return wheel, python, tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "hello_ef"
 
-    with open(installed / "__init__.py", "r+b") as handle:  # an editor keeping the inode
-        handle.write(b"#")
-    (installed / "data" / "table.txt").unlink()  # as a rollback or an uninstall removes it
 
-    entry = unpacked_wheel(cache, wheel.path, wheel.sha256)
+def test_an_entry_s_files_are_hard_linked_read_only(python37: Path, tmp_path: Path) -> None:
+    wheel, python, installed = _linked_env(python37, tmp_path)
+    entry = unpacked_wheel(tmp_path / "cache", wheel.path, wheel.sha256)
+
+    for name in ("__init__.py", "data/table.txt"):
+        assert (installed / name).stat().st_ino == (entry.root / "hello_ef" / name).stat().st_ino
+        assert stat.S_IMODE((installed / name).stat().st_mode) == 0o444
+    script = tmp_path / "env" / "bin" / "hello-raw"  # its shebang names the environment
+    assert script.stat().st_nlink == 1 and script.stat().st_mode & 0o100
+    assert run(python, "import hello_ef; hello_ef.main()") == "hi from (3, 7)"
+
+
+@pytest.mark.parametrize("edit", ["write", "chmod"])
+def test_an_edit_made_in_the_environment_is_seen_and_the_entry_made_again(
+        python37: Path, tmp_path: Path, edit: str) -> None:
+    """A link shares the entry's bytes: a write in place (an editor keeping the inode, as
+    root) reaches the entry, which its next use detects and makes again from the wheel; the
+    edited environment keeps the edit."""
+    wheel, _, installed = _linked_env(python37, tmp_path)
+    if edit == "write":
+        with open(installed / "__init__.py", "r+b") as handle:
+            handle.write(b"#")
+    else:
+        (installed / "__init__.py").chmod(0o644)
+
+    entry = unpacked_wheel(tmp_path / "cache", wheel.path, wheel.sha256)
     assert (entry.root / "hello_ef" / "__init__.py").read_text() == MODULE
-    assert (entry.root / "hello_ef" / "data" / "table.txt").read_text() == "a b\n"
+    assert stat.S_IMODE((entry.root / "hello_ef" / "__init__.py").stat().st_mode) == 0o444
     assert (installed / "__init__.py").stat().st_ino != \
         (entry.root / "hello_ef" / "__init__.py").stat().st_ino
+    if edit == "write":
+        assert (installed / "__init__.py").read_bytes().startswith(b"#mport sys")
+
+    python = _venv(python37, tmp_path / "env2")  # a new environment gets the wheel's bytes
+    install_wheels([wheel], python, cache=tmp_path / "cache")
+    assert run(python, "import hello_ef; hello_ef.main()") == "hi from (3, 7)"
+
+
+def test_removing_a_linked_file_in_the_environment_leaves_the_entry_whole(
+        python37: Path, tmp_path: Path) -> None:
+    wheel, _, installed = _linked_env(python37, tmp_path)
+    (installed / "data" / "table.txt").unlink()  # as a rollback or an uninstall removes it
+
+    entry = unpacked_wheel(tmp_path / "cache", wheel.path, wheel.sha256)
+    assert (entry.root / "hello_ef" / "data" / "table.txt").read_text() == "a b\n"
+
+
+def test_link_file_copies_where_no_link_can_be_made(tmp_path: Path) -> None:
+    """Across file systems (EXDEV): /dev/shm is a tmpfs, the tmp folder is not."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a second file system")
+    target = shm / f"envforge-link-{os.getpid()}"
+    source = tmp_path / "source"
+    source.write_bytes(b"bytes")
+    try:
+        link_file(str(source), str(target), executable=False)
+        assert target.read_bytes() == b"bytes" and source.stat().st_nlink == 1
+    finally:
+        target.unlink(missing_ok=True)
 
 
 def test_clone_file_replaces_a_hard_link_instead_of_writing_through_it(tmp_path: Path) -> None:
@@ -201,3 +259,23 @@ def test_a_sha256_that_is_not_hex_never_names_a_folder(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="is not 64 lowercase hex digits"):
         unpacked_wheel(tmp_path / "cache", wheel.path, "../" * 3 + "a" * 55)
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_file_two_wheels_install_is_the_later_one_s(python37: Path, tmp_path: Path) -> None:
+    """Links land while installer reads the next wheel; a target queued twice still ends
+    with the later wheel's file, as installing one after the other does."""
+    wheels = []
+    for name in ("first_ef", "second_ef"):
+        files = {f"{name}/__init__.py": "", "shared_ef/__init__.py": f"by = {name!r}\n",
+                 **{f"shared_ef/m{i}.py": f"by = {name!r}\n" for i in range(300)}}
+        (tmp_path / name).mkdir()
+        built = make_wheel(tmp_path / name, name, "1.0", files)
+        wheels.append(WheelToInstall(built, sha256_file(built)))
+    python = _venv(python37, tmp_path / "env")
+
+    assert install_wheels(wheels, python, cache=tmp_path / "cache") == \
+        ["first-ef==1.0", "second-ef==1.0"]
+
+    shared = tmp_path / "env" / "lib" / "python3.7" / "site-packages" / "shared_ef"
+    assert {p.read_text() for p in shared.glob("*.py")} == {"by = 'second_ef'\n"}
+    assert run(python, "import shared_ef, second_ef; print(shared_ef.by)") == "second_ef"
