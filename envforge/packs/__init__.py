@@ -7,7 +7,8 @@ core finds a pack through these functions only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping, MutableMapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,46 @@ def load_packs() -> dict[str, FrameworkPack]:
             sorted(found, key=lambda name: (rank.get(name, len(rank)), name))}
 
 
-PACKS: dict[str, FrameworkPack] = load_packs()
+class _Registry(MutableMapping[str, FrameworkPack]):
+    """The packs by name, loaded from the entry points on first use, not when this module is
+    imported: a pack shipped as its own distribution imports envforge's modules at its top
+    (``envforge.verify``, ``envforge.doctor``), which import this one, so loading it here
+    would import that pack while this module is half made."""
+
+    def __init__(self) -> None:
+        self._packs: dict[str, FrameworkPack] | None = None
+        self._lock = threading.RLock()
+        self._loading = False
+
+    def _loaded(self) -> dict[str, FrameworkPack]:
+        with self._lock:
+            if self._packs is None:
+                if self._loading:
+                    raise RuntimeError("a pack asked for the registry while it was loaded")
+                self._loading = True
+                try:
+                    self._packs = load_packs()
+                finally:
+                    self._loading = False
+            return self._packs
+
+    def __getitem__(self, name: str) -> FrameworkPack:
+        return self._loaded()[name]
+
+    def __setitem__(self, name: str, pack: FrameworkPack) -> None:
+        self._loaded()[name] = pack
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+PACKS: MutableMapping[str, FrameworkPack] = _Registry()
 
 
 def mounted(raw: Mapping[str, Any]) -> list[FrameworkPack]:

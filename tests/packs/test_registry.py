@@ -4,6 +4,9 @@ format older than today's."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -46,18 +49,37 @@ def test_a_pack_of_its_own_distribution_is_found(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A distribution on sys.path (its dist-info and module, as pip leaves them) whose entry
     point names a pack: the registry loads it after the first three, ordered by name."""
-    (tmp_path / "envforge_aardvark.py").write_text(
-        "class Pack:\n    name = 'aardvark'\n\n\nPACK = Pack()\n", encoding="utf-8")
-    info = tmp_path / "envforge_aardvark-1.0.dist-info"
+    _distribution(tmp_path, "class Pack:\n    name = 'aardvark'\n\n\nPACK = Pack()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = load_packs()
+    assert list(found) == ["theano", "tensorflow", "keras", "aardvark", "torch"]
+    assert found["aardvark"].name == "aardvark"
+
+
+def _distribution(folder: Path, module: str) -> None:
+    """A pack distribution as pip leaves it: its module and its dist-info with the entry point."""
+    (folder / "envforge_aardvark.py").write_text(module, encoding="utf-8")
+    info = folder / "envforge_aardvark-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: envforge-aardvark\n"
                                    "Version: 1.0\n", encoding="utf-8")
     (info / "entry_points.txt").write_text("[envforge.packs]\naardvark = envforge_aardvark:PACK\n",
                                            encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    found = load_packs()
-    assert list(found) == ["theano", "tensorflow", "keras", "aardvark", "torch"]
-    assert found["aardvark"].name == "aardvark"
+
+
+def test_a_pack_importing_the_core_at_its_top_loads(tmp_path: Path) -> None:
+    """A pack of its own distribution imports what it uses at the top of its module, verify's
+    CheckRow and doctor's findings, which import the registry: the registry loads the packs
+    on first use, not while its own module is half imported (a fresh interpreter, so the
+    order of imports is the one a user's command has)."""
+    _distribution(tmp_path, "from envforge.doctor.model import Finding\n"
+                            "from envforge.verify import CheckRow\n\n\n"
+                            "class Pack:\n    name = 'aardvark'\n\n\nPACK = Pack()\n")
+    script = "from envforge.packs import PACKS\nprint(sorted(PACKS))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "'aardvark'" in done.stdout
 
 
 def test_without_metadata_the_built_in_packs(monkeypatch: pytest.MonkeyPatch) -> None:
