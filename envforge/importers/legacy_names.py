@@ -71,6 +71,7 @@ class FrameworkRow(Frozen):
     python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
     reason: str
     source: str
+    where: str = "knowledge/legacy_names.toml"  # the file the row came from, for init's comment
 
 
 class SameModuleRow(Frozen):
@@ -160,7 +161,7 @@ def framework_sections(requirements: Iterable[str]) -> list[FrameworkRow]:
     parsed = [Requirement(text) for text in requirements]
     held = {canonicalize_name(r.name) for r in parsed}
     chosen: dict[str, FrameworkRow] = {}
-    for row in legacy_names().framework:
+    for row in (*legacy_names().framework, *_pack_rows()):
         if row.section in chosen or held.isdisjoint(map(canonicalize_name, row.names)):
             continue
         if row.with_any and held.isdisjoint(map(canonicalize_name, row.with_any)):
@@ -174,6 +175,14 @@ def framework_sections(requirements: Iterable[str]) -> list[FrameworkRow]:
             continue
         chosen[row.section] = row
     return list(chosen.values())
+
+
+def _pack_rows() -> tuple[FrameworkRow, ...]:
+    """Each pack's own rows (``FrameworkPack.init_frameworks``), after the core file's."""
+    from envforge.packs import PACKS
+
+    return tuple(FrameworkRow.model_validate({**row, "where": f"the {pack.name} pack"})
+                 for pack in PACKS.values() for row in pack.init_frameworks)
 
 
 def _named(requirement: Requirement, row: FrameworkRow) -> bool:

@@ -68,7 +68,7 @@ def render_spec(draft: Draft) -> str:
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
     for row in sections(draft):
-        lines += ["", f"[{row.section}]", _comment(f"# {row.reason} (knowledge/legacy_names.toml)")]
+        lines += ["", f"[{row.section}]", _comment(f"# {row.reason} ({row.where})")]
         lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import tomllib
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -92,13 +93,19 @@ class Knowledge(Frozen):
 
 
 def knowledge_file(name: str) -> Traversable:
-    """Where a knowledge file lives: a framework pack's own folder when the pack lists it
-    (``envforge/packs/theano/theano.toml``), else this package's."""
+    """Where a knowledge file lives: the package of the pack that lists it
+    (``envforge/packs/theano/theano.toml``, or a pack's own distribution's), else this
+    package's."""
     from envforge.packs import PACKS
 
-    owner = next((f"envforge.packs.{pack.name}" for pack in PACKS.values()
-                  if name in pack.knowledge), __name__)
+    owner = next((_package_of(pack) for pack in PACKS.values() if name in pack.knowledge),
+                 __name__)
     return resources.files(owner).joinpath(f"{name}.toml")
+
+
+def _package_of(pack: object) -> str:
+    module = sys.modules[type(pack).__module__]
+    return module.__package__ or module.__name__
 
 
 def read_knowledge(name: str) -> dict[str, Any]:

@@ -198,6 +198,12 @@ class FrameworkPack(Protocol):
         """Where a repository's ``requirement`` is the framework and it compiles with the
         host's C++ compiler: the comment of the ``[compiler]`` section ``init`` writes."""
 
+    @property
+    def init_frameworks(self) -> Sequence[Mapping[str, Any]]:
+        """``init``'s rows mounting the pack's section, shaped as ``[[framework]]`` rows of
+        knowledge/legacy_names.toml (section, names, reason, source ...), tried after the
+        core's: how a pack the core's file does not know gets mounted from requirements."""
+
 
 class PackDefaults:
     """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
@@ -208,6 +214,7 @@ class PackDefaults:
     stack_names: Mapping[str, str] = MappingProxyType({})
     spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
     suite: FrameworkSuite | None = None
+    init_frameworks: Sequence[Mapping[str, Any]] = ()
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

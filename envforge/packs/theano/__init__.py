@@ -43,6 +43,7 @@ class TheanoPack:
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
     stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
     spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
+    init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
