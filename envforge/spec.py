@@ -14,7 +14,7 @@ import re
 import tomllib
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import (
@@ -32,6 +32,11 @@ from envforge.inputfile import SPEC_LIMIT, read_input_text
 from envforge.model import Frozen as Frozen
 from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from envforge.expectations import DeclaresKernels
 
 PLATFORMS: tuple[Platform, ...] = tuple(_platforms.PLATFORMS)  # names, in the model's order
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -171,8 +176,9 @@ class ConvShape(Frozen):
         default=(3, 32, 64, 64, 64), min_length=2, max_length=16)
 
 
-KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent",
-                     "train"]
+# A verify kernel: the core's (envforge.expectations) or a mounted pack's, checked by name
+# when the spec is read (``_check_kernels``).
+KernelName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class VerifySection(Frozen):
@@ -294,6 +300,7 @@ def parse_spec(text: str, *, source: str) -> Spec:
         merged[platform] = _validate(PlatformSpec, {"platform": platform, **core,
                                                     "packs": pack_sections}, (), origin, fail)
         _check_markers(merged[platform], origin, fail)
+        _check_kernels(merged[platform], packs, origin, fail)
     # The hash covers what the user wrote (comments and layout aside), not envforge's defaults,
     # so a new optional key in a later envforge does not make every lock stale.
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
@@ -327,6 +334,19 @@ def _check_markers(pspec: PlatformSpec, origin: dict[KeyPath, KeyPath], fail: An
             raise fail(_origin_of(("pypi", "packages", str(index)), origin),
                        f"{text!r}: its marker excludes it on the environment's Python {version}, "
                        "so it would never be installed; fix: remove the line")
+
+
+def _check_kernels(pspec: PlatformSpec, packs: Iterable[DeclaresKernels],
+                   origin: dict[KeyPath, KeyPath], fail: Any) -> None:
+    """Each ``[verify] kernels`` name is the core's or a mounted pack's (Theano's scan)."""
+    from envforge.expectations import kernel_names
+
+    known = kernel_names(packs)
+    for index, name in enumerate(pspec.verify.kernels):
+        if name not in known:
+            raise fail(_origin_of(("verify", "kernels", str(index)), origin),
+                       f"unknown kernel {name!r} (the core's and the mounted packs': "
+                       f"{', '.join(known)})")
 
 
 def _variables(markers: Any) -> set[str]:

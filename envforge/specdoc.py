@@ -70,7 +70,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "compiler.version": ("MinGW-w64's release", '"8.1.0"'),
     "compiler.threads": ("MinGW-w64's thread model", '"posix"'),
     "compiler.exceptions": ("MinGW-w64's exception model", '"seh"'),
-    "verify.kernels": ("the kernels verify compiles and checks against NumPy",
+    "verify.kernels": ("the kernels verify compiles and checks against NumPy: the core's "
+                       "(elementwise, gemm, conv, grad, train) or a mounted pack's (Theano: "
+                       "scan, random, softmax_xent)",
                        '["elementwise", "gemm", "conv"]'),
     "verify.seed": ("the inputs' random seed", "22"),
     "verify.elementwise_size": ("the elementwise kernel's length", "10000"),

@@ -14,15 +14,17 @@ import pytest
 
 from envforge.expectations import (
     KERNEL_PARAMS,
-    KERNEL_SHAPES,
     expect_kernel,
     finite_difference_grad,
     kernel_inputs,
+    kernel_named,
     reference_output,
 )
-from envforge.mrg import M1, M2, MRGStreams, guess_n_streams
+from envforge.packs.theano.mrg import M1, M2, MRGStreams, guess_n_streams
 
 NEW = ("scan", "grad", "random", "softmax_xent", "train")
+# the core's (grad, train) and Theano's (scan, random, softmax_xent) sizes
+KERNEL_SHAPES = {name: kernel_named(name).shape for name in NEW}
 
 
 def _reference(name: str, float_x: str = "float64") -> np.ndarray:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.steps.base import Step, StepContext
@@ -78,6 +79,11 @@ class FrameworkPack(Protocol):
     @property
     def probe_modules(self) -> tuple[str, ...]:
         """Names in the lock's versions that its probe imports and reports."""
+
+    @property
+    def kernels(self) -> Mapping[str, Kernel]:
+        """Verify kernels of its own, by name (Theano's scan), which a spec mounting the pack
+        may name in ``[verify] kernels`` beside the core's; its probe runs them."""
 
     @property
     def lock_migrations(self) -> Mapping[int, Migration]:
@@ -215,6 +221,7 @@ class PackDefaults:
     spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
     suite: FrameworkSuite | None = None
     init_frameworks: Sequence[Mapping[str, Any]] = ()
+    kernels: Mapping[str, Kernel] = MappingProxyType({})
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

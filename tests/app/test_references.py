@@ -26,3 +26,12 @@ def test_an_entry_gives_what_was_computed_and_a_damaged_one_is_computed_again(
     assert kernel_references(VERIFY, "float64") == computed
     assert kernel_references(VERIFY, "float32") == kernel_expectations(VERIFY, "float32")
     assert len(list(entry.parent.iterdir())) == 2
+
+
+def test_an_entry_is_keyed_by_the_code_of_each_kernel_it_holds() -> None:
+    """Theano's random kernel is computed by its pack's mrg.py: an edit there is a new entry."""
+    from envforge.app.references import _sources
+
+    names = {path.name for path in _sources(VERIFY)}
+    assert {"expectations.py", "kernels.py", "mrg.py"} <= names
+    assert "mrg.py" not in {path.name for path in _sources(VerifySection())}

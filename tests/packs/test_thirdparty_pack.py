@@ -49,12 +49,20 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """envforge (this tree, with its resolve extra) and envforge-six, installed side by side
     as a user would: neither editable, the pack found only through its entry point."""
     folder = tmp_path_factory.mktemp("venv") / "venv"
-    pack = folder.parent / "envforge_six"  # built outside the tree: the build leaves files
-    shutil.copytree(PACK, pack)
+    # Both built from copies: setuptools leaves build/ in the source folder, whose stale
+    # files a later build would package.
+    pack = shutil.copytree(PACK, folder.parent / "envforge_six")
+    source = folder.parent / "envforge"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "--",
+                             "pyproject.toml", "README.md", "envforge"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout
+    for name in filter(None, listed.split("\0")):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv"
     subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(folder)], check=True)
     subprocess.run([uv, "pip", "install", "-q", "--python", str(folder / "bin" / "python"),
-                    f"{REPO}[resolve]", str(pack)], check=True, capture_output=True)
+                    f"{source}[resolve]", str(pack)], check=True, capture_output=True)
     return folder
 
 

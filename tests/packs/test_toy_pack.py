@@ -15,6 +15,7 @@ import pytest
 from envforge.compat import Pin, check_platform_spec
 from envforge.envvars import EnvEdit
 from envforge.errors import SpecError
+from envforge.expectations import Draw, Kernel, kernel_expectations
 from envforge.journal import Transaction
 from envforge.lockcheck import check_lock
 from envforge.lockfile import Expectations, Lockfile, dumps_lock, load_lock
@@ -74,6 +75,10 @@ class ToyPack(PackDefaults):
     probe = None
     probe_modules = ()
     lock_migrations: ClassVar[Mapping[int, Migration]] = {}
+    # a kernel of its own: the sum of its 4 inputs drawn as the core draws them
+    kernels: ClassVar[Mapping[str, Kernel]] = {"toy_sum": Kernel(
+        lambda draw, call: [draw.uniform(*call.shape)],
+        lambda values, call: values[0].sum(keepdims=True), shape=(4,))}
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -193,12 +198,30 @@ def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(toy: FrameworkPac
     only where no pack's section is named."""
     text = re.sub(r"(?ms)^\[theano(\.[^\]]*)?\]\n.*?(?=^\[)", "", SPEC_TEXT)
     assert "[theano" not in text
+    text = re.sub(r"(?m)^kernels = .*$", 'kernels = ["elementwise", "gemm"]', text)  # the core's
     text += '\n[toy]\ngreeting = "hi"\n'
     pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
     assert [p.name for p in active_packs(pspec)] == ["toy"]
     ctx = dataclasses.replace(make_ctx(Path("/nonexistent"), "linux-64", None), pspec=pspec)
     names = [s.name for s in build_steps(ctx)]
     assert "theanorc" not in names and "toy" in names
+
+
+def test_a_pack_kernel_is_named_where_the_pack_is_mounted(toy: FrameworkPack) -> None:
+    """A kernel is an open registry: the toy pack's own ``toy_sum`` is a kernel of a spec
+    mounting [toy], referenced as the core's are, and unknown in one that does not."""
+    text = re.sub(r"(?m)^kernels = .*$", 'kernels = ["gemm", "toy_sum"]', _spec("hi"))
+    verify = parse_spec(text, source="t.toml").for_platform("linux-64").verify
+    assert verify.kernels == ("gemm", "toy_sum")
+    [_, toy_sum] = kernel_expectations(verify, "float64")
+    assert toy_sum.shape == (4,)
+    assert toy_sum.checksum == pytest.approx(Draw(verify.seed, "float64").uniform(4).sum())
+    line = text[:text.index('"toy_sum"')].count("\n") + 1
+    text = text.replace('[toy]\ngreeting = "hi"\n', "")
+    with pytest.raises(SpecError) as error:
+        parse_spec(text, source="t.toml")
+    assert (error.value.line, error.value.key) == (line, "verify.kernels.1")
+    assert "unknown kernel 'toy_sum'" in str(error.value)
 
 
 def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from envforge.packs.theano.expect import TheanoExpect, migrate_v1
+from envforge.packs.theano.kernels import KERNELS
 from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_section
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
@@ -44,6 +46,7 @@ class TheanoPack:
     stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}
     spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
     init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
+    kernels: ClassVar[Mapping[str, Kernel]] = KERNELS
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
