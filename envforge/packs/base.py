@@ -32,6 +32,7 @@ from envforge.spec import Frozen, Platform, PlatformSpec
 if TYPE_CHECKING:
     from envforge.compat import Pin
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
+    from envforge.doctor.fixes import FixPlanner
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
@@ -114,6 +115,11 @@ class FrameworkPack(Protocol):
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         """Doctor's rules about the framework on a host."""
+
+    @property
+    def fix_kinds(self) -> Mapping[str, FixPlanner]:
+        """Its kinds of doctor fix action (``FixAction.kind``: Theano's ``theanorc-edit``)
+        -> how a group of them becomes the steps ``doctor --fix`` runs."""
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         """Whether the framework's own settings on this host (a device flag) ask for a GPU:
@@ -222,6 +228,7 @@ class PackDefaults:
     suite: FrameworkSuite | None = None
     init_frameworks: Sequence[Mapping[str, Any]] = ()
     kernels: Mapping[str, Kernel] = MappingProxyType({})
+    fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

@@ -17,6 +17,7 @@ from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_secti
 if TYPE_CHECKING:
     from envforge.compat import Pin
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
+    from envforge.doctor.fixes import FixPlanner
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
@@ -47,6 +48,12 @@ class TheanoPack:
     spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
     init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
     kernels: ClassVar[Mapping[str, Kernel]] = KERNELS
+
+    @property
+    def fix_kinds(self) -> Mapping[str, FixPlanner]:
+        from envforge.packs.theano.doctor_fixes import config_fix_steps
+
+        return {"theanorc-edit": config_fix_steps}
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:

@@ -9,12 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from envforge.doctor.facts import ConfigFile, FrameworkConfig, SearchEntry
-from envforge.doctor.rcfile import key_lines
 from envforge.errors import EnvforgeError
 from envforge.host.installed import installed_records
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
 from envforge.packs.theano.knowledge import theano_distribution, theano_knowledge
+from envforge.packs.theano.rcfile import key_lines
 from envforge.packs.theano.rcpaths import theanorc_paths
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 
