@@ -16,6 +16,7 @@ from pydantic import (
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -121,16 +122,37 @@ class LockedDeb(Frozen):
     depends: str = ""
 
 
-class LockedArtifact(Frozen):
-    """A file outside any package index: cuDNN, a CUDA installer, a MinGW archive."""
+# The core's artifact roles; a pack adds its own (``FrameworkPack.artifact_roles``).
+CORE_ARTIFACT_ROLES = ("cudnn", "cuda-installer", "compiler")
 
-    role: Literal["cudnn", "cuda-installer", "compiler"]
+
+def artifact_roles() -> tuple[str, ...]:
+    """Every role a lock may hold: the core's, then each registered pack's."""
+    from envforge.packs import PACKS
+
+    return (*CORE_ARTIFACT_ROLES, *(role for pack in PACKS.values()
+                                    for role in pack.artifact_roles))
+
+
+class LockedArtifact(Frozen):
+    """A file outside any package index: cuDNN, a CUDA installer, a MinGW archive, or a file
+    a pack locks under a role of its own."""
+
+    role: str = Field(pattern=r"^[a-z][a-z0-9-]{0,63}$")
     filename: FileName
     url: Url | None = None
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
     source: str
     user_supplied: Bool = False
+
+    @field_validator("role")
+    @classmethod
+    def _known_role(cls, role: str) -> str:
+        known = artifact_roles()
+        if role not in known:
+            raise ValueError(f"unknown artifact role {role!r} (known: {', '.join(known)})")
+        return role
 
 
 class ConvParams(Frozen):

@@ -138,7 +138,8 @@ def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBui
 
 
 def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
-    """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes."""
+    """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes,
+    then each mounted pack's own (``FrameworkPack.artifacts``)."""
     from envforge.knowledge import find_artifact
 
     found: list[LockedArtifact] = []
@@ -171,6 +172,14 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
                              f"{pspec.platform}")
         found.append(LockedArtifact(role="compiler", filename=known.filename, url=known.url,
                                     sha256=known.sha256, source=known.source))
+    from envforge.packs import active_packs
+
+    for pack in active_packs(pspec):
+        for artifact in pack.artifacts(pspec):
+            if artifact.role not in pack.artifact_roles:
+                raise ValueError(f"pack {pack.name} locks an artifact of role {artifact.role!r}, "
+                                 "which it does not declare (artifact_roles)")
+            found.append(artifact)
     return tuple(found)
 
 

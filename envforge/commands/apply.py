@@ -13,7 +13,6 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import get_args
 
 from envforge.app.context import default_prefix, prepare, state_dir_for
 from envforge.commands import Common
@@ -21,7 +20,7 @@ from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
 from envforge.host.outputs import check_output
 from envforge.inputfile import check_regular_input
-from envforge.lockfile import LockedArtifact, lock_path_for
+from envforge.lockfile import artifact_roles, lock_path_for
 from envforge.paths import envforge_dirs
 from envforge.plan import (
     PLAN_FORMAT,
@@ -43,7 +42,7 @@ from envforge.ui import UI
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
     found = {}
-    roles = get_args(LockedArtifact.model_fields["role"].annotation)
+    roles = artifact_roles()
     for value in values:
         role, sep, path = value.partition("=")
         if not sep or not path:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
-    from envforge.lockfile import Expectations
+    from envforge.lockfile import Expectations, LockedArtifact
     from envforge.steps.base import Step, StepContext
     from envforge.steps.compiler import CompilerNeed
     from envforge.suite.framework import FrameworkSuite
@@ -85,6 +85,15 @@ class FrameworkPack(Protocol):
     def kernels(self) -> Mapping[str, Kernel]:
         """Verify kernels of its own, by name (Theano's scan), which a spec mounting the pack
         may name in ``[verify] kernels`` beside the core's; its probe runs them."""
+
+    @property
+    def artifact_roles(self) -> tuple[str, ...]:
+        """Roles of its own for files outside any package index (the core's: cudnn,
+        cuda-installer, compiler), which a lock may then hold and ``--artifact`` take."""
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        """The files of its roles the platform needs, with their hashes, for the lock; its
+        steps read them through ``steps.base.supplied_artifact``."""
 
     @property
     def lock_migrations(self) -> Mapping[int, Migration]:
@@ -229,6 +238,10 @@ class PackDefaults:
     init_frameworks: Sequence[Mapping[str, Any]] = ()
     kernels: Mapping[str, Kernel] = MappingProxyType({})
     fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
+    artifact_roles: tuple[str, ...] = ()
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        return ()
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False

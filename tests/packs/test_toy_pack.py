@@ -18,8 +18,8 @@ from envforge.errors import SpecError
 from envforge.expectations import Draw, Kernel, kernel_expectations
 from envforge.journal import Transaction
 from envforge.lockcheck import check_lock
-from envforge.lockfile import Expectations, Lockfile, dumps_lock, load_lock
-from envforge.lockplan import expectations_for
+from envforge.lockfile import Expectations, LockedArtifact, Lockfile, dumps_lock, load_lock
+from envforge.lockplan import expectations_for, locked_artifacts
 from envforge.packs import PACKS, FrameworkPack, active_packs
 from envforge.packs.base import Migration, PackDefaults, Report
 from envforge.plan import build_steps, make_plan
@@ -32,6 +32,7 @@ from tests.testing.contexts import apply_step, make_ctx
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = (REPO / "specs" / "theano-cpu.toml").read_text(encoding="utf-8")
 LOCK = REPO / "locks" / "theano-cpu.lock"
+TOY_DATA_URL = "https://example.org/toy.bin"
 
 
 class ToySection(Frozen):
@@ -79,6 +80,13 @@ class ToyPack(PackDefaults):
     kernels: ClassVar[Mapping[str, Kernel]] = {"toy_sum": Kernel(
         lambda draw, call: [draw.uniform(*call.shape)],
         lambda values, call: values[0].sum(keepdims=True), shape=(4,))}
+    artifact_roles = ("toy-data",)
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        if _greeting(pspec) != "data":
+            return ()
+        return (LockedArtifact(role="toy-data", filename="toy.bin", url=TOY_DATA_URL,
+                               sha256="0" * 64, source="this test"),)
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -222,6 +230,32 @@ def test_a_pack_kernel_is_named_where_the_pack_is_mounted(toy: FrameworkPack) ->
         parse_spec(text, source="t.toml")
     assert (error.value.line, error.value.key) == (line, "verify.kernels.1")
     assert "unknown kernel 'toy_sum'" in str(error.value)
+
+
+def _with_artifact(role: str) -> str:
+    text = LOCK.read_text(encoding="utf-8")
+    assert "[platforms.linux-64]\nartifacts = []\n" in text
+    return text.replace("[platforms.linux-64]\nartifacts = []\n", "[platforms.linux-64]\n") + (
+        f'\n[[platforms.linux-64.artifacts]]\nrole = "{role}"\nfilename = "toy.bin"\n'
+        f'url = "{TOY_DATA_URL}"\nsha256 = "{"0" * 64}"\nsource = "this test"\n')
+
+
+def test_a_pack_brings_its_own_artifact_role(toy: FrameworkPack, tmp_path: Path) -> None:
+    """Artifact roles are an open registry: the toy pack's ``toy-data`` file is locked beside
+    the core's artifacts and reads back; a role nobody declares is refused at its line."""
+    pspec = parse_spec(_spec("data"), source="t.toml").for_platform("linux-64")
+    assert [a.role for a in locked_artifacts(pspec)] == ["toy-data"]
+    path = tmp_path / "x.lock"
+    path.write_text(_with_artifact("toy-data"), encoding="utf-8")
+    [artifact] = load_lock(path).platforms["linux-64"].artifacts
+    assert (artifact.role, artifact.url) == ("toy-data", TOY_DATA_URL)
+    text = _with_artifact("toy-dta")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    assert error.value.key == "platforms.linux-64.artifacts.0.role"
+    assert error.value.line == text.count("\n") - 4
+    assert "unknown artifact role 'toy-dta'" in str(error.value)
 
 
 def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
-    from envforge.lockfile import Expectations
+    from envforge.lockfile import Expectations, LockedArtifact
     from envforge.packs.base import Migration, Report
     from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import Step, StepContext
@@ -48,6 +48,10 @@ class TheanoPack:
     spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = SPEC_KEYS
     init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
     kernels: ClassVar[Mapping[str, Kernel]] = KERNELS
+    artifact_roles = ()
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        return ()
 
     @property
     def fix_kinds(self) -> Mapping[str, FixPlanner]:
