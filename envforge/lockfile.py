@@ -7,7 +7,7 @@ same spec and the same index state give identical bytes. ``version`` guards the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import tomli_w
 from pydantic import (
@@ -122,6 +122,8 @@ class LockedDeb(Frozen):
     depends: str = ""
 
 
+# A pack table's own format version, beside its keys on disk: absent, it is 1.
+PACK_TABLE_VERSION = "lock_version"
 # The core's artifact roles; a pack adds its own (``FrameworkPack.artifact_roles``).
 CORE_ARTIFACT_ROLES = ("cudnn", "cuda-installer", "compiler")
 
@@ -228,8 +230,12 @@ class Expectations(Frozen):
 
     @model_serializer(mode="wrap")
     def _flatten_packs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Each pack's table under its name, with its format where that is past 1."""
         data: dict[str, Any] = handler(self)
-        return {**{k: v for k, v in data.items() if k != "packs"}, **data.get("packs", {})}
+        packs = {name: table if _pack_lock_version(name) == 1 else
+                 {PACK_TABLE_VERSION: _pack_lock_version(name), **table}
+                 for name, table in data.get("packs", {}).items()}
+        return {**{k: v for k, v in data.items() if k != "packs"}, **packs}
 
 
 class SuiteLock(Frozen):
@@ -352,52 +358,93 @@ def load_lock(path: Path | str) -> Lockfile:
         raw = migrate(raw)
     loc: list[str] = []
     try:
-        _type_pack_tables(raw, loc)
+        _type_pack_tables(raw, loc, version)
         return Lockfile.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
         loc += [str(p) for p in error["loc"]]
         raise SpecError(path, error["msg"], key=".".join(loc),
                         line=line_of(key_lines(text), loc)) from None
+    except _TableVersionError as exc:
+        raise SpecError(path, str(exc), key=".".join(loc),
+                        line=line_of(key_lines(text), loc)) from None
 
 
 def migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    """A lock of an older format in the current one's shape, as pipx reads old metadata:
-    each step rewrites every platform table from version N to N + 1 (the core's steps,
-    then each pack's)."""
-    from envforge.packs import PACKS
-
+    """A lock of an older core format in the current one's shape, as pipx reads old metadata:
+    each core step rewrites every platform table from version N to N + 1 (none is left: the
+    only step, 1 -> 2, moved a pack's keys into its table, which that pack's own migration
+    does). Each pack migrates its table by its own version (``_type_pack_tables``)."""
     meta = raw.get("meta")
-    platforms = raw.get("platforms")
-    if not isinstance(meta, dict) or not isinstance(platforms, dict):
-        return raw
-    for version in range(int(meta["version"]), LOCK_VERSION):
-        for table in platforms.values():
-            if not isinstance(table, dict):
-                continue
-            for pack in PACKS.values():
-                step = pack.lock_migrations.get(version)
-                if step is not None:
-                    step(table)
-        meta["version"] = version + 1
+    if isinstance(meta, dict):
+        meta["version"] = LOCK_VERSION
     return raw
 
 
-def _type_pack_tables(raw: dict[str, Any], loc: list[str]) -> None:
-    """Validate each pack's expect table with its model first, so an error names its key
-    and line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
+class _TableVersionError(ValueError):
+    """A pack table's format version this envforge's pack cannot read."""
+
+
+class _Versioned(Protocol):
+    """A pack as far as its table's format goes (``FrameworkPack``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def lock_version(self) -> int: ...
+
+
+def _pack_table_version(pack: _Versioned, table: dict[str, Any],
+                        core_version: int) -> int | None:
+    """The format of a platform table's ``expect.NAME`` table: its ``lock_version`` key,
+    else 1; 0 in a lock of core format 1, which kept every pack's keys in the core tables;
+    None where it holds none."""
+    expect = table.get("expect")
+    own = expect.get(pack.name) if isinstance(expect, dict) else None
+    if isinstance(own, dict):
+        version = own.pop(PACK_TABLE_VERSION, 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise _TableVersionError(f"{pack.name}'s table format {version!r} is not a "
+                                     "number from 1")
+        if version > pack.lock_version:
+            raise _TableVersionError(
+                f"{pack.name}'s table is format {version}; the installed {pack.name} pack "
+                f"reads formats up to {pack.lock_version}: upgrade it, or re-lock")
+        return version
+    return 0 if core_version < 2 else None
+
+
+def _type_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int) -> None:
+    """Bring each pack's expect table to its pack's format (its own migrations, keyed by the
+    table's version), then validate it with its model, so an error names its key and line
+    (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
     from envforge.packs import PACKS
 
     platforms = raw.get("platforms")
     for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
-        expect = table.get("expect") if isinstance(table, dict) else None
-        if not isinstance(expect, dict):
+        if not isinstance(table, dict):
             continue
         for name, pack in PACKS.items():
-            if isinstance(expect.get(name), dict):
-                loc[:] = ["platforms", platform, "expect", name]
+            loc[:] = ["platforms", platform, "expect", name, PACK_TABLE_VERSION]
+            version = _pack_table_version(pack, table, core_version)
+            for step in range(version if version is not None else pack.lock_version,
+                              pack.lock_version):
+                migration = pack.lock_migrations.get(step)
+                if migration is not None:
+                    migration(table)
+            loc.pop()
+            expect = table.get("expect")
+            if isinstance(expect, dict) and isinstance(expect.get(name), dict):
                 expect[name] = pack.expect.model_validate(expect[name])
     loc.clear()
+
+
+def _pack_lock_version(name: str) -> int:
+    from envforge.packs import PACKS
+
+    pack = PACKS.get(name)
+    return 1 if pack is None else pack.lock_version
 
 
 def lock_path_for(spec_path: Path, locks_dir: Path | None = None) -> Path:

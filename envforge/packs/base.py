@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 # rule id, message, source, fix: how a compat check reports a conflict (compat words it).
 Report = Callable[[str, str, str, str], None]
-# A lock's platform table of one format version, rewritten in place to the next one's shape.
+# A lock's platform table whose pack table is of one format version, rewritten in place so
+# that the pack's table has the next one's shape (it may take keys from the core tables).
 Migration = Callable[[dict[str, Any]], None]
 
 
@@ -96,8 +97,14 @@ class FrameworkPack(Protocol):
         steps read them through ``steps.base.supplied_artifact``."""
 
     @property
+    def lock_version(self) -> int:
+        """The format of its lock table, written beside its keys (``lock_version``) where it
+        is past 1; versioned by the pack, apart from the core's ``LOCK_VERSION``."""
+
+    @property
     def lock_migrations(self) -> Mapping[int, Migration]:
-        """Lock format version N -> how a platform table of version N becomes N + 1."""
+        """Its table's format N -> how it becomes N + 1 (0: a lock of core format 1, whose
+        core tables held the pack's keys)."""
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -239,6 +246,7 @@ class PackDefaults:
     kernels: Mapping[str, Kernel] = MappingProxyType({})
     fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
     artifact_roles: tuple[str, ...] = ()
+    lock_version = 1
 
     def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
         return ()

@@ -1,6 +1,6 @@
 """Every registered pack keeps the registry's promises: its name is its key, its folder, its
-spec section and its lock table; its knowledge files exist; its migrations start from a
-format older than today's."""
+spec section and its lock table; its knowledge files exist; its migrations are of its own
+table's formats older than its current one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from envforge.knowledge import KNOWLEDGE_FILES
-from envforge.lockfile import LOCK_VERSION
 from envforge.packs import BUILT_IN, ENTRY_POINTS, PACKS, FrameworkPack, load_packs
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
@@ -27,7 +26,7 @@ def test_a_pack_is_what_the_registry_says(pack: FrameworkPack) -> None:
         assert name not in KNOWLEDGE_FILES  # the core's; a pack types and reads its own
         assert (PACKAGE / "packs" / pack.name / f"{name}.toml").is_file()
         assert not (PACKAGE / "knowledge" / f"{name}.toml").exists()
-    assert all(1 <= version < LOCK_VERSION for version in pack.lock_migrations)
+    assert all(0 <= version < pack.lock_version for version in pack.lock_migrations)
     assert pack.probe is None or pack.probe.is_file()
     if pack.implicit:
         pack.section()  # mounted with its defaults: every key must have one

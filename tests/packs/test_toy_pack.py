@@ -18,7 +18,14 @@ from envforge.errors import SpecError
 from envforge.expectations import Draw, Kernel, kernel_expectations
 from envforge.journal import Transaction
 from envforge.lockcheck import check_lock
-from envforge.lockfile import Expectations, LockedArtifact, Lockfile, dumps_lock, load_lock
+from envforge.lockfile import (
+    LOCK_VERSION,
+    Expectations,
+    LockedArtifact,
+    Lockfile,
+    dumps_lock,
+    load_lock,
+)
 from envforge.lockplan import expectations_for, locked_artifacts
 from envforge.packs import PACKS, FrameworkPack, active_packs
 from envforge.packs.base import Migration, PackDefaults, Report
@@ -256,6 +263,45 @@ def test_a_pack_brings_its_own_artifact_role(toy: FrameworkPack, tmp_path: Path)
     assert error.value.key == "platforms.linux-64.artifacts.0.role"
     assert error.value.line == text.count("\n") - 4
     assert "unknown artifact role 'toy-dta'" in str(error.value)
+
+
+class ToyPack2(ToyPack):
+    """The toy pack's next release: its table's format 2 says ``greeting``, format 1 said
+    ``hello``; its own migration reads a format-1 table."""
+
+    lock_version = 2
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {1: lambda table: table["expect"][
+        "toy"].update(greeting=table["expect"]["toy"].pop("hello"))}
+
+
+def test_a_pack_versions_and_migrates_its_own_table(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """A pack's table carries its own format (``lock_version``, written past 1) and migrates
+    by it, whatever the core's LOCK_VERSION; a format newer than the pack reads is refused,
+    naming the key and line."""
+    marker = "[platforms.linux-64.expect.theano]\n"
+    text = LOCK.read_text(encoding="utf-8")
+    assert marker in text
+    path = tmp_path / "x.lock"
+    monkeypatch.setitem(PACKS, "toy", ToyPack2())
+    path.write_text(text.replace(marker, f'[platforms.linux-64.expect.toy]\nhello = "hi"\n\n'
+                                         f"{marker}"), encoding="utf-8")
+    lock = load_lock(path)  # format 1, as the toy pack's first release wrote it
+    assert lock.platforms["linux-64"].expect.packs["toy"] == ToyExpect(greeting="hi")
+    assert lock.meta.version == LOCK_VERSION
+    written = dumps_lock(lock)
+    assert '[platforms.linux-64.expect.toy]\ngreeting = "hi"\nlock_version = 2\n' in written
+    path.write_text(written, encoding="utf-8")
+    assert load_lock(path) == lock
+
+    newer = written.replace("lock_version = 2\n", "lock_version = 3\n")
+    path.write_text(newer, encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path)
+    assert error.value.key == "platforms.linux-64.expect.toy.lock_version"
+    assert error.value.line == newer[:newer.index("lock_version = 3")].count("\n") + 1
+    assert "toy's table is format 3; the installed toy pack reads formats up to 2" \
+        in str(error.value)
 
 
 def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None:

@@ -41,7 +41,8 @@ class TheanoPack:
     knowledge = ("theano", "theano_suite")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {1: migrate_v1}
+    lock_version = 1
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {0: migrate_v1}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
     stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}

@@ -48,7 +48,8 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpe
 
 
 def migrate_v1(table: dict[str, Any]) -> None:
-    """Format 1 kept Theano's flags in the core tables; format 2 in the pack's own."""
+    """Table format 0 to 1: a lock of core format 1 kept Theano's flags in the core tables,
+    format 1 of the pack's table holds them."""
     expect = table.get("expect")
     if not isinstance(expect, dict):
         return
