@@ -6,6 +6,7 @@ same spec and the same index state give identical bytes. ``version`` guards the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
@@ -37,8 +38,9 @@ from envforge.spec import (
 )
 from envforge.tomlpos import key_lines, line_of
 
-# 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
-LOCK_VERSION = 2
+# 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core);
+# 3: no framework's key left in the core tables (a pack's own migration takes it first).
+LOCK_VERSION = 3
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
 # and every file name passes the one confinement rule (envforge/confine.py).
@@ -200,8 +202,6 @@ class Expectations(Frozen):
     float_x: Literal["float16", "float32", "float64"]
     kernels: tuple[KernelExpectation, ...] = ()
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0)
-    # GPU only: Theano's resident GEMM / raw cuBLAS
-    min_cublas_ratio: FiniteFloat | None = Field(default=None, gt=0, le=1)
     cuda: str | None = Field(default=None, pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
     cudnn: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
     # timed runs per kernel; the best one counts
@@ -354,11 +354,12 @@ def load_lock(path: Path | str) -> Lockfile:
             version not in range(1, LOCK_VERSION + 1):
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
-    if version != LOCK_VERSION:
-        raw = migrate(raw)
     loc: list[str] = []
     try:
-        _type_pack_tables(raw, loc, version)
+        _migrate_pack_tables(raw, loc, version)
+        if version != LOCK_VERSION:
+            raw = migrate(raw)
+        _type_pack_tables(raw, loc)
         return Lockfile.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -372,13 +373,32 @@ def load_lock(path: Path | str) -> Lockfile:
 
 def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """A lock of an older core format in the current one's shape, as pipx reads old metadata:
-    each core step rewrites every platform table from version N to N + 1 (none is left: the
-    only step, 1 -> 2, moved a pack's keys into its table, which that pack's own migration
-    does). Each pack migrates its table by its own version (``_type_pack_tables``)."""
+    each core step rewrites every platform table from version N to N + 1, after each pack
+    migrated its own table by its own version (``_migrate_pack_tables``), which takes the
+    pack's keys out of the core tables (1 -> 2 moved them into the pack's table)."""
     meta = raw.get("meta")
-    if isinstance(meta, dict):
-        meta["version"] = LOCK_VERSION
+    platforms = raw.get("platforms")
+    if not isinstance(meta, dict) or not isinstance(platforms, dict):
+        return raw
+    for version in range(int(meta["version"]), LOCK_VERSION):
+        for table in platforms.values():
+            step = _CORE_STEPS.get(version)
+            if step is not None and isinstance(table, dict):
+                step(table)
+        meta["version"] = version + 1
     return raw
+
+
+def _drop_stray_keys(table: dict[str, Any]) -> None:
+    """2 -> 3: a key format 2 kept in the core expect table for one framework's GPU timing
+    (its GEMM against raw cuBLAS), which that pack's migration moved where its table is;
+    in a lock of another framework (a TensorFlow GPU lock) nothing read it."""
+    expect = table.get("expect")
+    if isinstance(expect, dict):
+        expect.pop("min_cublas_ratio", None)
+
+
+_CORE_STEPS: dict[int, Callable[[dict[str, Any]], None]] = {2: _drop_stray_keys}
 
 
 class _TableVersionError(ValueError):
@@ -415,10 +435,9 @@ def _pack_table_version(pack: _Versioned, table: dict[str, Any],
     return 0 if core_version < 2 else None
 
 
-def _type_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int) -> None:
-    """Bring each pack's expect table to its pack's format (its own migrations, keyed by the
-    table's version), then validate it with its model, so an error names its key and line
-    (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
+def _migrate_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int) -> None:
+    """Bring each pack's expect table to its pack's format: its own migrations, keyed by the
+    table's version, before the core's; ``loc`` names the version key of a table refused."""
     from envforge.packs import PACKS
 
     platforms = raw.get("platforms")
@@ -433,9 +452,22 @@ def _type_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int) ->
                 migration = pack.lock_migrations.get(step)
                 if migration is not None:
                     migration(table)
-            loc.pop()
-            expect = table.get("expect")
-            if isinstance(expect, dict) and isinstance(expect.get(name), dict):
+    loc.clear()
+
+
+def _type_pack_tables(raw: dict[str, Any], loc: list[str]) -> None:
+    """Validate each pack's expect table with its model first, so an error names its key and
+    line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
+    from envforge.packs import PACKS
+
+    platforms = raw.get("platforms")
+    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
+        expect = table.get("expect") if isinstance(table, dict) else None
+        if not isinstance(expect, dict):
+            continue
+        for name, pack in PACKS.items():
+            if isinstance(expect.get(name), dict):
+                loc[:] = ["platforms", platform, "expect", name]
                 expect[name] = pack.expect.model_validate(expect[name])
     loc.clear()
 

@@ -204,7 +204,6 @@ def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectati
         float_x=float_x,
         kernels=kernel_expectations(pspec.verify, float_x),
         min_gpu_speedup=pspec.verify.min_gpu_speedup,
-        min_cublas_ratio=None if device.startswith("cpu") else pspec.verify.min_cublas_ratio,
         repeats=pspec.verify.repeats,
         cuda=pspec.cuda.version if pspec.cuda else None,
         cudnn=pspec.cudnn.version if pspec.cudnn else None,

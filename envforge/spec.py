@@ -190,8 +190,6 @@ class VerifySection(Frozen):
     rtol: FiniteFloat = Field(default=1e-4, gt=0, le=1)
     atol: FiniteFloat = Field(default=1e-6, ge=0)
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0, le=10_000)
-    # Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only).
-    min_cublas_ratio: FiniteFloat = Field(default=0.9, gt=0, le=1)
     repeats: Int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 

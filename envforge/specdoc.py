@@ -85,8 +85,6 @@ KEYS: dict[str, tuple[str, str]] = {
     "verify.rtol": ("relative tolerance against the references", "1e-4"),
     "verify.atol": ("absolute tolerance against the references", "1e-6"),
     "verify.min_gpu_speedup": ("the least GPU speed-up over the CPU that passes", "5.0"),
-    "verify.min_cublas_ratio": ("GPU only: the least ratio of Theano's resident GEMM to raw "
-                                "cuBLAS SGEMM on the same library that passes", "0.9"),
     "verify.repeats": ("timed runs per kernel; the best counts", "3"),
     "path.scope": ("where the environment's PATH goes: only its activation (env) or the "
                    "Windows user PATH (user)", '"env"'),

@@ -52,8 +52,8 @@ def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_version_is_refused(tmp_path: Path) -> None:
-    path = damaged(tmp_path, "version = 2\n", "version = 7\n")
-    with pytest.raises(SpecError, match="lock format version 7 is not 2; re-lock"):
+    path = damaged(tmp_path, "version = 3\n", "version = 7\n")
+    with pytest.raises(SpecError, match="lock format version 7 is not 3; re-lock"):
         load_lock(path)
 
 

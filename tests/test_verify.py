@@ -42,12 +42,12 @@ GPU_FLAGS = {"device": "cuda", "floatX": "float32", "dnn.enabled": "False",
 
 def _expect(**changes: Any) -> Expectations:
     flags = changes.pop("theano_flags", GPU_FLAGS)
+    theano = TheanoExpect(flags=flags, min_cublas_ratio=changes.pop("min_cublas_ratio", 0.9))
     base = Expectations(
         versions={"python": "3.11", "numpy": "1.23.5", "theano": "1.0.5", "pygpu": "0.7.6",
                   "libgpuarray": "0.7.6"},
-        device="cuda", float_x="float32", packs={"theano": TheanoExpect(flags=flags)},
-        kernels=kernel_expectations(VERIFY, "float32"), min_gpu_speedup=5.0,
-        min_cublas_ratio=0.9, cuda=">=11.8")
+        device="cuda", float_x="float32", packs={"theano": theano},
+        kernels=kernel_expectations(VERIFY, "float32"), min_gpu_speedup=5.0, cuda=">=11.8")
     return base.model_copy(update=changes)
 
 

@@ -138,7 +138,7 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("value", "speedup-inf"): _replace("repeats = 3\n", "repeats = 3\nmin_gpu_speedup = inf\n", 1),
     ("value", "size-negative"): _replace("size = 792696\n", "size = -61\n"),
     ("value", "environment"): _replace('environment = "venv"', 'environment = "conda"', 1),
-    ("value", "format-version"): _replace("version = 2\n", "version = 3\n", 1),
+    ("value", "format-version"): _replace("version = 3\n", "version = 4\n", 1),
     ("value", "deep-nesting"): _replace("conda = []\n", "conda = " + "[" * 5000 + "]" * 5000
                                         + "\n", 1),
 }

@@ -294,7 +294,8 @@ def test_a_pack_versions_and_migrates_its_own_table(monkeypatch: pytest.MonkeyPa
     path.write_text(written, encoding="utf-8")
     assert load_lock(path) == lock
 
-    newer = written.replace("lock_version = 2\n", "lock_version = 3\n")
+    newer = written.replace('greeting = "hi"\nlock_version = 2\n',
+                            'greeting = "hi"\nlock_version = 3\n')
     path.write_text(newer, encoding="utf-8")
     with pytest.raises(SpecError) as error:
         load_lock(path)

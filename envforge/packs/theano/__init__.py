@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from envforge.packs.theano.expect import TheanoExpect, migrate_v1
+from envforge.packs.theano.expect import TheanoExpect, migrate_v1, migrate_v2
 from envforge.packs.theano.kernels import KERNELS
 from envforge.packs.theano.section import SPEC_KEYS, TheanoSection, theano_section
 
@@ -41,8 +41,8 @@ class TheanoPack:
     knowledge = ("theano", "theano_suite")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
-    lock_version = 1
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {0: migrate_v1}
+    lock_version = 2
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {0: migrate_v1, 1: migrate_v2}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
     stack_names: ClassVar[Mapping[str, str]] = {"theano-pymc": "theano", "theano": "theano"}

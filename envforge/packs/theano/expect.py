@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from pydantic import Field
+
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.lockfile import Expectations
 from envforge.packs.theano.section import FlagName, FlagValue, theano_section
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import FiniteFloat, Frozen, PlatformSpec
 
 
 class TheanoExpect(Frozen):
@@ -17,6 +19,8 @@ class TheanoExpect(Frozen):
 
     flags: dict[FlagName, FlagValue]
     flag_spelling: Literal["dots", "double-underscores"] | None = None
+    # GPU only: the least ratio of Theano's resident GEMM to raw cuBLAS SGEMM
+    min_cublas_ratio: FiniteFloat | None = Field(default=None, gt=0, le=1)
 
 
 def theano_expect(expect: Expectations) -> TheanoExpect:
@@ -44,7 +48,19 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpe
         from envforge.packs.theano.knowledge import theano_rules
 
         spelling = theano_rules(theano).spelling
-    return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling)
+    section = theano_section(pspec)
+    return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling,
+                        min_cublas_ratio=None if section.device.startswith("cpu")
+                        else section.min_cublas_ratio)
+
+
+def migrate_v2(table: dict[str, Any]) -> None:
+    """Table format 1 to 2: the GEMM-to-cuBLAS floor moved from the core expect table (lock
+    format 2) into Theano's."""
+    expect = table.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("theano"), dict) \
+            and "min_cublas_ratio" in expect:
+        expect["theano"]["min_cublas_ratio"] = expect.pop("min_cublas_ratio")
 
 
 def migrate_v1(table: dict[str, Any]) -> None:
