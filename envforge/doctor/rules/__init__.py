@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
-from envforge.doctor.rules import cuda, cudnn, gpu, libgpuarray, packages
+from envforge.doctor.rules import cuda, cudnn, gpu, packages
 
 Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
 
@@ -21,8 +21,6 @@ RULES: tuple[Rule, ...] = (
     cuda.registry_rules,
     cudnn.placement_rules,
     packages.environment_rules,
-    libgpuarray.windows_rules,
-    libgpuarray.linux_rules,
 )
 
 

@@ -129,6 +129,8 @@ class TheanoPack:
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules
+        from envforge.packs.theano.doctor_libgpuarray import linux_rules
+        from envforge.packs.theano.doctor_libgpuarray import windows_rules as dll_names
         from envforge.packs.theano.doctor_packages import (
             blas_rules,
             distribution_rules,
@@ -137,9 +139,10 @@ class TheanoPack:
         )
         from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules, windows_dll_rules
 
-        return (windows_dll_rules, compiler_rules, windows_rules, environment_rules,
-                distribution_rules,
-                release_rules, blas_rules, root_rules, cudnn_rules, config_rules)
+        # libgpuarray's library names first, as when they were the core's last rules
+        return (dll_names, linux_rules, windows_dll_rules, compiler_rules, windows_rules,
+                environment_rules, distribution_rules, release_rules, blas_rules, root_rules,
+                cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         from envforge.packs.theano.doctor_common import device_is_gpu
