@@ -234,9 +234,16 @@ class FrameworkPack(Protocol):
 
 
 class PackDefaults:
-    """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
-    undeclared imports, no hints): a pack inherits them and overrides what it knows."""
+    """Neutral answers to the hooks a framework may have nothing for (no probe, steps or rows,
+    no doctor settings, no undeclared imports, no hints): a pack inherits them and overrides
+    what it knows; it must give only its name, section and lock table models and its
+    ``expectations``."""
 
+    implicit = False
+    knowledge: tuple[str, ...] = ()
+    probe: Path | None = None
+    probe_modules: tuple[str, ...] = ()
+    lock_migrations: Mapping[int, Migration] = MappingProxyType({})
     doctor_variables: tuple[str, ...] = ()
     doctor_packages: tuple[str, ...] = ()
     stack_names: Mapping[str, str] = MappingProxyType({})
@@ -249,6 +256,29 @@ class PackDefaults:
     lock_version = 1
 
     def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        return ()
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Report) -> None:
+        return None
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
+        return "cpu", "float64"
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]:
+        return ()
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
+        return ()
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
+        return {}
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
+        return ()
+
+    def doctor_rules(self) -> tuple[Rule, ...]:
         return ()
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import PackDefaults
 from envforge.packs.keras.expect import KerasExpect
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
+    from envforge.packs.base import Report
     from envforge.platforms import Platform
     from envforge.spec import PlatformSpec
     from envforge.steps.base import Step, StepContext
@@ -47,7 +47,6 @@ class KerasPack(PackDefaults):
     doctor_variables = ("KERAS_BACKEND", "KERAS_HOME")
     doctor_packages = ("keras", "h5py")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import PackDefaults
 from envforge.packs.torch.expect import TorchExpect
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.lockfile import Expectations
-    from envforge.packs.base import Migration, Report
+    from envforge.packs.base import Report
     from envforge.spec import PlatformSpec
     from envforge.steps.base import Step, StepContext
     from envforge.verify import CheckRow
@@ -46,7 +46,6 @@ class TorchPack(PackDefaults):
     }
     doctor_packages = ("torch", "torchvision", "pillow")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:

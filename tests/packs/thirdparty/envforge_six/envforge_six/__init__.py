@@ -10,7 +10,7 @@ It imports only what envforge publishes to packs (``envforge.packs.base``, the m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +21,7 @@ from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, Fix
 from envforge.knowledge import read_knowledge
 from envforge.lockfile import Expectations
-from envforge.packs.base import Migration, PackDefaults, Report
+from envforge.packs.base import PackDefaults
 from envforge.spec import Frozen, PlatformSpec
 from envforge.verify import CheckRow
 
@@ -68,6 +68,10 @@ def _section(pspec: PlatformSpec) -> SixSection:
     return section
 
 
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _expect(expect: Expectations) -> SixExpect | None:
     table = expect.packs.get("six")
     return table if isinstance(table, SixExpect) else None
@@ -89,16 +93,17 @@ def older_six_rule(facts: HostFacts, expected: Expected | None) -> Iterator[Find
 
 
 class SixPack(PackDefaults):
+    """What the pack brings beyond PackDefaults' neutral answers (no steps, no compat rules,
+    no kernels of its own, table format 1)."""
+
     name = "six"
     section = SixSection
     expect = SixExpect
-    implicit = False
     knowledge = ("six",)  # six.toml beside this module, found through envforge
     probe: Path | None = PROBE
     probe_modules = ("six",)
     stack_names: ClassVar[Mapping[str, str]] = {"six": "six"}
     doctor_packages = ("six",)
-    lock_migrations: ClassVar[Mapping[int, Migration]] = {}
     spec_keys: ClassVar[Mapping[str, tuple[str, str]]] = {
         "six.moves": ("six.moves modules the project imports; verify imports each",
                       '["urllib.parse"]')}
@@ -107,22 +112,9 @@ class SixPack(PackDefaults):
          "reason": "the requirements name six: verify imports the six.moves the project uses",
          "source": "envforge-six (a third-party pack)"},)
 
-    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Any]],
-                      report: Report) -> None:
-        return None
-
     def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> SixExpect:
         moves = _section(pspec).moves
         return SixExpect(moves=moves, needs=_needs(moves)[0])
-
-    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
-        return "cpu", "float64"
-
-    def steps(self, ctx: Any) -> Sequence[Any]:
-        return ()
-
-    def env_edits(self, ctx: Any) -> Sequence[Any]:
-        return ()
 
     def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
         table = _expect(expect)
@@ -136,9 +128,15 @@ class SixPack(PackDefaults):
         found = report.get("six")
         moves = found.get("moves") if isinstance(found, Mapping) else None
         moves = moves if isinstance(moves, Mapping) else {}
-        return tuple(CheckRow(f"six.moves.{name}", "imports", str(moves.get(name, "not run")),
-                              "pass" if moves.get(name) == "imports" else "fail")
-                     for name in table.moves)
+        found_version = str(_map(report.get("versions")).get("six", "not imported"))
+        new_enough = found_version[:1].isdigit() and Version(found_version) >= Version(table.needs)
+        release = CheckRow("six.release", f">= {table.needs}", found_version,
+                           "pass" if new_enough else "fail",
+                           "" if new_enough else "older than the moves the spec names")
+        return (release, *(CheckRow(f"six.moves.{name}", "imports",
+                                    str(moves.get(name, "not run")),
+                                    "pass" if moves.get(name) == "imports" else "fail")
+                           for name in table.moves))
 
     def doctor_rules(self) -> tuple[Any, ...]:
         return (older_six_rule,)
