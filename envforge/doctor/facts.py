@@ -8,7 +8,9 @@ split on ``;``, DLL files in folders) and the facts round-trip through JSON.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, SerializeAsAny, model_validator
 
 # host/ observes the driver, GPUs and toolkits; the facts hold its models as they are
 from envforge.host.cuda import Driver as Driver
@@ -92,12 +94,13 @@ class ConfigFile(Frozen):
 
 class FrameworkConfig(Frozen):
     """One framework's configuration on this host as its pack observed it (Theano: its
-    .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into."""
+    .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into; a
+    pack keeps what only its own rules read in a model of its own that extends this one
+    (``FrameworkPack.config_model``)."""
 
     name: str = ""  # how findings name the framework ("Theano")
     files: tuple[ConfigFile, ...] = ()  # in the framework's reading order
     files_label: str = "config"  # how the host table names them (".theanorc")
-    write_to: str = ""  # the file a fix writes
     ignored: ConfigFile | None = None  # looks like one of its files, but is never read
     variable: str | None = None  # its settings variable (THEANO_FLAGS) and that one's value
     variable_value: str | None = None
@@ -119,8 +122,6 @@ class FrameworkConfig(Frozen):
     folders: tuple[str, ...] = ()  # library folders its settings name
     include_dirs: tuple[str, ...] = ()  # header folders its settings name
     libraries: tuple[str, ...] = ()  # libraries it links by name
-    # every distribution installing its package -> version: two overwrite each other
-    distributions: dict[str, str] = Field(default_factory=dict)
 
 
 class Environment(Frozen):
@@ -161,12 +162,28 @@ class HostFacts(Frozen):
     gpu_query: CommandOutput | None = None
     gxx: Compiler | None = None
     msvc: SearchEntry | None = None
-    frameworks: dict[str, FrameworkConfig] = Field(default_factory=dict)  # by pack name
+    # by pack name, each in its pack's model (``FrameworkPack.config_model``)
+    frameworks: dict[str, SerializeAsAny[FrameworkConfig]] = Field(default_factory=dict)
     env: Environment | None = None
     registry_path: RegistryPath | None = None
     # Unversioned names the dynamic loader's cache (``ldconfig -p``) resolves: dlopen finds
     # these even when no folder on LD_LIBRARY_PATH holds them.
     ld_cache: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pack_models(cls, data: Any) -> Any:
+        """Facts read back (``--json``, a stored report) type each framework's table by its
+        registered pack's model; one built in code is already typed."""
+        frameworks = data.get("frameworks") if isinstance(data, dict) else None
+        if not isinstance(frameworks, dict):
+            return data
+        from envforge.packs import PACKS
+
+        typed = {name: PACKS[name].config_model.model_validate(table)
+                 if isinstance(table, dict) and name in PACKS else table
+                 for name, table in frameworks.items()}
+        return {**data, "frameworks": typed}
 
     def listing(self, path: str) -> DirListing | None:
         return self.dirs.get(path)

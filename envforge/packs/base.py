@@ -142,6 +142,11 @@ class FrameworkPack(Protocol):
         doctor's GPU rules then apply."""
 
     @property
+    def config_model(self) -> type[FrameworkConfig]:
+        """The model of what ``doctor_observe`` returns: FrameworkConfig, or its own extension
+        of it holding what only the pack's rules read (Theano: the .theanorc a fix writes)."""
+
+    @property
     def doctor_variables(self) -> tuple[str, ...]:
         """Environment variables steering the framework, kept in doctor's facts."""
 
@@ -284,12 +289,16 @@ class PackDefaults:
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False
 
+    @property
+    def config_model(self) -> type[FrameworkConfig]:
+        from envforge.doctor.facts import FrameworkConfig
+
+        return FrameworkConfig
+
     def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
                        python: str, path: Sequence[SearchEntry], prefix: Path | None,
                        expected: Mapping[str, str]) -> FrameworkConfig:
-        from envforge.doctor.facts import FrameworkConfig
-
-        return FrameworkConfig()
+        return self.config_model()
 
     def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
         return {}

@@ -157,6 +157,12 @@ class TheanoPack:
         return observe_theano(environ=environ, platform=platform, cwd=cwd, python=python,
                               path=path, prefix=prefix, expected=expected)
 
+    @property
+    def config_model(self) -> type[FrameworkConfig]:
+        from envforge.packs.theano.doctor_common import TheanoConfig
+
+        return TheanoConfig
+
     def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
         from envforge.packs.theano.expect import theano_expect
 
