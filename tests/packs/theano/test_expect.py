@@ -43,6 +43,23 @@ def test_format_1_completed_from_its_spec_rewrites_to_the_committed_bytes() -> N
     assert dumps_lock(done) == COMMITTED.read_text(encoding="utf-8")
 
 
+def test_format_2_moves_the_cublas_floor_into_theano_s_table(tmp_path: Path) -> None:
+    """Core format 2 kept Theano's GEMM-to-cuBLAS floor in the core table: Theano's table
+    format 2 holds it, and a TensorFlow GPU lock, where nothing read it, drops it."""
+    gpu = load_lock(REPO / "locks" / "theano-gpu-linux.lock", REGISTRY).platforms["linux-64"].expect
+    assert theano_expect(gpu).min_cublas_ratio == 0.9
+    assert "min_cublas_ratio" not in gpu.model_dump()
+    tf_gpu = REPO / "locks" / "tf1-gpu-cuda100.lock"
+    today = tf_gpu.read_text(encoding="utf-8")
+    text = today.replace("\nversion = 3\n", "\nversion = 2\n").replace(  # as format 2 wrote it
+        'float_x = "float32"\nrepeats = 3\n',
+        'float_x = "float32"\nmin_cublas_ratio = 0.9\nrepeats = 3\n')
+    assert text.count("min_cublas_ratio") == 2
+    path = tmp_path / "tf.lock"
+    path.write_text(text, encoding="utf-8")
+    assert dumps_lock(load_lock(path, REGISTRY)) == today
+
+
 def test_a_bad_flag_in_a_lock_names_its_key_and_line(tmp_path: Path) -> None:
     path = tmp_path / "x.lock"
     shutil.copyfile(COMMITTED, path)
