@@ -102,7 +102,9 @@ class FrameworkPack(Protocol):
     @property
     def lock_version(self) -> int:
         """The format of its lock table, written beside its keys (``lock_version``) where it
-        is past 1; versioned by the pack, apart from the core's ``LOCK_VERSION``."""
+        is past 1; versioned by the pack, apart from the core's ``LOCK_VERSION``. The table's
+        model declares it (a ``lock_version`` class variable, ``lockfile.table_version``), as
+        a lock is written with no registry at hand; this is that number."""
 
     @property
     def lock_migrations(self) -> Mapping[int, Migration]:

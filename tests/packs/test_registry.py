@@ -85,3 +85,14 @@ def test_a_pack_importing_the_core_at_its_top_loads(tmp_path: Path) -> None:
 def test_without_metadata_the_built_in_packs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("envforge.packs.entry_points", lambda group: [])
     assert list(load_packs()) == list(BUILT_IN)
+
+
+def test_a_pack_s_table_format_is_its_model_s() -> None:
+    """A lock is written with no registry at hand, so the format beside a pack's table is its
+    model's ``lock_version``: each pack's own number agrees with it."""
+    from envforge.lockfile import table_version
+
+    assert {pack.name: pack.lock_version for pack in REGISTRY} == \
+        {pack.name: table_version(pack.expect) for pack in REGISTRY}
+    theano = REGISTRY.get("theano")
+    assert theano is not None and theano.lock_version == 2
