@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from envforge.lockfile import ConvParams, KernelExpectation
-from envforge.spec import KernelName, VerifySection
+from envforge.spec import VerifySection
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,40 +43,186 @@ CONV_BORDER_MODE: Literal["half"] = "half"
 CONV_FILTER_SIZE = 3
 CONV_FILTER_FLIP = True
 
-# The sizes of the kernels the spec does not size: small, since what they check is that
-# the machinery works (scan's C loop, T.grad, the MRG streams, the fused softmax and
-# cross-entropy, updates of shared variables), not speed.
-#   scan: (steps, units); grad: (batch, inputs, hidden, outputs); random: (uniform
-#   count, normal count: odd, so the Box-Muller tail is cut); softmax_xent: (batch,
-#   features, classes); train: (examples, features, SGD steps).
-KERNEL_SHAPES: dict[str, tuple[int, ...]] = {
-    "scan": (16, 8), "grad": (8, 6, 10, 3), "random": (64, 33), "softmax_xent": (16, 7, 5),
-    "train": (32, 4, 20),
-}
+# The sizes of the core's kernels the spec does not size: small, since what they check is
+# that the machinery works (T.grad or autograd, updates of shared variables), not speed.
+#   grad: (batch, inputs, hidden, outputs); train: (examples, features, SGD steps).
+KERNEL_SHAPES: dict[str, tuple[int, ...]] = {"grad": (8, 6, 10, 3), "train": (32, 4, 20)}
 KERNEL_PARAMS: dict[str, dict[str, float]] = {"train": {"learning_rate": 0.5}}
 # Central differences of the float64 loss: truncation ~eps**2, rounding ~1e-16/eps.
 GRAD_EPS = 1e-6
-# Kernels whose outputs hold values at and near zero (ReLU, gradients, normal samples,
-# weights): their atol scales with the output's mean size.
-_SCALED_ATOL = ("conv", "grad", "random", "softmax_xent", "train", "scan")
+FLOAT_TYPES = ("float16", "float32", "float64")
+# Smallest relative tolerance each precision can honestly meet, for a kernel of a few
+# hundred operations per value (a pack's kernel may state its own).
+DEFAULT_RTOL_FLOOR: Mapping[str, float] = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2}
 
-# Smallest relative tolerance each precision can honestly meet, by kernel. Elementwise
-# exp rounds once per value (a GPU's fast exp is a few ulp). GEMM and conv sum up to
-# thousands of products in an order the target picks (blocked BLAS, GPU tiles): float32
-# errors of ~1e-6 were seen for a 4096 GEMM (GPU.md), so 1e-4 leaves a margin of 20x,
-# while any wrong computation is off by far more than 1e-2. grad's float64 floor is the
-# finite differences' own error (~1e-9 relative); train compounds 20 steps.
-_RTOL_FLOOR: dict[str, dict[str, float]] = {
-    "float64": {"elementwise": 1e-12, "gemm": 1e-10, "conv": 1e-10, "scan": 1e-10,
-                "grad": 1e-7, "random": 1e-10, "softmax_xent": 1e-10, "train": 1e-9},
-    "float32": {"elementwise": 1e-5, "gemm": 1e-4, "conv": 1e-4, "scan": 1e-4, "grad": 1e-4,
-                "random": 1e-4, "softmax_xent": 1e-4, "train": 1e-4},
-    "float16": {"elementwise": 2e-3, "gemm": 2e-2, "conv": 2e-2, "scan": 2e-2, "grad": 2e-2,
-                "random": 2e-2, "softmax_xent": 2e-2, "train": 2e-2},
+
+@dataclass(frozen=True, slots=True)
+class KernelCall:
+    """One run of a kernel: what its inputs and its reference are decided by."""
+
+    seed: int
+    shape: tuple[int, ...]
+    conv: ConvParams | None = None
+    params: Mapping[str, float] | None = None
+
+
+class Draw:
+    """The probe's inputs as it draws them: from ``RandomState(seed)`` in order, cast to
+    floatX, held in float64."""
+
+    def __init__(self, seed: int, float_x: str) -> None:
+        import numpy as np
+
+        self.rng = np.random.RandomState(seed)
+        self.float_x = float_x
+
+    def uniform(self, *dims: int) -> Array:
+        import numpy as np
+
+        values: Array = self.rng.rand(*dims)
+        return values.astype(self.float_x).astype(np.float64)
+
+    def signed(self, *dims: int, scale: float = 1.0) -> Array:
+        import numpy as np
+
+        values: Array = (self.rng.rand(*dims) * 2.0 - 1.0) * scale
+        return values.astype(self.float_x).astype(np.float64)
+
+    def labels(self, classes: int, size: int) -> Array:
+        """Integer labels in [0, classes), exact in every floatX."""
+        import numpy as np
+
+        values: Array = self.rng.randint(0, classes, size=size).astype(np.float64)
+        return values
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A verify kernel: how its inputs are drawn and its float64 reference computed. The
+    core's run on every framework; a pack declares its own (``FrameworkPack.kernels``:
+    Theano's scan, random and softmax_xent), which a spec may name where it mounts that pack.
+
+    ``shape``: its input's sizes where the spec does not size it; ``rtol_floor``: the
+    smallest relative tolerance each precision can meet (values: GEMM and conv sum up to
+    thousands of products in an order the target picks, a 4096 GEMM was off by ~1e-6 in
+    float32 (GPU.md), so 1e-4 leaves 20x); ``scaled_atol``: its outputs hold values at and
+    near zero (ReLU, gradients, weights), so its atol scales with the output's mean size."""
+
+    inputs: Callable[[Draw, KernelCall], list[Array]]
+    reference: Callable[[list[Array], KernelCall], Array]
+    shape: tuple[int, ...] = ()
+    rtol_floor: Mapping[str, float] = field(default_factory=lambda: DEFAULT_RTOL_FLOOR)
+    scaled_atol: bool = True
+    params: Mapping[str, float] | None = None
+
+
+def _elementwise_inputs(draw: Draw, call: KernelCall) -> list[Array]:
+    return [draw.uniform(*call.shape)]
+
+
+def _elementwise(values: list[Array], call: KernelCall) -> Array:
+    import numpy as np
+
+    result: Array = np.exp(values[0])
+    return result
+
+
+def _gemm_inputs(draw: Draw, call: KernelCall) -> list[Array]:
+    return [draw.uniform(*call.shape), draw.uniform(*call.shape)]
+
+
+def _gemm(values: list[Array], call: KernelCall) -> Array:
+    result: Array = values[0] @ values[1]
+    return result
+
+
+def _grad_inputs(draw: Draw, call: KernelCall) -> list[Array]:
+    """x, target, W1, b1, W2, b2."""
+    batch, n_in, hidden, n_out = call.shape
+    return [draw.uniform(batch, n_in), draw.uniform(batch, n_out),
+            draw.signed(n_in, hidden, scale=1.0 / math.sqrt(n_in)),
+            draw.signed(hidden, scale=0.1),
+            draw.signed(hidden, n_out, scale=1.0 / math.sqrt(hidden)),
+            draw.signed(n_out, scale=0.1)]
+
+
+def _train_inputs(draw: Draw, call: KernelCall) -> list[Array]:
+    """X, 0/1 labels."""
+    examples, features, _ = call.shape
+    return [draw.signed(examples, features), draw.labels(2, examples)]
+
+
+def _train_reference(values: list[Array], call: KernelCall) -> Array:
+    rate = (call.params or KERNEL_PARAMS["train"])["learning_rate"]
+    return _train(values[0], values[1], steps=call.shape[2], learning_rate=rate)
+
+
+def _conv_inputs(draw: Draw, call: KernelCall) -> list[Array]:
+    import numpy as np
+
+    conv = call.conv
+    if conv is None:
+        raise ValueError("the conv kernel needs its parameters")
+    values = [draw.uniform(*call.shape)]
+    size = conv.filter_size
+    for c_in, c_out in zip(conv.channels, conv.channels[1:], strict=False):
+        fan_in = c_in * size * size
+        # He-uniform, as the probe: activations keep their size through the ReLU layers.
+        weights: Array = (draw.rng.rand(c_out, c_in, size, size) * 2.0 - 1.0) * \
+            math.sqrt(6.0 / fan_in)
+        values.append(weights.astype(draw.float_x).astype(np.float64))
+    return values
+
+
+def _conv_reference(values: list[Array], call: KernelCall) -> Array:
+    import numpy as np
+
+    conv = call.conv
+    assert conv is not None  # _conv_inputs refused it otherwise
+    h = values[0]
+    for weights in values[1:]:
+        h = np.maximum(conv2d(h, weights, border_mode=conv.border_mode,
+                              filter_flip=conv.filter_flip), 0.0)
+    return h
+
+
+# elementwise exp rounds once per value (a GPU's fast exp is a few ulp); grad's float64
+# floor is the finite differences' own error (~1e-9 relative); train compounds 20 steps.
+CORE_KERNELS: Mapping[str, Kernel] = {
+    "elementwise": Kernel(_elementwise_inputs, _elementwise, scaled_atol=False, rtol_floor={
+        "float64": 1e-12, "float32": 1e-5, "float16": 2e-3}),
+    "gemm": Kernel(_gemm_inputs, _gemm, scaled_atol=False),
+    "conv": Kernel(_conv_inputs, _conv_reference),
+    "grad": Kernel(_grad_inputs, lambda values, call: finite_difference_grad(values),
+                   shape=KERNEL_SHAPES["grad"],
+                   rtol_floor={**DEFAULT_RTOL_FLOOR, "float64": 1e-7}),
+    "train": Kernel(_train_inputs, _train_reference, shape=KERNEL_SHAPES["train"],
+                    rtol_floor={**DEFAULT_RTOL_FLOOR, "float64": 1e-9},
+                    params=KERNEL_PARAMS["train"]),
 }
+# the kernels the spec sizes: ([verify] elementwise_size, gemm_size, conv)
+_SIZED = ("elementwise", "gemm", "conv")
 
 
-_ONCE: dict[tuple[str, str, bool], tuple[KernelExpectation, ...]] = {}
+class DeclaresKernels(Protocol):
+    """A pack as far as kernels go (``FrameworkPack.kernels``)."""
+
+    @property
+    def kernels(self) -> Mapping[str, Kernel]: ...
+
+
+def kernel_named(name: str, packs: Iterable[DeclaresKernels] = ()) -> Kernel:
+    """The core's kernel of that name, else the first of ``packs`` (the registry, or a spec's
+    mounted packs) that declares it."""
+    if name in CORE_KERNELS:
+        return CORE_KERNELS[name]
+    for pack in packs:
+        if name in pack.kernels:
+            return pack.kernels[name]
+    raise ValueError(f"no kernel {name!r}: neither the core nor a registered pack declares one")
+
+
+_ONCE: dict[tuple[str, str, bool, tuple[int, ...]], tuple[KernelExpectation, ...]] = {}
 _ONCE_LOCK = threading.Lock()
 _INPUTS_ONLY: ContextVar[bool] = ContextVar("envforge_kernel_inputs_only", default=False)
 
@@ -92,28 +239,40 @@ def inputs_only() -> Iterator[None]:
         _INPUTS_ONLY.reset(token)
 
 
-def kernel_inputs_of(kernel: KernelExpectation) -> KernelExpectation:
+def kernel_inputs_of(kernel: KernelExpectation,
+                     packs: Iterable[DeclaresKernels] = ()) -> KernelExpectation:
     """The kernel with what NumPy computed blanked (checksum, samples, their indices, the
     output's shape and an atol scaled by the output): what its spec alone decides."""
-    atol = 0.0 if kernel.name in _SCALED_ATOL else kernel.atol
+    atol = 0.0 if _scaled_atol(kernel.name, packs) else kernel.atol
     return kernel.model_copy(update={"checksum": 0.0, "samples": (), "sample_indices": (),
                                      "atol": atol, "output_shape": None})
 
 
-def kernel_expectations(verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
-    """The expectation of each kernel the spec asks verify to run, in the spec's order.
+def _scaled_atol(name: str, packs: Iterable[DeclaresKernels]) -> bool:
+    try:
+        return kernel_named(name, packs).scaled_atol
+    except ValueError:  # a lock's name no pack declares: it differs from the spec's anyway
+        return False
 
-    Computed once per process for the same section and floatX: a spec's platforms lock in
-    parallel threads with identical inputs, and the second waits for the first's result."""
-    key = (verify.model_dump_json(), float_x, _INPUTS_ONLY.get())
+
+def kernel_expectations(verify: VerifySection, float_x: str,
+                        packs: Iterable[DeclaresKernels] = ()) -> tuple[KernelExpectation, ...]:
+    """The expectation of each kernel the spec asks verify to run, in the spec's order; a
+    kernel not the core's is the first of ``packs``' that declares it.
+
+    Computed once per process for the same section, floatX and kernels: a spec's platforms
+    lock in parallel threads with identical inputs, and the second waits for the first's."""
+    packs = tuple(packs)
+    owners = tuple(id(kernel_named(name, packs)) for name in verify.kernels)
+    key = (verify.model_dump_json(), float_x, _INPUTS_ONLY.get(), owners)
     with _ONCE_LOCK:
         if key not in _ONCE:
-            _ONCE[key] = _kernel_expectations(verify, float_x)
+            _ONCE[key] = _kernel_expectations(verify, float_x, packs)
         return _ONCE[key]
 
 
-def _kernel_expectations(verify: VerifySection,
-                         float_x: str) -> tuple[KernelExpectation, ...]:
+def _kernel_expectations(verify: VerifySection, float_x: str,
+                         packs: tuple[DeclaresKernels, ...]) -> tuple[KernelExpectation, ...]:
     out = []
     for name in verify.kernels:
         conv = None
@@ -122,38 +281,41 @@ def _kernel_expectations(verify: VerifySection,
         elif name == "gemm":
             shape = (verify.gemm_size, verify.gemm_size)
         elif name != "conv":
-            shape = KERNEL_SHAPES[name]
+            shape = kernel_named(name, packs).shape
         else:
             channels = verify.conv.channels
             shape = (verify.conv.batch, channels[0], verify.conv.size, verify.conv.size)
             conv = ConvParams(channels=channels, filter_size=CONV_FILTER_SIZE,
                               border_mode=CONV_BORDER_MODE, filter_flip=CONV_FILTER_FLIP)
         out.append(expect_kernel(name, seed=verify.seed, shape=shape, float_x=float_x,
-                                 rtol=verify.rtol, atol=verify.atol, conv=conv))
+                                 rtol=verify.rtol, atol=verify.atol, conv=conv, packs=packs))
     return tuple(out)
 
 
-def expect_kernel(name: KernelName, *, seed: int, shape: tuple[int, ...], float_x: str,
-                  rtol: float, atol: float, conv: ConvParams | None = None) -> KernelExpectation:
+def expect_kernel(name: str, *, seed: int, shape: tuple[int, ...], float_x: str,
+                  rtol: float, atol: float, conv: ConvParams | None = None,
+                  packs: Iterable[DeclaresKernels] = ()) -> KernelExpectation:
     """One kernel's reference output summarised: checksum, samples and tolerances."""
-    if float_x not in _RTOL_FLOOR:
+    packs = tuple(packs)
+    if float_x not in FLOAT_TYPES:
         raise ValueError(f"unknown floatX {float_x!r}")
     if (name == "conv") != (conv is not None):
         raise ValueError("conv parameters go with the conv kernel, and only with it")
-    params = KERNEL_PARAMS.get(name)
-    eff_rtol = max(rtol, _RTOL_FLOOR[float_x][name])
+    kernel = kernel_named(name, packs)
+    params = dict(kernel.params) if kernel.params is not None else None
+    eff_rtol = max(rtol, kernel.rtol_floor[float_x])
     if _INPUTS_ONLY.get():
         return kernel_inputs_of(KernelExpectation(
             name=name, seed=seed, shape=shape, checksum=0.0, samples=(), sample_indices=(),
-            rtol=_round(eff_rtol), atol=_round(atol), conv=conv, params=params))
+            rtol=_round(eff_rtol), atol=_round(atol), conv=conv, params=params), packs)
     output = reference_output(name, seed=seed, shape=shape, float_x=float_x, conv=conv,
-                              params=params)
+                              params=params, packs=packs)
     flat = output.ravel()
     indices = sample_indices(flat.size)
     if name == "conv":
         indices = _nonzero_near(indices, flat)
     eff_atol = atol
-    if name in _SCALED_ATOL:
+    if kernel.scaled_atol:
         # Values at and near zero, where a relative bound means nothing; an element's
         # rounding error scales with the size of the values that were summed into it.
         eff_atol = max(atol, eff_rtol * float(abs(flat).mean()))
@@ -202,102 +364,22 @@ def _nonzero_near(indices: tuple[int, ...], flat: Array) -> tuple[int, ...]:
     return tuple(sorted(moved))
 
 
-def kernel_inputs(name: KernelName, *, seed: int, shape: tuple[int, ...], float_x: str,
-                  conv: ConvParams | None = None) -> list[Array]:
+def kernel_inputs(name: str, *, seed: int, shape: tuple[int, ...], float_x: str,
+                  conv: ConvParams | None = None,
+                  packs: Iterable[DeclaresKernels] = ()) -> list[Array]:
     """The probe's inputs, rounded to floatX as the probe casts them, held in float64."""
-    import numpy as np
-
-    rng = np.random.RandomState(seed)
-
-    def draw(*dims: int) -> Array:
-        values: Array = rng.rand(*dims)
-        return values.astype(float_x).astype(np.float64)
-
-    def signed(*dims: int, scale: float = 1.0) -> Array:
-        values: Array = (rng.rand(*dims) * 2.0 - 1.0) * scale
-        return values.astype(float_x).astype(np.float64)
-
-    if name == "elementwise":
-        return [draw(*shape)]
-    if name == "gemm":
-        return [draw(*shape), draw(*shape)]
-    if name == "scan":  # x, W, h0
-        steps, units = shape
-        return [draw(steps, units), signed(units, units, scale=1.0 / math.sqrt(units)),
-                draw(units)]
-    if name == "grad":  # x, target, W1, b1, W2, b2
-        batch, n_in, hidden, n_out = shape
-        return [draw(batch, n_in), draw(batch, n_out),
-                signed(n_in, hidden, scale=1.0 / math.sqrt(n_in)), signed(hidden, scale=0.1),
-                signed(hidden, n_out, scale=1.0 / math.sqrt(hidden)), signed(n_out, scale=0.1)]
-    if name == "softmax_xent":  # x, W, b, integer labels
-        batch, features, classes = shape
-        return [draw(batch, features), signed(features, classes), signed(classes, scale=0.1),
-                rng.randint(0, classes, size=batch).astype(np.float64)]
-    if name == "train":  # X, 0/1 labels
-        examples, features, _ = shape
-        return [signed(examples, features),
-                rng.randint(0, 2, size=examples).astype(float_x).astype(np.float64)]
-    if name == "random":
-        return []
-    if conv is None:
-        raise ValueError("the conv kernel needs its parameters")
-    values = [draw(*shape)]
-    size = conv.filter_size
-    for c_in, c_out in zip(conv.channels, conv.channels[1:], strict=False):
-        fan_in = c_in * size * size
-        # He-uniform, as the probe: activations keep their size through the ReLU layers.
-        weights: Array = (rng.rand(c_out, c_in, size, size) * 2.0 - 1.0) * math.sqrt(6.0 / fan_in)
-        values.append(weights.astype(float_x).astype(np.float64))
-    return values
+    return kernel_named(name, packs).inputs(Draw(seed, float_x),
+                                     KernelCall(seed=seed, shape=shape, conv=conv))
 
 
-def reference_output(name: KernelName, *, seed: int, shape: tuple[int, ...], float_x: str,
+def reference_output(name: str, *, seed: int, shape: tuple[int, ...], float_x: str,
                      conv: ConvParams | None = None,
-                     params: dict[str, float] | None = None) -> Array:
+                     params: Mapping[str, float] | None = None,
+                     packs: Iterable[DeclaresKernels] = ()) -> Array:
     """What the kernel must compute, in float64."""
-    import numpy as np
-
-    values = kernel_inputs(name, seed=seed, shape=shape, float_x=float_x, conv=conv)
-    if name == "elementwise":
-        result: Array = np.exp(values[0])
-        return result
-    if name == "gemm":
-        result = values[0] @ values[1]
-        return result
-    if name == "scan":
-        return _scan(*values)
-    if name == "grad":
-        return finite_difference_grad(values)
-    if name == "random":
-        from envforge.mrg import MRGStreams
-
-        streams = MRGStreams(seed)
-        uniform = streams.uniform(shape[0])
-        result = np.concatenate([uniform, streams.normal(shape[1])])
-        return result
-    if name == "softmax_xent":
-        return _softmax_xent(*values)
-    if name == "train":
-        rate = (params or KERNEL_PARAMS["train"])["learning_rate"]
-        return _train(values[0], values[1], steps=shape[2], learning_rate=rate)
-    assert conv is not None  # kernel_inputs refused it otherwise
-    h = values[0]
-    for weights in values[1:]:
-        h = np.maximum(conv2d(h, weights, border_mode=conv.border_mode,
-                              filter_flip=conv.filter_flip), 0.0)
-    return h
-
-
-def _scan(x: Array, w: Array, h0: Array) -> Array:
-    """h_t = tanh(W h_{t-1} + x_t), every h_t: the probe's theano.scan loop."""
-    import numpy as np
-
-    h, out = h0, []
-    for x_t in x:
-        h = np.tanh(w @ h + x_t)
-        out.append(h)
-    return np.array(out)
+    kernel = kernel_named(name, packs)
+    call = KernelCall(seed=seed, shape=shape, conv=conv, params=params or kernel.params)
+    return kernel.reference(kernel.inputs(Draw(seed, float_x), call), call)
 
 
 def _mlp_loss(x: Array, target: Array, params: list[Array]) -> float:
@@ -328,17 +410,6 @@ def finite_difference_grad(values: list[Array], eps: float = GRAD_EPS) -> Array:
             grad[k] = (up - _mlp_loss(x, target, moved)) / (2 * eps)
         out.append(grad)
     return np.concatenate(out)
-
-
-def _softmax_xent(x: Array, w: Array, b: Array, labels: Array) -> Array:
-    """softmax(x W + b) and its categorical cross-entropy per example, concatenated."""
-    import numpy as np
-
-    logits = x @ w + b
-    logits = logits - logits.max(axis=1, keepdims=True)
-    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    picked = probabilities[np.arange(x.shape[0]), labels.astype(np.int64)]
-    return np.concatenate([probabilities.ravel(), -np.log(picked)])
 
 
 def _train(x: Array, y: Array, *, steps: int, learning_rate: float) -> Array:

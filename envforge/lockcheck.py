@@ -18,7 +18,7 @@ recomputes them too, for verify and ``lock --check``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -115,7 +115,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
     _unique([c.name for c in plock.conda], (*at, "conda"), fail)
     _unique([d.name for d in plock.deb], (*at, "deb"), fail)
     _unique([a.role for a in plock.artifacts], (*at, "artifacts"), fail, key="role")
-    needed = {a.role: a for a in locked_artifacts(pspec)}
+    needed = {a.role: a for a in locked_artifacts(pspec, registry)}
     for index, artifact in enumerate(plock.artifacts):
         known = needed.pop(artifact.role, None)
         if known is None:
@@ -163,7 +163,8 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         with inputs_only():
             derived = {pack.name: pack.expectations(pspec, versions)
                        for pack in registry.active(pspec.packs)}
-        locked = {name: _inputs(table) for name, table in locked.items()}
+        locked = {name: _inputs(table, registry.active(pspec.packs))
+                  for name, table in locked.items()}
     for name in sorted(set(locked) | set(derived)):
         _same_pack(locked.get(name), derived.get(name), (*at, "expect", name), fail)
     device, float_x = kernel_device(pspec, registry)
@@ -177,16 +178,16 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
                        f"{wanted!r}")
 
 
-def _inputs(table: Frozen) -> Frozen:
+def _inputs(table: Frozen, packs: Sequence[LockPlanPack]) -> Frozen:
     """A pack's table with each kernel's computed parts blanked (``kernel_inputs_of``): a
     kernel or a tuple of kernels, as the core's ``kernels`` are."""
     blanked: dict[str, object] = {}
     for key, value in table:
         if isinstance(value, KernelExpectation):
-            blanked[key] = kernel_inputs_of(value)
+            blanked[key] = kernel_inputs_of(value, packs)
         elif isinstance(value, tuple) and any(isinstance(v, KernelExpectation) for v in value):
-            blanked[key] = tuple(kernel_inputs_of(v) if isinstance(v, KernelExpectation) else v
-                                 for v in value)
+            blanked[key] = tuple(kernel_inputs_of(v, packs) if isinstance(v, KernelExpectation)
+                                 else v for v in value)
     return table.model_copy(update=blanked) if blanked else table
 
 

@@ -18,6 +18,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -41,7 +42,8 @@ from envforge.spec import (
 from envforge.tomlpos import key_lines, line_of
 
 # 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
-# 3: what apply reads of the spec in [platforms.X.apply] (2: apply read the spec itself).
+# 3: what apply reads of the spec in [platforms.X.apply] (2: apply read the spec itself), and
+#    no framework's key left in the core tables (a pack's own migration takes it first).
 LOCK_VERSION = 3
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
@@ -126,16 +128,55 @@ class LockedDeb(Frozen):
     depends: str = ""
 
 
-class LockedArtifact(Frozen):
-    """A file outside any package index: cuDNN, a CUDA installer, a MinGW archive."""
+# A pack table's own format version, beside its keys on disk: absent, it is 1.
+PACK_TABLE_VERSION = "lock_version"
+# The core's artifact roles; a pack adds its own (``FrameworkPack.artifact_roles``).
+CORE_ARTIFACT_ROLES = ("cudnn", "cuda-installer", "compiler")
 
-    role: Literal["cudnn", "cuda-installer", "compiler"]
+
+class RolePack(Pack, Protocol):
+    """What a lock's artifacts read of a pack: the roles it declares."""
+
+    @property
+    def artifact_roles(self) -> tuple[str, ...]: ...
+
+
+def artifact_roles(registry: Registry[RolePack]) -> tuple[str, ...]:
+    """Every role a lock may hold: the core's, then each registered pack's."""
+    return (*CORE_ARTIFACT_ROLES, *(role for pack in registry for role in pack.artifact_roles))
+
+
+def table_version(table: Frozen | type[Frozen]) -> int:
+    """A pack table's format: its model's ``lock_version`` class variable, else 1. The model
+    carries it, not the pack, so a lock is written with no registry at hand."""
+    version = getattr(table, "lock_version", 1)
+    return version if isinstance(version, int) else 1
+
+
+class LockedArtifact(Frozen):
+    """A file outside any package index: cuDNN, a CUDA installer, a MinGW archive, or a file
+    a pack locks under a role of its own."""
+
+    role: str = Field(pattern=r"^[a-z][a-z0-9-]{0,63}$")
     filename: FileName
     url: Url | None = None
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size | None = None
     source: str
     user_supplied: Bool = False
+
+    @field_validator("role")
+    @classmethod
+    def _known_role(cls, role: str, info: ValidationInfo) -> str:
+        """A role read from a file is one of the core's or the ``registry``'s packs' (the
+        validation context); one a pack's code makes is its own."""
+        registry: Registry[RolePack] | None = (info.context or {}).get("registry")
+        if registry is None:
+            return role
+        known = artifact_roles(registry)
+        if role not in known:
+            raise ValueError(f"unknown artifact role {role!r} (known: {', '.join(known)})")
+        return role
 
 
 class ConvParams(Frozen):
@@ -181,8 +222,6 @@ class Expectations(Frozen):
     float_x: Literal["float16", "float32", "float64"]
     kernels: tuple[KernelExpectation, ...] = ()
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0)
-    # GPU only: Theano's resident GEMM / raw cuBLAS
-    min_cublas_ratio: FiniteFloat | None = Field(default=None, gt=0, le=1)
     cuda: str | None = Field(default=None, pattern=r"^(>=|==)?\d+\.\d+(\.\d+)?$")
     cudnn: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+(\.\d+)?$")
     # timed runs per kernel; the best one counts
@@ -212,8 +251,13 @@ class Expectations(Frozen):
 
     @model_serializer(mode="wrap")
     def _flatten_packs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Each pack's table under its name, with its format (its model's ``lock_version``)
+        where that is past 1."""
         data: dict[str, Any] = handler(self)
-        return {**{k: v for k, v in data.items() if k != "packs"}, **data.get("packs", {})}
+        packs = {name: table if table_version(self.packs[name]) == 1 else
+                 {PACK_TABLE_VERSION: table_version(self.packs[name]), **table}
+                 for name, table in data.get("packs", {}).items()}
+        return {**{k: v for k, v in data.items() if k != "packs"}, **packs}
 
 
 class SuiteLock(Frozen):
@@ -342,6 +386,9 @@ class LockPack(Pack, Protocol):
     def expect(self) -> type[Frozen]: ...
 
     @property
+    def lock_version(self) -> int: ...
+
+    @property
     def lock_migrations(self) -> Mapping[int, Callable[[dict[str, Any]], None]]: ...
 
 
@@ -357,18 +404,22 @@ def load_lock(path: Path | str, registry: Registry[LockPack]) -> Lockfile:
             version not in range(1, LOCK_VERSION + 1):
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
-    if version != LOCK_VERSION:
-        raw = migrate(raw, registry)
-    else:
+    if version == LOCK_VERSION:
         _require_apply(raw, path, text)
     loc: list[str] = []
     try:
+        _migrate_pack_tables(raw, loc, version, registry)
+        if version != LOCK_VERSION:
+            raw = migrate(raw)
         _type_pack_tables(raw, loc, registry)
         return Lockfile.model_validate(raw, context={"registry": registry})
     except ValidationError as exc:
         error = exc.errors()[0]
         loc += [str(p) for p in error["loc"]]
         raise SpecError(path, error["msg"], key=".".join(loc),
+                        line=line_of(key_lines(text), loc)) from None
+    except _TableVersionError as exc:
+        raise SpecError(path, str(exc), key=".".join(loc),
                         line=line_of(key_lines(text), loc)) from None
 
 
@@ -383,25 +434,80 @@ def _require_apply(raw: dict[str, Any], path: Path, text: str) -> None:
                             line=line_of(key_lines(text), ("platforms", str(platform))))
 
 
-def migrate(raw: dict[str, Any], registry: Registry[LockPack]) -> dict[str, Any]:
-    """A lock of an older format in the current one's shape, as pipx reads old metadata:
-    each step rewrites every platform table from version N to N + 1 (the core's steps,
-    then each pack's). Format 2 -> 3 adds the ``apply`` table, which only the spec can
-    fill: the table stays absent and ``lockcheck.stale_reasons`` asks for a re-lock."""
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """A lock of an older core format in the current one's shape, as pipx reads old metadata:
+    each core step rewrites every platform table from version N to N + 1, after each pack
+    migrated its own table by its own version (``_migrate_pack_tables``), which takes the
+    pack's keys out of the core tables (1 -> 2 moved them into the pack's table). Format
+    2 -> 3 also adds the ``apply`` table, which only the spec can fill: the table stays
+    absent and ``lockcheck.stale_reasons`` asks for a re-lock."""
     meta = raw.get("meta")
     platforms = raw.get("platforms")
     if not isinstance(meta, dict) or not isinstance(platforms, dict):
         return raw
     for version in range(int(meta["version"]), LOCK_VERSION):
         for table in platforms.values():
-            if not isinstance(table, dict):
-                continue
-            for pack in registry:
-                step = pack.lock_migrations.get(version)
-                if step is not None:
-                    step(table)
+            step = _CORE_STEPS.get(version)
+            if step is not None and isinstance(table, dict):
+                step(table)
         meta["version"] = version + 1
     return raw
+
+
+def _drop_stray_keys(table: dict[str, Any]) -> None:
+    """2 -> 3: a key format 2 kept in the core expect table for one framework's GPU timing
+    (its GEMM against raw cuBLAS), which that pack's migration moved where its table is;
+    in a lock of another framework (a TensorFlow GPU lock) nothing read it."""
+    expect = table.get("expect")
+    if isinstance(expect, dict):
+        expect.pop("min_cublas_ratio", None)
+
+
+_CORE_STEPS: dict[int, Callable[[dict[str, Any]], None]] = {2: _drop_stray_keys}
+
+
+class _TableVersionError(ValueError):
+    """A pack table's format version this envforge's pack cannot read."""
+
+
+def _pack_table_version(pack: LockPack, table: dict[str, Any],
+                        core_version: int) -> int | None:
+    """The format of a platform table's ``expect.NAME`` table: its ``lock_version`` key,
+    else 1; 0 in a lock of core format 1, which kept every pack's keys in the core tables;
+    None where it holds none."""
+    expect = table.get("expect")
+    own = expect.get(pack.name) if isinstance(expect, dict) else None
+    if isinstance(own, dict):
+        version = own.pop(PACK_TABLE_VERSION, 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise _TableVersionError(f"{pack.name}'s table format {version!r} is not a "
+                                     "number from 1")
+        if version > pack.lock_version:
+            raise _TableVersionError(
+                f"{pack.name}'s table is format {version}; the installed {pack.name} pack "
+                f"reads formats up to {pack.lock_version}: upgrade it, or re-lock")
+        return version
+    return 0 if core_version < 2 else None
+
+
+def _migrate_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int,
+                         registry: Registry[LockPack]) -> None:
+    """Bring each pack's expect table to its pack's format: its own migrations, keyed by the
+    table's version, before the core's; ``loc`` names the version key of a table refused."""
+    platforms = raw.get("platforms")
+    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
+        if not isinstance(table, dict):
+            continue
+        for pack in registry:
+            name = pack.name
+            loc[:] = ["platforms", platform, "expect", name, PACK_TABLE_VERSION]
+            version = _pack_table_version(pack, table, core_version)
+            for step in range(version if version is not None else pack.lock_version,
+                              pack.lock_version):
+                migration = pack.lock_migrations.get(step)
+                if migration is not None:
+                    migration(table)
+    loc.clear()
 
 
 def _type_pack_tables(raw: dict[str, Any], loc: list[str], registry: Registry[LockPack]) -> None:

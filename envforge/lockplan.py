@@ -25,6 +25,7 @@ from envforge.packapi import Pack, Registry
 from envforge.spec import PlatformSpec
 
 if TYPE_CHECKING:
+    from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
 
 # Package names, per source, of the parts of the stack verify checks (a pack adds its own:
@@ -63,6 +64,14 @@ class LockPlanPack(Pack, Protocol):
     def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]: ...
 
     def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> Frozen: ...
+
+    @property
+    def kernels(self) -> Mapping[str, Kernel]: ...
+
+    @property
+    def artifact_roles(self) -> tuple[str, ...]: ...
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]: ...
 
 
 def locked_python(pspec: PlatformSpec, *, conda: Sequence[LockedCondaPackage],
@@ -158,8 +167,10 @@ def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBui
                      find_links=section.find_links, extra_indexes=section.extra_indexes)
 
 
-def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
-    """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes."""
+def locked_artifacts(pspec: PlatformSpec,
+                     registry: Registry[LockPlanPack]) -> tuple[LockedArtifact, ...]:
+    """cuDNN, the CUDA installer and the compiler archive the platform needs, with hashes,
+    then each mounted pack's own (``FrameworkPack.artifacts``)."""
     from envforge.knowledge import find_artifact
 
     found: list[LockedArtifact] = []
@@ -192,6 +203,12 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
                              f"{pspec.platform}")
         found.append(LockedArtifact(role="compiler", filename=known.filename, url=known.url,
                                     sha256=known.sha256, source=known.source))
+    for pack in registry.active(pspec.packs):
+        for artifact in pack.artifacts(pspec):
+            if artifact.role not in pack.artifact_roles:
+                raise ValueError(f"pack {pack.name} locks an artifact of role {artifact.role!r}, "
+                                 "which it does not declare (artifact_roles)")
+            found.append(artifact)
     return tuple(found)
 
 
@@ -231,9 +248,8 @@ def expectations_for(pspec: PlatformSpec, registry: Registry[LockPlanPack],
         versions=versions,
         device=device,
         float_x=float_x,
-        kernels=kernel_expectations(pspec.verify, float_x),
+        kernels=kernel_expectations(pspec.verify, float_x, packs),
         min_gpu_speedup=pspec.verify.min_gpu_speedup,
-        min_cublas_ratio=None if device.startswith("cpu") else pspec.verify.min_cublas_ratio,
         repeats=pspec.verify.repeats,
         cuda=pspec.cuda.version if pspec.cuda else None,
         cudnn=pspec.cudnn.version if pspec.cudnn else None,

@@ -14,7 +14,7 @@ import re
 import tomllib
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import (
@@ -34,6 +34,9 @@ from envforge.model import Frozen as Frozen
 from envforge.packapi import Pack, Registry
 from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 PLATFORMS: tuple[Platform, ...] = tuple(_platforms.PLATFORMS)  # names, in the model's order
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -173,8 +176,10 @@ class ConvShape(Frozen):
         default=(3, 32, 64, 64, 64), min_length=2, max_length=16)
 
 
-KernelName = Literal["elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent",
-                     "train"]
+# A verify kernel: the core's (envforge.expectations.CORE_KERNELS, by these names) or a
+# mounted pack's, checked by name when the spec is read (``_check_kernels``).
+CORE_KERNEL_NAMES = ("elementwise", "gemm", "conv", "grad", "train")
+KernelName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class VerifySection(Frozen):
@@ -186,8 +191,6 @@ class VerifySection(Frozen):
     rtol: FiniteFloat = Field(default=1e-4, gt=0, le=1)
     atol: FiniteFloat = Field(default=1e-6, ge=0)
     min_gpu_speedup: FiniteFloat | None = Field(default=None, gt=0, le=10_000)
-    # Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only).
-    min_cublas_ratio: FiniteFloat = Field(default=0.9, gt=0, le=1)
     repeats: Int = Field(default=3, ge=1, le=MAX_REPEATS)
 
 
@@ -229,10 +232,14 @@ class PlatformSpec(Frozen):
 
 
 class SpecPack(Pack, Protocol):
-    """What the spec reads of a pack: the model of its ``[NAME]`` section."""
+    """What the spec reads of a pack: the model of its ``[NAME]`` section, and the kernels
+    ``[verify] kernels`` may name where it is mounted."""
 
     @property
     def section(self) -> type[Frozen]: ...
+
+    @property
+    def kernels(self) -> Mapping[str, object]: ...
 
 
 def implicit_sections(registry: Registry[SpecPack]) -> dict[str, Frozen]:
@@ -309,6 +316,7 @@ def parse_spec(text: str, *, source: str, registry: Registry[SpecPack]) -> Spec:
         merged[platform] = _validate(PlatformSpec, {"platform": platform, **core,
                                                     "packs": pack_sections}, (), origin, fail)
         _check_markers(merged[platform], origin, fail)
+        _check_kernels(merged[platform], packs, origin, fail)
     # The hash covers what the user wrote (comments and layout aside), not envforge's defaults,
     # so a new optional key in a later envforge does not make every lock stale.
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
@@ -342,6 +350,24 @@ def _check_markers(pspec: PlatformSpec, origin: dict[KeyPath, KeyPath], fail: An
             raise fail(_origin_of(("pypi", "packages", str(index)), origin),
                        f"{text!r}: its marker excludes it on the environment's Python {version}, "
                        "so it would never be installed; fix: remove the line")
+
+
+def kernel_names(packs: Iterable[SpecPack]) -> tuple[str, ...]:
+    """The kernels a spec mounting ``packs`` may name: the core's (``CORE_KERNEL_NAMES``),
+    then each pack's."""
+    return (*CORE_KERNEL_NAMES, *(name for pack in packs for name in pack.kernels
+                                  if name not in CORE_KERNEL_NAMES))
+
+
+def _check_kernels(pspec: PlatformSpec, packs: Iterable[SpecPack],
+                   origin: dict[KeyPath, KeyPath], fail: Any) -> None:
+    """Each ``[verify] kernels`` name is the core's or a mounted pack's (Theano's scan)."""
+    known = kernel_names(packs)
+    for index, name in enumerate(pspec.verify.kernels):
+        if name not in known:
+            raise fail(_origin_of(("verify", "kernels", str(index)), origin),
+                       f"unknown kernel {name!r} (the core's and the mounted packs': "
+                       f"{', '.join(known)})")
 
 
 def _variables(markers: Any) -> set[str]:

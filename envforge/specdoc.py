@@ -71,7 +71,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "compiler.version": ("MinGW-w64's release", '"8.1.0"'),
     "compiler.threads": ("MinGW-w64's thread model", '"posix"'),
     "compiler.exceptions": ("MinGW-w64's exception model", '"seh"'),
-    "verify.kernels": ("the kernels verify compiles and checks against NumPy",
+    "verify.kernels": ("the kernels verify compiles and checks against NumPy: the core's "
+                       "(elementwise, gemm, conv, grad, train) or a mounted pack's (Theano: "
+                       "scan, random, softmax_xent)",
                        '["elementwise", "gemm", "conv"]'),
     "verify.seed": ("the inputs' random seed", "22"),
     "verify.elementwise_size": ("the elementwise kernel's length", "10000"),
@@ -84,8 +86,6 @@ KEYS: dict[str, tuple[str, str]] = {
     "verify.rtol": ("relative tolerance against the references", "1e-4"),
     "verify.atol": ("absolute tolerance against the references", "1e-6"),
     "verify.min_gpu_speedup": ("the least GPU speed-up over the CPU that passes", "5.0"),
-    "verify.min_cublas_ratio": ("GPU only: the least ratio of Theano's resident GEMM to raw "
-                                "cuBLAS SGEMM on the same library that passes", "0.9"),
     "verify.repeats": ("timed runs per kernel; the best counts", "3"),
     "path.scope": ("where the environment's PATH goes: only its activation (env) or the "
                    "Windows user PATH (user)", '"env"'),

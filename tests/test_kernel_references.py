@@ -14,19 +14,23 @@ import pytest
 
 from envforge.expectations import (
     KERNEL_PARAMS,
-    KERNEL_SHAPES,
     expect_kernel,
     finite_difference_grad,
     kernel_inputs,
+    kernel_named,
     reference_output,
 )
-from envforge.mrg import M1, M2, MRGStreams, guess_n_streams
+from envforge.packs.theano.mrg import M1, M2, MRGStreams, guess_n_streams
+from tests.testing.packs import REGISTRY
 
 NEW = ("scan", "grad", "random", "softmax_xent", "train")
+# the core's (grad, train) and Theano's (scan, random, softmax_xent) sizes
+KERNEL_SHAPES = {name: kernel_named(name, REGISTRY).shape for name in NEW}
 
 
 def _reference(name: str, float_x: str = "float64") -> np.ndarray:
-    return reference_output(name, seed=22, shape=KERNEL_SHAPES[name], float_x=float_x,
+    return reference_output(name, packs=REGISTRY,
+                            seed=22, shape=KERNEL_SHAPES[name], float_x=float_x,
                             params=KERNEL_PARAMS.get(name))
 
 
@@ -62,7 +66,8 @@ def _analytic_grad(values: list[np.ndarray]) -> np.ndarray:
 
 
 def test_finite_differences_agree_with_backpropagation() -> None:
-    values = kernel_inputs("grad", seed=22, shape=KERNEL_SHAPES["grad"], float_x="float64")
+    values = kernel_inputs("grad", packs=REGISTRY,
+                           seed=22, shape=KERNEL_SHAPES["grad"], float_x="float64")
     numeric, exact = finite_difference_grad(values), _analytic_grad(values)
     assert numeric.shape == (6 * 10 + 10 + 10 * 3 + 3,)
     assert np.allclose(numeric, exact, rtol=1e-7, atol=1e-9)
@@ -81,14 +86,16 @@ def test_softmax_rows_sum_to_one_and_xent_is_minus_log_p_of_the_label() -> None:
     batch, _, classes = KERNEL_SHAPES["softmax_xent"]
     out = _reference("softmax_xent")
     probabilities, losses = out[:batch * classes].reshape(batch, classes), out[batch * classes:]
-    labels = kernel_inputs("softmax_xent", seed=22, shape=KERNEL_SHAPES["softmax_xent"],
+    labels = kernel_inputs("softmax_xent", packs=REGISTRY,
+                           seed=22, shape=KERNEL_SHAPES["softmax_xent"],
                            float_x="float64")[3].astype(int)
     assert np.allclose(probabilities.sum(1), 1.0)
     assert np.allclose(losses, -np.log(probabilities[np.arange(batch), labels]))
 
 
 def test_scan_is_the_recurrence_over_every_step() -> None:
-    x, w, h0 = kernel_inputs("scan", seed=22, shape=KERNEL_SHAPES["scan"], float_x="float64")
+    x, w, h0 = kernel_inputs("scan", packs=REGISTRY,
+                             seed=22, shape=KERNEL_SHAPES["scan"], float_x="float64")
     out = _reference("scan")
     assert out.shape == KERNEL_SHAPES["scan"]
     assert np.allclose(out[0], np.tanh(w @ h0 + x[0]))
@@ -97,7 +104,8 @@ def test_scan_is_the_recurrence_over_every_step() -> None:
 
 def _wrong(name: str) -> np.ndarray:
     """A plausible mistake for each kernel."""
-    values = kernel_inputs(name, seed=22, shape=KERNEL_SHAPES[name], float_x="float32")
+    values = kernel_inputs(name, packs=REGISTRY,
+                           seed=22, shape=KERNEL_SHAPES[name], float_x="float32")
     if name == "scan":  # W h transposed to h W
         x, w, h0 = values
         h, out = h0, []
@@ -122,13 +130,15 @@ def _wrong(name: str) -> np.ndarray:
         return np.concatenate([p.ravel(), -np.log(p[np.arange(len(labels)),
                                                      labels.astype(int)])])
     # train with a learning rate of 0.25 instead of 0.5
-    return reference_output("train", seed=22, shape=KERNEL_SHAPES["train"], float_x="float32",
+    return reference_output("train", packs=REGISTRY,
+                            seed=22, shape=KERNEL_SHAPES["train"], float_x="float32",
                             params={"learning_rate": 0.25})
 
 
 @pytest.mark.parametrize("name", NEW)
 def test_float32_tolerance_rejects_a_plausible_mistake(name: str) -> None:
-    expect = expect_kernel(name, seed=22, shape=KERNEL_SHAPES[name], float_x="float32",
+    expect = expect_kernel(name, packs=REGISTRY,
+                           seed=22, shape=KERNEL_SHAPES[name], float_x="float32",
                            rtol=1e-4, atol=1e-5)
     # What a correct float32 run gives passes...
     right = _reference(name, "float32").astype(np.float32).astype(np.float64).ravel()
@@ -142,9 +152,11 @@ def test_float32_tolerance_rejects_a_plausible_mistake(name: str) -> None:
 
 
 def test_new_kernels_record_their_sizes_and_params() -> None:
-    train = expect_kernel("train", seed=22, shape=KERNEL_SHAPES["train"], float_x="float64",
+    train = expect_kernel("train", packs=REGISTRY,
+                          seed=22, shape=KERNEL_SHAPES["train"], float_x="float64",
                           rtol=1e-6, atol=1e-9)
     assert train.params == {"learning_rate": 0.5}
     assert train.output_shape == (20 + 4 + 1,)
-    assert expect_kernel("scan", seed=22, shape=KERNEL_SHAPES["scan"], float_x="float64",
+    assert expect_kernel("scan", packs=REGISTRY,
+                         seed=22, shape=KERNEL_SHAPES["scan"], float_x="float64",
                          rtol=1e-6, atol=1e-9).params is None

@@ -132,9 +132,10 @@ def test_a_pack_tables_kernels_are_compared_by_their_inputs_alone_in_a_tuple_too
         one: KernelExpectation
         many: tuple[KernelExpectation, ...]
 
-    kernel = expect_kernel("train", seed=1, shape=(8, 2, 3), float_x="float32", rtol=1e-4,
+    kernel = expect_kernel("train", packs=REGISTRY,
+                           seed=1, shape=(8, 2, 3), float_x="float32", rtol=1e-4,
                            atol=1e-6)
-    blank = kernel_inputs_of(kernel)
+    blank = kernel_inputs_of(kernel, REGISTRY)
     assert blank != kernel and blank.seed == kernel.seed and blank.rtol == kernel.rtol
     table = Table(name="t", one=kernel, many=(kernel, kernel))
-    assert _inputs(table) == Table(name="t", one=blank, many=(blank, blank))
+    assert _inputs(table, list(REGISTRY)) == Table(name="t", one=blank, many=(blank, blank))

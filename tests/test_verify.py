@@ -43,12 +43,13 @@ GPU_FLAGS = {"device": "cuda", "floatX": "float32", "dnn.enabled": "False",
 
 def _expect(**changes: Any) -> Expectations:
     flags = changes.pop("theano_flags", GPU_FLAGS)
+    theano = TheanoExpect(flags=flags, min_cublas_ratio=changes.pop("min_cublas_ratio", 0.9))
     base = Expectations(
         versions={"python": "3.11", "numpy": "1.23.5", "theano": "1.0.5", "pygpu": "0.7.6",
                   "libgpuarray": "0.7.6"},
-        device="cuda", float_x="float32", packs={"theano": TheanoExpect(flags=flags)},
-        kernels=kernel_expectations(VERIFY, "float32"), min_gpu_speedup=5.0,
-        min_cublas_ratio=0.9, cuda=">=11.8")
+        device="cuda", float_x="float32", packs={"theano": theano},
+        kernels=kernel_expectations(VERIFY, "float32",
+                                    REGISTRY), min_gpu_speedup=5.0, cuda=">=11.8")
     return base.model_copy(update=changes)
 
 
@@ -60,7 +61,8 @@ def _kernel_entry(kernel: KernelExpectation, *, gpu: bool, output: np.ndarray | 
     if output is None:
         key = (kernel.name, kernel.seed, kernel.shape)
         if key not in _OUTPUTS:
-            _OUTPUTS[key] = reference_output(kernel.name, seed=kernel.seed, shape=kernel.shape,
+            _OUTPUTS[key] = reference_output(kernel.name, packs=REGISTRY,
+                                             seed=kernel.seed, shape=kernel.shape,
                                              float_x="float32", conv=kernel.conv,
                                              params=kernel.params).astype(np.float32)
         output = _OUTPUTS[key]
@@ -158,7 +160,7 @@ ALL = VERIFY.model_copy(update={"kernels": ("elementwise", "gemm", "conv", *NEW_
 
 @functools.cache
 def _all_kernels() -> tuple[KernelExpectation, ...]:
-    return kernel_expectations(ALL, "float32")
+    return kernel_expectations(ALL, "float32", REGISTRY)
 
 
 def _expect_all(**changes: Any) -> Expectations:
@@ -320,7 +322,8 @@ def test_cross_correlation_instead_of_convolution_fails_the_conv_rows() -> None:
     expect = _expect()
     (conv,) = [k for k in expect.kernels if k.name == "conv"]
     assert conv.conv is not None
-    values = kernel_inputs("conv", seed=conv.seed, shape=conv.shape, float_x="float32",
+    values = kernel_inputs("conv", packs=REGISTRY,
+                           seed=conv.seed, shape=conv.shape, float_x="float32",
                            conv=conv.conv)
     h = values[0]
     for w in values[1:]:

@@ -14,11 +14,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import get_args
 
 from envforge.app.context import prepare
+from envforge.app.packs import installed_packs
 from envforge.errors import InputError
-from envforge.lockfile import LockedArtifact, lock_path_for
+from envforge.lockfile import artifact_roles, lock_path_for
 from envforge.plan import (
     PLAN_FORMAT,
     Plan,
@@ -62,7 +62,7 @@ def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
     """``ROLE=PATH`` values -> {role: resolved file}; InputError for an unknown or repeated
     role, a missing ``=`` or a path that is not a file."""
     found = {}
-    roles = get_args(LockedArtifact.model_fields["role"].annotation)
+    roles = artifact_roles(installed_packs())
     for value in values:
         role, sep, path = value.partition("=")
         if not sep or not path:

@@ -102,7 +102,8 @@ def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Prop
     """A framework pack bound to a release line (TensorFlow 1.x) caps the requirements it
     mounts for (``tensorflow`` -> ``tensorflow<2``) and the Python (at most 3.7), each
     change in the pin's note and the Python's reason (knowledge/legacy_names.toml)."""
-    rows = framework_sections([f.requirement for f in repo.imported.requirements])
+    rows = framework_sections([f.requirement for f in repo.imported.requirements],
+                              installed_packs())
     changed: list[Found] = []
     for found in repo.imported.requirements:
         for row in rows:

@@ -124,7 +124,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
-        artifacts=locked_artifacts(pspec),
+        artifacts=locked_artifacts(pspec, registry),
         expect=_expectations(pspec, registry, versions),
         suite=suite,
         pypi_python=pypi_python,
@@ -407,7 +407,8 @@ def _references_in_background(pspecs: Sequence[PlatformSpec],
         key = (pspec.verify.model_dump_json(), kernel_device(pspec, registry)[1])
         if pspec.verify.kernels and key not in started:
             started.add(key)
-            in_background("kernels", yielding(kernel_references), pspec.verify, key[1])
+            in_background("kernels", yielding(kernel_references), pspec.verify, key[1],
+                          registry.active(pspec.packs))
 
 
 def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],
@@ -420,7 +421,8 @@ def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],
     if not pspec.verify.kernels:
         return expectations_for(pspec, registry, versions)
     bare = pspec.model_copy(update={"verify": pspec.verify.model_copy(update={"kernels": ()})})
-    kernels = kernel_references(pspec.verify, kernel_device(pspec, registry)[1])
+    kernels = kernel_references(pspec.verify, kernel_device(pspec, registry)[1],
+                                registry.active(pspec.packs))
     return expectations_for(bare, registry, versions).model_copy(update={"kernels": kernels})
 
 

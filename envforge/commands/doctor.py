@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from envforge.app.diagnose import examine
+from envforge.app.packs import installed_packs
 from envforge.commands import Common
 from envforge.commands.apply import show_plan
 from envforge.doctor import (
@@ -82,7 +83,7 @@ def run_doctor(args: argparse.Namespace, ui: UI) -> int:
         else:
             _show(facts, findings, ui)
         return _exit(findings)
-    steps = fix_steps(findings)
+    steps = fix_steps(findings, installed_packs())
     plan = plan_fixes(steps, platform=facts.platform, where="this host")
     if not ui.json:
         _show(facts, findings, ui)

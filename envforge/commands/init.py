@@ -65,7 +65,7 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
 def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             resolved: bool) -> None:
     imported = draft.repository.imported
-    mounted = sections(draft)
+    mounted = sections(draft, installed_packs())
     if ui.json:
         ui.document("init", {
             "spec": str(output), "files": list(draft.repository.files),

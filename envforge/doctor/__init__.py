@@ -12,19 +12,19 @@ from __future__ import annotations
 from envforge.doctor.expect import expected_from_lock
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.fixes import apply_fixes, fix_steps, plan_fixes, state_dir, undo_fixes
-from envforge.doctor.model import ConfigEdit, Evidence, FileCopy, Finding, Fix, has_errors
+from envforge.doctor.model import Evidence, FileCopy, Finding, Fix, FixAction, has_errors
 from envforge.doctor.observe import observe
 from envforge.doctor.report import doctor_report_markdown
 from envforge.doctor.rules import RULES, all_rules, diagnose
 
 __all__ = [
     "RULES",
-    "ConfigEdit",
     "Evidence",
     "Expected",
     "FileCopy",
     "Finding",
     "Fix",
+    "FixAction",
     "HostFacts",
     "all_rules",
     "apply_fixes",

@@ -8,7 +8,9 @@ split on ``;``, DLL files in folders) and the facts round-trip through JSON.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any, Protocol
+
+from pydantic import Field, SerializeAsAny, ValidationInfo, model_validator
 
 from envforge.host.cmdoutput import CommandOutput as CommandOutput
 
@@ -16,6 +18,7 @@ from envforge.host.cmdoutput import CommandOutput as CommandOutput
 from envforge.host.cuda import Driver as Driver
 from envforge.host.cuda import Gpu as Gpu
 from envforge.host.cuda import Toolkit as FoundToolkit
+from envforge.packapi import Pack, Registry
 from envforge.platforms import PLATFORMS, TargetPlatform
 from envforge.spec import Frozen, Platform
 
@@ -93,12 +96,13 @@ class ConfigFile(Frozen):
 
 class FrameworkConfig(Frozen):
     """One framework's configuration on this host as its pack observed it (Theano: its
-    .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into."""
+    .theanorc files, THEANO_FLAGS, cuda.root), and what it asks the core to look into; a
+    pack keeps what only its own rules read in a model of its own that extends this one
+    (``FrameworkPack.config_model``)."""
 
     name: str = ""  # how findings name the framework ("Theano")
     files: tuple[ConfigFile, ...] = ()  # in the framework's reading order
     files_label: str = "config"  # how the host table names them (".theanorc")
-    write_to: str = ""  # the file a fix writes
     ignored: ConfigFile | None = None  # looks like one of its files, but is never read
     variable: str | None = None  # its settings variable (THEANO_FLAGS) and that one's value
     variable_value: str | None = None
@@ -120,8 +124,6 @@ class FrameworkConfig(Frozen):
     folders: tuple[str, ...] = ()  # library folders its settings name
     include_dirs: tuple[str, ...] = ()  # header folders its settings name
     libraries: tuple[str, ...] = ()  # libraries it links by name
-    # every distribution installing its package -> version: two overwrite each other
-    distributions: dict[str, str] = Field(default_factory=dict)
 
 
 class Environment(Frozen):
@@ -145,6 +147,13 @@ class RegistryPath(Frozen):
     entries: tuple[str, ...]
 
 
+class ConfigPack(Pack, Protocol):
+    """What facts read back ask of a pack: the model of its framework's table."""
+
+    @property
+    def config_model(self) -> type[FrameworkConfig]: ...
+
+
 class HostFacts(Frozen):
     platform: Platform
     cwd: str
@@ -162,7 +171,8 @@ class HostFacts(Frozen):
     gpu_query: CommandOutput | None = None
     gxx: Compiler | None = None
     msvc: SearchEntry | None = None
-    frameworks: dict[str, FrameworkConfig] = Field(default_factory=dict)  # by pack name
+    # by pack name, each in its pack's model (``FrameworkPack.config_model``)
+    frameworks: dict[str, SerializeAsAny[FrameworkConfig]] = Field(default_factory=dict)
     env: Environment | None = None
     registry_path: RegistryPath | None = None
     # Unversioned names the dynamic loader's cache (``ldconfig -p``) resolves: dlopen finds
@@ -171,6 +181,22 @@ class HostFacts(Frozen):
     # What doctor shows of an environment and checks against its lock: Python, then each
     # pack's packages (``FrameworkPack.doctor_packages``), named when the host was observed.
     packages: tuple[str, ...] = ("python",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pack_models(cls, data: Any, info: ValidationInfo) -> Any:
+        """Facts read back (``--json``, a stored report) type each framework's table by its
+        pack's model, the packs being the ``registry`` of the validation context; one built
+        in code is already typed."""
+        frameworks = data.get("frameworks") if isinstance(data, dict) else None
+        if not isinstance(frameworks, dict):
+            return data
+        registry: Registry[ConfigPack] = (info.context or {}).get("registry") or Registry(())
+        models = {pack.name: pack.config_model for pack in registry}
+        typed = {name: models[name].model_validate(table)
+                 if isinstance(table, dict) and name in models else table
+                 for name, table in frameworks.items()}
+        return {**data, "frameworks": typed}
 
     def listing(self, path: str) -> DirListing | None:
         return self.dirs.get(path)

@@ -10,19 +10,18 @@ journal is its own (``<state>/doctor``): fixes are not part of any environment, 
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
-from envforge.doctor.model import ConfigEdit, FileCopy, Finding
-from envforge.doctor.rcfile import rewrite
+from envforge.doctor.model import FileCopy, Finding, FixAction
 from envforge.executor import refuse_stale, run_plan
 from envforge.journal import Journal, env_lock, rollback
+from envforge.packapi import Pack
 from envforge.paths import EnvforgeDirs
 from envforge.plan import Plan
-from envforge.steps.actions import StepPlan, WriteFile, file_plan
-from envforge.steps.base import Change, WantFile, state_of
+from envforge.steps.actions import StepPlan, file_plan
+from envforge.steps.base import WantFile
 
 DOCTOR_STATE = "doctor"
 
@@ -31,33 +30,24 @@ def state_dir(dirs: EnvforgeDirs) -> Path:
     return dirs.state / DOCTOR_STATE
 
 
-def _digest(data: bytes | None) -> str | None:
-    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+class FixStep(Protocol):
+    """A step of doctor's fixes: planned reading only, performed by apply's executor."""
+
+    @property
+    def name(self) -> str: ...
+
+    def plan(self) -> StepPlan: ...
 
 
-class ConfigFixStep:
-    """Rewrite one INI config file (a .theanorc) with doctor's line edits."""
+# A pack's kind of fix action -> the steps that perform a group of them (in finding order).
+FixPlanner = Callable[[Sequence[FixAction]], Sequence[FixStep]]
 
-    def __init__(self, path: Path, edits: Sequence[ConfigEdit]) -> None:
-        self.path = path
-        self.edits = tuple(edits)
-        self.name = f"doctor: {path}"
 
-    def plan(self) -> StepPlan:
-        before = self.path.read_bytes() if self.path.is_file() else None
-        text = (before or b"").decode("utf-8", errors="surrogateescape")
-        after = rewrite(text, self.edits).encode("utf-8", errors="surrogateescape")
-        if before == after:
-            return StepPlan(step=self.name, changes=())
-        diff = "".join(difflib.unified_diff(
-            (before or b"").decode("utf-8", "replace").splitlines(keepends=True),
-            after.decode("utf-8", "replace").splitlines(keepends=True),
-            f"{self.path} (now)", f"{self.path} (after)"))
-        change = Change(action="replace" if before is not None else "create",
-                        target=str(self.path), before=_digest(before), after=_digest(after),
-                        detail=diff)
-        write = WriteFile(path=str(self.path), before=state_of(self.path), data=after)
-        return StepPlan(step=self.name, changes=(change,), actions=(write,))
+class FixPack(Pack, Protocol):
+    """What doctor's fixes ask of a pack: the kinds of action it plans."""
+
+    @property
+    def fix_kinds(self) -> Mapping[str, FixPlanner]: ...
 
 
 class CopyFixStep:
@@ -73,38 +63,22 @@ class CopyFixStep:
         return StepPlan(step=self.name, changes=changes, actions=actions)
 
 
-FixStep = ConfigFixStep | CopyFixStep
-
-
-def _sets(edit: ConfigEdit) -> tuple[str, str]:
-    """The (section, key) whose value a ``set`` edit decides."""
-    return edit.section, edit.key.lower()
-
-
-def fix_steps(findings: Sequence[Finding]) -> list[FixStep]:
-    """One step per config file, then one for all copies.
-
-    Two findings may set the same key (``enabled = true`` is both a wrong case and, with
-    cuDNN 9, must become ``False``): the first one wins. Findings come errors first, in
-    rule order, and the rules that decide a value (cuDNN) run before the ones that only
-    correct its spelling (config). A ``move`` never overrides a key already set, so it
-    always applies.
-    """
-    edits: dict[str, list[ConfigEdit]] = {}
-    decided: set[tuple[str, str, str]] = set()
+def fix_steps(findings: Sequence[Finding], packs: Iterable[FixPack]) -> list[FixStep]:
+    """The steps of every finding's actions: each pack's kinds planned by the pack (in the
+    order the kinds first appear: findings come errors first, in rule order), then one step
+    for all the core's copies. An action of a kind no pack plans is a rule's bug."""
+    planners = {kind: planner for pack in packs for kind, planner in pack.fix_kinds.items()}
+    grouped: dict[str, list[FixAction]] = {}
     copies: dict[str, FileCopy] = {}
     for finding in findings:
         for action in finding.fix.actions if finding.fix else ():
-            if isinstance(action, ConfigEdit):
-                if action.op == "set":
-                    target = (action.path, *_sets(action))
-                    if target in decided:
-                        continue
-                    decided.add(target)
-                edits.setdefault(action.path, []).append(action)
-            else:
+            if isinstance(action, FileCopy):
                 copies.setdefault(action.target, action)
-    steps: list[FixStep] = [ConfigFixStep(Path(path), group) for path, group in edits.items()]
+            elif action.kind in planners:
+                grouped.setdefault(action.kind, []).append(action)
+            else:
+                raise ValueError(f"{finding.id}: no pack plans a fix of kind {action.kind!r}")
+    steps = [step for kind, actions in grouped.items() for step in planners[kind](actions)]
     if copies:
         steps.append(CopyFixStep(list(copies.values())))
     return steps

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import SerializeAsAny
+
 from envforge.spec import Frozen
 
 Severity = Literal["error", "warning", "info"]
@@ -24,28 +26,14 @@ class Evidence(Frozen):
     text: str
 
 
-class ConfigEdit(Frozen):
-    """One line-level edit of an INI config file (a framework's: Theano's .theanorc);
-    everything else in the file stays byte for byte.
+class FixAction(Frozen):
+    """One action a fix applies; its ``kind`` names who plans it into steps: the core's
+    ``file-copy``, or a pack's (``FrameworkPack.fix_kinds``: Theano's ``theanorc-edit``)."""
 
-    ``move``: the key goes to ``new_section``/``new_key`` with its value (the old line is
-    commented out); ``set``: the key gets ``value`` (added, with its section, if absent);
-    ``comment-out``: the line stays as a comment saying why.
-    """
-
-    # The kind doctor --json has always written, so a reader of saved output keeps working.
-    kind: Literal["theanorc-edit"] = "theanorc-edit"
-    path: str
-    op: Literal["move", "set", "comment-out"]
-    section: str
-    key: str
-    new_section: str | None = None
-    new_key: str | None = None
-    value: str | None = None
-    note: str = ""
+    kind: str
 
 
-class FileCopy(Frozen):
+class FileCopy(FixAction):
     """A file copied under the name a loader asks for (libgpuarray's DLL names)."""
 
     kind: Literal["file-copy"] = "file-copy"
@@ -53,14 +41,11 @@ class FileCopy(Frozen):
     target: str
 
 
-Action = ConfigEdit | FileCopy
-
-
 class Fix(Frozen):
     """The remedy: ``text`` says it exactly; ``actions`` non-empty means ``--fix`` can apply it."""
 
     text: str
-    actions: tuple[Action, ...] = ()
+    actions: tuple[SerializeAsAny[FixAction], ...] = ()
 
     @property
     def safe(self) -> bool:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -73,6 +73,7 @@ class FrameworkRow(Frozen):
     python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
     reason: str
     source: str
+    where: str = "knowledge/legacy_names.toml"  # the file the row came from, for init's comment
 
 
 class SameModuleRow(Frozen):
@@ -111,6 +112,13 @@ class LegacyPack(Pack, Protocol):
     """What drafting asks of a pack: its own rewrite of a legacy requirement, if any."""
 
     def legacy_requirement(self, text: str) -> tuple[str, str] | None: ...
+
+
+class InitPack(Pack, Protocol):
+    """What init asks of a pack: rows mounting its section, after the core file's."""
+
+    @property
+    def init_frameworks(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str]:
@@ -160,14 +168,15 @@ def module_group(name: str) -> str:
     return name
 
 
-def framework_sections(requirements: Iterable[str]) -> list[FrameworkRow]:
+def framework_sections(requirements: Iterable[str],
+                       packs: Iterable[InitPack]) -> list[FrameworkRow]:
     """The sections a spec with these requirements mounts, one row per section (the first
     that applies), in the rows' order; a row with ``admits`` only where one of its
     requirements admits that release (``tensorflow>=2`` mounts no TensorFlow 1.x pack)."""
     parsed = [Requirement(text) for text in requirements]
     held = {canonicalize_name(r.name) for r in parsed}
     chosen: dict[str, FrameworkRow] = {}
-    for row in legacy_names().framework:
+    for row in (*legacy_names().framework, *_pack_rows(packs)):
         if row.section in chosen or held.isdisjoint(map(canonicalize_name, row.names)):
             continue
         if row.with_any and held.isdisjoint(map(canonicalize_name, row.with_any)):
@@ -181,6 +190,12 @@ def framework_sections(requirements: Iterable[str]) -> list[FrameworkRow]:
             continue
         chosen[row.section] = row
     return list(chosen.values())
+
+
+def _pack_rows(packs: Iterable[InitPack]) -> tuple[FrameworkRow, ...]:
+    """Each pack's own rows (``FrameworkPack.init_frameworks``), after the core file's."""
+    return tuple(FrameworkRow.model_validate({**row, "where": f"the {pack.name} pack"})
+                 for pack in packs for row in pack.init_frameworks)
 
 
 def _named(requirement: Requirement, row: FrameworkRow) -> bool:

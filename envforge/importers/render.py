@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from envforge.importers.legacy_names import FrameworkRow, framework_sections
+from envforge.importers.legacy_names import FrameworkRow, InitPack, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
-from envforge.packapi import Pack, Registry
+from envforge.packapi import Registry
 from envforge.spec import excluded_by_python_marker
 
 
@@ -70,8 +70,8 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
                              if f.requirement not in left_out(draft)) if n), None)
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
-    for row in sections(draft):
-        lines += ["", f"[{row.section}]", _comment(f"# {row.reason} (knowledge/legacy_names.toml)")]
+    for row in sections(draft, registry):
+        lines += ["", f"[{row.section}]", _comment(f"# {row.reason} ({row.where})")]
         lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
     return "\n".join(lines) + "\n"
 
@@ -89,10 +89,10 @@ def left_out(draft: Draft) -> dict[str, str]:
     return found
 
 
-def sections(draft: Draft) -> list[FrameworkRow]:
+def sections(draft: Draft, packs: Iterable[InitPack]) -> list[FrameworkRow]:
     """The framework sections the spec mounts: those its written requirements call for."""
     return framework_sections([f.requirement for f in draft.repository.imported.requirements
-                               if f.requirement not in left_out(draft)])
+                               if f.requirement not in left_out(draft)], packs)
 
 
 def _as_of_steps(draft: Draft) -> list[str]:
@@ -115,7 +115,7 @@ def _comment(line: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", line).rstrip()
 
 
-class NotePack(Pack, Protocol):
+class NotePack(InitPack, Protocol):
     """What a draft asks of a pack: a note for a requirement of a framework that compiles."""
 
     def compiler_note(self, requirement: str) -> str | None: ...

@@ -35,17 +35,20 @@ from envforge.spec import Frozen, Platform, PlatformSpec
 if TYPE_CHECKING:
     from envforge.compat import Pin
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
+    from envforge.doctor.fixes import FixPlanner
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
-    from envforge.lockfile import Expectations
+    from envforge.lockfile import Expectations, LockedArtifact
     from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
 # rule id, message, source, fix: how a compat check reports a conflict (compat words it).
 Report = Callable[[str, str, str, str], None]
-# A lock's platform table of one format version, rewritten in place to the next one's shape.
+# A lock's platform table whose pack table is of one format version, rewritten in place so
+# that the pack's table has the next one's shape (it may take keys from the core tables).
 Migration = Callable[[dict[str, Any]], None]
 
 
@@ -83,8 +86,30 @@ class FrameworkPack(Protocol):
         """Names in the lock's versions that its probe imports and reports."""
 
     @property
+    def kernels(self) -> Mapping[str, Kernel]:
+        """Verify kernels of its own, by name (Theano's scan), which a spec mounting the pack
+        may name in ``[verify] kernels`` beside the core's; its probe runs them."""
+
+    @property
+    def artifact_roles(self) -> tuple[str, ...]:
+        """Roles of its own for files outside any package index (the core's: cudnn,
+        cuda-installer, compiler), which a lock may then hold and ``--artifact`` take."""
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        """The files of its roles the platform needs, with their hashes, for the lock; its
+        steps read them through ``steps.base.supplied_artifact``."""
+
+    @property
+    def lock_version(self) -> int:
+        """The format of its lock table, written beside its keys (``lock_version``) where it
+        is past 1; versioned by the pack, apart from the core's ``LOCK_VERSION``. The table's
+        model declares it (a ``lock_version`` class variable, ``lockfile.table_version``), as
+        a lock is written with no registry at hand; this is that number."""
+
+    @property
     def lock_migrations(self) -> Mapping[int, Migration]:
-        """Lock format version N -> how a platform table of version N becomes N + 1."""
+        """Its table's format N -> how it becomes N + 1 (0: a lock of core format 1, whose
+        core tables held the pack's keys)."""
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -112,9 +137,19 @@ class FrameworkPack(Protocol):
     def doctor_rules(self) -> tuple[Rule, ...]:
         """Doctor's rules about the framework on a host."""
 
+    @property
+    def fix_kinds(self) -> Mapping[str, FixPlanner]:
+        """Its kinds of doctor fix action (``FixAction.kind``: Theano's ``theanorc-edit``)
+        -> how a group of them becomes the steps ``doctor --fix`` runs."""
+
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         """Whether the framework's own settings on this host (a device flag) ask for a GPU:
         doctor's GPU rules then apply."""
+
+    @property
+    def config_model(self) -> type[FrameworkConfig]:
+        """The model of what ``doctor_observe`` returns: FrameworkConfig, or its own extension
+        of it holding what only the pack's rules read (Theano: the .theanorc a fix writes)."""
 
     @property
     def doctor_variables(self) -> tuple[str, ...]:
@@ -202,26 +237,81 @@ class FrameworkPack(Protocol):
         """Where a repository's ``requirement`` is the framework and it compiles with the
         host's C++ compiler: the comment of the ``[compiler]`` section ``init`` writes."""
 
+    @property
+    def init_frameworks(self) -> Sequence[Mapping[str, Any]]:
+        """``init``'s rows mounting the pack's section, shaped as ``[[framework]]`` rows of
+        knowledge/legacy_names.toml (section, names, reason, source ...), tried after the
+        core's: how a pack the core's file does not know gets mounted from requirements."""
+
 
 class PackDefaults:
-    """Neutral answers to the hooks a framework may have nothing for (no doctor settings, no
-    undeclared imports, no hints): a pack inherits them and overrides what it knows."""
+    """Neutral answers to the hooks a framework may have nothing for (no probe, steps or rows,
+    no doctor settings, no undeclared imports, no hints): a pack inherits them and overrides
+    what it knows; it must give only its name, section and lock table models and its
+    ``expectations``."""
 
+    implicit = False
+    knowledge: tuple[str, ...] = ()
+    probe: Path | None = None
+    probe_modules: tuple[str, ...] = ()
+    lock_migrations: Mapping[int, Migration] = MappingProxyType({})
     doctor_variables: tuple[str, ...] = ()
     doctor_packages: tuple[str, ...] = ()
     stack_names: Mapping[str, str] = MappingProxyType({})
     spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
     suite: FrameworkSuite | None = None
+    init_frameworks: Sequence[Mapping[str, Any]] = ()
+    kernels: Mapping[str, Kernel] = MappingProxyType({})
+    fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
+    artifact_roles: tuple[str, ...] = ()
+    expect: type[Frozen]
+
+    @property
+    def lock_version(self) -> int:
+        """Its table model's format (``lockfile.table_version``): the model carries it."""
+        from envforge.lockfile import table_version
+
+        return table_version(self.expect)
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        return ()
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Report) -> None:
+        return None
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]:
+        return "cpu", "float64"
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]:
+        return ()
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
+        return ()
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
+        return {}
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]:
+        return ()
+
+    def doctor_rules(self) -> tuple[Rule, ...]:
+        return ()
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         return False
 
+    @property
+    def config_model(self) -> type[FrameworkConfig]:
+        from envforge.doctor.facts import FrameworkConfig
+
+        return FrameworkConfig
+
     def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
                        python: str, path: Sequence[SearchEntry], prefix: Path | None,
                        expected: Mapping[str, str]) -> FrameworkConfig:
-        from envforge.doctor.facts import FrameworkConfig
-
-        return FrameworkConfig()
+        return self.config_model()
 
     def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
         return {}

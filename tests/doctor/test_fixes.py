@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import pytest
 
-from envforge.doctor import ConfigEdit, apply_fixes, fix_steps, plan_fixes, undo_fixes
-from envforge.doctor.rcfile import rewrite
+from envforge.doctor import Finding, Fix, FixAction, apply_fixes, fix_steps, plan_fixes, undo_fixes
+from envforge.doctor.fixes import FixPlanner
+from envforge.packapi import Registry
+from envforge.packs.base import PackDefaults
+from envforge.packs.theano.rcfile import ConfigEdit, rewrite
+from envforge.steps.actions import StepPlan, WriteFile
+from envforge.steps.base import Change, state_of
 from tests.doctor.layouts import home, judge, look, venv
+from tests.testing.packs import REGISTRY
 from tests.testing.trees import snapshot
 
 WINDOWS_BLOG_RC = (
@@ -100,7 +108,7 @@ def test_fix_then_undo_restores_the_theanorc_byte_for_byte(tmp_path: Path) -> No
     original = rc.read_bytes()
     state = tmp_path / "state"
     findings = judge(look(tmp_path, env, platform="win-64"))
-    steps = fix_steps(findings)
+    steps = fix_steps(findings, REGISTRY)
 
     plan = plan_fixes(steps, platform="win-64", where="this host")
     assert plan.pending and rc.read_bytes() == original  # describing changed nothing
@@ -114,7 +122,7 @@ def test_fix_then_undo_restores_the_theanorc_byte_for_byte(tmp_path: Path) -> No
     assert stat.S_IMODE(rc.stat().st_mode) == 0o600  # the mode is kept
     assert not [f for f in judge(look(tmp_path, env, platform="win-64"))
                 if f.fix is not None and f.fix.safe]
-    assert apply_fixes(fix_steps(findings), state) == []  # nothing left to do
+    assert apply_fixes(fix_steps(findings, REGISTRY), state) == []  # nothing left to do
 
     undone = undo_fixes(state)
 
@@ -137,8 +145,51 @@ def test_fix_creates_a_theanorc_and_undo_removes_it(tmp_path: Path) -> None:
     before = snapshot(profile)
     state = tmp_path / "state"
 
-    apply_fixes(fix_steps(judge(look(tmp_path, env, include_dirs=(include,)))), state)
+    apply_fixes(fix_steps(judge(look(tmp_path, env, include_dirs=(include,))), REGISTRY), state)
     assert (profile / ".theanorc").read_text() == "[dnn]\nenabled = False\n"
 
     assert undo_fixes(state) == [f"removed {profile / '.theanorc'}"]
     assert snapshot(profile) == before
+
+
+class _Note(FixAction):
+    kind: Literal["toy-note"] = "toy-note"
+    path: str
+    text: str
+
+
+class _NoteStep:
+    name = "toy: notes"
+
+    def __init__(self, notes: Sequence[FixAction]) -> None:
+        self.notes = [note for note in notes if isinstance(note, _Note)]
+
+    def plan(self) -> StepPlan:
+        changes = tuple(Change(action="create", target=n.path, before=None, after=n.text)
+                        for n in self.notes)
+        actions = tuple(WriteFile(path=n.path, before=state_of(Path(n.path)),
+                                  data=n.text.encode()) for n in self.notes)
+        return StepPlan(step=self.name, changes=changes, actions=actions)
+
+
+class _NotePack(PackDefaults):
+    name = "toy"
+    fix_kinds: ClassVar[Mapping[str, FixPlanner]] = {"toy-note": lambda notes: [_NoteStep(notes)]}
+
+
+def test_a_pack_brings_its_own_kind_of_fix(tmp_path: Path) -> None:
+    """Doctor's edit kinds are an open registry: a pack's kind is planned by the pack and
+    run, journaled and undone by doctor as the core's are; a kind no pack plans is refused."""
+    note = _Note(path=str(tmp_path / "note.txt"), text="hello\n")
+    finding = Finding(id="toy.note", severity="warning", title="no note",
+                      fix=Fix(text="write the note", actions=(note,)), source="this test")
+    assert finding.model_dump(mode="json")["fix"]["actions"] == [
+        {"kind": "toy-note", "path": note.path, "text": "hello\n"}]
+    with pytest.raises(ValueError, match="no pack plans a fix of kind 'toy-note'"):
+        fix_steps([finding], REGISTRY)
+    state = tmp_path / "state"
+    toy = Registry([*REGISTRY, _NotePack()])
+    assert apply_fixes(fix_steps([finding], toy), state) == ["toy: notes"]
+    assert (tmp_path / "note.txt").read_text() == "hello\n"
+    undo_fixes(state)
+    assert not (tmp_path / "note.txt").exists()

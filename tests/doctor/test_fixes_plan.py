@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import ConfigEdit, apply_fixes, plan_fixes, undo_fixes
-from envforge.doctor.fixes import ConfigFixStep
+from envforge.doctor import apply_fixes, plan_fixes, undo_fixes
 from envforge.executor import StalePlanError
+from envforge.packs.theano.doctor_fixes import ConfigFixStep
+from envforge.packs.theano.rcfile import ConfigEdit
 from envforge.plan import Plan
 
 RC = b"[global]\r\ndevice = gpu\r\n# \xff mine\r\n"

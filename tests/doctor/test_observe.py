@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from envforge.doctor import HostFacts, observe
+from envforge.doctor.facts import FrameworkConfig
 from envforge.host.cuda import parse_gpu_query
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
 from envforge.packs.theano.doctor_common import theano_config
@@ -60,7 +61,12 @@ def test_linux_host(tmp_path: Path) -> None:
     assert theano_config(facts).cuda_root == str(cuda)
     assert "libcudart.so.11" in facts.dirs[str(cuda / "lib64")].names
     assert "AWS_SECRET_ACCESS_KEY" not in facts.environ  # never in --json or a report
-    assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
+    back = HostFacts.model_validate_json(facts.model_dump_json(), context={"registry": REGISTRY})
+    assert back == facts
+    # Theano's own part (the .theanorc a fix writes) is its pack's model, read back as such
+    assert theano_config(facts).write_to.endswith(".theanorc")
+    assert theano_config(back).write_to == theano_config(facts).write_to
+    assert "write_to" not in FrameworkConfig.model_fields
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")

@@ -32,7 +32,8 @@ def test_report_names_the_host_and_every_finding(tmp_path: Path) -> None:
         assert finding.source in text
     assert "(safe: `envforge doctor --fix` applies it)" in text
     assert "```text\n[lib] cnmem = 0.8\n```" in text
-    assert HostFacts.model_validate_json(facts.model_dump_json()) == facts
+    back = HostFacts.model_validate_json(facts.model_dump_json(), context={"registry": REGISTRY})
+    assert back == facts
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
@@ -61,4 +62,5 @@ def test_rules_read_only_the_facts(tmp_path: Path) -> None:
     assert len(findings) >= 3
     stored = facts.model_dump_json()
     shutil.rmtree(world)
-    assert diagnose(HostFacts.model_validate_json(stored), packs=REGISTRY) == findings
+    back = HostFacts.model_validate_json(stored, context={"registry": REGISTRY})
+    assert diagnose(back, packs=REGISTRY) == findings

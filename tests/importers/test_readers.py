@@ -200,7 +200,7 @@ def test_python2_backports_and_one_platforms_packages_get_markers() -> None:
 
 def test_framework_sections_follow_the_requirements() -> None:
     def sections(*requirements: str) -> dict[str, dict[str, str]]:
-        return {row.section: row.keys for row in framework_sections(requirements)}
+        return {row.section: row.keys for row in framework_sections(requirements, REGISTRY)}
 
     assert sections("tensorflow-gpu", "Keras", "h5py") == {
         "tensorflow": {}, "keras": {"backend": "tensorflow"}}
@@ -223,7 +223,8 @@ def test_a_release_line_caps_what_it_mounts_for_and_the_python() -> None:
     from envforge.importers.propose import Proposal
     from envforge.importers.repository import Repository
 
-    rows = {row.section: row for row in framework_sections(["tensorflow>=1.11.0", "keras"])}
+    rows = {row.section: row
+            for row in framework_sections(["tensorflow>=1.11.0", "keras"], REGISTRY)}
     assert capped("tensorflow>=1.11.0", rows["tensorflow"]) == "tensorflow<2,>=1.11.0"
     assert capped("tensorflow<2", rows["tensorflow"]) is None
     assert capped("tensorflow==1.15.5", rows["tensorflow"]) is None
@@ -303,7 +304,8 @@ def test_keras_before_2_2_gets_its_keras_json_in_the_home_it_reads() -> None:
     """CarND's keras==2.0.9: Keras before 2.2 reads no KERAS_HOME, so the section says
     keras_json = "home" (the lock's rule refuses "env" for it)."""
     def keys(*requirements: str) -> dict[str, str]:
-        return next(r.keys for r in framework_sections(requirements) if r.section == "keras")
+        return next(r.keys for r in framework_sections(requirements, REGISTRY)
+                    if r.section == "keras")
 
     assert keys("keras==2.0.9", "tensorflow==1.3") == {"backend": "tensorflow",
                                                        "keras_json": "home"}

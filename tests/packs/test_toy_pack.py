@@ -15,10 +15,18 @@ import pytest
 from envforge.compat import Pin, check_platform_spec
 from envforge.envvars import EnvEdit
 from envforge.errors import SpecError
+from envforge.expectations import Draw, Kernel, kernel_expectations
 from envforge.journal import Transaction
 from envforge.lockcheck import check_lock
-from envforge.lockfile import Expectations, Lockfile, dumps_lock, load_lock
-from envforge.lockplan import expectations_for
+from envforge.lockfile import (
+    LOCK_VERSION,
+    Expectations,
+    LockedArtifact,
+    Lockfile,
+    dumps_lock,
+    load_lock,
+)
+from envforge.lockplan import expectations_for, locked_artifacts
 from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
 from envforge.packs.base import Migration, PackDefaults, Report
@@ -33,6 +41,7 @@ from tests.testing.packs import REGISTRY
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = (REPO / "specs" / "theano-cpu.toml").read_text(encoding="utf-8")
 LOCK = REPO / "locks" / "theano-cpu.lock"
+TOY_DATA_URL = "https://example.org/toy.bin"
 
 
 class ToySection(Frozen):
@@ -76,6 +85,17 @@ class ToyPack(PackDefaults):
     probe = None
     probe_modules = ()
     lock_migrations: ClassVar[Mapping[int, Migration]] = {}
+    # a kernel of its own: the sum of its 4 inputs drawn as the core draws them
+    kernels: ClassVar[Mapping[str, Kernel]] = {"toy_sum": Kernel(
+        lambda draw, call: [draw.uniform(*call.shape)],
+        lambda values, call: values[0].sum(keepdims=True), shape=(4,))}
+    artifact_roles = ("toy-data",)
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        if _greeting(pspec) != "data":
+            return ()
+        return (LockedArtifact(role="toy-data", filename="toy.bin", url=TOY_DATA_URL,
+                               sha256="0" * 64, source="this test"),)
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
                       report: Report) -> None:
@@ -195,6 +215,7 @@ def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(
     only where no pack's section is named."""
     text = re.sub(r"(?ms)^\[theano(\.[^\]]*)?\]\n.*?(?=^\[)", "", SPEC_TEXT)
     assert "[theano" not in text
+    text = re.sub(r"(?m)^kernels = .*$", 'kernels = ["elementwise", "gemm"]', text)  # the core's
     text += '\n[toy]\ngreeting = "hi"\n'
     pspec = parse_spec(text, source="t.toml", registry=toy).for_platform("linux-64")
     assert [p.name for p in toy.active(pspec.packs)] == ["toy"]
@@ -204,6 +225,95 @@ def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(
         "expect": base.lock.expect.model_copy(update={"packs": packs})}))
     names = [s.name for s in build_steps(ctx)]
     assert "theanorc" not in names and "toy" in names
+
+
+def test_a_pack_kernel_is_named_where_the_pack_is_mounted(toy: Registry[FrameworkPack]) -> None:
+    """A kernel is an open registry: the toy pack's own ``toy_sum`` is a kernel of a spec
+    mounting [toy], referenced as the core's are, and unknown in one that does not."""
+    text = re.sub(r"(?m)^kernels = .*$", 'kernels = ["gemm", "toy_sum"]', _spec("hi"))
+    verify = parse_spec(text, source="t.toml", registry=toy).for_platform("linux-64").verify
+    assert verify.kernels == ("gemm", "toy_sum")
+    [_, toy_sum] = kernel_expectations(verify, "float64", toy)
+    assert toy_sum.shape == (4,)
+    assert toy_sum.checksum == pytest.approx(Draw(verify.seed, "float64").uniform(4).sum())
+    line = text[:text.index('"toy_sum"')].count("\n") + 1
+    text = text.replace('[toy]\ngreeting = "hi"\n', "")
+    with pytest.raises(SpecError) as error:
+        parse_spec(text, source="t.toml", registry=toy)
+    assert (error.value.line, error.value.key) == (line, "verify.kernels.1")
+    assert "unknown kernel 'toy_sum'" in str(error.value)
+
+
+def _with_artifact(role: str) -> str:
+    text = LOCK.read_text(encoding="utf-8")
+    assert "[platforms.linux-64]\nartifacts = []\n" in text
+    return text.replace("[platforms.linux-64]\nartifacts = []\n", "[platforms.linux-64]\n") + (
+        f'\n[[platforms.linux-64.artifacts]]\nrole = "{role}"\nfilename = "toy.bin"\n'
+        f'url = "{TOY_DATA_URL}"\nsha256 = "{"0" * 64}"\nsource = "this test"\n')
+
+
+def test_a_pack_brings_its_own_artifact_role(toy: Registry[FrameworkPack],
+                                             tmp_path: Path) -> None:
+    """Artifact roles are an open registry: the toy pack's ``toy-data`` file is locked beside
+    the core's artifacts and reads back; a role nobody declares is refused at its line."""
+    pspec = parse_spec(_spec("data"), source="t.toml", registry=toy).for_platform("linux-64")
+    assert [a.role for a in locked_artifacts(pspec, toy)] == ["toy-data"]
+    path = tmp_path / "x.lock"
+    path.write_text(_with_artifact("toy-data"), encoding="utf-8")
+    [artifact] = load_lock(path, toy).platforms["linux-64"].artifacts
+    assert (artifact.role, artifact.url) == ("toy-data", TOY_DATA_URL)
+    text = _with_artifact("toy-dta")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path, toy)
+    assert error.value.key == "platforms.linux-64.artifacts.0.role"
+    assert error.value.line == text.count("\n") - 4
+    assert "unknown artifact role 'toy-dta'" in str(error.value)
+
+
+class ToyExpect2(ToyExpect):
+    """The toy's table of format 2 (its model carries the format the lock is written with)."""
+
+    lock_version: ClassVar[int] = 2
+
+
+class ToyPack2(ToyPack):
+    """The toy pack's next release: its table's format 2 says ``greeting``, format 1 said
+    ``hello``; its own migration reads a format-1 table."""
+
+    expect = ToyExpect2
+    lock_migrations: ClassVar[Mapping[int, Migration]] = {1: lambda table: table["expect"][
+        "toy"].update(greeting=table["expect"]["toy"].pop("hello"))}
+
+
+def test_a_pack_versions_and_migrates_its_own_table(tmp_path: Path) -> None:
+    """A pack's table carries its own format (``lock_version``, written past 1) and migrates
+    by it, whatever the core's LOCK_VERSION; a format newer than the pack reads is refused,
+    naming the key and line."""
+    marker = "[platforms.linux-64.expect.theano]\n"
+    text = LOCK.read_text(encoding="utf-8")
+    assert marker in text
+    path = tmp_path / "x.lock"
+    toy2 = Registry([*REGISTRY, ToyPack2()])
+    path.write_text(text.replace(marker, f'[platforms.linux-64.expect.toy]\nhello = "hi"\n\n'
+                                         f"{marker}"), encoding="utf-8")
+    lock = load_lock(path, toy2)  # format 1, as the toy pack's first release wrote it
+    assert lock.platforms["linux-64"].expect.packs["toy"] == ToyExpect2(greeting="hi")
+    assert lock.meta.version == LOCK_VERSION
+    written = dumps_lock(lock)
+    assert '[platforms.linux-64.expect.toy]\ngreeting = "hi"\nlock_version = 2\n' in written
+    path.write_text(written, encoding="utf-8")
+    assert load_lock(path, toy2) == lock
+
+    newer = written.replace('greeting = "hi"\nlock_version = 2\n',
+                            'greeting = "hi"\nlock_version = 3\n')
+    path.write_text(newer, encoding="utf-8")
+    with pytest.raises(SpecError) as error:
+        load_lock(path, toy2)
+    assert error.value.key == "platforms.linux-64.expect.toy.lock_version"
+    assert error.value.line == newer[:newer.index("lock_version = 3")].count("\n") + 1
+    assert "toy's table is format 3; the installed toy pack reads formats up to 2" \
+        in str(error.value)
 
 
 def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None:

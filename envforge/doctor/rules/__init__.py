@@ -9,7 +9,7 @@ from typing import Protocol
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
-from envforge.doctor.rules import cuda, cudnn, gpu, libgpuarray, packages
+from envforge.doctor.rules import cuda, cudnn, gpu, packages
 from envforge.doctor.rules.common import GpuPack, judged_with
 from envforge.packapi import Registry
 
@@ -24,8 +24,6 @@ RULES: tuple[Rule, ...] = (
     cuda.registry_rules,
     cudnn.placement_rules,
     packages.environment_rules,
-    libgpuarray.windows_rules,
-    libgpuarray.linux_rules,
 )
 
 

@@ -11,17 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envforge.packs.base import ModulePack
-from envforge.packs.theano.expect import TheanoExpect, migrate_v1
+from envforge.packs.theano.expect import TheanoExpect, migrate_v1, migrate_v2
+from envforge.packs.theano.kernels import KERNELS
 from envforge.packs.theano.section import SPEC_KEYS, TheanoSection
 
 if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
+    from envforge.doctor.fixes import FixPlanner
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.expectations import Kernel
     from envforge.knowledge.models import UndeclaredImport
-    from envforge.lockfile import Expectations
+    from envforge.lockfile import Expectations, LockedArtifact
     from envforge.packs.base import Migration
-    from envforge.spec import Platform
+    from envforge.spec import Platform, PlatformSpec
     from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
@@ -37,11 +40,24 @@ class TheanoPack(ModulePack):
     knowledge = ("theano", "theano_suite")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
-    lock_migrations: Mapping[int, Migration] = {1: migrate_v1}
+    lock_version = TheanoExpect.lock_version
+    lock_migrations: Mapping[int, Migration] = {0: migrate_v1, 1: migrate_v2}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
     stack_names: Mapping[str, str] = {"theano-pymc": "theano", "theano": "theano"}
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
+    init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
+    kernels: Mapping[str, Kernel] = KERNELS
+    artifact_roles = ()
+
+    def artifacts(self, pspec: PlatformSpec) -> Sequence[LockedArtifact]:
+        return ()
+
+    @property
+    def fix_kinds(self) -> Mapping[str, FixPlanner]:
+        from envforge.packs.theano.doctor_fixes import config_fix_steps
+
+        return {"theanorc-edit": config_fix_steps}
 
     def steps(self, ctx: StepContext) -> Sequence[Step]:
         from envforge.packs.theano.theanorc import TheanorcStep
@@ -87,6 +103,8 @@ class TheanoPack(ModulePack):
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules
+        from envforge.packs.theano.doctor_libgpuarray import linux_rules
+        from envforge.packs.theano.doctor_libgpuarray import windows_rules as dll_names
         from envforge.packs.theano.doctor_packages import (
             blas_rules,
             distribution_rules,
@@ -95,9 +113,10 @@ class TheanoPack(ModulePack):
         )
         from envforge.packs.theano.doctor_rules import cudnn_rules, root_rules, windows_dll_rules
 
-        return (windows_dll_rules, compiler_rules, windows_rules, environment_rules,
-                distribution_rules,
-                release_rules, blas_rules, root_rules, cudnn_rules, config_rules)
+        # libgpuarray's library names first, as when they were the core's last rules
+        return (dll_names, linux_rules, windows_dll_rules, compiler_rules, windows_rules,
+                environment_rules, distribution_rules, release_rules, blas_rules, root_rules,
+                cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
         from envforge.packs.theano.doctor_common import device_is_gpu
@@ -111,6 +130,12 @@ class TheanoPack(ModulePack):
 
         return observe_theano(environ=environ, platform=platform, cwd=cwd, python=python,
                               path=path, prefix=prefix, expected=expected)
+
+    @property
+    def config_model(self) -> type[FrameworkConfig]:
+        from envforge.packs.theano.doctor_common import TheanoConfig
+
+        return TheanoConfig
 
     def lock_settings(self, expect: Expectations) -> Mapping[str, str]:
         from envforge.packs.theano.expect import theano_expect

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence
 from envforge.doctor.rules.common import installed
@@ -110,6 +112,15 @@ def device_is_gpu(facts: HostFacts, expected: Expected | None) -> bool:
     return device.startswith(("cuda", "opencl", "gpu"))
 
 
-def theano_config(facts: HostFacts) -> FrameworkConfig:
+class TheanoConfig(FrameworkConfig):
+    """What only Theano's rules read, beside the core's part."""
+
+    write_to: str = ""  # the .theanorc whose settings win: the file a fix writes
+    # every distribution installing the ``theano`` package -> version: two overwrite each other
+    distributions: dict[str, str] = Field(default_factory=dict)
+
+
+def theano_config(facts: HostFacts) -> TheanoConfig:
     """Theano's configuration as observed (packs/theano/doctor_observe.py)."""
-    return facts.frameworks.get("theano", FrameworkConfig())
+    found = facts.frameworks.get("theano")
+    return found if isinstance(found, TheanoConfig) else TheanoConfig()

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
-from envforge.doctor.model import ConfigEdit, Evidence, Finding, Fix
+from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import command_evidence, set_variable
 from envforge.packs.theano.doctor_common import (
     THEANO_FLAGS,
@@ -31,6 +31,7 @@ from envforge.packs.theano.knowledge import (
     erratum_for_flag,
     theano_knowledge,
 )
+from envforge.packs.theano.rcfile import ConfigEdit
 
 _SPECIAL = frozenset("\"'\\#, ")
 

@@ -8,13 +8,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from envforge.doctor.facts import ConfigFile, FrameworkConfig, SearchEntry
-from envforge.doctor.rcfile import key_lines
+from envforge.doctor.facts import ConfigFile, SearchEntry
 from envforge.errors import EnvforgeError
 from envforge.host.installed import installed_records
+from envforge.packs.theano.doctor_common import TheanoConfig
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
 from envforge.packs.theano.knowledge import theano_distribution, theano_knowledge
+from envforge.packs.theano.rcfile import key_lines
 from envforge.packs.theano.rcpaths import theanorc_paths
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 
@@ -26,7 +27,7 @@ FOLDER_FLAGS = ("cuda.root", "dnn.base_path", "dnn.include_path", "dnn.library_p
 
 def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path, python: str,
                    path: Sequence[SearchEntry], prefix: Path | None,
-                   expected: Mapping[str, str]) -> FrameworkConfig:
+                   expected: Mapping[str, str]) -> TheanoConfig:
     """Theano's configuration as the installed release reads it; ``expected`` (the lock's
     flags) adds the folders the lock means Theano to use."""
     target = PLATFORMS[platform]
@@ -41,7 +42,7 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     knowledge = theano_knowledge()
     rewrite = next(r.source for r in knowledge.config_reading
                    if r.id == "win32-dnn-rewrites-path")
-    return FrameworkConfig(
+    return TheanoConfig(
         name="Theano", files=files, files_label=".theanorc", write_to=write_to, ignored=ignored,
         variable=THEANO_FLAGS, variable_value=theano_flags,
         cuda_root=root, cuda_root_from=root_from, cuda_root_label="Theano's cuda.root",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envforge.doctor.facts import CudnnHeader, Expected, HostFacts
-from envforge.doctor.model import ConfigEdit, Evidence, Finding, Fix
+from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import gpu_intended, set_variable
 from envforge.doctor.rules.cudnn import header_evidence
 from envforge.knowledge import cudnn_library_name, cudnn_version_code
@@ -20,6 +20,7 @@ from envforge.packs.theano.doctor_common import (
     theano_release,
 )
 from envforge.packs.theano.knowledge import theano_knowledge
+from envforge.packs.theano.rcfile import ConfigEdit
 from envforge.platforms import Os, TargetPlatform
 
 

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.lockfile import Expectations
 from envforge.packs.theano.section import FlagName, FlagValue, theano_section
-from envforge.spec import Frozen, PlatformSpec
+from envforge.spec import FiniteFloat, Frozen, PlatformSpec
 
 
 class TheanoExpect(Frozen):
@@ -20,6 +22,10 @@ class TheanoExpect(Frozen):
     # where the rc file goes ([theano] theanorc), read by apply; a table of lock format 2
     # had none (the spec's default), and its lock is re-locked before apply reads it
     theanorc: Literal["home", "env"] = "env"
+    # GPU only: the least ratio of Theano's resident GEMM to raw cuBLAS SGEMM
+    min_cublas_ratio: FiniteFloat | None = Field(default=None, gt=0, le=1)
+    # the table's format (lockfile.table_version): 2 took min_cublas_ratio from the core's
+    lock_version: ClassVar[int] = 2
 
 
 def theano_expect(expect: Expectations) -> TheanoExpect:
@@ -47,12 +53,25 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpe
         from envforge.packs.theano.knowledge import theano_rules
 
         spelling = theano_rules(theano).spelling
+    section = theano_section(pspec)
     return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling,
-                        theanorc=theano_section(pspec).theanorc)
+                        theanorc=section.theanorc,
+                        min_cublas_ratio=None if section.device.startswith("cpu")
+                        else section.min_cublas_ratio)
+
+
+def migrate_v2(table: dict[str, Any]) -> None:
+    """Table format 1 to 2: the GEMM-to-cuBLAS floor moved from the core expect table (lock
+    format 2) into Theano's."""
+    expect = table.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("theano"), dict) \
+            and "min_cublas_ratio" in expect:
+        expect["theano"]["min_cublas_ratio"] = expect.pop("min_cublas_ratio")
 
 
 def migrate_v1(table: dict[str, Any]) -> None:
-    """Format 1 kept Theano's flags in the core tables; format 2 in the pack's own."""
+    """Table format 0 to 1: a lock of core format 1 kept Theano's flags in the core tables,
+    format 1 of the pack's table holds them."""
     expect = table.get("expect")
     if not isinstance(expect, dict):
         return

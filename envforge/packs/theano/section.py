@@ -60,6 +60,8 @@ class TheanoSection(Frozen):
     compiledir: FlagValue | None = None
     theanorc: Literal["home", "env"] = "env"
     flags: dict[FlagName, FlagValue] = Field(default={})
+    # verify: Theano's resident GEMM against raw cuBLAS SGEMM on the same library (GPU only)
+    min_cublas_ratio: FiniteFloat = Field(default=0.9, gt=0, le=1)
 
 
 def theano_section(pspec: PlatformSpec) -> TheanoSection:
@@ -87,4 +89,6 @@ SPEC_KEYS: dict[str, tuple[str, str]] = {
     "theano.theanorc": ("where `.theanorc` goes: the environment (THEANORC) or the home folder",
                         '"env"'),
     "theano.flags": ("any other Theano flag, by its dotted name", '{ "nvcc.fastmath" = "True" }'),
+    "theano.min_cublas_ratio": ("GPU only: the least ratio of Theano's resident GEMM to raw "
+                                "cuBLAS SGEMM on the same library that verify passes", "0.9"),
 }

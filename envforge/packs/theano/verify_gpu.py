@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envforge.lockfile import Expectations
+from envforge.packs.theano.expect import theano_expect
 from envforge.verify import CheckRow, _clip, _dig, _find_kernel, _list, _map, _number, _with_hint
 
 
@@ -113,9 +114,9 @@ def _ms(value: Any) -> str:
 def timing_rows(report: Mapping[str, Any], expect: Expectations, *,
                 gpu_expected: bool) -> list[CheckRow]:
     """The cuBLAS row where the lock sets a floor, a GPU runs and gemm is a kernel."""
-    if gpu_expected and expect.min_cublas_ratio is not None and \
-            any(k.name == "gemm" for k in expect.kernels):
-        return [cublas_row(_find_kernel(report, "gemm"), expect.min_cublas_ratio)]
+    floor = theano_expect(expect).min_cublas_ratio
+    if gpu_expected and floor is not None and any(k.name == "gemm" for k in expect.kernels):
+        return [cublas_row(_find_kernel(report, "gemm"), floor)]
     return []
 
 

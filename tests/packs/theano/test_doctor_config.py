@@ -10,6 +10,7 @@ import pytest
 from envforge.doctor import apply_fixes, fix_steps
 from envforge.packs.theano.doctor_common import theano_config
 from tests.doctor.layouts import home, ids, judge, look, nvidia_smi, only, venv
+from tests.testing.packs import REGISTRY
 
 BLOG_THEANORC = """\
 [global]
@@ -48,7 +49,7 @@ def test_the_blogs_theanorc(tmp_path: Path) -> None:
     assert all(f.fix is not None and f.fix.safe for f in blog)
     assert by_id["config.removed-flag"].title.endswith("Theano ignores it silently")
 
-    apply_fixes(fix_steps(findings), tmp_path / "state")
+    apply_fixes(fix_steps(findings, REGISTRY), tmp_path / "state")
 
     fixed = (Path(env["HOME"]) / ".theanorc").read_text()
     assert fixed == """\
@@ -84,7 +85,7 @@ def test_case_of_values(tmp_path: Path) -> None:
     finding = only(judge(look(tmp_path, env)), "config.invalid-value")
     assert finding.title.startswith("dnn.enabled='true' is not one of auto, True, False, no_check")
     assert finding.fix is not None and finding.fix.text.endswith("[dnn] enabled = True")
-    apply_fixes(fix_steps([finding]), tmp_path / "state")
+    apply_fixes(fix_steps([finding], REGISTRY), tmp_path / "state")
     assert (Path(env["HOME"]) / ".theanorc").read_text() == "[dnn]\nenabled = True\n"
     assert "config.invalid-value" not in ids(judge(look(tmp_path, env)))
 
@@ -186,7 +187,7 @@ def test_compiler_is_the_blogs_name_for_cxx(tmp_path: Path) -> None:
     assert "`[global] compiler = g++`" in finding.title and "[global] cxx = g++" in finding.title
     assert finding.fix is not None and "`[global] cxx = g++`" in finding.fix.text
     assert "compiledir" not in finding.fix.text
-    apply_fixes(fix_steps(findings), tmp_path / "state")
+    apply_fixes(fix_steps(findings, REGISTRY), tmp_path / "state")
     assert "cxx = g++" in (Path(env["HOME"]) / ".theanorc").read_text()
 
 

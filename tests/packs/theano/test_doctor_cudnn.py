@@ -19,6 +19,7 @@ from tests.doctor.layouts import (
     venv,
     windows_cuda,
 )
+from tests.testing.packs import REGISTRY
 
 
 def _gpu_host(tmp_path: Path, theanorc: str) -> dict[str, str]:
@@ -44,7 +45,7 @@ def test_cudnn_9_with_theano_1_0_5(tmp_path: Path) -> None:
     assert "cudnnGetConvolutionForwardAlgorithm" in finding.title
     assert finding.fix is not None and finding.fix.safe
     assert finding.source.startswith("[TP] theano/gpuarray/c_code/dnn_fwd.c")
-    apply_fixes(fix_steps([finding]), tmp_path / "state")
+    apply_fixes(fix_steps([finding], REGISTRY), tmp_path / "state")
     assert (Path(env["HOME"]) / ".theanorc").read_text() == rc_text + "\n[dnn]\nenabled = False\n"
     assert "cudnn.too-new-for-theano" not in ids(judge(look(tmp_path, env,
                                                            include_dirs=(system,))))
@@ -90,7 +91,7 @@ def test_cudnn_9_and_a_wrong_case_fix_the_same_key(tmp_path: Path) -> None:
     env = _gpu_host(tmp_path, "[global]\ndevice = cuda\n\n[dnn]\nenabled = true\n")
     findings = judge(look(tmp_path, env, include_dirs=(system,)))
     assert {"cudnn.too-new-for-theano", "config.invalid-value"} <= set(ids(findings))
-    apply_fixes(fix_steps(findings), tmp_path / "state")
+    apply_fixes(fix_steps(findings, REGISTRY), tmp_path / "state")
     assert (Path(env["HOME"]) / ".theanorc").read_text() == \
         "[global]\ndevice = cuda\n\n[dnn]\nenabled = False\n"
     left = ids(judge(look(tmp_path, env, include_dirs=(system,))))

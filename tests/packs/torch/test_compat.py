@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envforge.compat import check_platform_spec, ensure_compatible
-from envforge.errors import CompatibilityError
+from envforge.errors import CompatibilityError, SpecError
 from envforge.lockfile import load_lock
 from envforge.packs.torch.expect import expectations
 from envforge.spec import load_spec, parse_spec
@@ -72,9 +72,14 @@ def test_pillow_7_under_torchvision_0_2_is_refused() -> None:
 
 
 def test_kernels_the_probe_does_not_run() -> None:
-    [(rule, _, _)] = _conflicts(NEW.replace('kernels = ["elementwise", "gemm", "conv"]',
-                                            'kernels = ["gemm", "scan"]'))
-    assert rule == "torch-kernels"
+    """Theano's scan is no kernel of a spec that does not mount [theano]: refused where the
+    spec is read, naming its line and the kernels it may name."""
+    text = NEW.replace('kernels = ["elementwise", "gemm", "conv"]', 'kernels = ["gemm", "scan"]')
+    line = text[:text.index('"scan"')].count("\n") + 1
+    with pytest.raises(SpecError, match=rf"^t.toml:{line}: verify.kernels.1: unknown kernel "
+                                        r"'scan' \(the core's and the mounted packs': "
+                                        r"elementwise, gemm, conv, grad, train\)"):
+        _conflicts(text)
 
 
 def _locked(name: str) -> tuple[dict[str, str], object]:

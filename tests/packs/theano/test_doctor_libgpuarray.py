@@ -20,6 +20,7 @@ from tests.doctor.layouts import (
     only,
     windows_cuda,
 )
+from tests.testing.packs import REGISTRY
 
 
 def _windows(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -48,7 +49,7 @@ def test_cuda_10_2_dll_names(tmp_path: Path) -> None:
     before = sorted(p.name for p in bin_dir.iterdir())
 
     state = tmp_path / "state"
-    apply_fixes(fix_steps(findings), state)
+    apply_fixes(fix_steps(findings, REGISTRY), state)
 
     for asked, shipped in (("nvrtc64_102.dll", "nvrtc64_102_0.dll"),
                            ("cublas64_102.dll", "cublas64_10.dll")):

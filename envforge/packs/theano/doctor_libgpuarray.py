@@ -1,4 +1,5 @@
-"""The library names libgpuarray 0.7.6 loads, by the rules of its loader (KNOWLEDGE §3).
+"""The library names libgpuarray 0.7.6 (pygpu, Theano's GPU back-end) loads, by the rules
+of its loader (KNOWLEDGE §3).
 
 Windows: ``nvrtc64_<driver major><minor>.dll`` and ``cublas64_...``, digits from the
 DRIVER's CUDA version, then fallbacks; CUDA 10+ ships other names, so copies under the

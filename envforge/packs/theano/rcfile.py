@@ -12,7 +12,29 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from envforge.doctor.model import ConfigEdit
+from envforge.doctor.model import FixAction
+
+
+class ConfigEdit(FixAction):
+    """One line-level edit of an INI config file (a framework's: Theano's .theanorc);
+    everything else in the file stays byte for byte.
+
+    ``move``: the key goes to ``new_section``/``new_key`` with its value (the old line is
+    commented out); ``set``: the key gets ``value`` (added, with its section, if absent);
+    ``comment-out``: the line stays as a comment saying why.
+    """
+
+    # The kind doctor --json has always written, so a reader of saved output keeps working.
+    kind: Literal["theanorc-edit"] = "theanorc-edit"
+    path: str
+    op: Literal["move", "set", "comment-out"]
+    section: str
+    key: str
+    new_section: str | None = None
+    new_key: str | None = None
+    value: str | None = None
+    note: str = ""
+
 
 # ConfigParser: a header is ``[name]`` on an unindented line; an option ``key = value`` or
 # ``key: value``; an indented line after an option continues its value; ``#``/``;`` comment.
