@@ -90,6 +90,7 @@ def _plan(ctx: StepContext) -> list[tuple[str, tuple[str, ...]]]:
     return [(s.step, tuple(c.target for c in s.changes)) for s in plan.steps]
 
 
+@pytest.mark.posix_only("plans a linux-64 host's compiler step, which finds g++ on its PATH")
 def test_a_plan_is_the_lock_s_alone(tmp_path: Path) -> None:
     """Apply reads nothing of the spec past the check against it (issue 26): from the lock
     alone, the spec file gone, the context plans exactly what `apply SPEC` plans; and the

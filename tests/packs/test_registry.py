@@ -4,7 +4,6 @@ table's formats older than its current one."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -75,9 +74,11 @@ def test_a_pack_importing_the_core_at_its_top_loads(tmp_path: Path) -> None:
     _distribution(tmp_path, "from envforge.doctor.model import Finding\n"
                             "from envforge.verify import CheckRow\n\n\n"
                             "class Pack:\n    name = 'aardvark'\n\n\nPACK = Pack()\n")
-    script = "from envforge.app.packs import installed_packs\nprint(installed_packs().names)\n"
+    # put on sys.path by the script: the Windows lane's embeddable Python ignores PYTHONPATH
+    script = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+              "from envforge.app.packs import installed_packs\nprint(installed_packs().names)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=False)
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert "'aardvark'" in done.stdout
 
