@@ -7,19 +7,29 @@ decided by their inputs (the ``[verify]`` section and floatX), the code that com
 version, which together name the cache entry. An entry that cannot be read is computed
 again. Someone able to write envforge's cache could forge one; the same person could forge
 the uv cache that the lock's PyPI hashes come from, so the entry adds no weaker link.
+
+A lock computes a missing entry in a child process (``python -m envforge.app.references``)
+beside its resolvers, not in a thread: a lock that fails kills the child and exits at once,
+where the interpreter would wait for a thread inside NumPy (seconds for a GPU spec's GEMM).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
 from importlib import metadata
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from envforge import __version__
+from envforge.background import YIELDING_NICE, in_background
 from envforge.lockfile import KernelExpectation
 from envforge.paths import envforge_dirs
 from envforge.spec import VerifySection
@@ -27,16 +37,79 @@ from envforge.spec import VerifySection
 _SOURCES = ("expectations.py", "mrg.py")
 
 
+class CancelledError(Exception):
+    """The lock these references were for has failed: nothing waits for them any more."""
+
+
+class BackgroundReferences:
+    """The kernels' references of one lock, each missing cache entry computed by a child
+    process started now; ``get`` waits for it and reads the entry, ``cancel`` kills them."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[tuple[str, str], Future[None]] = {}
+        self._children: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._cancelled = False
+
+    def start(self, verify: VerifySection, float_x: str) -> None:
+        key = (verify.model_dump_json(), float_x)
+        with self._lock:
+            if (key in self._jobs or self._cancelled
+                    or _read(_entry(verify, float_x)) is not None):
+                return
+            self._jobs[key] = in_background("kernels", self._compute, verify, float_x)
+
+    def _compute(self, verify: VerifySection, float_x: str) -> None:
+        request = json.dumps({"verify": verify.model_dump(mode="json"), "float_x": float_x})
+        with self._lock:
+            if self._cancelled:
+                return
+            child = subprocess.Popen([sys.executable, "-m", "envforge.app.references"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+            self._children.add(child)
+        try:
+            child.communicate(request.encode("utf-8"))
+        finally:
+            with self._lock:
+                self._children.discard(child)
+
+    def get(self, verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
+        """The references, from the entry the child wrote; computed here where it wrote none
+        (so its error, such as no NumPy, is raised here)."""
+        job = self._jobs.get((verify.model_dump_json(), float_x))
+        if job is not None:
+            with contextlib.suppress(OSError):  # no child could start: computed below
+                job.result()
+        if self._cancelled:
+            raise CancelledError
+        return kernel_references(verify, float_x)
+
+    def cancel(self) -> None:
+        """Kill the children and let every ``get`` raise ``CancelledError``: the lock failed."""
+        with self._lock:
+            self._cancelled = True
+            for child in self._children:
+                with contextlib.suppress(OSError):
+                    child.kill()
+
+
+def _read(path: Path) -> tuple[KernelExpectation, ...] | None:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(KernelExpectation.model_validate(row) for row in rows)
+    except (OSError, ValueError, TypeError, ValidationError):
+        return None
+
+
 def kernel_references(verify: VerifySection, float_x: str) -> tuple[KernelExpectation, ...]:
     """``expectations.kernel_expectations(verify, float_x)``, from the cache when it has it."""
     from envforge.expectations import kernel_expectations
 
     path = _entry(verify, float_x)
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(KernelExpectation.model_validate(row) for row in rows)
-    except (OSError, ValueError, TypeError, ValidationError):
-        pass
+    found = _read(path)
+    if found is not None:
+        return found
     kernels = kernel_expectations(verify, float_x)
     text = json.dumps([k.model_dump(mode="json") for k in kernels])
     try:
@@ -64,3 +137,17 @@ def _numpy_version() -> str:
         return metadata.version("numpy")
     except metadata.PackageNotFoundError:
         return ""
+
+
+def _main() -> None:
+    """The child of ``BackgroundReferences``: one request on stdin, the entry written, at a
+    low priority (uv's builds beside it get the CPU first)."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(YIELDING_NICE)
+    request = json.loads(sys.stdin.read())
+    kernel_references(VerifySection.model_validate(request["verify"]), request["float_x"])
+
+
+if __name__ == "__main__":
+    _main()

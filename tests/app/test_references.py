@@ -1,13 +1,14 @@
 """The kernels' references from envforge's cache: the same as computed, and computed again
-when the entry is damaged or the inputs differ."""
+when the entry is damaged or the inputs differ; a lock's child process writes the same entry."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from envforge.app.references import kernel_references
+from envforge.app.references import BackgroundReferences, CancelledError, kernel_references
 from envforge.expectations import kernel_expectations
 from envforge.spec import VerifySection
 
@@ -26,3 +27,19 @@ def test_an_entry_gives_what_was_computed_and_a_damaged_one_is_computed_again(
     assert kernel_references(VERIFY, "float64") == computed
     assert kernel_references(VERIFY, "float32") == kernel_expectations(VERIFY, "float32")
     assert len(list(entry.parent.iterdir())) == 2
+
+
+def test_a_child_process_writes_the_entry_and_a_cancelled_get_raises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path))
+    references = BackgroundReferences()
+    references.start(VERIFY, "float64")
+    folder = tmp_path / "cache" / "kernels"
+    deadline = time.monotonic() + 120
+    while not (folder.is_dir() and any(folder.glob("*.json"))):
+        assert time.monotonic() < deadline, "the child wrote no entry"
+        time.sleep(0.05)
+    assert references.get(VERIFY, "float64") == kernel_expectations(VERIFY, "float64")
+    references.cancel()
+    with pytest.raises(CancelledError):
+        references.get(VERIFY, "float64")
