@@ -5,8 +5,10 @@
 # trained on the GPU, saved to HDF5 and loaded back (keras_h5_check.py). Then doctor on
 # torch14-gpu's lock: only the knowledge and the host's GPUs travel, no torch wheel.
 # Bundle: envforge bundle LOCK -o .bundle/kgpu --with-envforge --envforge-python 3.12, with the
-# spec and lock copied beside each other first (docs/gpu/H200.md). TORCH holds
-# specs/torch14-gpu.toml and locks/torch14-gpu.lock. Everything it reports goes to $OUT.
+# spec and lock copied beside each other first (docs/gpu/H200.md). TORCH holds specs/ and
+# locks/ of torch14-gpu and torch14-cpu, written by the bundle's envforge. Everything it
+# reports goes to $OUT.
+# KEEP=1 leaves the environment applied (no second verify, no rollback) for suite-h200.sh.
 set -u
 OUT=${OUT:-/tmp/envforge-gpu}
 mkdir -p "$OUT"
@@ -47,13 +49,15 @@ step "Keras on the GPU: train, model.save to HDF5, load_model, compare (keras_h5
 timed $EF run "$SPEC" -- python "$HERE/keras_h5_check.py" > "$OUT/keras-h5.json" 2> "$OUT/keras-h5.err"
 tail -1 "$OUT/keras-h5.json"; grep -m3 -E 'Mapped|Error' "$OUT/keras-h5.err"
 
-step "verify again (compile cache warm)"
-timed $EF verify "$SPEC" --json > "$OUT/verify-second.json" 2> /dev/null
+if [ -z "${KEEP:-}" ]; then
+  step "verify again (compile cache warm)"
+  timed $EF verify "$SPEC" --json > "$OUT/verify-second.json" 2> /dev/null
+fi
 
 step "doctor on torch14-gpu's lock (torch 1.4.0's wheel: sm_35-sm_75) and torch14-cpu's"
 $EF doctor "$TORCH/specs/torch14-gpu.toml" --report "$OUT/torch-doctor.md" --json \
   > "$OUT/torch-doctor.json" 2> /dev/null; echo "-> torch14-gpu: exit $?"
-$EF doctor specs/torch14-cpu.toml --json > "$OUT/torch-cpu-doctor.json" 2> /dev/null
+$EF doctor "$TORCH/specs/torch14-cpu.toml" --json > "$OUT/torch-cpu-doctor.json" 2> /dev/null
 echo "-> torch14-cpu: exit $?"
 python3 - "$OUT/torch-doctor.json" "$OUT/torch-cpu-doctor.json" <<'PY' | tee "$OUT/torch-doctor.txt"
 import json, sys
@@ -64,9 +68,11 @@ for path in sys.argv[1:]:
             print("   fix:", (f.get("fix") or {}).get("text"))
 PY
 
-step rollback
-timed $EF rollback "$SPEC"
-test ! -e "$PREFIX" && echo "prefix removed"
+if [ -z "${KEEP:-}" ]; then
+  step rollback
+  timed $EF rollback "$SPEC"
+  test ! -e "$PREFIX" && echo "prefix removed"
+fi
 
 # The device tool returns at most 8 files: everything goes back as one archive.
 tar czf /tmp/envforge-gpu-results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* \
