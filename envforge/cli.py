@@ -36,6 +36,7 @@ def _cmd_lock(args: argparse.Namespace, ui: UI) -> int:
 
 
 def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
+    from envforge.app.packs import installed_packs
     from envforge.export import export_lock
     from envforge.host.outputs import check_output
     from envforge.inputfile import check_regular_input
@@ -44,7 +45,7 @@ def _cmd_export(args: argparse.Namespace, ui: UI) -> int:
     check_regular_input(args.lock, "lock")
     if args.output:
         check_output(Path(args.output), inputs=[args.lock])
-    text = export_lock(load_lock(args.lock), args.format, args.platform)
+    text = export_lock(load_lock(args.lock, installed_packs()), args.format, args.platform)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         ui.success(f"wrote {args.output}")

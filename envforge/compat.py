@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -25,6 +26,7 @@ from envforge.knowledge import (
     debian_package,
     knowledge,
 )
+from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
 
 # rule id, message, source, fix
@@ -198,7 +200,14 @@ def exact_pin(pins: Mapping[str, Sequence[Pin]], name: str) -> Version | None:
     return versions.pop() if len(versions) == 1 else None
 
 
-def check_platform_spec(spec: PlatformSpec) -> list[Conflict]:
+class CompatPack(Pack, Protocol):
+    """What the compatibility check asks of a pack: its own rules, fed the spec's pins."""
+
+    def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
+                      report: Callable[[str, str, str, str], None]) -> None: ...
+
+
+def check_platform_spec(spec: PlatformSpec, registry: Registry[CompatPack]) -> list[Conflict]:
     """Every known conflict of one platform's view of the spec, in a stable order."""
     found: list[Conflict] = []
 
@@ -206,20 +215,18 @@ def check_platform_spec(spec: PlatformSpec) -> list[Conflict]:
         found.append(Conflict(rule=rule, platform=spec.platform, message=message,
                               source=source, fix=fix))
 
-    from envforge.packs import active_packs
-
     pins = spec_pins(spec)
     _check_cudnn_cuda(spec, conflict)
     _check_debian_python(spec, conflict)
-    for pack in active_packs(spec):
+    for pack in registry.active(spec.packs):
         pack.compat_checks(spec, pins, conflict)
     return found
 
 
-def ensure_compatible(spec: Spec) -> None:
+def ensure_compatible(spec: Spec, registry: Registry[CompatPack]) -> None:
     """Raise CompatibilityError for the first conflict of any platform, in the spec's order."""
     for platform in spec.project.platforms:
-        conflicts = check_platform_spec(spec.for_platform(platform))
+        conflicts = check_platform_spec(spec.for_platform(platform), registry)
         if conflicts:
             first = conflicts[0]
             line, key = pin_place(spec, platform, first.message)

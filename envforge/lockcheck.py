@@ -4,7 +4,8 @@ The models already refuse malformed values (names, versions, paths, hashes, rang
 model cannot see is a well-formed lock that says something its spec does not: an entry
 removed or listed twice, a platform's environment kind or Theano flags that the spec would
 not give, versions verify would expect that the locked files do not carry, a group resolved
-for another Python than the environment's (a textual merge of two locks). Each of those is
+for another Python than the environment's (a textual merge of two locks), an ``apply``
+table or a pack's settings other than the spec's (apply reads them, not the spec). Each of those is
 recomputed from the spec, offline, and any difference is one SpecError naming the lock's
 line and key (exit 2) before anything is written.
 
@@ -26,6 +27,14 @@ from envforge.errors import SpecError, StaleLockError
 from envforge.expectations import inputs_only, kernel_inputs_of
 from envforge.inputfile import LOCK_LIMIT, read_input_text
 from envforge.lockfile import KernelExpectation, LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockplan import (
+    LockPlanPack,
+    build_record,
+    kernel_device,
+    locked_artifacts,
+    stack_versions,
+)
+from envforge.packapi import Registry
 from envforge.platforms import PLATFORMS
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
 from envforge.tomlpos import KeyPath, key_lines, line_of
@@ -35,8 +44,8 @@ _PYPI_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 Fail = Callable[[Iterable[str | int], str], SpecError]
 
 
-def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, *,
-               references: bool = False) -> None:
+def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, registry: Registry[LockPlanPack],
+               *, references: bool = False) -> None:
     """Refuse a lock that does not say exactly what its spec would lock; ``references``
     also recomputes the kernels' references with NumPy."""
     try:
@@ -56,7 +65,7 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, *,
         if platform not in spec.project.platforms:
             raise fail(("platforms", platform), "a platform the spec does not target")
         _check_platform(spec.for_platform(platform), plock, ("platforms", platform), fail,
-                        references)
+                        registry, references)
         _check_file_urls(spec.for_platform(platform), plock, ("platforms", platform), fail)
 
 
@@ -97,9 +106,7 @@ def _is_http(url: str) -> bool:
 
 
 def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail,
-                    references: bool) -> None:
-    from envforge.lockplan import kernel_device, locked_artifacts, stack_versions
-    from envforge.packs import active_packs
+                    registry: Registry[LockPlanPack], references: bool) -> None:
 
     if plock.environment != pspec.environment.kind:
         raise fail((*at, "environment"), f"{plock.environment!r} but the spec says "
@@ -138,7 +145,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
             if name not in have_deb:
                 raise fail((*at, "deb"), f"no entry for {name}, which the spec requires")
     expect = plock.expect
-    versions = stack_versions(pspec, pypi=plock.pypi, conda=plock.conda, deb=plock.deb)
+    versions = stack_versions(pspec, registry, pypi=plock.pypi, conda=plock.conda, deb=plock.deb)
     if expect.versions != versions:
         wrong = sorted(set(expect.versions.items()) ^ set(versions.items()))[0][0]
         raise fail((*at, "expect", "versions", wrong), "does not match the locked packages "
@@ -147,17 +154,19 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         raise fail((*at, "python"), f"{plock.python!r} is not the locked Python")
     _check_group_python(plock, pspec.platform, at, fail)
     _check_build(pspec, plock, at, fail)
+    _check_apply(pspec, plock, at, fail)
     locked = dict(expect.packs)
     if references:
-        derived = {pack.name: pack.expectations(pspec, versions) for pack in active_packs(pspec)}
+        derived = {pack.name: pack.expectations(pspec, versions)
+                   for pack in registry.active(pspec.packs)}
     else:
         with inputs_only():
             derived = {pack.name: pack.expectations(pspec, versions)
-                       for pack in active_packs(pspec)}
+                       for pack in registry.active(pspec.packs)}
         locked = {name: _inputs(table) for name, table in locked.items()}
     for name in sorted(set(locked) | set(derived)):
         _same_pack(locked.get(name), derived.get(name), (*at, "expect", name), fail)
-    device, float_x = kernel_device(pspec)
+    device, float_x = kernel_device(pspec, registry)
     same = {"device": device, "float_x": float_x,
             "min_gpu_speedup": pspec.verify.min_gpu_speedup, "repeats": pspec.verify.repeats,
             "cuda": pspec.cuda.version if pspec.cuda else None,
@@ -243,8 +252,6 @@ def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fa
     """The build table is what the spec gives: a build constraint edited out of the lock
     would build an sdist with what the spec forbids. A lock written before the table was
     recorded has none, and passes where the spec constrains no build."""
-    from envforge.lockplan import build_record
-
     wanted = build_record(pspec, plock.pypi)
     if plock.build is None:
         if wanted is not None and wanted.constraints:
@@ -257,6 +264,20 @@ def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fa
         if getattr(plock.build, key) != getattr(wanted, key):
             raise fail((*at, "build", key), f"{getattr(plock.build, key)!r} but the spec "
                        f"gives {getattr(wanted, key)!r}")
+
+
+def _check_apply(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:
+    """The apply table is the spec's: apply reads it alone (a compiler edited out of it would
+    leave the environment without one). A lock of format 2 has none: stale, not tampered."""
+    from envforge.lockplan import apply_inputs
+
+    if plock.apply is None:
+        return
+    wanted = apply_inputs(pspec)
+    for key in type(wanted).model_fields:
+        have, want = getattr(plock.apply, key), getattr(wanted, key)
+        if have != want:
+            raise fail((*at, "apply", key), f"{have!r} but the spec says {want!r}")
 
 
 def _minor(version: str) -> str:
@@ -282,6 +303,9 @@ def stale_reasons(spec: Spec, lock: Lockfile) -> list[str]:
         reasons.append(f"the lock has platforms the spec no longer targets: {', '.join(extra)}")
     if lock.meta.spec_name != spec.name:
         reasons.append(f"the lock is for {lock.meta.spec_name!r}, not {spec.name!r}")
+    if any(plock.apply is None for plock in lock.platforms.values()):
+        reasons.append("the lock's format (2) does not record what apply reads of the spec "
+                       "(its [platforms.X.apply] table)")
     return reasons
 
 

@@ -6,8 +6,9 @@ same spec and the same index state give identical bytes. ``version`` guards the 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import tomli_w
 from pydantic import (
@@ -16,6 +17,7 @@ from pydantic import (
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     model_serializer,
     model_validator,
 )
@@ -23,9 +25,11 @@ from pydantic import (
 from envforge.confine import check_relative
 from envforge.errors import SpecError
 from envforge.inputfile import LOCK_LIMIT, read_input_text
+from envforge.packapi import Pack, Registry
 from envforge.spec import (
     MAX_REPEATS,
     Bool,
+    CompilerSection,
     FiniteFloat,
     Frozen,
     Int,
@@ -37,7 +41,8 @@ from envforge.spec import (
 from envforge.tomlpos import key_lines, line_of
 
 # 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
-LOCK_VERSION = 2
+# 3: what apply reads of the spec in [platforms.X.apply] (2: apply read the spec itself).
+LOCK_VERSION = 3
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
 # and every file name passes the one confinement rule (envforge/confine.py).
@@ -187,17 +192,18 @@ class Expectations(Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _mount_packs(cls, data: Any) -> Any:
-        """Take each registered pack's table out of the core keys, typed by its model."""
+    def _mount_packs(cls, data: Any, info: ValidationInfo) -> Any:
+        """Take each registered pack's table out of the core keys, typed by its model; the
+        packs are the ``registry`` of the validation context (none: no pack tables)."""
         if not isinstance(data, dict):
             return data
         if "packs" in data:
             return {**data, "packs": pack_models(data["packs"])}
-        from envforge.packs import PACKS
-
+        registry: Registry[LockPack] = (info.context or {}).get("registry") or Registry(())
         data = dict(data)
         packs = {}
-        for name, pack in PACKS.items():
+        for pack in registry:
+            name = pack.name
             if name in data:
                 table = data.pop(name)
                 packs[name] = table if isinstance(table, pack.expect) else \
@@ -222,6 +228,17 @@ class SuiteLock(Frozen):
     python: str | None = Field(default=None, pattern=r"^3\.\d+(\.\d+)?$")
 
 
+class ApplyInputs(Frozen):
+    """What apply needs that the spec decides and no resolver finds: the compiler to
+    provide and where the environment's paths go. With the CUDA release and cuDNN
+    (``expect.cuda``, ``expect.cudnn``, the artifacts) and the packs' own tables (which
+    packs are mounted, their settings), plan and apply read everything from the lock and
+    take the spec only to check, by its hash, that it is the one locked."""
+
+    compiler: CompilerSection | None = None
+    path_scope: Literal["env", "user"] = "env"  # Windows: "user" edits the user's PATH
+
+
 class PlatformLock(Frozen):
     """Everything locked for one target platform."""
 
@@ -235,6 +252,9 @@ class PlatformLock(Frozen):
     suite: SuiteLock | None = None
     pypi_python: str | None = None  # the full Python version PyPI was resolved for
     build: PypiBuild | None = None  # where an sdist is locked: how it is built
+    # None only in a lock of format 2 (read through ``migrate``): it recorded none, so
+    # plan and apply call it stale until `envforge lock` completes it (offline).
+    apply: ApplyInputs | None = None
 
 
 class LockMeta(Frozen):
@@ -315,8 +335,19 @@ def write_lock(lock: Lockfile, path: Path) -> bool:
     return True
 
 
-def load_lock(path: Path | str) -> Lockfile:
-    """Read a lock; a broken one is a SpecError naming file, line and key."""
+class LockPack(Pack, Protocol):
+    """What the lock reads of a pack: its table's model and its table's migrations."""
+
+    @property
+    def expect(self) -> type[Frozen]: ...
+
+    @property
+    def lock_migrations(self) -> Mapping[int, Callable[[dict[str, Any]], None]]: ...
+
+
+def load_lock(path: Path | str, registry: Registry[LockPack]) -> Lockfile:
+    """Read a lock; a broken one is a SpecError naming file, line and key. ``registry``'s
+    packs type and migrate their own tables."""
     path = Path(path)
     text = read_input_text(path, LOCK_LIMIT,
                            missing="no such lock file (run `envforge lock` first)")
@@ -327,11 +358,13 @@ def load_lock(path: Path | str) -> Lockfile:
         raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
                         key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
     if version != LOCK_VERSION:
-        raw = migrate(raw)
+        raw = migrate(raw, registry)
+    else:
+        _require_apply(raw, path, text)
     loc: list[str] = []
     try:
-        _type_pack_tables(raw, loc)
-        return Lockfile.model_validate(raw)
+        _type_pack_tables(raw, loc, registry)
+        return Lockfile.model_validate(raw, context={"registry": registry})
     except ValidationError as exc:
         error = exc.errors()[0]
         loc += [str(p) for p in error["loc"]]
@@ -339,12 +372,22 @@ def load_lock(path: Path | str) -> Lockfile:
                         line=line_of(key_lines(text), loc)) from None
 
 
-def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+def _require_apply(raw: dict[str, Any], path: Path, text: str) -> None:
+    """A lock of this format has an ``apply`` table per platform (only a migrated one may
+    lack it): one edited out is damage, not an old format."""
+    platforms = raw.get("platforms")
+    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
+        if isinstance(table, dict) and "apply" not in table:
+            raise SpecError(path, "no apply table (what apply reads of the spec); re-lock",
+                            key=f"platforms.{platform}.apply",
+                            line=line_of(key_lines(text), ("platforms", str(platform))))
+
+
+def migrate(raw: dict[str, Any], registry: Registry[LockPack]) -> dict[str, Any]:
     """A lock of an older format in the current one's shape, as pipx reads old metadata:
     each step rewrites every platform table from version N to N + 1 (the core's steps,
-    then each pack's)."""
-    from envforge.packs import PACKS
-
+    then each pack's). Format 2 -> 3 adds the ``apply`` table, which only the spec can
+    fill: the table stays absent and ``lockcheck.stale_reasons`` asks for a re-lock."""
     meta = raw.get("meta")
     platforms = raw.get("platforms")
     if not isinstance(meta, dict) or not isinstance(platforms, dict):
@@ -353,7 +396,7 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
         for table in platforms.values():
             if not isinstance(table, dict):
                 continue
-            for pack in PACKS.values():
+            for pack in registry:
                 step = pack.lock_migrations.get(version)
                 if step is not None:
                     step(table)
@@ -361,17 +404,16 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def _type_pack_tables(raw: dict[str, Any], loc: list[str]) -> None:
+def _type_pack_tables(raw: dict[str, Any], loc: list[str], registry: Registry[LockPack]) -> None:
     """Validate each pack's expect table with its model first, so an error names its key
     and line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
-    from envforge.packs import PACKS
-
     platforms = raw.get("platforms")
     for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
         expect = table.get("expect") if isinstance(table, dict) else None
         if not isinstance(expect, dict):
             continue
-        for name, pack in PACKS.items():
+        for pack in registry:
+            name = pack.name
             if isinstance(expect.get(name), dict):
                 loc[:] = ["platforms", platform, "expect", name]
                 expect[name] = pack.expect.model_validate(expect[name])

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envforge.errors import InputError
 from envforge.lockfile import (
+    ApplyInputs,
     Expectations,
     LockedArtifact,
     LockedCondaPackage,
     LockedDeb,
     LockedPypiFile,
+    PlatformLock,
     PypiBuild,
 )
+from envforge.model import Frozen
+from envforge.packapi import Pack, Registry
 from envforge.spec import PlatformSpec
 
 if TYPE_CHECKING:
@@ -48,16 +52,34 @@ def debian_python(packages: Sequence[str]) -> bool:
     return any(_DEB_PYTHON.match(name) for name in packages)
 
 
-def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
-                   conda: Sequence[LockedCondaPackage],
+class LockPlanPack(Pack, Protocol):
+    """What deriving a lock's non-resolved parts asks of a pack."""
+
+    @property
+    def stack_names(self) -> Mapping[str, str]: ...
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]: ...
+
+    def kernel_device(self, pspec: PlatformSpec) -> tuple[str, str]: ...
+
+    def expectations(self, pspec: PlatformSpec, versions: Mapping[str, str]) -> Frozen: ...
+
+
+def locked_python(pspec: PlatformSpec, *, conda: Sequence[LockedCondaPackage],
+                  deb: Sequence[LockedDeb]) -> str:
+    """The environment's Python as locked: Debian's or conda's where they provide it, else
+    the spec's."""
+    return stack_versions(pspec, Registry(()), pypi=(), conda=conda, deb=deb)["python"]
+
+
+def stack_versions(pspec: PlatformSpec, registry: Registry[LockPlanPack], *,
+                   pypi: Sequence[LockedPypiFile], conda: Sequence[LockedCondaPackage],
                    deb: Sequence[LockedDeb]) -> dict[str, str]:
     """The versions of the stack's parts as locked; later sources win (PyPI over Debian).
 
     The parts are the core's and each mounted pack's (``FrameworkPack.stack_names``)."""
-    from envforge.packs import active_packs
-
     names = dict(_STACK_NAMES)
-    for pack in active_packs(pspec):
+    for pack in registry.active(pspec.packs):
         names.update(pack.stack_names)
     versions: dict[str, str] = {"python": pspec.python.version}
     for record in deb:
@@ -75,14 +97,13 @@ def stack_versions(pspec: PlatformSpec, *, pypi: Sequence[LockedPypiFile],
     return dict(sorted(versions.items()))
 
 
-def _undeclared(versions: dict[str, str]) -> list[UndeclaredImport]:
+def _undeclared(versions: dict[str, str],
+                registry: Registry[LockPlanPack]) -> list[UndeclaredImport]:
     """Each pack's rows for the releases ``versions`` (canonical name -> version) name."""
-    from envforge.packs import PACKS
-
-    return [row for pack in PACKS.values() for row in pack.undeclared_imports(versions)]
+    return [row for pack in registry for row in pack.undeclared_imports(versions)]
 
 
-def undeclared_missing(pypi: Sequence[LockedPypiFile],
+def undeclared_missing(pypi: Sequence[LockedPypiFile], registry: Registry[LockPlanPack],
                        exclude: Iterable[str] = ()) -> tuple[UndeclaredImport, ...]:
     """What the resolved framework imports but does not declare, and the resolution lacks.
 
@@ -92,7 +113,7 @@ def undeclared_missing(pypi: Sequence[LockedPypiFile],
     locked: dict[str, str] = {canonicalize_name(f.name): f.version for f in pypi}
     skip = {canonicalize_name(name) for name in exclude}
     missing = []
-    for row in _undeclared(locked):
+    for row in _undeclared(locked, registry):
         requirement = Requirement(row.requirement)
         name = canonicalize_name(requirement.name)
         have = locked.get(name)
@@ -115,7 +136,7 @@ def exact_pins(packages: Sequence[str]) -> dict[str, str]:
     return pins
 
 
-def undeclared_expected(packages: Sequence[str],
+def undeclared_expected(packages: Sequence[str], registry: Registry[LockPlanPack],
                         exclude: Iterable[str] = ()) -> tuple[UndeclaredImport, ...]:
     """What a framework pinned exactly (``Theano-PyMC==1.0.5``) will be found to import
     undeclared, known before resolving: resolved together with the spec's packages, it
@@ -123,7 +144,7 @@ def undeclared_expected(packages: Sequence[str],
     for names the spec itself names or leaves to another source are left to that check."""
     named = {canonicalize_name(Requirement(p).name) for p in packages}
     skip = named | {canonicalize_name(name) for name in exclude}
-    return tuple(r for r in _undeclared(exact_pins(packages))
+    return tuple(r for r in _undeclared(exact_pins(packages), registry)
                  if canonicalize_name(Requirement(r.requirement).name) not in skip)
 
 
@@ -174,21 +195,38 @@ def locked_artifacts(pspec: PlatformSpec) -> tuple[LockedArtifact, ...]:
     return tuple(found)
 
 
-def kernel_device(pspec: PlatformSpec) -> tuple[str, str]:
-    """(device, float type) of the verify kernels: the first mounted pack's, else the CPU's."""
-    from envforge.packs import active_packs
+def apply_inputs(pspec: PlatformSpec) -> ApplyInputs:
+    """What apply reads of the spec, recorded in the lock so that apply reads only the lock."""
+    return ApplyInputs(compiler=pspec.compiler, path_scope=pspec.path.scope)
 
-    packs = active_packs(pspec)
+
+def completed(plock: PlatformLock, pspec: PlatformSpec,
+              registry: Registry[LockPlanPack]) -> PlatformLock:
+    """A reused platform of a lock of format 2 (``lockfile.migrate``) with what that format
+    did not record: the ``apply`` table and the packs' tables (their settings, e.g. where
+    Theano's rc file goes), from the spec it was locked from; its resolution is kept."""
+    if plock.apply is not None:
+        return plock
+    versions = plock.expect.versions
+    packs = {pack.name: pack.expectations(pspec, versions)
+             for pack in registry.active(pspec.packs)}
+    return plock.model_copy(update={"apply": apply_inputs(pspec), "expect": plock.expect.
+                                    model_copy(update={"packs": packs})})
+
+
+def kernel_device(pspec: PlatformSpec, registry: Registry[LockPlanPack]) -> tuple[str, str]:
+    """(device, float type) of the verify kernels: the first mounted pack's, else the CPU's."""
+    packs = registry.active(pspec.packs)
     return packs[0].kernel_device(pspec) if packs else ("cpu", "float64")
 
 
-def expectations_for(pspec: PlatformSpec, versions: dict[str, str]) -> Expectations:
+def expectations_for(pspec: PlatformSpec, registry: Registry[LockPlanPack],
+                     versions: dict[str, str]) -> Expectations:
     """What verify must find: versions, device, each pack's table and the kernels' references."""
     from envforge.expectations import kernel_expectations
-    from envforge.packs import active_packs
 
-    packs = active_packs(pspec)
-    device, float_x = kernel_device(pspec)
+    packs = registry.active(pspec.packs)
+    device, float_x = kernel_device(pspec, registry)
     return Expectations(
         versions=versions,
         device=device,

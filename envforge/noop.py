@@ -49,8 +49,9 @@ class NoopProbe:
             noopstamp.invalidate(self.stamp)
 
     def save(self, ctx: StepContext, steps: Sequence[Step], message: str) -> None:
-        gcc = ctx.pspec.compiler is not None and ctx.pspec.compiler.kind == "gcc" \
-            and ctx.pspec.cuda is None and PLATFORMS[ctx.platform].os is Os.LINUX
+        compiler = ctx.inputs.compiler
+        gcc = compiler is not None and compiler.kind == "gcc" \
+            and ctx.lock.expect.cuda is None and PLATFORMS[ctx.platform].os is Os.LINUX
         core = noopstamp.ELIGIBLE_STEPS | ({"compiler"} if gcc else set())
         files = [s for s in steps if s.name not in core]
         if self.stamp is None or not all(isinstance(s, WatchesFiles) for s in files):

@@ -1,9 +1,9 @@
 """A plan = the steps a lock needs on this host, each with the rows it shows and the typed
 actions the executor will perform, exactly those (``steps/actions.py``).
 
-Which steps apply follows from the lock and the spec alone; what each would do comes from
-observing the host once, here, which never changes anything. A plan can be saved
-(``envforge plan SPEC -o FILE``) with the lock's sha256 and applied later
+Which steps apply follows from the lock alone (the spec is only checked, by its hash); what
+each would do comes from observing the host once, here, which never changes anything. A plan
+can be saved (``envforge plan SPEC -o FILE``) with the lock's sha256 and applied later
 (``envforge apply FILE``), which refuses it if the lock or any before-state changed.
 """
 
@@ -92,11 +92,10 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
     ``registry`` is where a win-64 user PATH is written: the real one on Windows when not
     given; elsewhere that step is planned only with a registry passed in (tests).
     """
-    from envforge.packs import active_packs
     from envforge.steps.activation import ActivationStep
     from envforge.steps.env import EnvironmentStep, PrefixStep
 
-    lock, pspec = ctx.lock, ctx.pspec
+    lock, inputs = ctx.lock, ctx.inputs
     steps: list[Step] = [PrefixStep()]
     if lock.deb:
         from envforge.steps.debs import DebUnpackStep
@@ -111,11 +110,11 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
         from envforge.steps.pypi import PypiInstallStep
 
         steps.append(PypiInstallStep())
-    if pspec.compiler is not None:
+    if inputs.compiler is not None:
         from envforge.steps.compiler import CompilerStep
 
         steps.append(CompilerStep())
-    if pspec.cuda is not None:
+    if lock.expect.cuda is not None:
         from envforge.steps.cuda import CudaToolkitStep
 
         steps.append(CudaToolkitStep())
@@ -128,10 +127,10 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             from envforge.steps.libs import LibgpuarrayLinksStep
 
             steps.append(LibgpuarrayLinksStep())
-    for pack in active_packs(pspec):
+    for pack in ctx.registry.locked(lock.expect.packs):
         steps.extend(pack.steps(ctx))
     steps.append(ActivationStep())
-    if PLATFORMS[ctx.platform].os is Os.WINDOWS and pspec.path.scope == "user":
+    if PLATFORMS[ctx.platform].os is Os.WINDOWS and inputs.path_scope == "user":
         if registry is None:
             from envforge.host.windows import host_registry
 

@@ -14,7 +14,7 @@ import re
 import tomllib
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import (
@@ -23,6 +23,7 @@ from pydantic import (
     SerializeAsAny,
     Strict,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 
@@ -30,6 +31,7 @@ from envforge import platforms as _platforms
 from envforge.errors import SpecError
 from envforge.inputfile import SPEC_LIMIT, read_input_text
 from envforge.model import Frozen as Frozen
+from envforge.packapi import Pack, Registry
 from envforge.platforms import Platform as Platform
 from envforge.tomlpos import KeyPath, key_lines, line_of
 
@@ -212,16 +214,30 @@ class PlatformSpec(Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _implicit_packs(cls, data: Any) -> Any:
-        """A view built in code without ``packs`` mounts the implicit packs' defaults, as a
-        spec that names no pack's section does."""
+    def _implicit_packs(cls, data: Any, info: ValidationInfo) -> Any:
+        """A view built in code without ``packs``, validated with a ``registry`` in its
+        context, mounts the implicit packs' defaults, as a spec that names no pack's section
+        does."""
         if not isinstance(data, dict):
             return data
         if "packs" in data:
             return {**data, "packs": pack_models(data["packs"])}
-        from envforge.packs import mounted
+        registry = (info.context or {}).get("registry")
+        if registry is None:
+            return data
+        return {**data, "packs": implicit_sections(registry)}
 
-        return {**data, "packs": {pack.name: pack.section() for pack in mounted({})}}
+
+class SpecPack(Pack, Protocol):
+    """What the spec reads of a pack: the model of its ``[NAME]`` section."""
+
+    @property
+    def section(self) -> type[Frozen]: ...
+
+
+def implicit_sections(registry: Registry[SpecPack]) -> dict[str, Frozen]:
+    """The implicit packs' sections with their defaults: a spec that names no pack's."""
+    return {pack.name: pack.section() for pack in registry.mounted({})}
 
 
 def pack_models(packs: Any) -> dict[str, Frozen]:
@@ -255,14 +271,15 @@ _PER_PLATFORM_SECTIONS = ("python", "environment", "conda", "pypi", "debian", "c
                           "compiler", "verify", "path")
 
 
-def load_spec(path: Path | str) -> Spec:
-    """Read and validate a spec file; any problem is one SpecError naming file, line and key."""
+def load_spec(path: Path | str, registry: Registry[SpecPack]) -> Spec:
+    """Read and validate a spec file; any problem is one SpecError naming file, line and key.
+    ``registry``'s packs give the sections beside the core's."""
     path = Path(path)
     text = read_input_text(path, SPEC_LIMIT, missing="no such spec file")
-    return parse_spec(text, source=str(path))
+    return parse_spec(text, source=str(path), registry=registry)
 
 
-def parse_spec(text: str, *, source: str) -> Spec:
+def parse_spec(text: str, *, source: str, registry: Registry[SpecPack]) -> Spec:
     """Validate spec text; ``source`` is the name errors use."""
     raw = load_toml(text, source)
     lines = key_lines(text)
@@ -271,9 +288,7 @@ def parse_spec(text: str, *, source: str) -> Spec:
         return SpecError(source, message, line=line_of(lines, path),
                          key=".".join(str(p) for p in path) or None)
 
-    from envforge.packs import PACKS, mounted
-
-    sections = (*_PER_PLATFORM_SECTIONS, *PACKS)
+    sections = (*_PER_PLATFORM_SECTIONS, *registry.names)
     unknown = sorted(set(raw) - {"project", *sections})
     if unknown:
         known = ", ".join(("project", *sections))
@@ -285,7 +300,7 @@ def parse_spec(text: str, *, source: str) -> Spec:
         raise fail(("project", "platforms"), "a platform is listed twice")
 
     merged: dict[Platform, PlatformSpec] = {}
-    packs = mounted(raw)
+    packs = registry.mounted(raw)
     for platform in project.platforms:
         view, origin = _merge_platform(raw, platform, sections, fail)
         core = {name: view[name] for name in _PER_PLATFORM_SECTIONS if name in view}

@@ -1,19 +1,20 @@
 """The spec reference (docs/spec-reference.md) and JSON Schema (docs/envforge-spec.schema.json),
 generated from the spec's models so they cannot drift: a test compares them with this output,
-and a key without a line in ``KEYS`` fails that test. ``python -m envforge.specdoc`` rewrites
-both files."""
+and a key without a line in ``KEYS`` fails that test. ``python -m envforge.app.specdoc``
+rewrites both files, the installed packs' sections with them."""
 
 from __future__ import annotations
 
 import copy
 import json
-import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from envforge.spec import PLATFORMS, PlatformSpec, ProjectSection
+from envforge.packapi import Registry
+from envforge.spec import PLATFORMS, PlatformSpec, ProjectSection, SpecPack
 
 REFERENCE = Path("docs/spec-reference.md")
 SCHEMA = Path("docs/envforge-spec.schema.json")
@@ -91,17 +92,20 @@ KEYS: dict[str, tuple[str, str]] = {
 }
 
 
-def keys() -> dict[str, tuple[str, str]]:
+class DocumentedPack(SpecPack, Protocol):
+    """What the reference reads of a pack: its section's model and its keys' meanings."""
+
+    @property
+    def spec_keys(self) -> Mapping[str, tuple[str, str]]: ...
+
+
+def keys(registry: Registry[DocumentedPack]) -> dict[str, tuple[str, str]]:
     """Every documented key: the core's, then each pack's section's."""
-    from envforge.packs import PACKS
-
-    return {**KEYS, **{key: row for pack in PACKS.values()
-                       for key, row in pack.spec_keys.items()}}
+    return {**KEYS, **{key: row for pack in registry for key, row in pack.spec_keys.items()}}
 
 
-def sections() -> dict[str, tuple[type[BaseModel], bool]]:
+def sections(registry: Registry[DocumentedPack]) -> dict[str, tuple[type[BaseModel], bool]]:
     """Each top-level table, its model, and whether a spec must have it."""
-    from envforge.packs import PACKS
 
     found: dict[str, tuple[type[BaseModel], bool]] = {"project": (ProjectSection, True)}
     for name, field in PlatformSpec.model_fields.items():
@@ -110,7 +114,7 @@ def sections() -> dict[str, tuple[type[BaseModel], bool]]:
         model = next(a for a in _args(field.annotation) if isinstance(a, type)
                      and issubclass(a, BaseModel))
         found[name] = (model, field.is_required())
-    found.update({name: (pack.section, False) for name, pack in PACKS.items()})
+    found.update({pack.name: (pack.section, False) for pack in registry})
     return found
 
 
@@ -118,14 +122,15 @@ def _args(annotation: Any) -> tuple[Any, ...]:
     return getattr(annotation, "__args__", None) or (annotation,)
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema(registry: Registry[DocumentedPack]) -> dict[str, Any]:
     """The whole spec file's schema; every section but project takes ``platform.<name>``."""
     defs: dict[str, Any] = {}
     properties: dict[str, Any] = {}
-    for name, (model, _) in sections().items():
+    documented = keys(registry)
+    for name, (model, _) in sections(registry).items():
         schema = model.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
-        _describe(schema, name, defs)
+        _describe(schema, name, defs, documented)
         if name != "project":
             override = copy.deepcopy(schema)
             override.pop("required", None)
@@ -142,48 +147,51 @@ def json_schema() -> dict[str, Any]:
             "required": ["project"], "properties": properties, "$defs": defs}
 
 
-def _describe(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> None:
+def _describe(schema: dict[str, Any], prefix: str, defs: dict[str, Any],
+              documented: Mapping[str, tuple[str, str]]) -> None:
     for key, prop in schema.get("properties", {}).items():
         path = f"{prefix}.{key}"
-        if path in keys():
-            prop["description"] = keys()[path][0]
+        if path in documented:
+            prop["description"] = documented[path][0]
         ref = prop.get("$ref", "")
         if ref.startswith("#/$defs/"):
-            _describe(defs[ref.removeprefix("#/$defs/")], path, defs)
+            _describe(defs[ref.removeprefix("#/$defs/")], path, defs, documented)
 
 
-def reference() -> str:
+def reference(registry: Registry[DocumentedPack]) -> str:
     """The Markdown reference: every section and key with type, default and example."""
-    schema = json_schema()
+    schema, documented = json_schema(registry), keys(registry)
     lines = ["# Spec reference", "",
-             "Generated from `envforge/spec.py` by `python -m envforge.specdoc` (a test keeps it "
-             "current). Every section but `[project]` may carry `[SECTION.platform.win-64]` / "
+             "Generated from `envforge/spec.py` by `python -m envforge.app.specdoc` (a test keeps "
+             "it current). Every section but `[project]` may carry `[SECTION.platform.win-64]` / "
              "`[SECTION.platform.linux-64]` tables whose values replace the general ones for "
              "that platform (`packages` lists are added to). Editors: point Taplo / Even Better "
              "TOML at [envforge-spec.schema.json](envforge-spec.schema.json), e.g. with "
              "`#:schema ../docs/envforge-spec.schema.json` as a spec's first line.", ""]
-    for name, (_, required) in sections().items():
+    for name, (_, required) in sections(registry).items():
         lines += [f"## [{name}]" + (" (required)" if required else ""), "",
                   "| key | type | default | meaning | example |", "|---|---|---|---|---|"]
-        lines += _rows(schema["properties"][name], name, schema["$defs"])
+        lines += _rows(schema["properties"][name], name, schema["$defs"], documented)
         lines.append("")
     return "\n".join(lines)
 
 
-def _rows(section: dict[str, Any], prefix: str, defs: dict[str, Any]) -> list[str]:
+def _rows(section: dict[str, Any], prefix: str, defs: dict[str, Any],
+          documented: Mapping[str, tuple[str, str]]) -> list[str]:
     rows = []
     required = set(section.get("required", []))
     for key, prop in section.get("properties", {}).items():
         if key == "platform":
             continue
         path = f"{prefix}.{key}"
-        meaning, example = keys()[path]
+        meaning, example = documented[path]
         default = "required" if key in required else _toml(prop.get("default"))
         rows.append(f"| `{key}` | {_type(prop)} | {default} | {meaning} | `{example}` |")
         ref = prop.get("$ref", "")
         if ref.startswith("#/$defs/"):
             rows += [row.replace("| `", f"| `{key}.", 1)
-                     for row in _rows(defs[ref.removeprefix("#/$defs/")], path, defs)]
+                     for row in _rows(defs[ref.removeprefix("#/$defs/")], path, defs,
+                                      documented)]
     return rows
 
 
@@ -216,22 +224,20 @@ def _toml(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def main(argv: list[str]) -> int:
-    """Write (or with ``--check``, compare) both files, relative to the repository root."""
+def main(argv: list[str], registry: Registry[DocumentedPack]) -> int:
+    """Write (or with ``--check``, compare) both files, relative to the repository root
+    (``python -m envforge.app.specdoc``: the installed packs' sections too)."""
     root = Path(argv[0]) if argv and argv[0] != "--check" else Path.cwd()
-    wanted = {root / REFERENCE: reference(),
-              root / SCHEMA: json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"}
+    wanted = {root / REFERENCE: reference(registry),
+              root / SCHEMA: json.dumps(json_schema(registry), indent=2, sort_keys=True) + "\n"}
     if "--check" in argv:
         stale = [str(p) for p, text in wanted.items()
                  if not p.is_file() or p.read_text(encoding="utf-8") != text]
         if stale:
-            print(f"stale: {', '.join(stale)}; run `python -m envforge.specdoc`")
+            print(f"stale: {', '.join(stale)}; run `python -m envforge.app.specdoc`")
         return 1 if stale else 0
     for path, text in wanted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -11,10 +11,12 @@ so JSON and JUnit consumers can track them across runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -23,7 +25,7 @@ from envforge.drift import Drift
 from envforge.errors import ExitCode, InputError
 from envforge.knowledge import error_hints
 from envforge.lockfile import Expectations, KernelExpectation
-from envforge.packs import PACKS, locked_packs
+from envforge.packapi import Pack, Registry
 
 Status = Literal["pass", "fail", "skip"]
 REQUEST_FORMAT = 1
@@ -43,6 +45,51 @@ class CheckRow:
     why: str = ""
 
 
+class VerifyPack(Pack, Protocol):
+    """What verify asks of a pack the lock holds: its probe, its request and its rows."""
+
+    @property
+    def probe(self) -> Path | None: ...
+
+    @property
+    def probe_modules(self) -> tuple[str, ...]: ...
+
+    def probe_request(self, expect: Expectations) -> Mapping[str, Any]: ...
+
+    def verify_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    prefix: str | None, gpu_expected: bool) -> Iterable[CheckRow]: ...
+
+    def device_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]: ...
+
+    def kernel_checks(self, report: Mapping[str, Any], kernel: str) -> Sequence[CheckRow]: ...
+
+    def timing_rows(self, report: Mapping[str, Any], expect: Expectations, *,
+                    gpu_expected: bool) -> Sequence[CheckRow]: ...
+
+    def report_device(self, report: Mapping[str, Any]) -> str | None: ...
+
+    def import_hint(self, error: str) -> str | None: ...
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]: ...
+
+
+# The packs whose hints a failure's text gets, while ``check_report`` judges (a pack's own
+# rows call ``kernel_rows`` and ``_with_hint`` from inside it); none outside ``hinting``.
+_HINTS: ContextVar[Registry[VerifyPack] | None] = ContextVar("envforge_verify_hints",
+                                                             default=None)
+
+
+@contextmanager
+def hinting(registry: Registry[VerifyPack]) -> Iterator[None]:
+    """Failures judged inside get ``registry``'s hints (``check_report`` judges inside)."""
+    token = _HINTS.set(registry)
+    try:
+        yield
+    finally:
+        _HINTS.reset(token)
+
+
 @dataclass(frozen=True, slots=True)
 class KernelTiming:
     """A kernel's best run time on the configured device, and on the CPU when compared."""
@@ -55,8 +102,8 @@ class KernelTiming:
     uses_gpu: bool
 
 
-def build_request(expect: Expectations, *, cpu_compare: bool | None = None,
-                  kernels: bool = True) -> dict[str, Any]:
+def build_request(expect: Expectations, registry: Registry[VerifyPack], *,
+                  cpu_compare: bool | None = None, kernels: bool = True) -> dict[str, Any]:
     """The probe's request for a lock's expectations.
 
     By default a CPU comparison runs only when the device is a GPU and the lock holds
@@ -70,9 +117,10 @@ def build_request(expect: Expectations, *, cpu_compare: bool | None = None,
         "kernels": [kernel_request(kernel) for kernel in expect.kernels] if kernels else [],
         "repeats": expect.repeats,
         "cpu_compare": cpu_compare,
-        **{k: v for pack in locked_packs(expect) for k, v in pack.probe_request(expect).items()},
+        **{k: v for pack in registry.locked(expect.packs)
+           for k, v in pack.probe_request(expect).items()},
         "distributions": sorted(k for k in expect.versions
-                                if k not in (*probe_modules(expect), "python")),
+                                if k not in (*probe_modules(expect, registry), "python")),
     }
 
 
@@ -89,9 +137,10 @@ def kernel_request(kernel: KernelExpectation) -> dict[str, Any]:
     return entry
 
 
-def probe_scripts(expect: Expectations) -> tuple[tuple[str, Path], ...]:
+def probe_scripts(expect: Expectations,
+                  registry: Registry[VerifyPack]) -> tuple[tuple[str, Path], ...]:
     """(pack, probe) of every pack the lock holds that brings one, in registry order."""
-    found = tuple((pack.name, pack.probe) for pack in locked_packs(expect)
+    found = tuple((pack.name, pack.probe) for pack in registry.locked(expect.packs)
                   if pack.probe is not None)
     if not found:
         raise InputError("the lock holds no framework pack with a probe: nothing to verify with")
@@ -123,13 +172,13 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
 _MERGED_BY_NAME = ("versions", "import_errors", "distributions")
 
 
-def probe_modules(expect: Expectations) -> tuple[str, ...]:
+def probe_modules(expect: Expectations, registry: Registry[VerifyPack]) -> tuple[str, ...]:
     """Names in Expectations.versions that the probes import (and report under these names)."""
-    return tuple(name for pack in locked_packs(expect) for name in pack.probe_modules)
+    return tuple(name for pack in registry.locked(expect.packs) for name in pack.probe_modules)
 
 
-def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expected: bool,
-                 prefix: str | None = None) -> tuple[CheckRow, ...]:
+def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack],
+                 *, gpu_expected: bool, prefix: str | None = None) -> tuple[CheckRow, ...]:
     """Every check of a probe report against the expectations, in a stable order.
 
     ``gpu_expected`` is false where the lock targets a GPU but this machine has none
@@ -140,9 +189,15 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
         why = str(report.get("error") or f"report format {report.get('format')!r} "
                                           f"is not {REPORT_FORMAT}")
         return (CheckRow("probe", "a report", "no report", "fail", why),)
+    with hinting(registry):
+        return _judge(report, expect, registry, gpu_expected=gpu_expected, prefix=prefix)
+
+
+def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack], *,
+           gpu_expected: bool, prefix: str | None) -> tuple[CheckRow, ...]:
     rows: list[CheckRow] = []
-    rows += _version_rows(report, expect)
-    packs = locked_packs(expect)
+    rows += _version_rows(report, expect, registry)
+    packs = registry.locked(expect.packs)
     for pack in packs:
         rows += pack.verify_rows(report, expect, prefix=prefix, gpu_expected=gpu_expected)
     for pack in packs:
@@ -151,7 +206,7 @@ def check_report(report: Mapping[str, Any], expect: Expectations, *, gpu_expecte
         rows += kernel_rows(_find_kernel(report, kernel.name), kernel)
         for pack in packs:
             rows += pack.kernel_checks(report, kernel.name)
-    rows.append(_speedup_row(report, expect, gpu_expected))
+    rows.append(_speedup_row(report, expect, registry, gpu_expected))
     for pack in packs:
         rows += pack.timing_rows(report, expect, gpu_expected=gpu_expected)
     if expect.cuda is not None:
@@ -164,9 +219,10 @@ def verdict(rows: Iterable[CheckRow]) -> ExitCode:
     return ExitCode.FAILED if any(r.status == "fail" for r in rows) else ExitCode.OK
 
 
-def kernel_timings(report: Mapping[str, Any]) -> tuple[KernelTiming, ...]:
+def kernel_timings(report: Mapping[str, Any],
+                   registry: Registry[VerifyPack]) -> tuple[KernelTiming, ...]:
     """Per-kernel timings from a report, for charts."""
-    device = next((d for d in (p.report_device(report) for p in PACKS.values()) if d), "?")
+    device = next((d for d in (p.report_device(report) for p in registry) if d), "?")
     out = []
     for kernel in _list(report.get("kernels")):
         if not isinstance(kernel, Mapping):
@@ -182,7 +238,8 @@ def kernel_timings(report: Mapping[str, Any]) -> tuple[KernelTiming, ...]:
 # --- versions and config ---------------------------------------------------------
 
 
-def _version_rows(report: Mapping[str, Any], expect: Expectations) -> list[CheckRow]:
+def _version_rows(report: Mapping[str, Any], expect: Expectations,
+                  registry: Registry[VerifyPack]) -> list[CheckRow]:
     rows = []
     versions = _map(report.get("versions"))
     errors = _map(report.get("import_errors"))
@@ -191,7 +248,7 @@ def _version_rows(report: Mapping[str, Any], expect: Expectations) -> list[Check
         key = name.lower()
         if key == "python":
             found = _dig(report, "python", "version")
-        elif key in probe_modules(expect):
+        elif key in probe_modules(expect, registry):
             found = versions.get(key)
         elif distributions.get(name) is not None:
             found = distributions[name]
@@ -230,7 +287,7 @@ def _version_matches(wanted: str, found: str) -> bool:
 
 
 def _speedup_row(report: Mapping[str, Any], expect: Expectations,
-                 gpu_expected: bool) -> CheckRow:
+                 registry: Registry[VerifyPack], gpu_expected: bool) -> CheckRow:
     wanted = expect.min_gpu_speedup
     shown = f">= {wanted:g}x" if wanted is not None else "no minimum"
     if not gpu_expected:
@@ -238,7 +295,7 @@ def _speedup_row(report: Mapping[str, Any], expect: Expectations,
     if _dig(report, "gpu", "pygpu_activated") is not True:
         return CheckRow("gpu.speedup", shown, "-", "skip",
                         "no GPU: the back-end is not active (see gpu.backend)")
-    timings = {t.name: t for t in kernel_timings(report) if t.speedup is not None}
+    timings = {t.name: t for t in kernel_timings(report, registry) if t.speedup is not None}
     measured = ", ".join(f"{n} {t.speedup:.1f}x" for n, t in sorted(timings.items()))
     chosen = next((timings[n] for n in _SPEEDUP_ORDER if n in timings), None)
     if chosen is None or chosen.speedup is None:
@@ -389,11 +446,14 @@ def _clip(text: str, limit: int = 800) -> str:
 
 
 def _with_hint(error: str) -> str:
-    for pack in PACKS.values():
+    registry = _HINTS.get()
+    if registry is None:
+        return error
+    for pack in registry:
         hint = pack.import_hint(error)
         if hint is not None:
             return f"{error} ({hint})"
-    for needle, hint in error_hints():
+    for needle, hint in error_hints(registry):
         if needle in error:
             return f"{error} (hint: {hint})"
     return error

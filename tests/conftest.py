@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from tests.testing.conda_channel import serve, shared_channel
+from tests.testing.packs import REGISTRY
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +28,12 @@ def conda_channel_http(conda_channel: Path) -> Iterator[str]:
     """The same channel served over HTTP on localhost."""
     with serve(conda_channel) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def registry() -> Registry[FrameworkPack]:
+    """The built-in packs as the app layer loads them: what a test hands the core."""
+    return REGISTRY
 
 
 POSIX_ONLY = "POSIX-only: "

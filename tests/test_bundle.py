@@ -29,6 +29,7 @@ from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import LockedArtifact, load_lock, write_lock
 from envforge.ui import UI
 from tests.conftest import CONDA_CHANNEL
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_SPEC = REPO / "specs" / "theano-cpu.toml"
@@ -55,7 +56,7 @@ def lock_with_artifacts(tmp_path: Path, artifacts: Sequence[LockedArtifact], *,
     """The committed CPU spec and lock copied to ``tmp_path``, with artifacts added to linux-64."""
     (tmp_path / "specs").mkdir(exist_ok=True)
     shutil.copy(CPU_SPEC, tmp_path / "specs" / CPU_SPEC.name)
-    lock = load_lock(CPU_LOCK)
+    lock = load_lock(CPU_LOCK, REGISTRY)
     linux = lock.platforms["linux-64"]
     changes: dict[str, object] = {"artifacts": tuple(artifacts)}
     if not keep_packages:
@@ -206,7 +207,7 @@ def test_offline_apply_with_an_empty_cache_changes_nothing(
 
 @pytest.mark.network
 def test_download_resumes_a_partial_file(tmp_path: Path) -> None:
-    deb = next(d for d in load_lock(CPU_LOCK).platforms["linux-64"].deb
+    deb = next(d for d in load_lock(CPU_LOCK, REGISTRY).platforms["linux-64"].deb
                if d.name == "libquadmath0")
     ref = FileRef(deb.url, deb.sha256, Path(deb.filename).name, deb.size)
     whole = tmp_path / "whole.deb"
@@ -324,7 +325,7 @@ def test_cpu_bundle_holds_every_locked_file_and_a_built_theano_wheel(
     bundle, _, document = cpu_bundle
     manifest = read_manifest(bundle)
     assert (manifest.platform, manifest.spec_hash) == ("linux-64",
-                                                       load_lock(CPU_LOCK).meta.spec_hash)
+                                                       load_lock(CPU_LOCK, REGISTRY).meta.spec_hash)
     [built] = [f for f in manifest.files if f.role == "built-wheel"]
     assert built.built_from is not None and built.built_from.pure
     assert built.built_from.filename == "Theano-PyMC-1.0.5.tar.gz"

@@ -18,6 +18,7 @@ from envforge.compat import (
 )
 from envforge.errors import CompatibilityError
 from envforge.spec import PlatformSpec, load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -34,15 +35,16 @@ def _spec_text(**sections: Any) -> str:
 
 
 def _platform(**sections: Any) -> PlatformSpec:
-    return parse_spec(_spec_text(**sections), source="t.toml").for_platform("linux-64")
+    return parse_spec(_spec_text(**sections), source="t.toml",
+                      registry=REGISTRY).for_platform("linux-64")
 
 
 def _rules(**sections: Any) -> list[str]:
-    return [c.rule for c in check_platform_spec(_platform(**sections))]
+    return [c.rule for c in check_platform_spec(_platform(**sections), REGISTRY)]
 
 
 def _only(rule: str, **sections: Any) -> str:
-    conflicts = check_platform_spec(_platform(**sections))
+    conflicts = check_platform_spec(_platform(**sections), REGISTRY)
     assert [c.rule for c in conflicts] == [rule], conflicts
     c = conflicts[0]
     assert c.source and c.fix and "\n" not in c.message
@@ -51,10 +53,10 @@ def _only(rule: str, **sections: Any) -> str:
 
 @pytest.mark.parametrize("name", ["theano-cpu", "theano-cuda102", "theano-gpu-linux"])
 def test_shipped_specs_pass(name: str) -> None:
-    spec = load_spec(SPECS / f"{name}.toml")
+    spec = load_spec(SPECS / f"{name}.toml", REGISTRY)
     for platform in spec.project.platforms:
-        assert check_platform_spec(spec.for_platform(platform)) == []
-    ensure_compatible(spec)
+        assert check_platform_spec(spec.for_platform(platform), REGISTRY) == []
+    ensure_compatible(spec, REGISTRY)
 
 
 def test_minimal_spec_passes() -> None:
@@ -209,9 +211,9 @@ def test_debian_package_built_for_another_python() -> None:
 
 def test_ensure_compatible_raises_the_first_conflict_as_one_line() -> None:
     text = _spec_text(python={"version": "3.12"})
-    spec = parse_spec(text, source="specs/x.toml")
+    spec = parse_spec(text, source="specs/x.toml", registry=REGISTRY)
     with pytest.raises(CompatibilityError) as caught:
-        ensure_compatible(spec)
+        ensure_compatible(spec, REGISTRY)
     message = str(caught.value)
     line = text.splitlines().index('version = "3.12"') + 1
     assert message.startswith(f"specs/x.toml:{line}: python.version: linux-64: Theano-PyMC 1.0.5 "
@@ -286,7 +288,7 @@ def test_cudnn_8_0_5_with_cuda_11_1_passes() -> None:
     ["numpy==1.19.5", "theano>=0.8.2", "Theano-PyMC==1.0.5"],
 ])
 def test_theano_and_theano_pymc_together_are_refused(packages: list[str]) -> None:
-    (conflict,) = check_platform_spec(_platform(pypi={"packages": packages}))
+    (conflict,) = check_platform_spec(_platform(pypi={"packages": packages}), REGISTRY)
     assert conflict.rule == "theano-two-distributions"
     assert "both install the `theano` package" in conflict.message
     assert conflict.fix.startswith("drop ") and "Theano-PyMC==1.0.5" in conflict.fix
@@ -295,12 +297,12 @@ def test_theano_and_theano_pymc_together_are_refused(packages: list[str]) -> Non
 
 def test_theano_and_theano_pymc_from_conda_and_pypi_are_refused() -> None:
     spec = _platform(environment={"kind": "conda"}, conda={"packages": ["theano=1.0.4"]})
-    assert [c.rule for c in check_platform_spec(spec)] == ["theano-two-distributions"]
+    assert [c.rule for c in check_platform_spec(spec, REGISTRY)] == ["theano-two-distributions"]
 
 
 def test_original_theano_gets_an_answer_with_a_fix() -> None:
     (conflict,) = check_platform_spec(
-        _platform(pypi={"packages": ["numpy==1.19.5", "Theano==0.8.2"]}))
+        _platform(pypi={"packages": ["numpy==1.19.5", "Theano==0.8.2"]}), REGISTRY)
     assert conflict.rule == "theano-original"
     assert "knows no rules" not in conflict.message
     assert "the original Theano (PyPI Theano, 0.8.0-1.0.5)" in conflict.message
@@ -309,7 +311,8 @@ def test_original_theano_gets_an_answer_with_a_fix() -> None:
 
 def test_pygpu_from_pypi_is_refused() -> None:
     (conflict,) = check_platform_spec(
-        _platform(pypi={"packages": ["numpy==1.19.5", "Theano-PyMC==1.0.5", "pygpu==0.7.6"]}))
+        _platform(pypi={"packages": ["numpy==1.19.5", "Theano-PyMC==1.0.5",
+                                     "pygpu==0.7.6"]}), REGISTRY)
     assert conflict.rule == "not-on-pypi"
     assert "from versions: none" in conflict.message
     assert "conda" in conflict.fix and "python3-pygpu" in conflict.fix
@@ -319,16 +322,16 @@ def test_both_theanos_refused_by_ensure_compatible(tmp_path: Path) -> None:
     path = tmp_path / "both.toml"
     path.write_text(_spec_text(pypi={"packages": ["Theano-PyMC==1.0.5", "Theano==1.0.5"]}))
     with pytest.raises(CompatibilityError) as caught:
-        ensure_compatible(load_spec(path))
+        ensure_compatible(load_spec(path, REGISTRY), REGISTRY)
     assert "fix: drop Theano==1.0.5" in str(caught.value)
 
 
 def test_a_conflict_names_the_line_of_a_platform_s_own_pin() -> None:
     text = _spec_text(project={"name": "t", "platforms": ["linux-64", "win-64"]}) \
         + '\n[python.platform.win-64]\nversion = "3.12"\n'
-    spec = parse_spec(text, source="specs/x.toml")
+    spec = parse_spec(text, source="specs/x.toml", registry=REGISTRY)
     with pytest.raises(CompatibilityError) as caught:
-        ensure_compatible(spec)
+        ensure_compatible(spec, REGISTRY)
     line = len(text.splitlines())
     assert str(caught.value).startswith(
         f"specs/x.toml:{line}: python.platform.win-64.version: win-64: ")

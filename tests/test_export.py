@@ -20,19 +20,20 @@ from envforge.host.uv import uv_binary
 from envforge.lockfile import Lockfile, load_lock
 from envforge.spec import parse_spec
 from tests.testing.conda_channel import conda_spec_text
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def cpu_lock() -> Lockfile:
-    return load_lock(REPO / "locks" / "theano-cpu.lock")
+    return load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
 
 
 @pytest.fixture(scope="module")
 def conda_lock(conda_channel: Path) -> Lockfile:
-    spec = parse_spec(conda_spec_text(conda_channel), source="condaenv.toml")
-    return lock_spec(spec)
+    spec = parse_spec(conda_spec_text(conda_channel), source="condaenv.toml", registry=REGISTRY)
+    return lock_spec(spec, REGISTRY)
 
 
 def test_conda_lock_v1_is_read_by_conda_lock(conda_lock: Lockfile, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from envforge.inputfile import (
     read_input_text,
 )
 from tests.faults.harness import envforge, snapshot
+from tests.testing.packs import REGISTRY
 
 
 def test_a_regular_file_within_the_limit_is_read(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_a_lock_that_is_no_bounded_regular_file_is_refused(tmp_path: Path) -> No
     lock = tmp_path / "x.lock"
     lock.symlink_to("/dev/zero")
     with pytest.raises(SpecError, match=r"x\.lock: a character device, not a regular file"):
-        load_lock(lock)
+        load_lock(lock, REGISTRY)
 
 
 @pytest.mark.posix_only(reason="FIFOs")

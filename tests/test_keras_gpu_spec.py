@@ -23,6 +23,7 @@ from envforge.executor import execute
 from envforge.lockfile import load_lock
 from envforge.plan import build_steps
 from envforge.ui import UI
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "specs" / "keras-theano-gpu-linux.toml"
@@ -34,7 +35,8 @@ NO_NUMPY = ("import sys; sys.modules['numpy'] = None; from envforge.cli import m
 
 def test_committed_lock_matches_its_spec_and_takes_h5py_from_debian() -> None:
     assert main(["lock", "--check", str(SPEC)]) == 0
-    linux = load_lock(REPO / "locks" / "keras-theano-gpu-linux.lock").platforms["linux-64"]
+    linux = load_lock(REPO / "locks" / "keras-theano-gpu-linux.lock",
+                      REGISTRY).platforms["linux-64"]
     debs = {d.name: d.version for d in linux.deb}
     assert debs["python3-h5py-serial"].startswith("2.10.0-")
     assert {"libhdf5-103-1", "liblzf1", "libcurl3-gnutls", "python3-pygpu"} <= set(debs)

@@ -1,7 +1,8 @@
 """The layering in pyproject.toml's import-linter contract holds, and would catch a back-arrow.
 
 The contract is run by ``make lint``; here it runs on the real tree and on a copy of the
-package with one planted back-arrow (host/ -> app/, steps/ -> bundle/), which must break it.
+package with one planted back-arrow (host/ -> app/, steps/ -> bundle/, a core module -> a pack,
+a pack -> another, verify -> doctor), which must break it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _config(into: Path) -> Path:
 def test_the_package_keeps_its_layers(tmp_path: Path) -> None:
     done = _lint(REPO, _config(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 # (module, what it is made to import, the line lint-imports must print)
@@ -50,6 +51,12 @@ PLANTED = [
      "envforge.host is not allowed to import envforge.app"),
     ("steps/pypi.py", "envforge.bundle.sources",  # the edge the Sources protocol removed
      "envforge.steps is not allowed to import envforge.bundle"),
+    ("bundle/check.py", "envforge.packs",  # a sibling of packs: only app loads them
+     "envforge.bundle is not allowed to import envforge.packs"),
+    ("packs/keras/knowledge.py", "envforge.packs.tensorflow.knowledge",
+     "envforge.packs.keras is not allowed to import envforge.packs.tensorflow"),
+    ("verify.py", "envforge.doctor.facts",
+     "envforge.verify is not allowed to import envforge.doctor"),
 ]
 
 

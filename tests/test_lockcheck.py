@@ -23,18 +23,19 @@ from envforge.expectations import expect_kernel, kernel_inputs_of
 from envforge.lockcheck import _inputs, check_lock
 from envforge.lockfile import KernelExpectation, load_lock
 from envforge.spec import Frozen, load_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = (REPO / "locks" / "theano-cpu.lock").read_text(encoding="utf-8")
-SPEC = load_spec(REPO / "specs" / "theano-cpu.toml")
+SPEC = load_spec(REPO / "specs" / "theano-cpu.toml", REGISTRY)
 NUMPY = "numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl"
-PLATFORM = 'python = "3.7"\n\n[[platforms.linux-64.deb]]'
+PLATFORM = 'python = "3.7"\n\n[platforms.linux-64.apply]'
 
 
 def _check(tmp_path: Path, text: str) -> None:
     path = tmp_path / "theano-cpu.lock"
     path.write_text(text, encoding="utf-8")
-    check_lock(SPEC, load_lock(path), path)
+    check_lock(SPEC, load_lock(path, REGISTRY), path, REGISTRY)
 
 
 def test_the_real_lock_passes(tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_the_real_lock_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("old", "new", "key", "says"), [
     ("[platforms.linux-64.suite]\n", '[platforms.linux-64.suite]\npython = "3.11.9"\n',
      "platforms.linux-64.suite.python", "test group was resolved for Python 3.11.9"),
-    (PLATFORM, 'python = "3.7"\npypi_python = "3.11.9"\n\n[[platforms.linux-64.deb]]',
+    (PLATFORM, 'python = "3.7"\npypi_python = "3.11.9"\n\n[platforms.linux-64.apply]',
      "platforms.linux-64.pypi_python", "PyPI was resolved for Python 3.11.9"),
     (f'filename = "{NUMPY}"', 'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64.whl"',
      "platforms.linux-64.pypi.", "cp311-cp311-manylinux2010_x86_64"),
@@ -69,12 +70,12 @@ def test_a_group_for_another_python_is_refused(tmp_path: Path, old: str, new: st
 def test_a_suite_group_recorded_for_the_locked_python_passes(tmp_path: Path) -> None:
     """A lock of this envforge records the group's Python; the same Python passes."""
     _check(tmp_path, TEXT.replace(PLATFORM, 'python = "3.7"\npypi_python = "3.7.17"\n\n'
-                                  '[[platforms.linux-64.deb]]', 1)
+                                  '[platforms.linux-64.apply]', 1)
            .replace("[platforms.linux-64.suite]\n",
                     '[platforms.linux-64.suite]\npython = "3.7.17"\n', 1))
 
 
-KERAS_SPEC = load_spec(REPO / "specs" / "keras-theano-cpu.toml")
+KERAS_SPEC = load_spec(REPO / "specs" / "keras-theano-cpu.toml", REGISTRY)
 KERAS_TEXT = (REPO / "locks" / "keras-theano-cpu.lock").read_text(encoding="utf-8")
 TRAIN = "[platforms.linux-64.expect.keras.train]\n"
 
@@ -82,7 +83,7 @@ TRAIN = "[platforms.linux-64.expect.keras.train]\n"
 def _check_keras(tmp_path: Path, text: str, *, references: bool) -> None:
     path = tmp_path / "keras-theano-cpu.lock"
     path.write_text(text, encoding="utf-8")
-    check_lock(KERAS_SPEC, load_lock(path), path, references=references)
+    check_lock(KERAS_SPEC, load_lock(path, REGISTRY), path, REGISTRY, references=references)
 
 
 def test_plan_and_applys_check_needs_no_numpy(tmp_path: Path,

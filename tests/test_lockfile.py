@@ -9,13 +9,14 @@ import pytest
 from envforge.cli import main
 from envforge.errors import ExitCode, SpecError
 from envforge.lockfile import dumps_lock, load_lock
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "locks" / "theano-cpu.lock"
 
 
 def test_committed_lock_round_trips_to_the_same_bytes() -> None:
-    assert dumps_lock(load_lock(COMMITTED)) == COMMITTED.read_text()
+    assert dumps_lock(load_lock(COMMITTED, REGISTRY)) == COMMITTED.read_text()
 
 
 def damaged(tmp_path: Path, old: str, new: str) -> Path:
@@ -35,15 +36,15 @@ def test_an_old_locks_built_table_is_read_and_dropped(tmp_path: Path) -> None:
            f'sha256 = "{"ae24" * 16}"\n')
     path = damaged(tmp_path, 'version = "1.0.5"\n', old)
     assert "[platforms.linux-64.pypi.built]" in path.read_text()
-    assert dumps_lock(load_lock(path)) == COMMITTED.read_text()
+    assert dumps_lock(load_lock(path, REGISTRY)) == COMMITTED.read_text()
 
 
 def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
-    lock = load_lock(COMMITTED)
+    lock = load_lock(COMMITTED, REGISTRY)
     sha = lock.platforms["linux-64"].deb[0].sha256
     path = damaged(tmp_path, f'sha256 = "{sha}"', 'sha256 = "not-a-hash"')
     with pytest.raises(SpecError) as error:
-        load_lock(path)
+        load_lock(path, REGISTRY)
     line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
                 if "not-a-hash" in text)
     assert error.value.line == line
@@ -52,9 +53,9 @@ def test_a_bad_hash_names_its_line_and_key(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_version_is_refused(tmp_path: Path) -> None:
-    path = damaged(tmp_path, "version = 2\n", "version = 7\n")
-    with pytest.raises(SpecError, match="lock format version 7 is not 2; re-lock"):
-        load_lock(path)
+    path = damaged(tmp_path, "version = 3\n", "version = 7\n")
+    with pytest.raises(SpecError, match="lock format version 7 is not 3; re-lock"):
+        load_lock(path, REGISTRY)
 
 
 def test_apply_with_a_damaged_lock_exits_2_and_changes_nothing(
@@ -77,7 +78,7 @@ def test_apply_with_a_damaged_lock_exits_2_and_changes_nothing(
 def test_version_changes_name_what_a_relock_moved_per_platform_and_source() -> None:
     from envforge.lockfile import version_changes
 
-    before = load_lock(COMMITTED)
+    before = load_lock(COMMITTED, REGISTRY)
     linux = before.platforms["linux-64"]
     six = next(f for f in linux.pypi if f.name == "six")
     moved = [f.model_copy(update={"version": "1.15.0"}) if f is six else f
@@ -110,5 +111,5 @@ def test_a_lock_value_of_the_wrong_type_is_refused_not_coerced(
     lock.write_text(text.replace(written, typed, 1), encoding="utf-8")
     line = text[:text.index(written)].count("\n") + 1
     with pytest.raises(SpecError) as raised:
-        load_lock(lock)
+        load_lock(lock, REGISTRY)
     assert raised.value.line == line and "valid integer" in raised.value.reason

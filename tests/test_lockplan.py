@@ -8,6 +8,7 @@ import pytest
 
 from envforge.lockfile import LockedPypiFile, load_lock
 from envforge.lockplan import undeclared_missing
+from tests.testing.packs import REGISTRY
 
 
 def _file(name: str, version: str) -> LockedPypiFile:
@@ -17,7 +18,7 @@ def _file(name: str, version: str) -> LockedPypiFile:
 
 
 def test_theano_105_without_setuptools_needs_it_with_its_source() -> None:
-    (row,) = undeclared_missing([_file("theano-pymc", "1.0.5"), _file("numpy", "1.19.5")])
+    (row,) = undeclared_missing([_file("theano-pymc", "1.0.5"), _file("numpy", "1.19.5")], REGISTRY)
     assert (row.module, row.requirement) == ("pkg_resources", "setuptools<80.9")
     assert row.imported_at == "theano/gpuarray/linalg.py:3"
     assert "Theano-PyMC-1.0.5" in row.source
@@ -26,37 +27,38 @@ def test_theano_105_without_setuptools_needs_it_with_its_source() -> None:
 @pytest.mark.parametrize("setuptools", ["68.0.0", "69.5.1", "80.8.0"])
 def test_a_setuptools_the_spec_pins_that_has_pkg_resources_is_enough(setuptools: str) -> None:
     assert undeclared_missing([_file("Theano-PyMC", "1.0.5"),
-                               _file("setuptools", setuptools)]) == ()
+                               _file("setuptools", setuptools)], REGISTRY) == ()
 
 
 def test_a_setuptools_without_pkg_resources_does_not_count() -> None:
     assert len(undeclared_missing([_file("theano-pymc", "1.0.5"),
-                                   _file("setuptools", "82.0.0")])) == 1
+                                   _file("setuptools", "82.0.0")], REGISTRY)) == 1
 
 
 def test_provided_elsewhere_and_other_releases_need_nothing() -> None:
-    assert undeclared_missing([_file("theano-pymc", "1.0.5")], ["Setuptools"]) == ()
-    assert undeclared_missing([_file("theano-pymc", "1.1.2")]) == ()
-    assert undeclared_missing([_file("theano-pymc", "0.9.0")]) == ()  # no rules at all
-    assert undeclared_missing([_file("numpy", "1.19.5")]) == ()
+    assert undeclared_missing([_file("theano-pymc", "1.0.5")], REGISTRY, ["Setuptools"]) == ()
+    assert undeclared_missing([_file("theano-pymc", "1.1.2")], REGISTRY) == ()
+    assert undeclared_missing([_file("theano-pymc", "0.9.0")], REGISTRY) == ()  # no rules at all
+    assert undeclared_missing([_file("numpy", "1.19.5")], REGISTRY) == ()
 
 
 def test_the_gpu_specs_hand_pin_is_what_knowledge_asks_for() -> None:
     """theano-gpu-linux pins setuptools by hand; without the pin lock would add it."""
-    lock = load_lock(Path(__file__).resolve().parents[1] / "locks" / "theano-gpu-linux.lock")
+    lock = load_lock(Path(__file__).resolve().parents[1] / "locks" / "theano-gpu-linux.lock",
+                     REGISTRY)
     pypi = lock.platforms["linux-64"].pypi
-    assert undeclared_missing(pypi) == ()
+    assert undeclared_missing(pypi, REGISTRY) == ()
     without = [f for f in pypi if f.name != "setuptools"]
-    assert [row.requirement for row in undeclared_missing(without)] == ["setuptools<80.9"]
+    assert [row.requirement for row in undeclared_missing(without, REGISTRY)] == ["setuptools<80.9"]
 
 
 def test_an_exact_theano_pin_knows_its_undeclared_imports_before_resolving() -> None:
     from envforge.lockplan import undeclared_expected
 
     spec = ["numpy==1.19.5", "Theano-PyMC==1.0.5"]
-    assert [r.requirement for r in undeclared_expected(spec)] == ["setuptools<80.9"]
-    assert undeclared_expected([*spec, "setuptools==68.0.0"]) == ()  # left to the check
-    assert undeclared_expected(spec, ["setuptools"]) == ()
+    assert [r.requirement for r in undeclared_expected(spec, REGISTRY)] == ["setuptools<80.9"]
+    assert undeclared_expected([*spec, "setuptools==68.0.0"], REGISTRY) == ()  # left to the check
+    assert undeclared_expected(spec, REGISTRY, ["setuptools"]) == ()
     for loose in (["Theano-PyMC>=1.0"], ["Theano-PyMC==1.0.*"], ["numpy==1.19.5"],
                   ["Theano-PyMC==9.9.9"]):
-        assert undeclared_expected(loose) == ()
+        assert undeclared_expected(loose, REGISTRY) == ()

@@ -9,6 +9,7 @@ import pytest
 from envforge.errors import ExitCode, SpecError
 from envforge.packs.theano.section import theano_section
 from envforge.spec import load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -40,20 +41,20 @@ device = "cuda"
 
 def error_of(text: str) -> SpecError:
     with pytest.raises(SpecError) as info:
-        parse_spec(text, source="specs/demo.toml")
+        parse_spec(text, source="specs/demo.toml", registry=REGISTRY)
     assert info.value.exit_code == ExitCode.BAD_INPUT
     return info.value
 
 
 def test_reference_specs_load() -> None:
     for path in sorted(SPECS.glob("*.toml")):
-        spec = load_spec(path)
+        spec = load_spec(path, REGISTRY)
         assert spec.name == path.stem
         assert spec.content_hash.startswith("sha256:")
 
 
 def test_platform_tables_override_and_packages_add() -> None:
-    spec = parse_spec(MINIMAL, source="demo.toml")
+    spec = parse_spec(MINIMAL, source="demo.toml", registry=REGISTRY)
     linux, win = spec.for_platform("linux-64"), spec.for_platform("win-64")
     assert linux.pypi.packages == ("numpy==1.19.5",)
     assert win.pypi.packages == ("numpy==1.19.5", "pywin32==228")
@@ -94,11 +95,12 @@ def test_unknown_platform_and_section() -> None:
 
 
 def test_hash_ignores_comments_but_follows_values() -> None:
-    base = parse_spec(MINIMAL, source="a").content_hash
-    assert parse_spec("# a comment\n" + MINIMAL, source="b").content_hash == base
-    assert parse_spec(MINIMAL.replace("1.19.5", "1.19.4"), source="c").content_hash != base
+    base = parse_spec(MINIMAL, source="a", registry=REGISTRY).content_hash
+    assert parse_spec("# a comment\n" + MINIMAL, source="b", registry=REGISTRY).content_hash == base
+    assert parse_spec(MINIMAL.replace("1.19.5", "1.19.4"), source="c",
+                      registry=REGISTRY).content_hash != base
 
 
 def test_missing_file() -> None:
     with pytest.raises(SpecError, match="no such spec file"):
-        load_spec("does/not/exist.toml")
+        load_spec("does/not/exist.toml", REGISTRY)

@@ -10,6 +10,7 @@ from envforge.cli import main
 from envforge.errors import SpecError
 from envforge.spec import parse_spec
 from tests.faults.harness import snapshot
+from tests.testing.packs import REGISTRY
 
 BASE = """\
 [project]
@@ -110,7 +111,7 @@ for _channels in ("[]", "[3]", "[3, 0]", "[3, -1]", "[3, 100000]"):
 def test_out_of_range_values_name_file_line_and_key(case: str) -> None:
     text, line, key = CASES[case]
     with pytest.raises(SpecError) as raised:
-        parse_spec(text, source="s.toml")
+        parse_spec(text, source="s.toml", registry=REGISTRY)
     assert raised.value.line == line
     assert raised.value.key is not None and raised.value.key.startswith(key)
     assert "\n" not in str(raised.value)
@@ -160,4 +161,4 @@ def test_lock_refuses_what_was_accepted_in_one_line_changing_nothing(
                                    '[compiler]\nkind = "mingw-w64"\nversion = "8.1.0"\n',
                                    "[verify]\nrtol = 1\n"])
 def test_values_that_stay_accepted(extra: str) -> None:
-    parse_spec(_spec(extra=extra), source="s.toml")
+    parse_spec(_spec(extra=extra), source="s.toml", registry=REGISTRY)

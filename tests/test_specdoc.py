@@ -11,12 +11,13 @@ import pytest
 from pydantic import BaseModel
 
 from envforge import specdoc
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_committed_reference_and_schema_are_current() -> None:
-    assert specdoc.main([str(REPO), "--check"]) == 0
+    assert specdoc.main([str(REPO), "--check"], REGISTRY) == 0
 
 
 def _keys(model: type[BaseModel], prefix: str) -> set[str]:
@@ -33,10 +34,10 @@ def _keys(model: type[BaseModel], prefix: str) -> set[str]:
 
 def test_every_key_is_documented_and_no_entry_is_stale() -> None:
     keys = set()
-    for section, (model, _) in specdoc.sections().items():
+    for section, (model, _) in specdoc.sections(REGISTRY).items():
         keys |= _keys(model, section)
-    assert sorted(keys - set(specdoc.keys())) == []
-    assert sorted(set(specdoc.keys()) - keys) == []
+    assert sorted(keys - set(specdoc.keys(REGISTRY))) == []
+    assert sorted(set(specdoc.keys(REGISTRY)) - keys) == []
 
 
 def _check(data: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any],
@@ -52,12 +53,12 @@ def _check(data: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any],
 
 @pytest.mark.parametrize("spec", sorted((REPO / "specs").glob("*.toml")), ids=lambda p: p.name)
 def test_committed_specs_use_only_known_keys(spec: Path) -> None:
-    schema = specdoc.json_schema()
+    schema = specdoc.json_schema(REGISTRY)
     _check(tomllib.loads(spec.read_text()), schema, schema["$defs"], spec.name)
 
 
 def test_an_unknown_key_is_caught_by_the_walk() -> None:
-    schema = specdoc.json_schema()
+    schema = specdoc.json_schema(REGISTRY)
     with pytest.raises(AssertionError, match=r"theano\.cnmem"):
         _check({"theano": {"cnmem": 1}}, schema, schema["$defs"], "x")
     with pytest.raises(AssertionError, match=r"platform\.win-64\.cnmem"):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from envforge.tomlpos import array_span, key_lines, line_of
+from tests.testing.packs import REGISTRY
 
 DOC = """\
 # comment
@@ -68,7 +69,7 @@ def test_key_lines_is_linear_on_a_bracket_and_thousands_of_blanks() -> None:
             'description = """\n[' + " " * 4000 + 'x\n"""\n'
             '[python]\nversion = "3.7"\n[environment]\nkind = "venv"\n')
     started = time.perf_counter()
-    spec = parse_spec(text, source="x.toml")
+    spec = parse_spec(text, source="x.toml", registry=REGISTRY)
     lines = key_lines(text)
     assert time.perf_counter() - started < 0.5
     assert spec.project.description.startswith("[")

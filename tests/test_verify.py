@@ -31,6 +31,7 @@ from envforge.verify import (
     verdict,
 )
 from envforge.verify_report import timing_svg, to_html, to_json, to_junit, to_markdown
+from tests.testing.packs import REGISTRY
 
 VERIFY = VerifySection(elementwise_size=500, gemm_size=24,
                        conv=ConvShape(batch=1, size=8, channels=(3, 4, 4)), rtol=1e-4,
@@ -126,7 +127,7 @@ def _report(expect: Expectations, *, gpu: bool = True, prefix: str = "/env",
 def _rows(report: dict[str, Any], expect: Expectations, **kwargs: Any) -> dict[str, CheckRow]:
     kwargs.setdefault("gpu_expected", True)
     kwargs.setdefault("prefix", "/env")
-    rows = check_report(report, expect, **kwargs)
+    rows = check_report(report, expect, REGISTRY, **kwargs)
     names = [r.name for r in rows]
     assert len(names) == len(set(names)), "row names are unique"
     return {r.name: r for r in rows}
@@ -265,7 +266,7 @@ def test_no_cublas_row_without_a_gpu_or_a_floor() -> None:
 
 
 def test_train_request_carries_its_learning_rate() -> None:
-    request = build_request(_expect_all())
+    request = build_request(_expect_all(), REGISTRY)
     train = next(k for k in request["kernels"] if k["name"] == "train")
     assert train["params"] == {"learning_rate": 0.5}
     assert "params" not in next(k for k in request["kernels"] if k["name"] == "scan")
@@ -524,13 +525,13 @@ def test_driver_too_old_for_the_locked_cuda() -> None:
 @pytest.mark.parametrize("report", [{}, {"format": 2}, {"format": 1, "error": "bad request"},
                                     {"format": 1, "kernels": "nonsense", "theano": 3}])
 def test_malformed_reports_fail_without_raising(report: dict[str, Any]) -> None:
-    rows = check_report(report, _expect(), gpu_expected=True)
+    rows = check_report(report, _expect(), REGISTRY, gpu_expected=True)
     assert verdict(rows) == ExitCode.FAILED
 
 
 def test_build_request_carries_what_the_probe_needs() -> None:
     expect = _expect()
-    request = build_request(expect)
+    request = build_request(expect, REGISTRY)
     assert request["cpu_compare"] is True
     assert request["repeats"] == 3
     assert "blas.ldflags" in request["flags"]
@@ -541,7 +542,7 @@ def test_build_request_carries_what_the_probe_needs() -> None:
                     "channels": [3, 4, 4], "filter_size": 3, "border_mode": "half",
                     "filter_flip": True}
     assert json.loads(json.dumps(request)) == request
-    assert build_request(_expect(device="cpu"))["cpu_compare"] is False
+    assert build_request(_expect(device="cpu"), REGISTRY)["cpu_compare"] is False
     assert PROBE_SCRIPT.is_file()
 
 
@@ -580,7 +581,7 @@ def test_junit_is_valid_xml_with_one_testcase_per_row() -> None:
 
 def test_markdown_and_html_with_chart() -> None:
     expect = _expect()
-    timings = kernel_timings(_report(expect))
+    timings = kernel_timings(_report(expect), REGISTRY)
     assert [t.speedup for t in timings] == [20.0, 20.0, 20.0]
     markdown = to_markdown(_mixed_rows(), timings)
     assert "**FAILED**: 1 passed, 1 failed, 1 skipped" in markdown

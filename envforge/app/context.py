@@ -17,10 +17,12 @@ from pathlib import Path
 from envforge.app.project import Project
 from envforge.envlayout import layout_for
 from envforge.errors import InputError
+from envforge.lockfile import Lockfile
+from envforge.packapi import Registry
 from envforge.paths import EnvforgeDirs, envforge_dirs
 from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, Spec
-from envforge.steps.base import StepContext
+from envforge.steps.base import StepContext, StepPack
 from envforge.ui import UI
 
 
@@ -81,29 +83,44 @@ def state_dir_for(dirs: EnvforgeDirs, spec_name: str, prefix: Path) -> Path:
 
 def context_for(project: Project, host: Host, options: Options) -> StepContext:
     """Spec + fresh lock + host facts -> the context every step reads; refuses (exit 2 or 3)
-    a spec that does not target the host, a stale or tampered lock, an unused --artifact."""
-    from envforge.bundle.sources import LockedSources
-
+    a spec that does not target the host, a stale or tampered lock, an unused --artifact.
+    The spec picks the default prefix and is checked against the lock; the context is then
+    the lock's alone (``locked_context``)."""
     spec, platform = project.spec, host.platform
     if platform not in spec.project.platforms:
         raise InputError(f"{project.spec_path}: this host is {platform}, which the spec does "
                          "not target")
     lock = project.fresh_lock(references=options.references)
-    if platform not in lock.platforms:
-        raise InputError(f"{project.lock_path} has no {platform} section; run `envforge lock`")
     dirs = envforge_dirs(dict(host.environ))
     prefix = (options.prefix or default_prefix(spec, dirs, platform)).absolute()
-    pspec = spec.for_platform(platform)
+    return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix),
+                          project.registry)
+
+
+def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options,
+                   registry: Registry[StepPack]) -> StepContext:
+    """The context from a lock alone, already checked against its spec (by its hash, the
+    spec's name and targets): nothing of the spec's content is read past that check, so
+    what a plan does is the lock's. ``options.prefix`` is required here."""
+    from envforge.bundle.sources import LockedSources
+
+    platform = host.platform
+    if platform not in lock.platforms:
+        raise InputError(f"{lock_path} has no {platform} section; run `envforge lock`")
+    if options.prefix is None:
+        raise ValueError("locked_context needs a prefix (context_for picks the default one)")
+    dirs = envforge_dirs(dict(host.environ))
+    prefix = options.prefix.absolute()
     plock = lock.platforms[platform]
     unused = sorted(set(options.artifacts) - {a.role for a in plock.artifacts})
     if unused:
-        raise InputError(f"--artifact {unused[0]}: {project.lock_path} locks no {unused[0]} "
+        raise InputError(f"--artifact {unused[0]}: {lock_path} locks no {unused[0]} "
                          f"archive for {platform}, so the file would not be used; leave it out")
     ctx = StepContext(
         platform=platform, prefix=prefix, environ=dict(host.environ), home=host.home,
-        state_dir=state_dir_for(dirs, spec.name, prefix), artifacts=dict(options.artifacts),
-        lock=plock, pspec=pspec, layout=layout_for(platform, plock.environment, prefix,
-                                                   plock.python),
+        state_dir=state_dir_for(dirs, lock.meta.spec_name, prefix),
+        artifacts=dict(options.artifacts), lock=plock, registry=registry,
+        layout=layout_for(platform, plock.environment, prefix, plock.python),
         dirs=dirs, ui=options.ui, bundle=options.bundle.resolve() if options.bundle else None,
         offline=options.offline, pypi_index=lock.meta.pypi_index or PYPI_SIMPLE,
         sources=LockedSources(),

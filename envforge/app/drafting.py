@@ -21,6 +21,7 @@ from typing import Any
 
 from packaging.requirements import Requirement
 
+from envforge.app.packs import installed_packs
 from envforge.errors import InputError
 from envforge.importers import Found
 from envforge.importers.legacy_names import capped, framework_sections
@@ -71,7 +72,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     """Read the repository and make the proposals; ``lookup`` None means no index queries.
     ``deadline`` (time.monotonic()) bounds the index queries: a project not listed by then
     counts as unknown."""
-    repo = read_repository(root)
+    repo = read_repository(root, installed_packs())
     if not repo.files:
         raise InputError(f"{source}: no requirements*.txt, setup.py, setup.cfg, Pipfile, "
                          "Pipfile.lock, environment.yml or conda list file found")

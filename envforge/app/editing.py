@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envforge.app.packs import installed_packs
 from envforge.app.project import Project, lock
 from envforge.errors import InputError
 from envforge.inputfile import SPEC_LIMIT, read_input_text
@@ -50,8 +51,10 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
     ``relock``, lock the edited spec keeping the lock's other versions and write both."""
     source = str(spec_path)
     text = read_input_text(spec_path, SPEC_LIMIT, missing="no such spec file")
-    project = Project(spec_path=spec_path, spec=parse_spec(text, source=source),
-                      lock_path=lock_path_for(spec_path, locks_dir))
+    registry = installed_packs()
+    project = Project(spec_path=spec_path,
+                      spec=parse_spec(text, source=source, registry=registry),
+                      lock_path=lock_path_for(spec_path, locks_dir), registry=registry)
     if platform is not None and platform not in project.spec.project.platforms:
         raise InputError(f"{source}: --platform {platform} is not among the spec's platforms "
                          f"({', '.join(project.spec.project.platforms)})")
@@ -68,8 +71,9 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
     for name in remove:
         edited = remove_requirement(edited, path, name, source=source)
     try:
-        new = Project(spec_path=project.spec_path, spec=parse_spec(edited, source=source),
-                      lock_path=project.lock_path)
+        new = Project(spec_path=project.spec_path,
+                      spec=parse_spec(edited, source=source, registry=registry),
+                      lock_path=project.lock_path, registry=registry)
     except InputError as exc:
         raise _as_on_disk(exc, source, text, edited) from None
     before, after = _values(text, path, source), _values(edited, path, source)

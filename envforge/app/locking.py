@@ -26,20 +26,23 @@ from envforge.lockfile import (
     PlatformLock,
     SuiteLock,
 )
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec
 
 if TYPE_CHECKING:
     from envforge.app.references import BackgroundReferences
     from envforge.host.interpreters import Interpreter
-    from envforge.resolve.deb import DebResolution
+    from envforge.resolve.deb.selection import DebResolution
     from envforge.resolve.pypi import BuildControls
 
     # requirements, the Python resolved for, the resolution
     Runner = tuple[Sequence[str], str, tuple[LockedPypiFile, ...]]
 
 
-def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
+def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
+                  notes: list[str] | None = None,
                   previous: PlatformLock | None = None,
                   references: BackgroundReferences | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index. The
@@ -47,6 +50,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
     them (a Debian suite's index holds one version of each package: nothing to prefer).
     The kernels' references come from ``references`` where given (computed beside)."""
     from envforge.lockplan import (
+        apply_inputs,
         build_record,
         locked_artifacts,
         stack_versions,
@@ -68,7 +72,7 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
     debs = None
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
-        from envforge.resolve.deb import resolve_debs
+        from envforge.resolve.deb.mirror import resolve_debs
 
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
             deb = _debs(resolve_debs(pspec.debian, pspec.platform), pspec, notes)
@@ -88,23 +92,24 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
         # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, target.version, builder, uv_cache,
+        early = runner_in_background(pspec, registry, target.version, builder, uv_cache,
                                      preferences=_runner_files(previous))
 
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
                                 as_of=pspec.pypi.as_of, find_links=pspec.pypi.find_links,
-                                controls=_controls(pspec),
+                                controls=_controls(pspec, registry),
                                 extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
                                 uv_cache=uv_cache,
                                 preferences=previous.pypi if previous is not None else ())
 
         # what a framework imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
-        added = undeclared_expected(pspec.pypi.packages, pspec.pypi.provided_elsewhere)
+        added = undeclared_expected(pspec.pypi.packages, registry,
+                                    pspec.pypi.provided_elsewhere)
         pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
-        missing = undeclared_missing(pypi, pspec.pypi.provided_elsewhere)
+        missing = undeclared_missing(pypi, registry, pspec.pypi.provided_elsewhere)
         if missing:
             added = (*added, *missing)
             pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
@@ -113,8 +118,8 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
                          f"imports {row.module} without declaring it" for row in added)
     if debs is not None:
         deb = _debs(debs.result(), pspec, notes)
-    versions = stack_versions(pspec, pypi=pypi, conda=conda, deb=deb)
-    suite = lock_suite(pspec, pypi, versions, python=pypi_python, early=early,
+    versions = stack_versions(pspec, registry, pypi=pypi, conda=conda, deb=deb)
+    suite = lock_suite(pspec, registry, pypi, versions, python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
                        else None, uv_cache=own_uv_cache(pspec.platform),
                        preferences=_runner_files(previous))
@@ -123,10 +128,11 @@ def lock_platform(pspec: PlatformSpec, notes: list[str] | None = None,
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec),
-        expect=_expectations(pspec, versions, references),
+        expect=_expectations(pspec, registry, versions, references),
         suite=suite,
         pypi_python=pypi_python,
         build=build_record(pspec, pypi),
+        apply=apply_inputs(pspec),
     )
 
 
@@ -141,7 +147,8 @@ def _runner_files(previous: PlatformLock | None) -> tuple[LockedPypiFile, ...]:
     return previous.suite.runner if previous is not None and previous.suite is not None else ()
 
 
-def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | None = None,
+def runner_in_background(pspec: PlatformSpec, registry: Registry[FrameworkPack], python: str,
+                         interpreter: str | None = None,
                          uv_cache: Path | None = None,
                          preferences: Sequence[LockedPypiFile] = (),
                          ) -> Future[Runner] | None:
@@ -151,7 +158,7 @@ def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | No
     already, could not have changed it."""
     from envforge.suite.framework import pinned_suite
 
-    found = pinned_suite(pspec.pypi.packages)
+    found = pinned_suite(pspec.pypi.packages, registry)
     if found is None:
         return None
     from envforge.resolve.pypi import resolve_pypi
@@ -165,8 +172,8 @@ def runner_in_background(pspec: PlatformSpec, python: str, interpreter: str | No
         interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)))
 
 
-def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Mapping[str, str],
-               *,
+def lock_suite(pspec: PlatformSpec, registry: Registry[FrameworkPack],
+               pypi: Sequence[LockedPypiFile], versions: Mapping[str, str], *,
                python: str | None = None, early: Future[Runner] | None = None,
                interpreter: str | None = None, uv_cache: Path | None = None,
                preferences: Sequence[LockedPypiFile] = (),
@@ -181,7 +188,7 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Ma
     from envforge.resolve.pypi import resolve_pypi
     from envforge.suite.framework import framework_suite
 
-    found = framework_suite(versions)
+    found = framework_suite(versions, registry)
     row = found[0].runner(found[1]) if found is not None else None
     if row is None:
         return None
@@ -209,26 +216,25 @@ def lock_suite(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile], versions: Ma
     return SuiteLock(distribution=distribution, runner=runner, python=target)
 
 
-def suite_missing(plock: PlatformLock) -> bool:
+def suite_missing(plock: PlatformLock, registry: Registry[FrameworkPack]) -> bool:
     """A lock written before the knowledge base knew its release's test suite: re-resolve it
     rather than reuse it, so ``verify --suite`` finds its runner locked."""
     from packaging.utils import canonicalize_name
 
     from envforge.suite.framework import framework_suite
 
-    found = framework_suite(plock.expect.versions)
+    found = framework_suite(plock.expect.versions, registry)
     row = found[0].runner(found[1]) if found is not None else None
     return plock.suite is None and row is not None and any(
         canonicalize_name(f.name) == canonicalize_name(row.distribution) and f.kind == "sdist"
         for f in plock.pypi)
 
 
-def _controls(pspec: PlatformSpec) -> BuildControls:
-    from envforge.packs import PACKS
+def _controls(pspec: PlatformSpec, registry: Registry[FrameworkPack]) -> BuildControls:
     from envforge.resolve.pypi import BuildControls
 
     section = pspec.pypi
-    overrides = (*section.overrides, *(line for pack in PACKS.values()
+    overrides = (*section.overrides, *(line for pack in registry
                                        for line in pack.resolver_overrides(section.packages)))
     return BuildControls(constraints=section.constraints, overrides=overrides,
                          build_constraints=section.build_constraints,
@@ -283,7 +289,8 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
+def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
+              platforms: Sequence[Platform] | None = None,
               previous: Lockfile | None = None, lock_path: Path | None = None,
               notes: list[str] | None = None, upgrade: bool = False,
               upgrade_packages: Collection[str] = ()) -> Lockfile:
@@ -295,7 +302,7 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     from envforge.compat import ensure_compatible
 
     wanted = _wanted_platforms(spec, platforms)
-    ensure_compatible(spec)
+    ensure_compatible(spec, registry)
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
     if upgrade_packages and previous is not None:
@@ -303,11 +310,12 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
     again = upgrade or bool(upgrade_packages)
     todo = [p for p in spec.project.platforms if p in wanted and (again or not (
         reusable and previous is not None and p in previous.platforms
-        and not suite_missing(previous.platforms[p])))]
+        and not suite_missing(previous.platforms[p], registry)))]
     preferred: Mapping[Platform, PlatformLock] = {} if upgrade or previous is None else {
         p: _without(plock, upgrade_packages) for p, plock in previous.platforms.items()}
     try:
-        fresh = _lock_platforms([spec.for_platform(p) for p in todo], notes, preferred)
+        fresh = _lock_platforms([spec.for_platform(p) for p in todo], registry, notes,
+                                preferred)
     except CompatibilityError as exc:
         # a pack's rule on the resolved versions: named by the spec, as the pins' rules are,
         # at the packages it resolved them from (where the fix pins the culprit)
@@ -331,7 +339,10 @@ def lock_spec(spec: Spec, *, platforms: Sequence[Platform] | None = None,
         if platform in fresh:
             locked[platform] = fresh[platform]
         elif reusable and previous is not None and platform in previous.platforms:
-            locked[platform] = previous.platforms[platform]
+            from envforge.lockplan import completed
+
+            locked[platform] = completed(previous.platforms[platform],
+                                         spec.for_platform(platform), registry)
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(
@@ -382,7 +393,8 @@ def _without(plock: PlatformLock, names: Collection[str]) -> PlatformLock:
         "suite": suite})
 
 
-def _lock_platforms(pspecs: Sequence[PlatformSpec], notes: list[str] | None,
+def _lock_platforms(pspecs: Sequence[PlatformSpec], registry: Registry[FrameworkPack],
+                    notes: list[str] | None,
                     preferred: Mapping[Platform, PlatformLock]) -> dict[Platform, PlatformLock]:
     """Each platform locked in a thread of its own (their uv runs and downloads overlap),
     the kernels' references (NumPy's, seconds of CPU) computed beside them, not after. The
@@ -394,11 +406,11 @@ def _lock_platforms(pspecs: Sequence[PlatformSpec], notes: list[str] | None,
     references = BackgroundReferences()
     for pspec in pspecs:
         if pspec.verify.kernels:
-            references.start(pspec.verify, kernel_device(pspec)[1])
+            references.start(pspec.verify, kernel_device(pspec, registry)[1])
     pool = ThreadPoolExecutor(max_workers=max(1, len(pspecs)))
     try:
-        jobs = [pool.submit(lock_platform, pspec, notes, preferred.get(pspec.platform),
-                            references) for pspec in pspecs]
+        jobs = [pool.submit(lock_platform, pspec, registry, notes,
+                            preferred.get(pspec.platform), references) for pspec in pspecs]
         wait(jobs, return_when=FIRST_EXCEPTION)
         for job in jobs:
             error = job.exception() if job.done() else None
@@ -412,7 +424,8 @@ def _lock_platforms(pspecs: Sequence[PlatformSpec], notes: list[str] | None,
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _expectations(pspec: PlatformSpec, versions: dict[str, str],
+def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],
+                  versions: dict[str, str],
                   references: BackgroundReferences | None = None) -> Expectations:
     """``lockplan.expectations_for``, the kernels' references taken from envforge's cache
     (``app/references.py``): the rest is computed for the spec without kernels."""
@@ -420,12 +433,12 @@ def _expectations(pspec: PlatformSpec, versions: dict[str, str],
     from envforge.lockplan import expectations_for, kernel_device
 
     if not pspec.verify.kernels:
-        return expectations_for(pspec, versions)
+        return expectations_for(pspec, registry, versions)
     bare = pspec.model_copy(update={"verify": pspec.verify.model_copy(update={"kernels": ()})})
-    device = kernel_device(pspec)[1]
+    device = kernel_device(pspec, registry)[1]
     kernels = (references.get(pspec.verify, device) if references is not None
                else kernel_references(pspec.verify, device))
-    return expectations_for(bare, versions).model_copy(update={"kernels": kernels})
+    return expectations_for(bare, registry, versions).model_copy(update={"kernels": kernels})
 
 
 def _wanted_platforms(spec: Spec, platforms: Sequence[Platform] | None) -> tuple[Platform, ...]:

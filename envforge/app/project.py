@@ -7,12 +7,15 @@ here, so "which lock belongs to this spec" and "is it still the spec's" have one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envforge.app.locking import lock_spec
+from envforge.app.packs import installed_packs
 from envforge.lockcheck import check_lock, ensure_fresh, stale_reasons
 from envforge.lockfile import Lockfile, load_lock, lock_path_for
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from envforge.spec import Platform, Spec, load_spec
 
 
@@ -23,24 +26,30 @@ class Project:
     spec_path: Path
     spec: Spec
     lock_path: Path
+    # the packs the spec was read with, handed to whatever the project's use cases call
+    registry: Registry[FrameworkPack] = field(default_factory=installed_packs)
 
     @classmethod
-    def load(cls, spec_path: Path | str, locks_dir: Path | None = None) -> Project:
-        """SpecError (exit 2, file:line:key) for a bad spec; no lock is read yet."""
+    def load(cls, spec_path: Path | str, locks_dir: Path | None = None,
+             registry: Registry[FrameworkPack] | None = None) -> Project:
+        """SpecError (exit 2, file:line:key) for a bad spec; no lock is read yet. The packs
+        are the installed ones unless ``registry`` is given."""
         path = Path(spec_path)
-        return cls(spec_path=path, spec=load_spec(path), lock_path=lock_path_for(path, locks_dir))
+        packs = registry if registry is not None else installed_packs()
+        return cls(spec_path=path, spec=load_spec(path, packs),
+                   lock_path=lock_path_for(path, locks_dir), registry=packs)
 
     def previous_lock(self) -> Lockfile | None:
         """The lock on disk, or None where there is none yet (it may be stale)."""
-        return load_lock(self.lock_path) if self.lock_path.exists() else None
+        return load_lock(self.lock_path, self.registry) if self.lock_path.exists() else None
 
     def fresh_lock(self, *, references: bool = False) -> Lockfile:
         """The lock, refused unless it is its spec's (exit 3) and says what the spec would
         lock (a tampered one: exit 2): what plan, apply, verify and run may use. The kernels'
         references are read, not recomputed, unless ``references`` (which needs NumPy)."""
-        lock = load_lock(self.lock_path)
+        lock = load_lock(self.lock_path, self.registry)
         ensure_fresh(self.spec, lock, self.lock_path)
-        check_lock(self.spec, lock, self.lock_path, references=references)
+        check_lock(self.spec, lock, self.lock_path, self.registry, references=references)
         return lock
 
     def stale_reasons(self) -> list[str]:
@@ -57,6 +66,7 @@ def lock(project: Project, previous: Lockfile | None, platforms: Sequence[Platfo
     exact spec are reused, the others keep its versions where the spec allows
     (``upgrade``: neither; ``upgrade_packages``: all but these); resolvers' remarks are
     appended to ``notes``."""
-    return lock_spec(project.spec, platforms=platforms or None, previous=previous,
+    return lock_spec(project.spec, project.registry, platforms=platforms or None,
+                     previous=previous,
                      lock_path=project.lock_path, notes=notes, upgrade=upgrade,
                      upgrade_packages=upgrade_packages)

@@ -23,6 +23,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from envforge.app.packs import installed_packs
 from envforge.errors import EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found
@@ -53,9 +54,9 @@ def try_lock(text: str, source: str, platform: Platform) -> str | None:
     from envforge.resolve.pypi import UnsatisfiableError
     from envforge.resolve.pypi_explain import explain_unsatisfiable
 
-    spec = parse_spec(text, source=source)
+    spec = parse_spec(text, source=source, registry=installed_packs())
     try:
-        lock_platform(spec.for_platform(platform))
+        lock_platform(spec.for_platform(platform), installed_packs())
     except UnsatisfiableError as exc:
         return trim(str(explain_unsatisfiable(spec, exc)))
     except EnvforgeError as exc:
@@ -137,7 +138,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                                 as_of_tried=tuple(tried))
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
-        text = render_spec(candidate)
+        text = render_spec(candidate, installed_packs())
         share = _share(deadline, tries - attempt + 1)
         try:
             failure = _bounded(functools.partial(try_lock, text, source, platform),
@@ -171,7 +172,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     if start is not None:
         candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
                             as_of_failure=failure)
-    return Settled(candidate, render_spec(candidate), failure)
+    return Settled(candidate, render_spec(candidate, installed_packs()), failure)
 
 
 def _share(deadline: float | None, tries_left: int) -> float | None:

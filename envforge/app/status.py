@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from envforge.app.packs import installed_packs
 from envforge.envlayout import layout_for
 from envforge.lockfile import load_lock, lock_path_for
 from envforge.paths import EnvforgeDirs
@@ -54,7 +55,7 @@ def _drift(record: Mapping[str, object]) -> dict[str, Any]:
     try:
         spec_path = Path(str(record["spec"]))
         platform: Platform = record["platform"]  # type: ignore[assignment]
-        plock = load_lock(lock_path_for(spec_path)).platforms[platform]
+        plock = load_lock(lock_path_for(spec_path), installed_packs()).platforms[platform]
         prefix = Path(str(record["prefix"]))
         site = Path(layout_for(platform, plock.environment, prefix, plock.python).site_packages)
     except (EnvforgeError, KeyError, OSError) as exc:
@@ -85,7 +86,7 @@ def read_paths(dirs: EnvforgeDirs) -> tuple[list[str], list[str]]:
             spec_path = Path(str(record["spec"]))
             lock_path = lock_path_for(spec_path)
             links += [str(spec_path), str(lock_path)]
-            plock = load_lock(lock_path).platforms[record["platform"]]
+            plock = load_lock(lock_path, installed_packs()).platforms[record["platform"]]
             site = Path(layout_for(record["platform"], plock.environment,
                                    Path(str(record["prefix"])), plock.python).site_packages)
         except (EnvforgeError, DamagedStateError, KeyError, OSError):

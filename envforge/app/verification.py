@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from envforge.app.packs import installed_packs
 from envforge.drift import find_drift
 from envforge.envvars import EnvEdit, apply_edits
 from envforge.errors import InputError, StepError
 from envforge.executor import read_record
 from envforge.host import proc
 from envforge.host.cuda import read_driver
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from envforge.steps.activation import load_edits
 from envforge.steps.base import StepContext
 from envforge.verify import (
@@ -59,15 +62,15 @@ def applied_edits(ctx: StepContext, spec: str, options: str = "") -> tuple[EnvEd
                          f"{spec}{options}` first") from None
 
 
-def run_probe(ctx: StepContext, request: dict[str, Any],
-              script: Path | None = None) -> dict[str, Any]:
-    """A probe's report (the kernels' pack's by default), from the environment's own Python
-    with its activation applied."""
+def run_probe(ctx: StepContext, request: dict[str, Any], script: Path | None = None, *,
+              registry: Registry[FrameworkPack] | None = None) -> dict[str, Any]:
+    """A probe's report (the kernels' pack's by default, of ``registry``: the installed
+    packs unless given), from the environment's own Python with its activation applied."""
     python = Path(ctx.layout.python)
     if not python.is_file():
         raise StepError(f"no environment at {ctx.prefix}: run `envforge apply` first")
     env = apply_edits(load_edits(ctx.prefix), ctx.environ, pathsep=os.pathsep)
-    script = script or probe_scripts(ctx.lock.expect)[0][1]
+    script = script or probe_scripts(ctx.lock.expect, registry or installed_packs())[0][1]
     done = proc.run([python, script], env=env,
                     input_text=json.dumps(request), check=False, timeout=PROBE_TIMEOUT_S)
     try:
@@ -78,29 +81,30 @@ def run_probe(ctx: StepContext, request: dict[str, Any],
     return report
 
 
-def run_probes(ctx: StepContext) -> dict[str, Any]:
+def run_probes(ctx: StepContext,
+               registry: Registry[FrameworkPack] | None = None) -> dict[str, Any]:
     """Every locked pack's probe, one after the other (each in its own interpreter: two
     frameworks need not import side by side), their reports merged; the core's kernels
     run in the first."""
     expect = ctx.lock.expect
-    reports = [(pack, run_probe(ctx, build_request(expect, kernels=index == 0), script))
-               for index, (pack, script) in enumerate(probe_scripts(expect))]
+    registry = registry or installed_packs()
+    reports = [(pack, run_probe(ctx, build_request(expect, registry, kernels=index == 0), script))
+               for index, (pack, script) in enumerate(probe_scripts(expect, registry))]
     return reports[0][1] if len(reports) == 1 else merge_reports(reports)
 
 
 def verify_environment(ctx: StepContext, *, sync: str = "envforge apply SPEC --sync",
+                       registry: Registry[FrameworkPack] | None = None,
                        ) -> tuple[tuple[CheckRow, ...], dict[str, Any]]:
     """Rows for every expectation the lock holds and for drift (``sync``: the command that
     restores the locked set); the probe's report alongside."""
-    expect = ctx.lock.expect
-    from envforge.packs import locked_packs
-
+    expect, registry = ctx.lock.expect, registry or installed_packs()
     gpu = expect.device.startswith("cuda") and host_has_gpu(dict(ctx.environ))
-    packs = locked_packs(expect)
+    packs = registry.locked(expect.packs)
     for pack in packs:
         pack.before_probe(ctx)
-    report = run_probes(ctx)
-    rows = check_report(report, expect, gpu_expected=gpu, prefix=str(ctx.prefix))
+    report = run_probes(ctx, registry)
+    rows = check_report(report, expect, registry, gpu_expected=gpu, prefix=str(ctx.prefix))
     for pack in packs:
         pack.after_probe(ctx, passed=not any(row.status == "fail" for row in rows))
     drift = find_drift(Path(ctx.layout.site_packages), ctx.lock.pypi,
@@ -120,18 +124,19 @@ class SuiteSelection:
     subset: SuiteSubset
 
 
-def suite_selection(ctx: StepContext) -> SuiteSelection:
+def suite_selection(ctx: StepContext,
+                    registry: Registry[FrameworkPack] | None = None) -> SuiteSelection:
     """The lock's test group and its pack's subset for the lock's device; InputError
     (exit 2, before anything runs) where either is missing."""
-    from envforge.packs import PACKS
     from envforge.suite.framework import framework_suite
 
     expect, group = ctx.lock.expect, ctx.lock.suite
-    found = framework_suite(expect.versions)
+    registry = registry or installed_packs()
+    found = framework_suite(expect.versions, registry)
     runner = found[0].runner(found[1]) if found is not None else None
     if group is None or found is None or runner is None:
         what = (f"{found[0].release_name} {found[1]}" if found is not None else
-                " or ".join(p.suite.release_name for p in PACKS.values() if p.suite) + " absent")
+                " or ".join(p.suite.release_name for p in registry if p.suite) + " absent")
         raise InputError(f"the lock for {ctx.platform} has no test group for --suite "
                          f"({what}): re-run `envforge lock` with this envforge")
     suite, release = found
@@ -173,7 +178,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                               pathsep=os.pathsep),
                                   folder, package=chosen.package,
                                   compiledir=run_dir / "compiledir",
-                                  settings=suite.settings(subset))
+                                  settings=suite.settings(subset),
+                                  compiledir_flag=suite.compiledir_flag)
     ctx.ui.info(f"running {suite.release_name} {release}'s {subset.name} tests ({count} "
                 f"workers, at most {bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,

@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-import requests
-
 from envforge import __version__
+from envforge.bundle.check import BundlePack
 from envforge.bundle.manifest import (
     FOLDERS,
     MANIFEST,
@@ -45,8 +44,10 @@ from envforge.bundle.wheels import (
 from envforge.errors import ArtifactError, EnvforgeError, InputError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Progress, cache_path, obtain
+from envforge.host.http import session as new_session
 from envforge.lockcheck import ensure_fresh
 from envforge.lockfile import LockedArtifact, Lockfile, PlatformLock, load_lock
+from envforge.packapi import Registry
 from envforge.platforms import PLATFORMS, host_platform
 from envforge.spec import PYPI_SIMPLE, Platform, load_spec
 from envforge.ui import UI
@@ -189,7 +190,7 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
     def one(ref: FileRef, advance: Progress) -> Path:
         session = getattr(local, "session", None)
         if session is None:
-            session = local.session = requests.Session()
+            session = local.session = new_session()
         target = cache_path(cache, ref)
         part = target.with_name(target.name + ".part")
         if part.is_file():
@@ -217,12 +218,12 @@ def fetch_all(refs: Sequence[FileRef], *, cache: Path, ui: UI, jobs: int) -> dic
     return have
 
 
-def build_bundle(request: BundleRequest, *, cache: Path, ui: UI,
+def build_bundle(request: BundleRequest, registry: Registry[BundlePack], *, cache: Path, ui: UI,
                  environ: Mapping[str, str]) -> Manifest:
     """Gather, build and assemble; returns the manifest written to ``request.output``."""
-    lock = load_lock(request.lock)
+    lock = load_lock(request.lock, registry)
     spec_path = find_spec(request.lock, lock)
-    ensure_fresh(load_spec(spec_path), lock, request.lock)
+    ensure_fresh(load_spec(spec_path, registry), lock, request.lock)
     platform = pick_platform(lock, request.lock, request.platform)
     plock = lock.platforms[platform]
     _check_output(request.output)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from envforge.bundle.manifest import Manifest, read_manifest
 from envforge.errors import EnvforgeError
 from envforge.host.archives import sha256_file
-from envforge.lockfile import Lockfile, PlatformLock, load_lock
-from envforge.spec import Platform, load_spec
+from envforge.lockfile import Lockfile, LockPack, PlatformLock, load_lock
+from envforge.packapi import Registry
+from envforge.spec import Platform, SpecPack, load_spec
 
 
 @dataclass(frozen=True)
@@ -61,17 +63,21 @@ def check_files(bundle: Path, manifest: Manifest) -> list[FileStatus]:
     return statuses
 
 
-def check_bundle(bundle: Path, *, lock: Lockfile | None = None,
+class BundlePack(SpecPack, LockPack, Protocol):
+    """What checking a bundle reads of a pack: its spec section and lock table."""
+
+
+def check_bundle(bundle: Path, registry: Registry[BundlePack], *, lock: Lockfile | None = None,
                  platform: Platform | None = None) -> BundleCheck:
     """Check ``bundle`` against its manifest and against ``lock`` (default: its own copy)."""
     manifest = read_manifest(bundle)
     statuses = check_files(bundle, manifest)
     problems = [f"{s.path}: {s.status} ({s.detail})" for s in statuses if s.status != "ok"]
-    problems += _check_copies(bundle, manifest)
+    problems += _check_copies(bundle, manifest, registry)
     reference = lock
     if reference is None:
         try:
-            reference = load_lock(bundle / manifest.lock)
+            reference = load_lock(bundle / manifest.lock, registry)
         except EnvforgeError as exc:
             problems.append(f"the bundle's lock cannot be read: {exc}")
     if reference is not None:
@@ -79,7 +85,7 @@ def check_bundle(bundle: Path, *, lock: Lockfile | None = None,
     return BundleCheck(bundle, manifest, tuple(statuses), tuple(problems))
 
 
-def _check_copies(bundle: Path, manifest: Manifest) -> list[str]:
+def _check_copies(bundle: Path, manifest: Manifest, registry: Registry[BundlePack]) -> list[str]:
     """The lock and spec copies are what the manifest says: apply can use them as they are."""
     problems = []
     lock_copy = bundle / manifest.lock
@@ -93,7 +99,7 @@ def _check_copies(bundle: Path, manifest: Manifest) -> list[str]:
         problems.append(f"{manifest.spec}: missing (the copy of the spec)")
     else:
         try:
-            found = load_spec(spec_copy).content_hash
+            found = load_spec(spec_copy, registry).content_hash
         except EnvforgeError as exc:
             problems.append(f"{manifest.spec}: cannot be read: {exc}")
         else:

@@ -24,7 +24,8 @@ from pathlib import Path
 from envforge.bundle.manifest import Manifest
 from envforge.errors import StepError
 from envforge.host.interpreters import find_interpreter
-from envforge.lockfile import load_lock
+from envforge.lockfile import LockPack, load_lock
+from envforge.packapi import Registry
 from envforge.platforms import host_platform
 
 TIMEOUT_S = 300
@@ -54,7 +55,8 @@ for module in pkgutil.walk_packages(envforge.__path__, "envforge."):
 """
 
 
-def check_own_envforge(bundle: Path, manifest: Manifest) -> tuple[list[str], str | None]:
+def check_own_envforge(bundle: Path, manifest: Manifest,
+                       registry: Registry[LockPack]) -> tuple[list[str], str | None]:
     """(problems, why it was not run): run the bundle's envforge as apply would start.
 
     Not run where the bundle has no envforge wheels, is for another platform or no
@@ -70,7 +72,7 @@ def check_own_envforge(bundle: Path, manifest: Manifest) -> tuple[list[str], str
     except StepError:
         return [], f"no Python {wheels.python} here to run its envforge's wheels"
     own = [bundle / f.path for f in manifest.files if f.source == "envforge"]
-    plock = load_lock(bundle / manifest.lock).platforms.get(manifest.platform)
+    plock = load_lock(bundle / manifest.lock, registry).platforms.get(manifest.platform)
     environment = plock.environment if plock is not None else ""  # conda: py-rattler too
     with tempfile.TemporaryDirectory(prefix="envforge-selfcheck-") as tmp:
         site, home = Path(tmp) / "site", Path(tmp) / "home"

@@ -75,7 +75,7 @@ def preflight(ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
 
 
 def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[str, Path]:
-    result = check_bundle(bundle, lock=lock, platform=ctx.platform)
+    result = check_bundle(bundle, ctx.registry, lock=lock, platform=ctx.platform)
     if not result.ok:
         raise ArtifactError(f"bundle {bundle} cannot provision {lock.meta.spec_name} for "
                             f"{ctx.platform}, nothing was changed: {len(result.problems)} "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import get_args
 
 from envforge.app.context import default_prefix, prepare, state_dir_for
+from envforge.app.packs import installed_packs
 from envforge.commands import Common
 from envforge.envvars import apply_edits
 from envforge.errors import ExitCode, InputError
@@ -287,7 +288,7 @@ def writable(targets: Sequence[Path]) -> None:
 
 
 def run_rollback(args: argparse.Namespace, ui: UI) -> int:
-    spec = load_spec(args.spec)
+    spec = load_spec(args.spec, installed_packs())
     dirs = envforge_dirs()
     prefix = (args.prefix or default_prefix(spec, dirs, host_platform().name)).absolute()
     state = state_dir_for(dirs, spec.name, prefix)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from envforge.app.packs import installed_packs
 from envforge.bundle.build import BundleRequest, MiB, build_bundle
 from envforge.bundle.check import check_bundle
 from envforge.bundle.manifest import Manifest
@@ -38,7 +39,8 @@ def run_bundle(args: argparse.Namespace, ui: UI) -> int:
         jobs=args.jobs, **({"envforge_python": args.envforge_python}
                            if args.envforge_python else {}))
     started = time.perf_counter()
-    manifest = build_bundle(request, cache=envforge_dirs().cache, ui=ui, environ=dict(os.environ))
+    manifest = build_bundle(request, installed_packs(), cache=envforge_dirs().cache, ui=ui,
+                            environ=dict(os.environ))
     elapsed = time.perf_counter() - started
     show_sizes(manifest, request.output, ui)
     if ui.json:
@@ -73,10 +75,10 @@ def show_sizes(manifest: Manifest, bundle: Path, ui: UI) -> None:
 
 
 def run_check(bundle: Path, ui: UI) -> int:
-    result = check_bundle(bundle)
+    result = check_bundle(bundle, installed_packs())
     ran: str | None = "the bundle's files do not match its manifest"
     if result.ok:  # then its wheels and lock are the manifest's, and may be run
-        problems, ran = check_own_envforge(bundle, result.manifest)
+        problems, ran = check_own_envforge(bundle, result.manifest, installed_packs())
         result = replace(result, problems=tuple(problems))
         if ran is not None:
             ui.info(f"its own envforge was not run: {ran}")

@@ -12,6 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
+from envforge.app.packs import installed_packs
 from envforge.bundle.check import check_bundle
 from envforge.commands import Common
 from envforge.errors import ExitCode, InputError
@@ -39,7 +40,7 @@ def run_image(args: argparse.Namespace, ui: UI) -> int:
         check_reference(args.tag, "-t")
     context = Path(args.output or f"{bundle}.image").absolute()
     check_context(context, bundle)
-    checked = check_bundle(bundle)
+    checked = check_bundle(bundle, installed_packs())
     if not checked.ok:
         raise InputError(f"{bundle}: not a whole bundle: {'; '.join(checked.problems)}")
     manifest = checked.manifest

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from envforge.app.drafting import Lookup, draft_spec, git_commit_day, spec_name
+from envforge.app.packs import installed_packs
 from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
@@ -48,8 +49,8 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
                        deadline=deadline)
     check_output(output, inputs=[root / name for name in draft.repository.files],
                  make_parents=True)
-    text = render_spec(draft)
-    parse_spec(text, source=str(output))
+    text = render_spec(draft, installed_packs())
+    parse_spec(text, source=str(output), registry=installed_packs())
     failure = None
     if not offline:
         settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline,

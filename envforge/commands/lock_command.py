@@ -19,7 +19,8 @@ from envforge.ui import UI
 def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check: bool,
              locks_dir: Path | None, ui: UI, upgrade: bool = False,
              upgrade_packages: Sequence[str] = ()) -> int:
-    """The command: lock (or with ``check``, only judge) each spec; returns the exit code.
+    """The command: lock (or with ``check``, only judge: stale, or edited against its spec)
+    each spec; returns the exit code.
     ``upgrade`` resolves afresh rather than keep the lock on disk's versions;
     ``upgrade_packages`` keeps all but these."""
     if not spec_paths:
@@ -33,6 +34,8 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
         path, spec, lock_path = project.spec_path, project.spec, project.lock_path
         if check:
             reasons = project.stale_reasons()
+            if not reasons:  # its spec's: then what it says must be what the spec gives
+                project.fresh_lock()  # a tampered lock: SpecError (exit 2), file:line: key
             results.append({"spec": str(path), "lock": str(lock_path), "fresh": not reasons,
                             "reasons": reasons})
             if reasons:

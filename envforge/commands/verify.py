@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.text import Text
 
 from envforge.app.context import prepare
+from envforge.app.packs import installed_packs
 from envforge.app.verification import (
     applied_edits,
     suite_selection,
@@ -51,18 +52,19 @@ def run_verify(args: argparse.Namespace, ui: UI) -> int:
     elapsed = time.perf_counter() - started
     code = verdict(rows)
     if args.junit:
-        Path(args.junit).write_text(to_junit(rows, suite=f"envforge.verify.{ctx.pspec.platform}"),
+        Path(args.junit).write_text(to_junit(rows, suite=f"envforge.verify.{ctx.platform}"),
                                     encoding="utf-8")
     if args.report:
         out = Path(args.report)
         render = to_html if out.suffix in (".html", ".htm") else to_markdown
-        out.write_text(render(rows, kernel_timings(report), title=f"envforge verify: {args.spec}"),
+        timings = kernel_timings(report, installed_packs())
+        out.write_text(render(rows, timings, title=f"envforge verify: {args.spec}"),
                        encoding="utf-8")
     if args.save_probe:
         Path(args.save_probe).write_text(json.dumps(report, indent=2, sort_keys=True),
                                          encoding="utf-8")
     if ui.json:
-        document = json.loads(to_json(rows, kernel_timings(report)))
+        document = json.loads(to_json(rows, kernel_timings(report, installed_packs())))
         document["elapsed_s"] = round(elapsed, 3)
         if suite is not None:
             from envforge.suite.results import verdict_document

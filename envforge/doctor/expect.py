@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from envforge.doctor.facts import Expected
-from envforge.lockfile import Lockfile
-from envforge.packs import locked_packs
+from envforge.lockfile import Expectations, Lockfile
+from envforge.packapi import Pack, Registry
 from envforge.spec import Platform, Spec
 
 
-def expected_from_lock(spec: Spec, lock: Lockfile, platform: Platform,
-                       prefix: Path) -> Expected | None:
+class SettingsPack(Pack, Protocol):
+    """What doctor expects of a pack the lock holds: its settings as the lock gives them."""
+
+    def lock_settings(self, expect: Expectations) -> Mapping[str, str]: ...
+
+
+def expected_from_lock(spec: Spec, lock: Lockfile, platform: Platform, prefix: Path,
+                       packs: Registry[SettingsPack]) -> Expected | None:
     """None when the lock has nothing for this platform."""
     plock = lock.platforms.get(platform)
     if plock is None:
@@ -24,5 +32,5 @@ def expected_from_lock(spec: Spec, lock: Lockfile, platform: Platform,
         device=expect.device,
         settings={pack.name: {k: v.replace("{prefix}", str(prefix))
                               for k, v in pack.lock_settings(expect).items()}
-                  for pack in locked_packs(expect)},
+                  for pack in packs.locked(expect.packs)},
         compiler_threads=pspec.compiler.threads if pspec.compiler else None)

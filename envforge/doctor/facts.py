@@ -167,6 +167,9 @@ class HostFacts(Frozen):
     # Unversioned names the dynamic loader's cache (``ldconfig -p``) resolves: dlopen finds
     # these even when no folder on LD_LIBRARY_PATH holds them.
     ld_cache: dict[str, str] = Field(default_factory=dict)
+    # What doctor shows of an environment and checks against its lock: Python, then each
+    # pack's packages (``FrameworkPack.doctor_packages``), named when the host was observed.
+    packages: tuple[str, ...] = ("python",)
 
     def listing(self, path: str) -> DirListing | None:
         return self.dirs.get(path)

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import assert_never
+from typing import Protocol, assert_never
 
 from packaging.utils import canonicalize_name
 
@@ -51,6 +51,7 @@ from envforge.host.windows import (
     normalize_entry,
 )
 from envforge.knowledge import libgpuarray_names, library_file_patterns
+from envforge.packapi import Pack, Registry
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
 
@@ -76,7 +77,8 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
             proc_driver: Path = PROC_DRIVER, python: str = "3.7",
             expected_settings: Mapping[str, Mapping[str, str]] | None = None,
             registry: RegistrySeam | None = None, runner: Runner = run_command,
-            ldconfig: Sequence[str] = ("ldconfig", "-p")) -> HostFacts:
+            ldconfig: Sequence[str] = ("ldconfig", "-p"),
+            packs: Registry[ObservedPack]) -> HostFacts:
     """Everything the rules need, read once. ``prefix`` is the environment to judge (the
     spec's, or ``--prefix``; else VIRTUAL_ENV or CONDA_PREFIX): its envforge activation,
     if any, is applied first, so the host is judged as ``envforge run`` would see it."""
@@ -102,10 +104,10 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
                                      else system_include_dirs)]
 
     path = _entries("PATH", target.getenv(env, "PATH") or "", target, env)
-    environment = _environment(prefix, prefix_from, env, target, activated)
+    environment = _environment(prefix, prefix_from, env, target, activated, packs)
     env_prefix = Path(environment.prefix) if environment is not None else None
     frameworks = _frameworks(env, platform, cwd, python, path, env_prefix,
-                             expected_settings or {})
+                             expected_settings or {}, packs)
 
     toolkits = tuple(Toolkit(**t.model_dump()) for t in observe_toolkits(
         env, platform=target, search=cuda_search, runner=runner))
@@ -129,7 +131,8 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
     gxx = _gxx(path, dirs, target, configs, runner)
     msvc = next((e for e in path if target.os is Os.WINDOWS
                  and _holds(dirs, e.path, "cl.exe", target)), None)
-    kept = {n.upper() for n in (*RELEVANT_VARIABLES, *_pack_variables())}
+    kept = {n.upper() for n in (*RELEVANT_VARIABLES,
+                                *(name for pack in packs for name in pack.doctor_variables))}
     return HostFacts(
         platform=platform, cwd=str(cwd),
         environ={k: v for k, v in env.items()
@@ -142,25 +145,42 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         registry_path=_registry_path(registry, env) if target.os is Os.WINDOWS and registry
         else None,
         ld_cache=_ld_cache(ldconfig) if target.os is Os.LINUX else {},
+        packages=doctor_packages(packs),
     )
 
 
-def _pack_variables() -> tuple[str, ...]:
-    from envforge.packs import PACKS
+class ObservedPack(Pack, Protocol):
+    """What observing the host asks of a pack: its variables, its configuration here, the
+    distributions it counts as its packages and the packages doctor shows."""
 
-    return tuple(name for pack in PACKS.values() for name in pack.doctor_variables)
+    @property
+    def doctor_variables(self) -> tuple[str, ...]: ...
+
+    @property
+    def doctor_packages(self) -> tuple[str, ...]: ...
+
+    def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
+                       python: str, path: Sequence[SearchEntry], prefix: Path | None,
+                       expected: Mapping[str, str]) -> FrameworkConfig: ...
+
+    def distribution_package(self, name: str) -> str | None: ...
 
 
 def _frameworks(env: Mapping[str, str], platform: Platform, cwd: Path, python: str,
                 path: Sequence[SearchEntry], prefix: Path | None,
-                expected: Mapping[str, Mapping[str, str]]) -> dict[str, FrameworkConfig]:
+                expected: Mapping[str, Mapping[str, str]],
+                packs: Registry[ObservedPack]) -> dict[str, FrameworkConfig]:
     """Each registered pack's view of its configuration on this host."""
-    from envforge.packs import PACKS
+    return {pack.name: pack.doctor_observe(environ=env, platform=platform, cwd=cwd,
+                                           python=python, path=path, prefix=prefix,
+                                           expected=expected.get(pack.name, {}))
+            for pack in packs}
 
-    return {name: pack.doctor_observe(environ=env, platform=platform, cwd=cwd, python=python,
-                                      path=path, prefix=prefix,
-                                      expected=expected.get(name, {}))
-            for name, pack in PACKS.items()}
+
+def doctor_packages(packs: Registry[ObservedPack]) -> tuple[str, ...]:
+    """Python, then the packages each pack has doctor show and check against the lock."""
+    names = ("python", *(name for pack in packs for name in pack.doctor_packages))
+    return tuple(dict.fromkeys(names))
 
 
 def _loader_names() -> tuple[str, ...]:
@@ -311,7 +331,8 @@ def _gxx(path: Sequence[SearchEntry], dirs: Mapping[str, DirListing], target: Ta
 # -- the Python environment -------------------------------------------------------------
 
 def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str],
-                 target: TargetPlatform, activated: bool) -> Environment | None:
+                 target: TargetPlatform, activated: bool,
+                 packs: Registry[ObservedPack]) -> Environment | None:
     if prefix is None:
         for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
             value = target.getenv(env, name)
@@ -322,27 +343,26 @@ def _environment(prefix: Path | None, found_by: str, env: Mapping[str, str],
         return None
     if not prefix.is_dir():
         return Environment(prefix=str(prefix), exists=False, found_by=found_by)
-    versions, sources = installed_versions(prefix)
+    versions, sources = installed_versions(prefix, packs)
     return Environment(prefix=str(prefix), exists=True, found_by=found_by, activated=activated,
                        versions=versions, sources=sources)
 
 
-def canonical_package(name: str) -> str:
+def canonical_package(name: str, packs: Registry[ObservedPack]) -> str:
     """PEP 503 normalised, with a pack's distributions counted as the package they install
     (every distribution of ``theano`` is Theano): the rules are per release."""
-    from envforge.packs import PACKS
-
-    return next((package for pack in PACKS.values()
+    return next((package for pack in packs
                  if (package := pack.distribution_package(name)) is not None),
                 canonicalize_name(name))
 
 
-def installed_versions(prefix: Path) -> tuple[dict[str, str], dict[str, str]]:
+def installed_versions(prefix: Path,
+                       packs: Registry[ObservedPack]) -> tuple[dict[str, str], dict[str, str]]:
     """Package -> version, and the metadata file each came from (the first record wins)."""
     versions: dict[str, str] = {}
     sources: dict[str, str] = {}
     for name, version, source in installed_records(prefix):
-        key = canonical_package(name)
+        key = canonical_package(name, packs)
         if key not in versions:
             versions[key] = version
             sources[key] = str(source)

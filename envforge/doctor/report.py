@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from envforge.doctor.facts import HostFacts
 from envforge.doctor.model import Finding
-from envforge.doctor.rules.common import doctor_packages
 
 _MARK = {"error": "❌ error", "warning": "⚠️ warning", "info": "ℹ️ info"}
 
@@ -45,7 +44,7 @@ def host_rows(facts: HostFacts) -> list[tuple[str, str]]:
     env = facts.env
     if env is not None:
         installed = ", ".join(f"{k} {v}" for k, v in sorted(env.versions.items())
-                              if k in doctor_packages())
+                              if k in facts.packages)
         rows.append(("environment", f"{env.prefix} ({env.found_by}"
                      + (", activated" if env.activated else "") + "): "
                      + (installed or "nothing known installed" if env.exists else "absent")))

@@ -1,30 +1,28 @@
-"""Hashes and safe unpacking of the archives users hand envforge (cuDNN, MinGW, bundles).
+"""Hashes, and the one member scan every extractor runs before it writes a byte.
 
-An archive is scanned whole before anything is written: one bad member refuses the
-lot, naming the archive and the member. Refused: absolute names, ``..`` escapes,
-links (symbolic or hard) that lead outside, members reached through a link, device
-files and FIFOs, and set-uid/set-gid bits unless allowed. Link targets are resolved
-the way the kernel would, following the archive's own links, so ``a -> .`` then
+tar and zip (host/unarchive.py), a .deb's data.tar (host/debunpack.py), MinGW's .7z
+(host/sevenzip.py) and wheels (host/unpacked.py, host/wheelinstall.py) list their members
+as ``Member`` values and hand them to ``scan_members``, so one rule decides for all: an
+archive is scanned whole and one bad member refuses the lot, naming the archive and the
+member. Refused: absolute names, ``..`` escapes, names Windows cannot hold (where asked),
+links (symbolic or hard) that lead outside, members written through a link (where asked),
+device files and FIFOs, set-uid/set-gid bits unless allowed, and archives that would
+unpack to more than their budget (``check_unpacked_size``). Link targets are resolved the
+way the kernel would, following the archive's own links, so ``a -> .`` then
 ``b -> a/../x`` is caught even though ``a/../x`` looks harmless as text.
 """
 
 from __future__ import annotations
 
 import hashlib
-import lzma
-import os
 import re
-import shutil
 import stat
-import tarfile
-import zipfile
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
-from envforge.confine import EscapeError, inside, relative_parts
+from envforge.confine import EscapeError, relative_parts
 from envforge.errors import ArtifactError
 
 _CHUNK = 1 << 20
@@ -34,8 +32,10 @@ _CHUNK = 1 << 20
 MAX_RATIO = 100
 MIN_BUDGET = 64 << 20
 MAX_UNPACKED = 32 << 30
-# Zip compression methods zipfile reads: stored, deflate, bzip2, lzma (not deflate64).
-_ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_MAX_HOPS = 40  # links followed while resolving one path, as the kernel's limit
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt")
+                                             for n in range(1, 10))}
 
 
 def unpack_budget(packed: int) -> int:
@@ -73,22 +73,7 @@ def verify_artifact(path: Path, sha256: str) -> None:
                             f"one locked: expected {sha256.lower()}, found {found}")
 
 
-MemberKind = Literal["file", "dir", "symlink", "hardlink"]
-
-
-@dataclass(frozen=True)
-class _Member:
-    name: str  # normalised: relative, "/"-separated, no "." parts
-    kind: MemberKind
-    mode: int
-    link: str | None  # symlink target as written, or the hardlink's normalised member name
-    handle: tarfile.TarInfo | zipfile.ZipInfo
-
-
-_DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-def safe_member_name(archive: Path, raw: str) -> str:
+def safe_member_name(archive: Path | str, raw: str) -> str:
     """A member's name made relative, or ArtifactError: absolute, escaping, too long."""
     try:
         return "/".join(relative_parts(raw))
@@ -96,57 +81,147 @@ def safe_member_name(archive: Path, raw: str) -> str:
         raise refuse_member(archive, raw, str(exc)) from None
 
 
-def refuse_member(archive: Path, member: str, why: str) -> ArtifactError:
+def refuse_member(archive: Path | str, member: str, why: str) -> ArtifactError:
     return ArtifactError(f"{archive}: refusing to unpack member {member!r}: {why}")
 
 
-def _tar_members(archive: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
-    for info in tar.getmembers():
-        name = safe_member_name(archive, info.name)
-        if info.issym():
-            yield _Member(name, "symlink", info.mode, info.linkname, info)
-        elif info.islnk():
-            try:
-                target = safe_member_name(archive, info.linkname)
-            except ArtifactError:
-                raise refuse_member(archive, info.name,
-                              f"hard link to {info.linkname!r} leads outside") from None
-            yield _Member(name, "hardlink", info.mode, target, info)
-        elif info.isdir():
-            yield _Member(name, "dir", info.mode, None, info)
-        elif info.isfile():
-            yield _Member(name, "file", info.mode, None, info)
-        else:
-            raise refuse_member(archive, info.name, "device file, FIFO or other special file")
+MemberKind = Literal["file", "dir", "symlink", "hardlink", "special"]
 
 
-def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[_Member]:
-    for info in zf.infolist():
-        name = safe_member_name(archive, info.filename)
-        if info.flag_bits & 0x1:
-            raise refuse_member(archive, info.filename, "encrypted")
-        if info.compress_type not in _ZIP_METHODS:
-            raise refuse_member(archive, info.filename,
-                                f"unsupported compression method {info.compress_type}")
-        unix = info.external_attr >> 16 if info.create_system == 3 else 0
-        kind = stat.S_IFMT(unix)
-        mode = stat.S_IMODE(unix)
-        if info.is_dir() or kind == stat.S_IFDIR:
-            yield _Member(name, "dir", mode or 0o755, None, info)
-        elif kind == stat.S_IFLNK:
-            target = zf.read(info).decode("utf-8", errors="strict")
-            yield _Member(name, "symlink", 0o777, target, info)
-        elif kind in (0, stat.S_IFREG):
-            yield _Member(name, "file", mode or 0o644, None, info)
-        else:
-            raise refuse_member(archive, info.filename, "device file, FIFO or other special file")
+@dataclass(frozen=True)
+class Member:
+    """One member as its archive lists it; ``handle`` is the format's own record, for the
+    extractor that writes it."""
+
+    raw: str  # the name as written in the archive
+    kind: MemberKind
+    mode: int = 0
+    size: int = 0
+    link: str | None = None  # a symlink's target as written; a hard link's member name
+    handle: object = None
 
 
-def _resolve(links: dict[str, str], start: list[str], target: str,
-             hops: int = 0) -> list[str] | None:
-    """Where ``target``, read from folder ``start``, leads inside the archive; None: outside."""
+@dataclass(frozen=True)
+class Rules:
+    """What a format's extractor allows beyond the common rule."""
+
+    links: bool = True  # False: any link is refused (7z: reading its target means unpacking)
+    through_links: bool = False  # members below one of the archive's symlinks (a .deb's)
+    rooted: bool = False  # an absolute link target is read from the destination (a .deb's /)
+    setuid: bool = False  # set-uid/set-gid bits kept (or dropped by the extractor)
+    windows_names: bool = False  # no ``:`` streams, no device names (con, nul, com1, …)
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A member that passed: its name made relative, and its link as it is to be written
+    (a symlink's text, made relative when rooted; a hard link's member name)."""
+
+    name: str
+    member: Member
+    link: str | None = None
+
+
+def scan_members(archive: Path | str, members: Iterable[Member], *, packed: int,
+                 rules: Rules = Rules()) -> list[Scanned]:
+    """Every member checked, in the archive's order (the root folder itself left out), or
+    ArtifactError naming the first bad one; nothing has been written yet."""
+    scanned: list[Scanned] = []
+    kinds: dict[str, MemberKind] = {}
+    total = 0
+    for member in members:
+        total += member.size
+        name = _name(archive, member, rules)
+        if name is None:
+            continue
+        _check_kind(archive, member, rules)
+        previous = kinds.get(name)
+        if previous is not None and previous != member.kind:
+            raise refuse_member(archive, member.raw,
+                                f"appears both as {previous} and {member.kind}")
+        if previous is not None and member.kind != "dir":
+            raise refuse_member(archive, member.raw, "appears twice")
+        kinds[name] = member.kind
+        scanned.append(Scanned(name, member, _link_text(archive, member, name, rules)))
+    check_unpacked_size(archive, packed, total)
+    _check_links(archive, scanned, kinds, rules)
+    return scanned
+
+
+def _name(archive: Path | str, member: Member, rules: Rules) -> str | None:
+    if member.kind == "dir" and not [p for p in member.raw.replace("\\", "/").split("/")
+                                     if p not in ("", ".")]:
+        return None  # the destination itself
+    name = safe_member_name(archive, member.raw)
+    if rules.windows_names:
+        for part in name.split("/"):
+            if ":" in part or part.split(".")[0].rstrip(" ").casefold() in _DEVICE_NAMES:
+                raise refuse_member(archive, member.raw, "not a plain Windows file name")
+    return name
+
+
+def _check_kind(archive: Path | str, member: Member, rules: Rules) -> None:
+    if member.kind == "special":
+        raise refuse_member(archive, member.raw, "device file, FIFO or other special file")
+    if not rules.links and member.kind in ("symlink", "hardlink"):
+        raise refuse_member(archive, member.raw, "a link (symbolic link, hard link or junction)")
+    if member.mode & (stat.S_ISUID | stat.S_ISGID) and not rules.setuid:
+        raise refuse_member(archive, member.raw, "set-uid or set-gid bit")
+
+
+def _link_text(archive: Path | str, member: Member, name: str, rules: Rules) -> str | None:
+    if member.kind == "hardlink":
+        assert member.link is not None
+        try:
+            return "/".join(relative_parts(member.link))
+        except EscapeError:
+            raise refuse_member(archive, member.raw,
+                                f"hard link to {member.link!r} leads outside") from None
+    if member.kind != "symlink":
+        return None
+    assert member.link is not None
+    if rules.rooted and member.link.startswith("/"):  # as inside a chroot: from the root
+        text = "/".join([".."] * name.count("/") + [member.link.lstrip("/")])
+        return text.rstrip("/") or "."
+    return member.link
+
+
+def _check_links(archive: Path | str, scanned: list[Scanned], kinds: dict[str, MemberKind],
+                 rules: Rules) -> None:
+    """On the whole archive: a later link can change where an earlier one leads."""
+    links = {s.name: s.link for s in scanned if s.member.kind == "symlink" and s.link}
+    files: set[str] = set()
+    for entry in scanned:
+        parts = entry.name.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if kinds.get(parent) in ("file", "hardlink"):
+                raise refuse_member(archive, entry.member.raw, f"{parent} is a file")
+            if parent in links and not rules.through_links:
+                raise refuse_member(archive, entry.member.raw,
+                                    "it would be written through a link")
+        where = resolve_link(links, [], "/".join(parts[:-1]))
+        if where is None:
+            raise refuse_member(archive, entry.member.raw, "it would be written outside")
+        if entry.member.kind == "symlink":
+            assert entry.link is not None
+            if resolve_link(links, where, entry.link) is None:
+                raise refuse_member(archive, entry.member.raw,
+                                    f"link to {entry.member.link!r} leads outside")
+        elif entry.member.kind == "hardlink":
+            if entry.link not in files:
+                raise refuse_member(archive, entry.member.raw, f"hard link to "
+                                    f"{entry.member.link!r}, which is not a file before it")
+        elif entry.member.kind == "file":
+            files.add(entry.name)
+
+
+def resolve_link(links: dict[str, str], start: list[str], target: str,
+                 hops: int = 0) -> list[str] | None:
+    """Where ``target``, read from folder ``start``, leads among ``links`` (path -> text);
+    None: outside, or more than the kernel's 40 hops."""
     text = target.replace("\\", "/")
-    if text.startswith("/") or _DRIVE.match(text) or hops > 40:
+    if text.startswith("/") or _DRIVE.match(text) or hops > _MAX_HOPS:
         return None
     current = list(start)
     for part in text.split("/"):
@@ -160,152 +235,8 @@ def _resolve(links: dict[str, str], start: list[str], target: str,
         current.append(part)
         joined = "/".join(current)
         if joined in links:
-            resolved = _resolve(links, current[:-1], links[joined], hops + 1)
+            resolved = resolve_link(links, current[:-1], links[joined], hops + 1)
             if resolved is None:
                 return None
             current = resolved
     return current
-
-
-def _scan(archive: Path, members: list[_Member], allow_setuid: bool) -> None:
-    kinds: dict[str, MemberKind] = {}
-    links: dict[str, str] = {}
-    for member in members:
-        previous = kinds.get(member.name)
-        if previous is not None and previous != member.kind:
-            raise refuse_member(archive, member.name,
-                                f"appears both as {previous} and {member.kind}")
-        if previous is not None and member.kind != "dir":
-            raise refuse_member(archive, member.name, "appears twice")
-        kinds[member.name] = member.kind
-        if member.kind == "symlink":
-            assert member.link is not None
-            links[member.name] = member.link
-    seen_files: set[str] = set()
-    for member in members:
-        parts = member.name.split("/")
-        for depth in range(1, len(parts)):
-            if "/".join(parts[:depth]) in links:
-                raise refuse_member(archive, member.name, "it would be written through a link")
-        if member.mode & (stat.S_ISUID | stat.S_ISGID) and not allow_setuid:
-            raise refuse_member(archive, member.name, "set-uid or set-gid bit")
-        if member.kind == "symlink":
-            assert member.link is not None
-            if _resolve(links, parts[:-1], member.link) is None:
-                raise refuse_member(archive, member.name, f"link to {member.link!r} leads outside")
-        elif member.kind == "hardlink":
-            if member.link not in seen_files:
-                raise refuse_member(archive, member.name,
-                              f"hard link to {member.link!r}, which is not a file before it")
-        elif member.kind == "file":
-            seen_files.add(member.name)
-
-
-def _open(archive: Path) -> tarfile.TarFile | zipfile.ZipFile:
-    if not archive.is_file():
-        raise ArtifactError(f"{archive}: no such file")
-    if zipfile.is_zipfile(archive):
-        return zipfile.ZipFile(archive)
-    try:
-        return tarfile.open(archive, "r:*")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise ArtifactError(f"{archive}: not a zip or tar archive ({exc})") from None
-
-
-def _members(archive: Path, opened: tarfile.TarFile | zipfile.ZipFile) -> list[_Member]:
-    try:
-        if isinstance(opened, zipfile.ZipFile):
-            return list(_zip_members(archive, opened))
-        return list(_tar_members(archive, opened))
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{archive}: damaged archive ({exc})") from None
-
-
-def extract_archive(archive: Path, dest: Path, *, allow_setuid: bool = False) -> list[str]:
-    """Unpack a .zip or .tar(.gz/.xz/.bz2) into ``dest``, which must be new or empty.
-
-    An empty destination means no link left there beforehand can redirect a write.
-    Returns the member names written. Nothing is written if any member is refused.
-    """
-    archive = Path(archive)
-    dest = Path(dest)
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ArtifactError(f"cannot unpack {archive} into {dest}: it is not an empty folder")
-    with _open(archive) as opened:
-        members = _members(archive, opened)
-        _scan(archive, members, allow_setuid)
-        check_unpacked_size(archive, archive.stat().st_size, sum(_size(m) for m in members))
-        for member in members:  # the whole path too, not only the name, must fit
-            inside(dest, member.name, what=f"{archive}: member")
-        created = not dest.exists()
-        dest.mkdir(parents=True, exist_ok=True)
-        try:
-            _write_members(opened, members, dest, allow_setuid)
-        except BaseException as exc:
-            _clear(dest, remove=created)
-            if isinstance(exc, (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError,
-                                zlib.error, lzma.LZMAError)):
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                raise ArtifactError(f"{archive}: cannot unpack into {dest} ({why}); nothing "
-                                    "was left there") from None
-            raise
-    return [m.name for m in members]
-
-
-def _size(member: _Member) -> int:
-    handle = member.handle
-    return handle.file_size if isinstance(handle, zipfile.ZipInfo) else handle.size
-
-
-def _clear(dest: Path, *, remove: bool) -> None:
-    """Remove what an interrupted unpack wrote: the folder if it made it, else its contents."""
-    if remove:
-        shutil.rmtree(dest, ignore_errors=True)
-        return
-    for child in dest.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-def _write_members(opened: tarfile.TarFile | zipfile.ZipFile, members: list[_Member],
-                   dest: Path, allow_setuid: bool) -> None:
-    """Write the scanned members; the caller clears ``dest`` if this fails midway."""
-    dirs: list[tuple[Path, int]] = []
-    for member in members:
-        target = dest / member.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        keep = stat.S_ISUID | stat.S_ISGID if allow_setuid else 0
-        if member.kind == "dir":
-            target.mkdir(exist_ok=True)
-            dirs.append((target, (member.mode & (0o777 | keep)) | 0o700))
-        elif member.kind == "symlink":
-            assert member.link is not None
-            if os.path.lexists(target):
-                target.unlink()
-            target.symlink_to(member.link)
-        elif member.kind == "hardlink":
-            assert member.link is not None
-            if os.path.lexists(target):
-                target.unlink()
-            shutil.copy2(dest / member.link, target)
-        else:
-            if os.path.lexists(target):
-                target.unlink()
-            with _read(opened, member) as src, open(target, "xb") as dst:
-                shutil.copyfileobj(src, dst, _CHUNK)
-            target.chmod((member.mode & (0o777 | keep)) | 0o600)
-    for folder, mode in reversed(dirs):
-        folder.chmod(mode)
-
-
-def _read(opened: tarfile.TarFile | zipfile.ZipFile, member: _Member) -> IO[bytes]:
-    if isinstance(opened, zipfile.ZipFile):
-        assert isinstance(member.handle, zipfile.ZipInfo)
-        return opened.open(member.handle)
-    assert isinstance(member.handle, tarfile.TarInfo)
-    handle = opened.extractfile(member.handle)
-    if handle is None:
-        raise ArtifactError(f"cannot read member {member.name!r}")
-    return handle

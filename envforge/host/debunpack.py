@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from envforge.confine import EscapeError, relative_parts
 from envforge.errors import ArtifactError
-from envforge.host.archives import check_unpacked_size
+from envforge.host.archives import Rules, check_unpacked_size, scan_members
+from envforge.host.unarchive import tar_members
 
 _AR_MAGIC = b"!<arch>\n"
 _AR_HEADER = 60
@@ -146,14 +146,7 @@ class _Entry:
     link: str = ""  # symlink text to write, or the hardlink's physical source
 
 
-def _member_name(name: str, deb: Path) -> str | None:
-    """The member's path relative to the root; None for the root itself."""
-    if not [p for p in name.split("/") if p not in ("", ".")]:
-        return None
-    try:
-        return "/".join(relative_parts(name))
-    except EscapeError as exc:
-        raise ArtifactError(f"{deb}: refusing member {name!r}: {exc}") from None
+_RULES = Rules(through_links=True, rooted=True, setuid=True)  # set-uid bits are dropped
 
 
 class _Tree:
@@ -205,24 +198,26 @@ class _Tree:
 
 
 def _plan(tar: tarfile.TarFile, root: Path, deb: Path, replace: bool) -> list[_Entry]:
+    """host/archives.py's scan of the package alone, then its place in the root as it is on
+    disk: through folders (or links to them) earlier packages left, never out of it."""
     tree = _Tree(root)
     entries: list[_Entry] = []
-    for member in tar.getmembers():
-        name = _member_name(member.name, deb)
-        if name is None:
-            continue
+    for scanned in scan_members(deb, tar_members(tar), packed=deb.stat().st_size, rules=_RULES):
+        member, name = scanned.member, scanned.name
+        assert isinstance(member.handle, tarfile.TarInfo)
+        info = member.handle
         parent, _, base = name.rpartition("/")
         where = tree.resolve(parent) if parent else ""
         if where is None:
-            raise ArtifactError(f"{deb}: {member.name!r} would be written outside the target")
+            raise ArtifactError(f"{deb}: {member.raw!r} would be written outside the target")
         if not _is_folder_path(tree, where):
-            raise ArtifactError(f"{deb}: {member.name!r} is inside something not a folder")
+            raise ArtifactError(f"{deb}: {member.raw!r} is inside something not a folder")
         path = f"{where}/{base}" if where else base
         existing = tree.kind(path)
-        if member.isdir():
+        if member.kind == "dir":
             if existing is None:
                 tree.planned[path] = ("dir", "")
-                entries.append(_Entry("dir", path, member))
+                entries.append(_Entry("dir", path, info))
             elif existing[0] != "dir" and not _links_to_dir(tree, path):
                 raise ArtifactError(f"{deb}: {name} is a folder in the package but not in {root}")
             continue  # an existing folder, or a link to one as dpkg keeps it, is left as is
@@ -231,30 +226,23 @@ def _plan(tar: tarfile.TarFile, root: Path, deb: Path, replace: bool) -> list[_E
                 raise ArtifactError(f"{deb}: {name} appears twice in the package")
             if existing[0] == "dir" or not replace:
                 raise ArtifactError(f"{deb}: {name} already exists in {root}")
-        if member.isfile():
+        if member.kind == "file":
             tree.planned[path] = ("file", "")
-            entries.append(_Entry("file", path, member))
-        elif member.issym():
-            text = member.linkname
-            if text.startswith("/"):  # relative to the root, as inside a chroot
-                depth = path.count("/")
-                text = "/".join([".."] * depth + [text.lstrip("/")]) or "."
-                text = text.rstrip("/") or "."
+            entries.append(_Entry("file", path, info))
+        elif member.kind == "symlink":
+            text = scanned.link or "."
             tree.planned[path] = ("symlink", text)
             if tree.resolve(path) is None:
-                raise ArtifactError(f"{deb}: symlink {name} -> {member.linkname} points "
+                raise ArtifactError(f"{deb}: symlink {name} -> {member.link} points "
                                     "outside the target (or loops)")
-            entries.append(_Entry("symlink", path, member, text))
-        elif member.islnk():
-            source_name = _member_name(member.linkname, deb)
-            source = tree.resolve(source_name, follow_last=False) if source_name else None
+            entries.append(_Entry("symlink", path, info, text))
+        else:
+            source = tree.resolve(scanned.link or "", follow_last=False)
             if source is None or tree.planned.get(source, ("",))[0] != "file":
                 raise ArtifactError(
-                    f"{deb}: hard link {name} -> {member.linkname} is not to a file of the package")
+                    f"{deb}: hard link {name} -> {member.link} is not to a file of the package")
             tree.planned[path] = ("file", "")
-            entries.append(_Entry("hardlink", path, member, source))
-        else:
-            raise ArtifactError(f"{deb}: refusing {_kind_name(member)} member {name}")
+            entries.append(_Entry("hardlink", path, info, source))
     for entry in entries:  # again on the whole tree: a later link can change an earlier one
         if entry.kind == "symlink" and tree.resolve(entry.path) is None:
             raise ArtifactError(f"{deb}: symlink {entry.path} -> {entry.member.linkname} "
@@ -277,14 +265,6 @@ def _is_folder_path(tree: _Tree, path: str) -> bool:
 def _links_to_dir(tree: _Tree, path: str) -> bool:
     target = tree.resolve(path)
     return target is not None and tree.kind(target) == ("dir", "")
-
-
-def _kind_name(member: tarfile.TarInfo) -> str:
-    if member.ischr() or member.isblk():
-        return "device"
-    if member.isfifo():
-        return "fifo"
-    return f"type {member.type!r}"
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -136,7 +136,9 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         return
     import requests  # only a real download needs it
 
-    http = session or requests.Session()
+    from envforge.host.http import session as new_session
+
+    http = session or new_session()
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     digest = hashlib.sha256()

@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Iterable
 from datetime import date
 from importlib import resources
+from typing import Protocol
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -21,6 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from pydantic import Field
 
+from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
 
@@ -105,16 +107,21 @@ def legacy_names() -> LegacyNames:
     return LegacyNames.model_validate(tomllib.loads(text))
 
 
-def map_requirement(text: str) -> tuple[str, str]:
-    """The requirement to write and, when it changed, why (with the rule's source)."""
+class LegacyPack(Pack, Protocol):
+    """What drafting asks of a pack: its own rewrite of a legacy requirement, if any."""
+
+    def legacy_requirement(self, text: str) -> tuple[str, str] | None: ...
+
+
+def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str]:
+    """The requirement to write and, when it changed, why (with the rule's source): the
+    first pack's rewrite, else the legacy-names rows."""
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
         return text, ""
     name = canonicalize_name(requirement.name)
-    from envforge.packs import PACKS
-
-    for pack in PACKS.values():
+    for pack in registry:
         rewritten = pack.legacy_requirement(text)
         if rewritten is not None:
             return rewritten

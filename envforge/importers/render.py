@@ -6,10 +6,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from envforge.importers.legacy_names import FrameworkRow, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.repository import Repository
+from envforge.packapi import Pack, Registry
 from envforge.spec import excluded_by_python_marker
 
 
@@ -29,7 +31,7 @@ class Draft:
     index: str | None = None
 
 
-def render_spec(draft: Draft) -> str:
+def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
     """The spec's text; deterministic for the same draft."""
     repo = draft.repository
     lines = [f"# Written by `envforge init {draft.source}` from {', '.join(repo.files)}.",
@@ -63,7 +65,8 @@ def render_spec(draft: Draft) -> str:
             continue
         lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
     lines.append("]")
-    note = next((n for n in (_compiler_note(f.requirement) for f in repo.imported.requirements
+    note = next((n for n in (_compiler_note(f.requirement, registry)
+                             for f in repo.imported.requirements
                              if f.requirement not in left_out(draft)) if n), None)
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
@@ -112,8 +115,12 @@ def _comment(line: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", line).rstrip()
 
 
-def _compiler_note(text: str) -> str | None:
-    """The first pack's note for a requirement of a framework that compiles with g++."""
-    from envforge.packs import PACKS
+class NotePack(Pack, Protocol):
+    """What a draft asks of a pack: a note for a requirement of a framework that compiles."""
 
-    return next((n for n in (p.compiler_note(text) for p in PACKS.values()) if n), None)
+    def compiler_note(self, requirement: str) -> str | None: ...
+
+
+def _compiler_note(text: str, registry: Registry[NotePack]) -> str | None:
+    """The first pack's note for a requirement of a framework that compiles with g++."""
+    return next((n for n in (p.compiler_note(text) for p in registry) if n), None)

@@ -13,7 +13,7 @@ from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import SpecError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
-from envforge.importers.legacy_names import map_requirement, module_group
+from envforge.importers.legacy_names import LegacyPack, map_requirement, module_group
 from envforge.importers.pyfiles import (
     read_pipfile,
     read_pipfile_lock,
@@ -22,6 +22,7 @@ from envforge.importers.pyfiles import (
     read_setup_py,
 )
 from envforge.inputfile import DEPENDENCY_LIMIT, LINE_LIMIT, read_input_text
+from envforge.packapi import Registry
 
 _DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
@@ -105,7 +106,7 @@ def _is_conda_environment(text: str) -> bool:
         re.search(r"^(name|channels):", text, re.MULTILINE))
 
 
-def read_repository(root: Path) -> Repository:
+def read_repository(root: Path, registry: Registry[LegacyPack]) -> Repository:
     """Every dependency file of the repository, merged: one requirement per distribution (an
     exact pin wins over a range, the first file over a later one), legacy names mapped.
     A file that cannot be read as its kind, or that leads outside the repository, is one
@@ -124,7 +125,7 @@ def read_repository(root: Path) -> Repository:
             everything.extend(_read_one(name, text, files, seen))
         except UnreadableError as exc:
             raise SpecError(root / exc.name, exc.reason, line=exc.line) from None
-    everything.requirements = merge(everything.requirements)
+    everything.requirements = merge(everything.requirements, registry)
     return Repository(tuple(chosen), everything)
 
 
@@ -147,7 +148,7 @@ def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
     return read_requirements(name, text, files.included, seen=seen)
 
 
-def merge(found: list[Found]) -> list[Found]:
+def merge(found: list[Found], registry: Registry[LegacyPack]) -> list[Found]:
     """One entry per distribution and marker as the files name it (an exact pin wins over a
     range, the first file over a later one; the others' origins are kept), legacy names
     mapped, then once more by the mapped names: the Windows and the Linux pin of one package
@@ -155,7 +156,7 @@ def merge(found: list[Found]) -> list[Found]:
     ``tensorflow==1.15`` in another) are one requirement, the first file's."""
     mapped = []
     for item in _merged(found):
-        text, note = map_requirement(item.requirement)
+        text, note = map_requirement(item.requirement, registry)
         mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
     return _merged(mapped)
 

@@ -16,7 +16,7 @@ import re
 import tomllib
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any, Literal, assert_never
+from typing import Any, Literal, Protocol, assert_never
 
 from envforge.knowledge.models import (
     ArchiveLayoutRow,
@@ -38,6 +38,7 @@ from envforge.knowledge.models import (
     in_range,
     major_minor,
 )
+from envforge.packapi import Pack, Registry
 from envforge.platforms import PLATFORMS, Os, TargetPlatform
 from envforge.spec import Frozen, Platform
 
@@ -91,19 +92,16 @@ class Knowledge(Frozen):
     reference: ReferenceFile
 
 
-def knowledge_file(name: str) -> Traversable:
-    """Where a knowledge file lives: a framework pack's own folder when the pack lists it
-    (``envforge/packs/theano/theano.toml``), else this package's."""
-    from envforge.packs import PACKS
-
-    owner = next((f"envforge.packs.{pack.name}" for pack in PACKS.values()
-                  if name in pack.knowledge), __name__)
-    return resources.files(owner).joinpath(f"{name}.toml")
+def knowledge_file(name: str, package: str = __name__) -> Traversable:
+    """Where a knowledge file lives: the folder of ``package``, a pack's own for its files
+    (``envforge/packs/theano/theano.toml``), else this one's."""
+    return resources.files(package).joinpath(f"{name}.toml")
 
 
-def read_knowledge(name: str) -> dict[str, Any]:
-    """One knowledge file as TOML data (the core's or a pack's), not yet typed."""
-    return tomllib.loads(knowledge_file(name).read_text(encoding="utf-8"))
+def read_knowledge(name: str, package: str = __name__) -> dict[str, Any]:
+    """One knowledge file of ``package`` (the core's, or a pack's own) as TOML data, not yet
+    typed."""
+    return tomllib.loads(knowledge_file(name, package).read_text(encoding="utf-8"))
 
 
 @functools.cache
@@ -312,14 +310,18 @@ def debian_package(suite: str, package: str) -> DebianPackageRow | None:
                  if row.suite == suite and row.package == package), None)
 
 
-def error_hints() -> tuple[tuple[str, str], ...]:
+class HintPack(Pack, Protocol):
+    """What the error hints read of a pack."""
+
+    def error_hints(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def error_hints(registry: Registry[HintPack]) -> tuple[tuple[str, str], ...]:
     """(text a failure prints, what fixes it): each pack's (``FrameworkPack.error_hints``),
     then libgpuarray's Linux library names (longest first, so ``libcuda.so`` does not shadow
     the others)."""
-    from envforge.packs import PACKS
-
     data = knowledge()
-    hints = [hint for pack in PACKS.values() for hint in pack.error_hints()]
+    hints = [hint for pack in registry for hint in pack.error_hints()]
     loader = libgpuarray_names("linux-64", "0")
     fact = next(r for r in data.libgpuarray.facts if r.id == "linux-unversioned")
     for asked, target in ((loader.nvrtc[0], f"the CUDA toolkit's {loader.nvrtc[0]}.N"),

@@ -2,8 +2,9 @@
 kernels' NumPy references) never names a framework.
 
 Modelled on pre-commit's ``lang_base.Language``: a pack is a plain object whose attributes
-and methods the core calls at fixed points, and the registry (``envforge.packs.PACKS``) is
-a dict. A pack's spec section is ``[NAME]``, its lock expectations are
+and methods the core calls at fixed points; the app layer loads the packs into one
+``envforge.packapi.Registry`` and hands it down, each caller typing it by the Protocol of the
+members it calls. A pack's spec section is ``[NAME]``, its lock expectations are
 ``[platforms.X.expect.NAME]``; both are its own frozen models.
 
 A probe reads the request (``envforge.verify.build_request`` plus ``probe_request``) as
@@ -36,8 +37,7 @@ if TYPE_CHECKING:
     from envforge.envvars import EnvEdit
     from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
-    from envforge.steps.base import Step, StepContext
-    from envforge.steps.compiler import CompilerNeed
+    from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
@@ -148,8 +148,9 @@ class FrameworkPack(Protocol):
         """What the framework release in ``versions`` (canonical name -> version) imports
         without declaring it; nothing where ``versions`` holds no release of it."""
 
-    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
-        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``)."""
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None:
+        """What the framework asks of the host's C++ compiler (Theano: ``[theano] cxx``, as
+        its locked flags hold it): apply reads the lock, not the spec."""
 
     def before_probe(self, ctx: StepContext) -> None:
         """Just before verify's probe runs (Theano: its compile cache seeded from the store)."""
@@ -231,7 +232,7 @@ class PackDefaults:
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         return ()
 
-    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed | None:
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None:
         return None
 
     def before_probe(self, ctx: StepContext) -> None:

@@ -17,9 +17,12 @@ def index_files(index: str, name: str, *, timeout: float = 30) -> list[Mapping[s
     import requests
     from packaging.utils import canonicalize_name
 
+    from envforge.host.http import session
+
     url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
     try:
-        response = requests.get(url, headers={"Accept": _JSON}, timeout=timeout)
+        with session() as http:
+            response = http.get(url, headers={"Accept": _JSON}, timeout=timeout)
         if response.status_code == 404:
             return []
         response.raise_for_status()

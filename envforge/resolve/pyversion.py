@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from envforge.lockfile import LockedCondaPackage, LockedDeb
-from envforge.lockplan import stack_versions
+from envforge.lockplan import locked_python
 from envforge.spec import PlatformSpec
 
 
@@ -29,7 +29,7 @@ def resolver_python(pspec: PlatformSpec, *, conda: Sequence[LockedCondaPackage] 
     pinned = pspec.python.version
     if pinned.count(".") == 2:
         return ResolverPython(pinned, "the spec's [python] version")
-    provided = stack_versions(pspec, pypi=(), conda=conda, deb=deb)["python"]
+    provided = locked_python(pspec, conda=conda, deb=deb)
     if provided.count(".") == 2 and provided.startswith(pspec.python.minor + "."):
         return ResolverPython(provided, "the environment's Debian or conda python")
     if pspec.environment.kind == "venv":

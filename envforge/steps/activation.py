@@ -24,9 +24,8 @@ EDITS_FILE = "envforge-env.json"
 
 
 def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
-    from envforge.packs import active_packs
-
-    packs = tuple(edit for pack in active_packs(ctx.pspec) for edit in pack.env_edits(ctx))
+    packs = tuple(edit for pack in ctx.registry.locked(ctx.lock.expect.packs)
+                  for edit in pack.env_edits(ctx))
     return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root), *packs)
 
 

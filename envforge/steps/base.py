@@ -22,13 +22,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from envforge.envlayout import EnvLayout
+from envforge.errors import StaleLockError
 from envforge.host.archives import sha256_file, verify_artifact
-from envforge.lockfile import LockedPypiFile, Lockfile, PlatformLock
+from envforge.lockfile import (
+    ApplyInputs,
+    Expectations,
+    LockedPypiFile,
+    Lockfile,
+    LockPack,
+    PlatformLock,
+)
+from envforge.packapi import Registry
 from envforge.paths import EnvforgeDirs
-from envforge.spec import PYPI_SIMPLE, Frozen, Platform, PlatformSpec
+from envforge.spec import PYPI_SIMPLE, CudaSection, Frozen, Platform, SpecPack
 from envforge.ui import UI
 
 if TYPE_CHECKING:
+    from envforge.envvars import EnvEdit
     from envforge.host.fetch import FileRef, Progress
     from envforge.host.wheelinstall import WheelToInstall
     from envforge.journal import Transaction
@@ -72,9 +82,36 @@ class Facts:
     cuda_root: Path | None = None  # the selected CUDA toolkit: the CUDA step finds it
 
 
+@dataclass(frozen=True)
+class CompilerNeed:
+    """What a framework asks of the host's C++ compiler, and how messages name it (a pack's
+    ``compiler_need``; the compiler step reads it)."""
+
+    framework: str  # "Theano"
+    setting: str  # where the spec names a compiler: "[theano] cxx"
+    cxx: str | None = None  # the compiler that setting names
+    # why nvcc's gcc limit does not touch it, if it does not
+    nvcc_note: str = ""
+
+
+class StepPack(SpecPack, LockPack, Protocol):
+    """What planning and applying ask of a mounted pack: its steps, its environment edits
+    and the compiler it builds with; and its spec section and lock table, to read a
+    bundle's copies."""
+
+    def steps(self, ctx: StepContext) -> Sequence[Step]: ...
+
+    def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]: ...
+
+    def compiler_need(self, expect: Expectations) -> CompilerNeed | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepContext:
-    """What steps know about the target; keyword-only, so fields can be added in any place."""
+    """What steps know about the target; keyword-only, so fields can be added in any place.
+
+    It holds no spec: what the spec decides, steps and packs read from the lock (its
+    ``apply`` table, its expectations), so an apply needs the lock alone."""
 
     platform: Platform
     prefix: Path
@@ -86,7 +123,7 @@ class StepContext:
     # so a multi-gigabyte archive is not read again to plan its step
     checked: frozenset[str] = frozenset()
     lock: PlatformLock
-    pspec: PlatformSpec
+    registry: Registry[StepPack]  # the packs; the mounted ones: registry.locked(lock.expect.packs)
     layout: EnvLayout
     dirs: EnvforgeDirs
     sources: Sources
@@ -96,6 +133,20 @@ class StepContext:
     pypi_index: str = PYPI_SIMPLE
     facts: Facts = field(default_factory=Facts)  # from the steps before this one
     cuda_search: tuple[Path, ...] | None = None  # where to look for toolkits (tests: a tmp tree)
+
+    @property
+    def inputs(self) -> ApplyInputs:
+        """The lock's ``apply`` table; a lock of format 2 has none and is stale to apply."""
+        if self.lock.apply is None:
+            raise StaleLockError("the lock's format (2) does not record what apply reads of "
+                                 "the spec; run `envforge lock SPEC`")
+        return self.lock.apply
+
+    @property
+    def cuda(self) -> CudaSection | None:
+        """The CUDA release the lock wants (``expect.cuda``), None where it wants none."""
+        wanted = self.lock.expect.cuda
+        return None if wanted is None else CudaSection(version=wanted)
 
     @property
     def cuda_root(self) -> Path | None:

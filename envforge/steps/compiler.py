@@ -7,8 +7,8 @@ Windows (``kind = "mingw-w64"``): the locked MinGW-w64 archive (a .7z) is fetche
 from the cache, a bundle or ``--artifact compiler=PATH``, checked against the lock's
 sha256, unpacked safely into envforge's tools folder and accepted only if its layout
 shows the locked thread and exception models. The folder is adopted by the journal, so
-rollback removes it. ``mingw_bin`` says where its ``g++.exe`` lives, for the user PATH
-and for a framework's own setting (Theano's ``.theanorc`` ``cxx``).
+rollback removes it. Which MinGW-w64 and where: steps/mingw.py; the .7z is unpacked by
+host/sevenzip.py.
 """
 
 from __future__ import annotations
@@ -16,210 +16,33 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePath, PureWindowsPath
-from typing import Any
+from pathlib import Path
 
 from envforge.errors import ArtifactError, OfflineError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.archives import (
-    check_unpacked_size,
-    refuse_member,
-    safe_member_name,
-)
 from envforge.host.fetch import FileRef
+from envforge.host.sevenzip import extract_7z
 from envforge.journal import Journal, Transaction
 from envforge.lockfile import LockedArtifact
 from envforge.platforms import PLATFORMS, Os
 from envforge.spec import Platform
-from envforge.steps.base import Change, StepContext, state_of, supplied_artifact
-
-MINGW_TARGET = "x86_64-w64-mingw32"
-MINGW_TOP = "mingw64"  # the archive's one top folder (x86_64 builds)
-MARKER = ".envforge-artifact"  # "<sha256>  <filename>" of the archive the tree came from
-
-# mingw-builds' names: x86_64-8.1.0-release-posix-seh-rt_v6-rev0.7z
-_MINGW_BUILDS = re.compile(r"^x86_64-(?P<version>\d+\.\d+\.\d+)-release-(?P<threads>posix|win32)"
-                           r"-(?P<exceptions>seh|sjlj|dwarf)-rt_v\d+-rev\d+\.7z$")
-# libgcc's DLL is named after the exception model it unwinds with.
-_EH_DLL = {"seh": "libgcc_s_seh-1.dll", "sjlj": "libgcc_s_sjlj-1.dll",
-           "dwarf": "libgcc_s_dw2-1.dll"}
-# libstdc++'s configure defines this only where gthreads has C++11 threads: the posix model
-# (winpthreads); GCC < 13 built with the win32 model lacks it, hence no std::thread there.
-_GTHREADS = re.compile(r"^[ \t]*#[ \t]*define[ \t]+_GLIBCXX_HAS_GTHREADS\b", re.MULTILINE)
-
-
-# -- which MinGW-w64, and where ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class MingwVariant:
-    version: str
-    threads: str
-    exceptions: str
-
-    @property
-    def folder(self) -> str:
-        return f"mingw-w64-{self.version}-{self.threads}-{self.exceptions}"
-
-    def __str__(self) -> str:
-        return f"{self.version} ({self.threads} threads, {self.exceptions} exceptions)"
-
-
-def mingw_artifact(ctx: StepContext) -> LockedArtifact:
-    found = next((a for a in ctx.lock.artifacts if a.role == "compiler"), None)
-    if found is None:
-        raise StepError("the lock has no MinGW-w64 archive (role compiler); run `envforge lock`")
-    return found
-
-
-def mingw_variant(ctx: StepContext) -> MingwVariant:
-    """The locked archive's variant, from its mingw-builds name; the spec must agree with it."""
-    artifact = mingw_artifact(ctx)
-    match = _MINGW_BUILDS.match(artifact.filename)
-    if match is None:
-        raise StepError(f"cannot tell the MinGW-w64 variant from {artifact.filename!r} "
-                        "(expected x86_64-<version>-release-<threads>-<exceptions>-rt_vN-revN.7z)")
-    variant = MingwVariant(match["version"], match["threads"], match["exceptions"])
-    compiler = ctx.pspec.compiler
-    if compiler is not None:
-        for what, wanted, locked in (("version", compiler.version, variant.version),
-                                     ("threads", compiler.threads, variant.threads),
-                                     ("exceptions", compiler.exceptions, variant.exceptions)):
-            if wanted is not None and wanted != locked and not (
-                    what == "version" and locked.startswith(f"{wanted}.")):
-                raise StepError(f"the spec asks for MinGW-w64 {what} = {wanted!r} but the lock "
-                                f"holds {artifact.filename} ({locked}); run `envforge lock`")
-    return variant
-
-
-def mingw_home(ctx: StepContext) -> Path:
-    """The install folder: ``<data>/tools/mingw-w64-8.1.0-posix-seh`` (holds ``mingw64/``)."""
-    return ctx.dirs.data / "tools" / mingw_variant(ctx).folder
-
-
-def mingw_bin(ctx: StepContext) -> PurePath:
-    """MinGW's bin folder as a Windows path, whatever the host, for PATH and ``cxx``."""
-    return PureWindowsPath(mingw_home(ctx)) / MINGW_TOP / "bin"
-
-
-def mingw_gxx(ctx: StepContext) -> PurePath:
-    return mingw_bin(ctx) / "g++.exe"
-
-
-def check_mingw_tree(home: Path, variant: MingwVariant) -> list[str]:
-    """What is wrong with an unpacked MinGW-w64 for ``variant``; empty when it is right.
-
-    Thread model: posix ships ``libwinpthread-1.dll`` and its ``c++config.h`` defines
-    ``_GLIBCXX_HAS_GTHREADS``. Exception model: libgcc's DLL name (``libgcc_s_seh-1.dll``).
-    """
-    top = home / MINGW_TOP
-    bin_dir = top / "bin"
-    gcc_lib = top / "lib" / "gcc" / MINGW_TARGET
-    problems: list[str] = []
-    if not (bin_dir / "g++.exe").is_file():
-        problems.append(f"no {MINGW_TOP}/bin/g++.exe")
-    if not (gcc_lib / variant.version).is_dir():
-        found = sorted(p.name for p in gcc_lib.iterdir()) if gcc_lib.is_dir() else []
-        problems.append(f"no {MINGW_TOP}/lib/gcc/{MINGW_TARGET}/{variant.version}/ "
-                        f"(gcc versions found: {', '.join(found) or 'none'})")
-    config = (gcc_lib / variant.version / "include" / "c++" / MINGW_TARGET / "bits" /
-              "c++config.h")
-    has_gthreads = config.is_file() and bool(_GTHREADS.search(
-        config.read_text(encoding="utf-8", errors="replace")))
-    pthread_dll = (bin_dir / "libwinpthread-1.dll").is_file()
-    if variant.threads == "posix" and not (has_gthreads and pthread_dll):
-        missing = [what for what, ok in (
-            ("bin/libwinpthread-1.dll", pthread_dll),
-            (f"_GLIBCXX_HAS_GTHREADS in {config.relative_to(home).as_posix()}", has_gthreads))
-            if not ok]
-        problems.append(f"not the posix thread model: no {' and no '.join(missing)}")
-    if variant.threads == "win32" and has_gthreads:
-        problems.append("not the win32 thread model: c++config.h defines _GLIBCXX_HAS_GTHREADS")
-    models = sorted(m for m, dll in _EH_DLL.items() if (bin_dir / dll).is_file())
-    if models != [variant.exceptions]:
-        problems.append(f"not the {variant.exceptions} exception model: wanted bin/"
-                        f"{_EH_DLL[variant.exceptions]}, found {', '.join(models) or 'none'}")
-    return problems
-
-
-# -- .7z, unpacked safely -----------------------------------------------------------------
-
-_DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"{p}{n}" for p in ("com", "lpt")
-                                             for n in range(1, 10))}
-
-
-def _safe_name(archive: Path, raw: str) -> str:
-    """The rules of host/archives.py, plus Windows' own: no ``:`` streams, no device names."""
-    name = safe_member_name(archive, raw)
-    for part in name.split("/"):
-        if ":" in part or part.split(".")[0].rstrip(" ").casefold() in _DEVICE_NAMES:
-            raise refuse_member(archive, raw, "not a plain Windows file name")
-    return name
-
-
-def scan_7z(archive: Path, files: Iterable[Any]) -> list[str]:
-    """Every member's safe name, or ArtifactError naming the first bad one.
-
-    Links of any kind are refused, not resolved: MinGW's archives are made on Windows
-    and hold none, and reading a 7z link's target would mean unpacking it first.
-    """
-    names: dict[str, bool] = {}  # name -> is a folder
-    for member in files:
-        raw = str(member.filename)
-        name = _safe_name(archive, raw)
-        if member.is_symlink or member.is_junction:
-            raise refuse_member(archive, raw, "a link (symbolic link or junction)")
-        fmt = member.st_fmt
-        if member.is_socket or (fmt is not None and fmt not in (stat.S_IFREG, stat.S_IFDIR)):
-            raise refuse_member(archive, raw, "device file, FIFO or other special file")
-        mode = member.posix_mode
-        if mode is not None and mode & (stat.S_ISUID | stat.S_ISGID):
-            raise refuse_member(archive, raw, "set-uid or set-gid bit")
-        if name in names:
-            raise refuse_member(archive, raw, "appears twice")
-        names[name] = bool(member.is_directory)
-    for name in names:
-        parts = name.split("/")
-        for depth in range(1, len(parts)):
-            if names.get("/".join(parts[:depth])) is False:
-                raise refuse_member(archive, name, f"{'/'.join(parts[:depth])} is a file")
-    return list(names)
-
-
-def extract_7z(archive: Path, dest: Path) -> list[str]:
-    """Unpack a .7z into ``dest`` (new or empty) after scanning every member; returns the names.
-
-    Files come out writable by their owner, so the tree can be removed again on Windows.
-    """
-    try:
-        import py7zr
-        from py7zr.exceptions import AbsolutePathError, ArchiveError, PasswordRequired
-    except ImportError:
-        raise StepError("unpacking MinGW-w64's .7z needs py7zr: pip install py7zr") from None
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ArtifactError(f"cannot unpack {archive} into {dest}: it is not an empty folder")
-    try:
-        with py7zr.SevenZipFile(archive, "r") as sz:
-            names = scan_7z(archive, sz.files)
-            check_unpacked_size(archive, archive.stat().st_size,
-                                sum(int(f.uncompressed or 0) for f in sz.files))
-            sz.extractall(path=dest)
-    except (ArchiveError, AbsolutePathError, PasswordRequired, EOFError, ValueError,
-            KeyError) as exc:
-        raise ArtifactError(f"{archive}: damaged or unsupported 7z archive ({exc})") from None
-    for root, dirs, files in os.walk(dest):
-        for name in (*dirs, *files):
-            path = Path(root) / name
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):  # the scan refused links; never trust one that appears
-                raise ArtifactError(f"{archive}: unpacking made a link at {path}")
-            path.chmod(stat.S_IMODE(st.st_mode) | (stat.S_IRWXU if stat.S_ISDIR(st.st_mode)
-                                                   else stat.S_IRUSR | stat.S_IWUSR))
-    return names
-
+from envforge.steps.base import (
+    Change,
+    CompilerNeed,
+    StepContext,
+    state_of,
+    supplied_artifact,
+)
+from envforge.steps.mingw import (
+    MARKER,
+    MingwVariant,
+    check_mingw_tree,
+    mingw_artifact,
+    mingw_home,
+    mingw_variant,
+)
 
 # -- the host's gcc -----------------------------------------------------------------------
 
@@ -229,23 +52,10 @@ class HostCompiler:
     version: str
 
 
-@dataclass(frozen=True)
-class CompilerNeed:
-    """What a framework asks of the host's C++ compiler, and how messages name it."""
-
-    framework: str  # "Theano"
-    setting: str  # where the spec names a compiler: "[theano] cxx"
-    cxx: str | None = None  # the compiler that setting names
-    # why nvcc's gcc limit does not touch it, if it does not
-    nvcc_note: str = ""
-
-
 def compiler_need(ctx: StepContext) -> CompilerNeed | None:
     """The first mounted pack's need, if it has one."""
-    from envforge.packs import active_packs
-
-    return next((need for pack in active_packs(ctx.pspec)
-                 if (need := pack.compiler_need(ctx.pspec)) is not None), None)
+    return next((need for pack in ctx.registry.locked(ctx.lock.expect.packs)
+                 if (need := pack.compiler_need(ctx.lock.expect)) is not None), None)
 
 
 def find_host_gxx(ctx: StepContext) -> HostCompiler:
@@ -370,16 +180,16 @@ class CompilerStep:
 
     @staticmethod
     def _kind(ctx: StepContext) -> str:
-        compiler = ctx.pspec.compiler
+        compiler = ctx.inputs.compiler
         if compiler is None:
-            raise StepError("the spec has no [compiler] section")
+            raise StepError("the lock has no compiler (the spec no [compiler] section)")
         if compiler.kind == "mingw-w64" and PLATFORMS[ctx.platform].os is not Os.WINDOWS:
             raise StepError(f"MinGW-w64 is a Windows compiler; {ctx.platform} uses kind = \"gcc\"")
         return compiler.kind
 
     def _check_gcc(self, ctx: StepContext) -> None:
         gxx = find_host_gxx(ctx)
-        cuda = ctx.pspec.cuda
+        cuda = ctx.cuda
         if cuda is None or not cuda.exact:
             return
         finding = gcc_limit_finding(gxx.version, cuda.number, ctx.platform, compiler_need(ctx))

@@ -27,8 +27,8 @@ def matches(wanted: str, toolkit: CudaToolkit) -> bool:
 
 
 def select_toolkit(ctx: StepContext) -> CudaToolkit:
-    assert ctx.pspec.cuda is not None
-    wanted = ctx.pspec.cuda.version
+    assert ctx.lock.expect.cuda is not None
+    wanted = ctx.lock.expect.cuda
     toolkits = find_toolkits(ctx.environ, platform=PLATFORMS[ctx.platform],
                              search=ctx.cuda_search)
     for toolkit in toolkits:

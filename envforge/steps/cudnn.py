@@ -24,8 +24,8 @@ from pathlib import Path
 
 from envforge.confine import link_target_inside
 from envforge.errors import ArtifactError, StepError
-from envforge.host.archives import extract_archive
 from envforge.host.platform import CudaLayout, cuda_layout
+from envforge.host.unarchive import extract_archive
 from envforge.journal import Transaction
 from envforge.knowledge import cudnn_library_name
 from envforge.lockfile import LockedArtifact

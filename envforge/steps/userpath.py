@@ -33,10 +33,10 @@ _TYPE_NAMES = {REG_SZ: "REG_SZ", REG_EXPAND_SZ: "REG_EXPAND_SZ"}
 
 
 def user_path_entries(ctx: StepContext) -> tuple[str | None, str | None]:
-    """(MinGW's bin, the locked CUDA's bin) as Windows paths; None where the spec has none."""
-    from envforge.steps.compiler import mingw_bin
+    """(MinGW's bin, the locked CUDA's bin) as Windows paths; None where the lock has none."""
+    from envforge.steps.mingw import mingw_bin
 
-    compiler = ctx.pspec.compiler
+    compiler = ctx.inputs.compiler
     mingw = str(mingw_bin(ctx)) if compiler is not None and compiler.kind == "mingw-w64" else None
     cuda = str(PureWindowsPath(ctx.cuda_root) / "bin") if ctx.cuda_root is not None else None
     return mingw, cuda

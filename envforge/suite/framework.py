@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from envforge.packapi import Pack, Registry
+
 if TYPE_CHECKING:  # lock asks which suite a release has: it needs no installer or verify
     from envforge.suite.results import KnownBad
     from envforge.suite.runner import SuiteSubset
@@ -60,12 +62,18 @@ class FrameworkSuite(Protocol):
         """The framework's variable and the pairs a run of ``subset`` adds to it."""
 
 
-def framework_suite(versions: Mapping[str, str]) -> tuple[FrameworkSuite, str] | None:
+class SuitePack(Pack, Protocol):
+    """What ``verify --suite`` asks of a pack: its framework's own tests, if it has any."""
+
+    @property
+    def suite(self) -> FrameworkSuite | None: ...
+
+
+def framework_suite(versions: Mapping[str, str],
+                    registry: Registry[SuitePack]) -> tuple[FrameworkSuite, str] | None:
     """The first registered pack with a suite whose release ``versions`` hold, and that
     release."""
-    from envforge.packs import PACKS
-
-    for pack in PACKS.values():
+    for pack in registry:
         suite = pack.suite
         release = suite.release(versions) if suite is not None else None
         if suite is not None and release is not None:
@@ -73,19 +81,10 @@ def framework_suite(versions: Mapping[str, str]) -> tuple[FrameworkSuite, str] |
     return None
 
 
-def compiledir_flag(package: str) -> tuple[str, str] | None:
-    """The compile-folder setting of the registered suite whose tests exercise ``package``."""
-    from envforge.packs import PACKS
-
-    return next((p.suite.compiledir_flag for p in PACKS.values()
-                 if p.suite is not None and p.suite.package == package), None)
-
-
-def pinned_suite(packages: Sequence[str]) -> tuple[FrameworkSuite, str] | None:
+def pinned_suite(packages: Sequence[str],
+                 registry: Registry[SuitePack]) -> tuple[FrameworkSuite, str] | None:
     """The first registered pack with a suite whose release ``packages`` pin exactly."""
-    from envforge.packs import PACKS
-
-    for pack in PACKS.values():
+    for pack in registry:
         suite = pack.suite
         release = suite.pinned(packages) if suite is not None else None
         if suite is not None and release is not None:

@@ -24,8 +24,8 @@ from typing import Literal, Protocol
 from packaging.utils import canonicalize_name
 
 from envforge.errors import ArtifactError, InputError
-from envforge.host.archives import extract_archive
 from envforge.host.fetch import FileRef, Lookup, obtain
+from envforge.host.unarchive import extract_archive
 from envforge.lockfile import LockedPypiFile, SuiteLock
 from envforge.platforms import Os, host_platform
 
@@ -168,8 +168,10 @@ def pytest_args(folder: SuiteFolder, subset: SuiteSubset, *, junit: Path,
 
 def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
                   compiledir: Path, settings: tuple[str, Mapping[str, str]] | None = None,
-                  ) -> dict[str, str]:
+                  compiledir_flag: tuple[str, str] | None = None) -> dict[str, str]:
     """The environment's variables plus the runner; nothing of the caller's pytest setup.
+    ``compiledir_flag`` (the suite's ``FrameworkSuite.compiledir_flag``) gives each worker
+    its own compile folder under ``compiledir``.
     ``settings`` (a subset's: the framework's variable, e.g. THEANO_FLAGS, and its pairs)
     come after the environment's own value of that variable, comma-joined: they win."""
     env = {k: v for k, v in base.items()
@@ -177,11 +179,8 @@ def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
     env.update(PYTHONPATH=str(folder.runner), ENVFORGE_SUITE_SOURCE=str(folder.source),
                ENVFORGE_SUITE_PACKAGE=package, ENVFORGE_SUITE_COMPILEDIR=str(compiledir),
                PYTHONDONTWRITEBYTECODE="1")
-    from envforge.suite.framework import compiledir_flag
-
-    flag = compiledir_flag(package)
-    if flag is not None:
-        env["ENVFORGE_SUITE_COMPILEDIR_FLAG"] = ":".join(flag)
+    if compiledir_flag is not None:
+        env["ENVFORGE_SUITE_COMPILEDIR_FLAG"] = ":".join(compiledir_flag)
     if settings is not None:
         variable, pairs = settings
         flags = [env.get(variable, ""), *(f"{k}={v}" for k, v in pairs.items())]

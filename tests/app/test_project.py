@@ -3,16 +3,21 @@ freshness, and the context a run gets (platform, prefix, state, sources) from ho
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from envforge.app.context import Host, Options, context_for
+from envforge.app.context import Host, Options, context_for, locked_context
 from envforge.app.project import Project
 from envforge.bundle.sources import LockedSources
-from envforge.errors import InputError, StaleLockError
+from envforge.errors import InputError, SpecError, StaleLockError
+from envforge.lockfile import ApplyInputs, dumps_lock, load_lock
+from envforge.packs.theano.expect import theano_expect
+from envforge.plan import build_steps, make_plan
 from envforge.spec import Platform
+from envforge.steps.base import StepContext
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,3 +83,44 @@ def test_an_artifact_the_lock_does_not_use_is_refused(tmp_path: Path) -> None:
     archive.write_bytes(b"PK")
     with pytest.raises(InputError, match="locks no cudnn archive"):
         context_for(project, _host(tmp_path), Options(artifacts={"cudnn": archive}))
+
+
+def _plan(ctx: StepContext) -> list[tuple[str, tuple[str, ...]]]:
+    plan = make_plan(ctx, build_steps(ctx), spec="s")
+    return [(s.step, tuple(c.target for c in s.changes)) for s in plan.steps]
+
+
+def test_a_plan_is_the_lock_s_alone(tmp_path: Path) -> None:
+    """Apply reads nothing of the spec past the check against it (issue 26): from the lock
+    alone, the spec file gone, the context plans exactly what `apply SPEC` plans; and the
+    plan follows the lock's apply table and pack settings, not the spec's: edited in the
+    lock, the compiler step is gone and the rc file goes home. ``context_for``, which checks
+    the lock against its spec, refuses that edited lock."""
+    spec = _copy(tmp_path, "keras-theano-cpu")
+    project = Project.load(spec)
+    host = Host(platform="linux-64", home=tmp_path, environ={  # g++ for the compiler step
+        "ENVFORGE_HOME": str(tmp_path / "home"), "PATH": os.environ.get("PATH", "")})
+    options = Options(prefix=tmp_path / "env")
+    full = context_for(project, host, options)
+    lock = load_lock(project.lock_path, project.registry)
+    spec.unlink()
+    alone = locked_context(lock, project.lock_path, host, options, project.registry)
+    assert alone.lock == full.lock and alone.state_dir == full.state_dir
+    planned = _plan(alone)
+    assert planned == _plan(full)
+    steps = [step for step, _ in planned]
+    assert {"compiler", "theanorc", "keras-json", "activation"} <= set(steps)
+
+    plock = lock.platforms["linux-64"]
+    theano = theano_expect(plock.expect).model_copy(update={"theanorc": "home"})
+    edited = lock.model_copy(update={"platforms": {**lock.platforms, "linux-64": plock.model_copy(
+        update={"apply": ApplyInputs(), "expect": plock.expect.model_copy(
+            update={"packs": {**plock.expect.packs, "theano": theano}})})}})
+    moved = dict(_plan(locked_context(edited, project.lock_path, host, options,
+                                      project.registry)))
+    assert "compiler" not in moved and moved["theanorc"] == (str(tmp_path / ".theanorc"),)
+    shutil.copy(REPO / "specs" / "keras-theano-cpu.toml", spec)
+    project.lock_path.write_text(dumps_lock(edited), encoding="utf-8")
+    with pytest.raises(SpecError) as refused:
+        context_for(project, host, options)
+    assert refused.value.key == "platforms.linux-64.apply.compiler"

@@ -17,6 +17,7 @@ from envforge.cli import main
 from envforge.envlayout import layout_for
 from envforge.host import noopstamp
 from envforge.lockfile import (
+    ApplyInputs,
     Expectations,
     LockedPypiFile,
     Lockfile,
@@ -56,7 +57,8 @@ def applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                       spec_hash="0" * 64),
         platforms={"linux-64": PlatformLock(
             python="3.7.16", environment="venv", pypi=(six,),
-            expect=Expectations(versions={}, device="cpu", float_x="float64"))}),
+            expect=Expectations(versions={}, device="cpu", float_x="float64"),
+            apply=ApplyInputs())}),
         tmp_path / "locks" / "s.lock")
     prefix = tmp_path / "env"
     site = Path(layout_for("linux-64", "venv", prefix, "3.7.16").site_packages)

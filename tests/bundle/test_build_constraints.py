@@ -23,6 +23,7 @@ from envforge.bundle.wheels import build_environment
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
 DEP = "envforge-builddep-fixture"
@@ -106,7 +107,7 @@ def test_build_constraints_shape_apply_and_bundle_builds(
     pinned = _spec(root, links, sdist, "pinned", extra=f'build_constraints = ["{DEP}==1.0"]\n')
     assert main(["lock", str(pinned), "-q"]) == 0
     lock_path = root / "locks" / "pinned.lock"
-    plock = load_lock(lock_path).platforms["linux-64"]
+    plock = load_lock(lock_path, REGISTRY).platforms["linux-64"]
     assert plock.build is not None and plock.build.constraints == (f"{DEP}==1.0",)
     assert plock.build.find_links == (str(links),)
     # The same sdist, built again under the constraint: the cache's unconstrained wheel is

@@ -30,6 +30,7 @@ from envforge.bundle.selfcheck import check_own_envforge
 from envforge.host.archives import sha256_file
 from envforge.platforms import host_platform
 from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envforge
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = ("keras-theano-cpu", "tf1-keras-cpu")
@@ -152,5 +153,5 @@ def test_check_says_why_it_did_not_run_the_bundles_envforge(
                         spec="specs/x.toml", lock="locks/x.lock", lock_sha256="b" * 64,
                         platform=host_platform().name, python="3.7.16", files=(),
                         envforge_wheels=WHEELS).model_copy(update=update)
-    problems, why = check_own_envforge(tmp_path, manifest)
+    problems, why = check_own_envforge(tmp_path, manifest, REGISTRY)
     assert problems == [] and why is not None and says in why

@@ -12,6 +12,7 @@ import pytest
 from envforge.app import editing
 from envforge.cli import main
 from envforge.lockfile import load_lock
+from tests.testing.packs import REGISTRY
 
 SPEC = """\
 # a small stack, commented by its author
@@ -49,7 +50,7 @@ def locked(project: Path) -> Path:
 
 
 def versions(lock: Path, platform: str) -> dict[str, str]:
-    return {f.name: f.version for f in load_lock(lock).platforms[platform].pypi}
+    return {f.name: f.version for f in load_lock(lock, REGISTRY).platforms[platform].pypi}
 
 
 def snapshot(project: Path) -> dict[str, bytes]:

@@ -24,6 +24,7 @@ from envforge.app.locking import lock_spec
 from envforge.cli import main
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "specs" / "theano-cpu.toml"
@@ -114,8 +115,9 @@ def test_home_theanorc_is_restored_byte_for_byte(host: Path, tmp_path: Path) -> 
     spec_path = project / "specs" / "cpu-home.toml"
     spec_path.write_text(SPEC.read_text().replace('theanorc = "env"', 'theanorc = "home"')
                          .replace('name = "theano-cpu"', 'name = "cpu-home"'))
-    spec = load_spec(spec_path)
-    write_lock(lock_spec(spec, platforms=["linux-64"]), project / "locks" / "cpu-home.lock")
+    spec = load_spec(spec_path, REGISTRY)
+    write_lock(lock_spec(spec, REGISTRY, platforms=["linux-64"]),
+               project / "locks" / "cpu-home.lock")
     mine = b"[global]\n# my own settings, with odd bytes \xe2\x82\xac\r\nfloatX = float32\n"
     (host / ".theanorc").write_bytes(mine)
     (host / ".theanorc").chmod(0o600)

@@ -14,6 +14,7 @@ import pytest
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.spec import load_spec
+from tests.testing.packs import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "importers" / "data"
 
@@ -47,7 +48,7 @@ def test_offline_init_writes_a_spec_with_origins_and_reports(
     root = repo_copy(tmp_path, "deepsurv")
     out = tmp_path / "specs" / "deepsurv.toml"
     assert main(["init", str(root), "-o", str(out), "--offline"]) == 0
-    spec = load_spec(out)
+    spec = load_spec(out, REGISTRY)
     pspec = spec.for_platform("linux-64")
     assert spec.name == "deepsurv" and pspec.python.version == host_python("3.7")
     assert pspec.pypi.packages == (
@@ -67,12 +68,13 @@ def test_offline_init_writes_a_spec_with_origins_and_reports(
 def test_conda_files_become_a_pypi_spec(tmp_path: Path) -> None:
     out = tmp_path / "env.toml"
     assert main(["init", str(DATA / "condaenv"), "-o", str(out), "--offline"]) == 0
-    pspec = load_spec(out).for_platform("linux-64")
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert "Theano-PyMC==1.0.5" in pspec.pypi.packages  # theano==1.0.4 won, then was mapped
     assert not any(p.lower().startswith("theano=") for p in pspec.pypi.packages)
     from envforge.compat import ensure_compatible
 
-    ensure_compatible(load_spec(out))  # lock would not refuse it (no original Theano)
+    ensure_compatible(load_spec(out, REGISTRY),
+                      REGISTRY)  # lock would not refuse it (no original Theano)
     assert "numpy==1.19.5" in pspec.pypi.packages and "torch==1.4.0" in pspec.pypi.packages
     assert pspec.python.version == host_python("3.7")  # environment.yml's python=3.7 comes first
     assert "cudatoolkit" not in out.read_text() and "m2w64-toolchain: a native library" \
@@ -88,7 +90,7 @@ def test_no_git_installed_is_no_history(tmp_path: Path, monkeypatch: pytest.Monk
     out = tmp_path / "env.toml"
     assert main(["init", str(DATA / "condaenv"), "-o", str(out), "--offline"]) == 0, \
         capsys.readouterr().err
-    assert "numpy==1.19.5" in load_spec(out).for_platform("linux-64").pypi.packages
+    assert "numpy==1.19.5" in load_spec(out, REGISTRY).for_platform("linux-64").pypi.packages
 
 
 @pytest.mark.parametrize("target", ["missing", "empty"])
@@ -104,7 +106,7 @@ def test_bad_input_is_exit_2(tmp_path: Path, target: str,
 def test_pipenv_pins_date_the_project(tmp_path: Path) -> None:
     out = tmp_path / "specs" / "pipenv.toml"
     assert main(["init", str(repo_copy(tmp_path, "pipenv")), "-o", str(out), "--json"]) == 0
-    pspec = load_spec(out).for_platform("linux-64")
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert str(pspec.pypi.as_of) == "2019-02-26"  # numpy 1.16.2's upload day
     assert pspec.python.version == host_python("3.7")
     text = out.read_text()
@@ -135,7 +137,7 @@ def test_a_reachable_git_line_is_imported_and_locks(tmp_path: Path) -> None:
         f"git+{src.as_uri()}@{rev}#egg=envforge-tinypkg-fixture\nsix\n")
     out = tmp_path / "project.toml"
     assert main(["init", str(repo), "-o", str(out)]) == 0
-    packages = load_spec(out).for_platform("linux-64").pypi.packages
+    packages = load_spec(out, REGISTRY).for_platform("linux-64").pypi.packages
     assert packages == (f"envforge-tinypkg-fixture @ git+{src.as_uri()}@{rev}", "six")
 
 
@@ -162,7 +164,7 @@ def test_a_day_that_does_not_resolve_is_widened_never_dropped(
     assert "\nas_of = 2021-08-15\n" in text
     assert "# 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15 did not resolve (" in text
     assert "six>=1.16 cannot be installed" in text
-    assert str(load_spec(out).for_platform("linux-64").pypi.as_of) == "2021-08-15"
+    assert str(load_spec(out, REGISTRY).for_platform("linux-64").pypi.as_of) == "2021-08-15"
     err = capsys.readouterr().err
     assert "resolving as of 2019-08-15 (try 1 of 5)…" in err
     assert "resolving as of 2021-08-15 (try 5 of 5)…" in err
@@ -195,7 +197,7 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
     begun = time.monotonic()
     assert main(["init", str(root), "-o", str(out)]) == 0
     assert time.monotonic() - begun < 60
-    spec = load_spec(out)
+    spec = load_spec(out, REGISTRY)
     pspec = spec.for_platform("linux-64")
     assert str(pspec.pypi.as_of) == "2019-06-27"
     assert "# 2018-06-27, 2018-12-27 did not resolve (" in out.read_text()
@@ -206,7 +208,7 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
            "cp37; 1.14.5 is the nearest release with a wheel for Python 3.7" in text
     assert main(["lock", str(out)]) == 0
     versions = {f.name: f.version for f in
-                load_lock(tmp_path / "locks" / "tf1.lock").platforms["linux-64"].pypi}
+                load_lock(tmp_path / "locks" / "tf1.lock", REGISTRY).platforms["linux-64"].pypi}
     assert versions["tensorflow"] == "1.14.0" and versions["keras"] == "2.2.4"
     assert "functools32" not in versions and "appnope" not in versions
 
@@ -218,7 +220,7 @@ def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
     root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
     out = tmp_path / "facenet.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
-    pspec = load_spec(out).for_platform("linux-64")
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert "tensorflow==1.13.1" in pspec.pypi.packages
     assert str(pspec.pypi.as_of) == "2019-02-26"
     text = out.read_text()
@@ -233,7 +235,7 @@ def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
     root = git_repo(tmp_path / "blocks", "toolz==0.8.0\n", "2018-09-06")
     out = tmp_path / "blocks.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
-    assert load_spec(out).for_platform("linux-64").pypi.packages == ("toolz==0.11.0",)
+    assert load_spec(out, REGISTRY).for_platform("linux-64").pypi.packages == ("toolz==0.11.0",)
     assert "was toolz==0.8.0: its sdist does not build for Python 3.7; 0.11.0 is the nearest " \
            "release with a wheel for Python 3.7" in out.read_text()
     assert "toolz==0.8.0: its sdist does not build; moved to toolz==0.11.0" in \
@@ -247,7 +249,7 @@ def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: 
     root = git_repo(tmp_path / "gcn", "numpy==1.15.4\ntensorflow==1.15.4\n", "2020-09-26")
     out = tmp_path / "gcn.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
-    packages = load_spec(out).for_platform("linux-64").pypi.packages
+    packages = load_spec(out, REGISTRY).for_platform("linux-64").pypi.packages
     assert packages == ("numpy==1.16.0", "tensorflow==1.15.4")
     assert "was numpy==1.15.4: tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; 1.16.0 " \
            "is the nearest release it admits with a wheel for Python 3.7" in out.read_text()
@@ -267,9 +269,10 @@ def test_a_direct_wheel_url_is_kept_and_locked_by_its_sha256(tmp_path: Path) -> 
     (tmp_path / "specs").mkdir()
     out = tmp_path / "specs" / "direct.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
-    assert load_spec(out).for_platform("linux-64").pypi.packages == (f"six @ {SIX_WHEEL}",)
+    assert load_spec(out,
+                     REGISTRY).for_platform("linux-64").pypi.packages == (f"six @ {SIX_WHEEL}",)
     assert main(["lock", str(out)]) == 0
-    (six,) = load_lock(tmp_path / "locks" / "direct.lock").platforms["linux-64"].pypi
+    (six,) = load_lock(tmp_path / "locks" / "direct.lock", REGISTRY).platforms["linux-64"].pypi
     assert six.url == SIX_WHEEL and six.version == "1.16.0"
     assert six.sha256 == "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
 
@@ -297,10 +300,10 @@ def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
     (tmp_path / "specs").mkdir()
     out = tmp_path / "specs" / "deepsurv.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
-    pspec = load_spec(out).for_platform("linux-64")
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert str(pspec.pypi.as_of) == "2019-08-15" and pspec.python.version == host_python("3.7")
     assert main(["lock", str(out)]) == 0
-    lock = load_lock(tmp_path / "locks" / "deepsurv.lock")
+    lock = load_lock(tmp_path / "locks" / "deepsurv.lock", REGISTRY)
     versions = {f.name: f.version for f in lock.platforms["linux-64"].pypi}
     assert versions["protobuf"].startswith("3.") and versions["theano-pymc"] == "1.0.5"
     prefix = tmp_path / "env"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -14,6 +15,7 @@ from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.packs.theano.expect import theano_expect
 from tests.testing.conda_channel import conda_spec_text
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 THEANO_SDIST_SHA = "bb566fa62f7923351299dfcb8947e42523057df65e81be444eb8ef0c6e602bf4"
@@ -105,7 +107,7 @@ def test_cudnn_8_0_5_with_cuda_11_1_locks(tmp_path: Path) -> None:
     archive comes from the knowledge base's artifacts, with its hash."""
     spec = project_with(tmp_path, "cudnn8", CUDNN8_CUDA111)
     assert main(["lock", str(spec), "--quiet"]) == 0
-    (cudnn,) = [a for a in load_lock(tmp_path / "locks" / "cudnn8.lock")
+    (cudnn,) = [a for a in load_lock(tmp_path / "locks" / "cudnn8.lock", REGISTRY)
                 .platforms["linux-64"].artifacts if a.role == "cudnn"]
     assert cudnn.filename == "cudnn-11.1-linux-x64-v8.0.5.39.tgz"
     assert cudnn.sha256 == "1d046bfa79399dabcc6f6cb1507918754439442ea0ca9e0fbecdd446f9b00cce"
@@ -178,6 +180,62 @@ def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
     assert "next:" not in out + err and json.loads(out)["exit_code"] == 0
 
 
+def _format_2(text: str) -> str:
+    """A lock of format 3 as format 2 wrote it: no apply tables, no rc-file scope."""
+    text = re.sub(r"(?m)^\[platforms\.[a-z0-9-]+\.apply(\.compiler)?\]\n(?:[^\[\n].*\n)*\n",
+                  "", text)
+    assert "apply" not in text
+    return text.replace('theanorc = "env"\n', "").replace("version = 3\n", "version = 2\n", 1)
+
+
+def test_a_format_2_lock_is_stale_until_lock_completes_it_without_resolving(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Format 2 did not record what apply reads of the spec: such a lock still loads (doctor
+    and status read it), plan calls it stale (exit 3) naming the fix, and `envforge lock`
+    completes it from its spec, offline, into the bytes a fresh lock has."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    spec = project_with(tmp_path, "keras-theano-cpu",
+                        (REPO / "specs" / "keras-theano-cpu.toml").read_text())
+    committed = (REPO / "locks" / "keras-theano-cpu.lock").read_text()
+    lock_file = tmp_path / "locks" / "keras-theano-cpu.lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text(_format_2(committed))
+    assert all(p.apply is None for p in load_lock(lock_file, REGISTRY).platforms.values())
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "env")]) == 3
+    err = capsys.readouterr().err
+    assert "format (2) does not record what apply reads" in err
+    assert f"run `envforge lock {spec}`" in err
+    assert main(["lock", "--check", str(spec)]) == 3
+    assert main(["lock", str(spec), "-q"]) == 0
+    assert lock_file.read_text() == committed
+    assert main(["lock", "--check", str(spec)]) == 0
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ('[platforms.linux-64.apply.compiler]\nkind = "gcc"\n\n', "",
+     "platforms.linux-64.apply.compiler"),
+    ('keras_json = "{prefix}/keras/keras.json"', 'keras_json = "~/.keras/keras.json"',
+     "platforms.linux-64.expect.keras.keras_json"),
+])
+def test_check_refuses_a_lock_whose_apply_inputs_were_edited(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str], old: str,
+        new: str, key: str) -> None:
+    """What apply reads is the lock's, so `lock --check` (CI's) judges it against the spec
+    too: one line naming the lock's line and key, exit 2."""
+    spec = project_with(tmp_path, "keras-theano-cpu",
+                        (REPO / "specs" / "keras-theano-cpu.toml").read_text())
+    text = (REPO / "locks" / "keras-theano-cpu.lock").read_text()
+    assert old in text
+    lock_file = tmp_path / "locks" / "keras-theano-cpu.lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text(text.replace(old, new, 1))
+    assert main(["lock", "--check", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f" {key}: " in err, err
+    assert re.search(rf"{re.escape(str(lock_file))}:\d+: ", err), err
+
+
 def test_committed_locks_match_their_specs() -> None:
     assert main(["lock", "--check", str(REPO / "specs" / "theano-cpu.toml"),
                  str(REPO / "specs" / "theano-gpu-linux.toml")]) == 0
@@ -189,7 +247,7 @@ def test_theano_cpu_lock_pins_each_platforms_files_deterministically(tmp_path: P
     assert main(["lock", str(spec), "-q"]) == 0
     lock_file = tmp_path / "locks" / "theano-cpu.lock"
     first = lock_file.read_bytes()
-    lock = load_lock(lock_file)
+    lock = load_lock(lock_file, REGISTRY)
     for platform, suffix in (("linux-64", "-cp37-cp37m-manylinux2010_x86_64.whl"),
                              ("win-64", "-cp37-cp37m-win_amd64.whl")):
         files = {f.name: f for f in lock.platforms[platform].pypi}  # type: ignore[index]
@@ -214,7 +272,7 @@ def test_gpu_spec_locks_debian_bullseyes_stack(tmp_path: Path) -> None:
     spec = project_with(tmp_path, "theano-gpu-linux",
                         (REPO / "specs" / "theano-gpu-linux.toml").read_text())
     assert main(["lock", str(spec), "-q"]) == 0
-    lock = load_lock(tmp_path / "locks" / "theano-gpu-linux.lock")
+    lock = load_lock(tmp_path / "locks" / "theano-gpu-linux.lock", REGISTRY)
     assert lock.meta.debian_suite == "bullseye"
     linux = lock.platforms["linux-64"]
     assert (linux.python, linux.environment) == ("3.9.2", "debian")
@@ -239,7 +297,7 @@ packages = ["m2w64-toolchain"]
 ''')
     spec = project_with(tmp_path, "condaenv", text)
     assert main(["lock", str(spec), "-q"]) == 0
-    lock = load_lock(tmp_path / "locks" / "condaenv.lock")
+    lock = load_lock(tmp_path / "locks" / "condaenv.lock", REGISTRY)
     linux = {p.name: p for p in lock.platforms["linux-64"].conda}
     win = {p.name: p for p in lock.platforms["win-64"].conda}
     assert linux["pygpu"].version == "0.7.6" and linux["libgpuarray"].version == "0.7.6"
@@ -281,17 +339,18 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
     from envforge.lockcheck import check_lock
     from envforge.spec import load_spec
 
-    spec = load_spec(REPO / "specs" / "theano-cpu.toml")
-    lock = load_lock(REPO / "locks" / "theano-cpu.lock")
+    spec = load_spec(REPO / "specs" / "theano-cpu.toml", REGISTRY)
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     plock = lock.platforms["linux-64"]
-    suite = lock_command.lock_suite(spec.for_platform("linux-64"), plock.pypi, {"theano": "1.0.5"},
+    suite = lock_command.lock_suite(spec.for_platform("linux-64"), REGISTRY, plock.pypi,
+                                    {"theano": "1.0.5"},
                                     python="3.7.16")
     assert suite is not None and suite.python == "3.7.16"
     assert {"pytest", "pytest-xdist"} <= {f.name for f in suite.runner}
     recorded = plock.model_copy(update={"suite": suite, "pypi_python": "3.7.16"})
     check_lock(spec, lock.model_copy(update={"platforms": {**lock.platforms,
                                                            "linux-64": recorded}}),
-               REPO / "locks" / "theano-cpu.lock")
+               REPO / "locks" / "theano-cpu.lock", REGISTRY)
 
 
 def test_a_conda_relock_keeps_the_locks_versions_and_upgrades_move_them(
@@ -302,7 +361,7 @@ def test_a_conda_relock_keeps_the_locks_versions_and_upgrades_move_them(
     spec = project_with(tmp_path, "keep", text)
 
     def libgpuarray() -> str:
-        lock = load_lock(tmp_path / "locks" / "keep.lock")
+        lock = load_lock(tmp_path / "locks" / "keep.lock", REGISTRY)
         return {p.name: p.version for p in lock.platforms["linux-64"].conda}["libgpuarray"]
 
     assert main(["lock", str(spec), "-q"]) == 0

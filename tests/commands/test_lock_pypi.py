@@ -14,6 +14,7 @@ from envforge.app.locking import lock_spec
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.spec import load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 SPEC = """\
 [project]
@@ -52,8 +53,9 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_as_of_is_a_date_and_part_of_the_spec_hash() -> None:
-    plain = parse_spec(spec_text("p", ["six"]), source="p.toml")
-    dated = parse_spec(spec_text("p", ["six"], as_of="2019-09-01"), source="p.toml")
+    plain = parse_spec(spec_text("p", ["six"]), source="p.toml", registry=REGISTRY)
+    dated = parse_spec(spec_text("p", ["six"], as_of="2019-09-01"), source="p.toml",
+                       registry=REGISTRY)
     assert dated.for_platform("linux-64").pypi.as_of == date(2019, 9, 1)
     assert plain.content_hash != dated.content_hash
 
@@ -68,9 +70,9 @@ def test_an_invalid_as_of_names_its_line(tmp_path: Path,
 @pytest.mark.network
 def test_a_minor_only_spec_resolves_for_the_hosts_patch_version(tmp_path: Path) -> None:
     """pandas 1.3.5 requires >= 3.7.1; with "3.7" the host's 3.7.x is what uv sees."""
-    spec = load_spec(write(tmp_path, "pandas", spec_text("pandas", ["pandas==1.3.5"])))
+    spec = load_spec(write(tmp_path, "pandas", spec_text("pandas", ["pandas==1.3.5"])), REGISTRY)
     notes: list[str] = []
-    lock = lock_spec(spec, notes=notes)
+    lock = lock_spec(spec, REGISTRY, notes=notes)
     plock = lock.platforms["linux-64"]
     assert plock.pypi_python is not None and plock.pypi_python.startswith("3.7.")
     assert "pandas" in {f.name for f in plock.pypi}
@@ -97,12 +99,12 @@ def test_an_unsatisfiable_pin_is_one_line_with_file_line_versions_and_fix(
 def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
     """Without a date, tensorboard_logger gets protobuf 4.x (whose generated code it cannot
     import); as of 2019-09-01 it gets protobuf 3.x, and the lock records the date."""
-    now = lock_spec(load_spec(write(tmp_path, "now", spec_text("now", DEEPSURV,
-                                                                   python="3.7.16"))))
+    now_path = write(tmp_path, "now", spec_text("now", DEEPSURV, python="3.7.16"))
+    now = lock_spec(load_spec(now_path, REGISTRY), REGISTRY)
     then_path = write(tmp_path, "then", spec_text("then", DEEPSURV, python="3.7.16",
                                                   as_of="2019-09-01"))
     assert main(["lock", str(then_path)]) == 0
-    then = load_lock(tmp_path / "locks" / "then.lock")
+    then = load_lock(tmp_path / "locks" / "then.lock", REGISTRY)
     version = {f.name: f.version for f in now.platforms["linux-64"].pypi}
     dated = {f.name: f.version for f in then.platforms["linux-64"].pypi}
     assert version["protobuf"].startswith("4.") and dated["protobuf"].startswith("3.")
@@ -123,7 +125,8 @@ def test_an_edited_spec_keeps_the_locks_versions_and_upgrade_resolves_afresh(
 
     def idna() -> str:
         return {f.name: f.version
-                for f in load_lock(tmp_path / "locks" / "keep.lock").platforms["linux-64"].pypi
+                for f in load_lock(tmp_path / "locks" / "keep.lock",
+                                   REGISTRY).platforms["linux-64"].pypi
                 }["idna"]
 
     assert idna() == "3.3"
@@ -152,9 +155,9 @@ def test_upgrade_of_one_platform_leaves_the_other_as_locked(
         'platforms = ["linux-64"]', 'platforms = ["linux-64", "win-64"]')
     path = write(tmp_path, "two", text)
     assert main(["lock", str(path), "-q"]) == 0
-    before = load_lock(tmp_path / "locks" / "two.lock")
+    before = load_lock(tmp_path / "locks" / "two.lock", REGISTRY)
     assert main(["lock", str(path), "-q", "--platform", "linux-64", "--upgrade"]) == 0
-    after = load_lock(tmp_path / "locks" / "two.lock")
+    after = load_lock(tmp_path / "locks" / "two.lock", REGISTRY)
     assert after.platforms.keys() == {"linux-64", "win-64"}
     assert after.platforms["win-64"] == before.platforms["win-64"]
 
@@ -170,7 +173,7 @@ def test_upgrade_package_moves_only_the_named_one(tmp_path: Path,
     assert main(["lock", str(path), "-q"]) == 0  # both kept: preferred
 
     def versions() -> dict[str, str]:
-        lock = load_lock(tmp_path / "locks" / "one.lock")
+        lock = load_lock(tmp_path / "locks" / "one.lock", REGISTRY)
         return {f.name: f.version for f in lock.platforms["linux-64"].pypi}
 
     assert (versions()["idna"], versions()["urllib3"]) == ("3.3", "1.26.8")

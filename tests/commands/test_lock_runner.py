@@ -12,6 +12,7 @@ from envforge.app import locking as lock_cmd
 from envforge.lockfile import LockedPypiFile
 from envforge.packs.theano.knowledge import suite_runner
 from envforge.spec import load_spec
+from tests.testing.packs import REGISTRY
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "theano-cpu.toml"
 
@@ -48,14 +49,14 @@ def _resolved_again(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 def test_a_runner_sharing_nothing_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _resolved_again(monkeypatch)
-    pspec = load_spec(SPEC).for_platform("linux-64")
+    pspec = load_spec(SPEC, REGISTRY).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("pluggy", "1.2.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, REGISTRY, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and list(suite.runner) == runner and suite.python == "3.7.16"
     assert calls == []
     # resolved for another Python than the environment's: not kept
-    other = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.17",
+    other = lock_cmd.lock_suite(pspec, REGISTRY, ENV, {"theano": "1.0.5"}, python="3.7.17",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert other is not None and [f.name for f in other.runner] == ["pytest"]
     assert len(calls) == 1
@@ -64,9 +65,9 @@ def test_a_runner_sharing_nothing_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
 def test_a_runner_sharing_a_package_is_resolved_under_the_pins(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _resolved_again(monkeypatch)
-    pspec = load_spec(SPEC).for_platform("linux-64")
+    pspec = load_spec(SPEC, REGISTRY).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("six", "1.17.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, REGISTRY, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == [["Theano-PyMC==1.0.5", "six==1.16.0"]]
@@ -76,9 +77,9 @@ def test_a_runner_sharing_a_package_at_the_environments_version_is_kept_less_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The pins hold already: resolving under them would give the same runner."""
     calls = _resolved_again(monkeypatch)
-    pspec = load_spec(SPEC).for_platform("linux-64")
+    pspec = load_spec(SPEC, REGISTRY).for_platform("linux-64")
     runner = [_file("pytest", "7.4.4"), _file("six", "1.16.0")]
-    suite = lock_cmd.lock_suite(pspec, ENV, {"theano": "1.0.5"}, python="3.7.16",
+    suite = lock_cmd.lock_suite(pspec, REGISTRY, ENV, {"theano": "1.0.5"}, python="3.7.16",
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == []

@@ -17,6 +17,7 @@ from envforge.cli import main
 from envforge.host.fetch import FileRef, cache_path
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
 SETUP = """\
@@ -73,7 +74,7 @@ def test_a_git_dependency_is_locked_by_commit_and_applies_from_a_bundle(
     spec = write_spec(tmp_path, "gitdep", [f"envforge-tinypkg-fixture @ git+{repo.as_uri()}@v0.2"])
     assert main(["lock", str(spec)]) == 0
     lock_path = tmp_path / "locks" / "gitdep.lock"
-    [locked] = load_lock(lock_path).platforms["linux-64"].pypi
+    [locked] = load_lock(lock_path, REGISTRY).platforms["linux-64"].pypi
     assert (locked.origin, locked.commit, locked.kind) == ("git", commit, "sdist")
     assert locked.url == f"git+{repo.as_uri()}@{commit}"
     cached = cache_path(envforge_dirs().cache, FileRef(locked.url, locked.sha256,
@@ -133,7 +134,7 @@ def test_a_local_sdist_and_a_find_links_wheel_are_locked_with_their_hashes(
         "-o", str(sdist), commit)
     spec = write_spec(tmp_path, "local", [f"envforge-tinypkg-fixture @ {sdist.as_uri()}"])
     assert main(["lock", str(spec)]) == 0
-    [locked] = load_lock(tmp_path / "locks" / "local.lock").platforms["linux-64"].pypi
+    [locked] = load_lock(tmp_path / "locks" / "local.lock", REGISTRY).platforms["linux-64"].pypi
     assert (locked.origin, locked.kind, locked.url) == ("path", "sdist", sdist.as_uri())
     assert locked.sha256 == hashlib.sha256(sdist.read_bytes()).hexdigest()
 
@@ -147,7 +148,7 @@ def test_a_local_sdist_and_a_find_links_wheel_are_locked_with_their_hashes(
     spec = write_spec(tmp_path, "links", ["envforge-tinypkg-fixture"],
                       extra=f'find_links = ["{links}"]\n')
     assert main(["lock", str(spec)]) == 0
-    lock = load_lock(tmp_path / "locks" / "links.lock")
+    lock = load_lock(tmp_path / "locks" / "links.lock", REGISTRY)
     [locked] = lock.platforms["linux-64"].pypi
     assert (locked.origin, locked.kind, locked.filename) == ("find-links", "wheel", wheel.name)
     assert locked.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -197,7 +198,7 @@ def test_an_extra_index_is_searched_recorded_and_applied_from(
         spec = write_spec(tmp_path, "extra", ["envforge-tinypkg-fixture", "six==1.16.0"],
                           extra=f'extra_indexes = ["{url}"]\n')
         assert main(["lock", str(spec)]) == 0
-        lock = load_lock(tmp_path / "locks" / "extra.lock")
+        lock = load_lock(tmp_path / "locks" / "extra.lock", REGISTRY)
         files_by_name = {f.name: f for f in lock.platforms["linux-64"].pypi}
         fixture = files_by_name["envforge-tinypkg-fixture"]
         assert fixture.url.startswith(f"http://127.0.0.1:{server.server_port}/files/")

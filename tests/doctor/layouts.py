@@ -13,6 +13,7 @@ from envforge.doctor import Expected, HostFacts, diagnose, observe
 from envforge.doctor.model import Finding
 from envforge.host.windows import RegistrySeam
 from envforge.spec import Platform
+from tests.testing.packs import REGISTRY
 
 # nvidia-smi on the H200 host (driver 580.159.04), captured for these tests.
 SMI_H200 = """\
@@ -236,7 +237,7 @@ def look(tmp: Path, environ: Mapping[str, str], *, platform: Platform = "linux-6
                    system_include_dirs=include_dirs, proc_driver=tmp / "no-proc-driver",
                    python=python, expected_settings={"theano": expected_flags or {}},
                    registry=registry,
-                   ldconfig=ldconfig)
+                   ldconfig=ldconfig, packs=REGISTRY)
 
 
 def ids(findings: Sequence[Finding]) -> list[str]:
@@ -250,7 +251,7 @@ def only(findings: Sequence[Finding], finding_id: str) -> Finding:
 
 
 def judge(facts: HostFacts, expected: Expected | None = None) -> tuple[Finding, ...]:
-    return diagnose(facts, expected)
+    return diagnose(facts, expected, packs=REGISTRY)
 
 
 def expected(**changes: object) -> Expected:

@@ -27,6 +27,7 @@ from tests.doctor.layouts import (
     venv,
     windows_cuda,
 )
+from tests.testing.packs import REGISTRY
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
@@ -139,7 +140,7 @@ def test_driver_from_proc_when_no_nvidia_smi(tmp_path: Path, text: str, version:
     proc.write_text(text)
     facts = observe(environ={"PATH": "", "HOME": str(home(tmp_path))}, platform="linux-64",
                     cwd=tmp_path, cuda_search=(), system_lib_dirs=(), system_include_dirs=(),
-                    proc_driver=proc)
+                    proc_driver=proc, packs=REGISTRY)
     assert (facts.driver.version, facts.driver.source) == (version, str(proc))
 
 
@@ -189,7 +190,8 @@ def test_this_host() -> None:
     """The real host, observed with the defaults the command uses."""
     import os
 
-    facts = observe(environ=dict(os.environ), platform="linux-64", cwd=Path.cwd())
+    facts = observe(environ=dict(os.environ), platform="linux-64", cwd=Path.cwd(),
+                    packs=REGISTRY)
     assert any(Path(t.root).resolve() == Path("/usr/local/cuda").resolve()
                for t in facts.toolkits)
     assert all(t.version for t in facts.toolkits)

@@ -8,6 +8,7 @@ import pytest
 
 from envforge.doctor import HostFacts, doctor_report_markdown
 from tests.doctor.layouts import gxx, home, judge, linux_cuda, look, nvidia_smi
+from tests.testing.packs import REGISTRY
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
@@ -56,8 +57,8 @@ def test_rules_read_only_the_facts(tmp_path: Path) -> None:
     env = {"PATH": str(world / "bin"), "CUDA_PATH": str(cuda),
            "HOME": str(home(world, "[global]\ndevice = cuda\n\n[dnn]\nenabled = true\n"))}
     facts = look(world, env)
-    findings = diagnose(facts)
+    findings = diagnose(facts, packs=REGISTRY)
     assert len(findings) >= 3
     stored = facts.model_dump_json()
     shutil.rmtree(world)
-    assert diagnose(HostFacts.model_validate_json(stored)) == findings
+    assert diagnose(HostFacts.model_validate_json(stored), packs=REGISTRY) == findings

@@ -14,6 +14,7 @@ from envforge.app.locking import lock_spec
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
 from tests.faults.harness import TINY, USER_RC
+from tests.testing.packs import REGISTRY
 
 TALLY: Counter[tuple[str, str]] = Counter()
 
@@ -63,7 +64,7 @@ def locked_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
                                  ("c", "float16", "home"), ("env", "float64", "env")):
             path = project / "specs" / f"{name}.toml"
             path.write_text(TINY.format(name=name, floatx=floatx, theanorc=rc))
-            write_lock(lock_spec(load_spec(path), platforms=["linux-64"]),
+            write_lock(lock_spec(load_spec(path, REGISTRY), REGISTRY, platforms=["linux-64"]),
                        project / "locks" / f"{name}.lock")
     return project, session_home / "cache"
 

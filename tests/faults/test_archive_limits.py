@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import MIN_BUDGET, extract_archive
+from envforge.host.archives import MIN_BUDGET
 from envforge.host.debunpack import unpack_deb
-from envforge.steps.compiler import extract_7z
+from envforge.host.sevenzip import extract_7z
+from envforge.host.unarchive import extract_archive
 
 BOMB = MIN_BUDGET + (16 << 20)  # just over the floor: compresses to well under 1 MiB
 

@@ -23,6 +23,7 @@ from envforge.steps.base import StepContext
 from tests.bundle.test_wheelcheck import sdist as _sdist
 from tests.bundle.test_wheelcheck import wheel as _compiled
 from tests.testing.contexts import make_ctx
+from tests.testing.packs import REGISTRY
 
 WHEEL = "demo-1.0-cp37-cp37m-linux_x86_64.whl"
 
@@ -126,7 +127,8 @@ def test_online_installs_take_only_re_hashed_copies_never_uv_s_cache(tmp_path: P
     from envforge.steps.pypi import PypiInstallStep
 
     repo = Path(__file__).resolve().parent.parent.parent
-    [six] = [f for f in load_lock(repo / "locks" / "theano-cpu.lock").platforms["linux-64"].pypi
+    [six] = [f for f in load_lock(repo / "locks" / "theano-cpu.lock",
+                                  REGISTRY).platforms["linux-64"].pypi
              if f.name == "six"]
     base = make_ctx(tmp_path, "linux-64", None)
     ctx = dataclasses.replace(base, lock=base.lock.model_copy(update={"pypi": (six,)}),

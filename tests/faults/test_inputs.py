@@ -14,7 +14,7 @@ import pytest
 from envforge.errors import ArtifactError
 from envforge.host.wheelinstall import WheelToInstall, install_wheels
 from envforge.journal import rollback
-from envforge.packs.theano.section import TheanoSection
+from envforge.packs.theano.expect import TheanoExpect
 from envforge.packs.theano.theanorc import TheanorcStep
 from tests.testing.contexts import apply_step, make_ctx
 
@@ -35,8 +35,9 @@ def test_a_wheel_with_a_dotdot_member_is_refused_before_anything_installs(tmp_pa
 
 def test_a_non_utf8_user_theanorc_is_planned_replaced_and_kept(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "linux-64", None)
-    ctx = dataclasses.replace(ctx, pspec=ctx.pspec.model_copy(
-        update={"packs": {"theano": TheanoSection(theanorc="home")}}))
+    ctx = dataclasses.replace(ctx, lock=ctx.lock.model_copy(update={"expect": ctx.lock.expect.
+                              model_copy(update={"packs": {"theano": TheanoExpect(
+                                  flags={}, theanorc="home")}})}))
     ctx.home.mkdir()
     original = b"[global]\ndevice = cpu  # caf\xe9 in latin-1\n"
     (ctx.home / ".theanorc").write_bytes(original)

@@ -99,8 +99,8 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("version", "pypi-version-slash"): _replace('version = "1.16.0"\n',
                                                 'version = "1.16.0/../x"\n'),
     ("version", "pypi-version-other"): _replace('version = "1.19.5"\n', 'version = "1.19.4"\n'),
-    ("version", "python"): _replace('python = "3.7"\n\n[[platforms.linux-64.deb]]',
-                                    'python = "3.07"\n\n[[platforms.linux-64.deb]]'),
+    ("version", "python"): _replace('python = "3.7"\n\n[platforms.linux-64.apply]',
+                                    'python = "3.07"\n\n[platforms.linux-64.apply]'),
     ("python", "suite-group-3.11"): _append("platforms.linux-64.suite", 'python = "3.11.9"'),
     ("python", "wheel-cp311"): _replace(f'filename = "{NUMPY}"',
                                         'filename = "numpy-1.19.5-cp311-cp311-manylinux2010_x86_64'
@@ -138,10 +138,21 @@ MUTATIONS: dict[tuple[str, str], Mutation] = {
     ("value", "speedup-inf"): _replace("repeats = 3\n", "repeats = 3\nmin_gpu_speedup = inf\n", 1),
     ("value", "size-negative"): _replace("size = 792696\n", "size = -61\n"),
     ("value", "environment"): _replace('environment = "venv"', 'environment = "conda"', 1),
-    ("value", "format-version"): _replace("version = 2\n", "version = 3\n", 1),
+    ("value", "format-version"): _replace("version = 3\n", "version = 4\n", 1),
     ("value", "deep-nesting"): _replace("conda = []\n", "conda = " + "[" * 5000 + "]" * 5000
                                         + "\n", 1),
 }
+# what apply reads of the spec (lock format 3): the apply table, a pack's settings
+_APPLY = '[platforms.linux-64.apply]\npath_scope = "env"\n\n'
+_GCC = '[platforms.linux-64.apply.compiler]\nkind = "gcc"\n\n'
+MUTATIONS.update({
+    ("apply", "compiler-removed"): _replace(_GCC, ""),
+    ("apply", "compiler-kind"): _replace(_GCC, _GCC.replace('"gcc"', '"mingw-w64"')),
+    ("apply", "mingw-threads"): _replace('threads = "posix"', 'threads = "win32"'),
+    ("apply", "path-scope"): _replace(_APPLY, _APPLY.replace('"env"', '"user"')),
+    ("apply", "table-removed"): _replace(_APPLY + _GCC, ""),
+    ("apply", "theanorc-home"): _replace('theanorc = "env"', 'theanorc = "home"', 1),
+})
 for _channels in ("[]", "[3]", "[3, 0]", "[3, -1]", "[3, 100000000]"):
     MUTATIONS[("value", f"channels-{_channels}")] = _replace(
         "[platforms.linux-64.expect.kernels.conv]\nborder_mode = \"half\"\nchannels = [\n"

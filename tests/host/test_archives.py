@@ -1,4 +1,5 @@
-"""Safe unpacking and hashing on real archives built here, good and malicious."""
+"""The one member scan, on real archives built here (good and malicious) and on member lists;
+hashing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Literal
 import pytest
 
 from envforge.errors import ArtifactError
-from envforge.host.archives import extract_archive, sha256_file, verify_artifact
+from envforge.host import archives
+from envforge.host.archives import Rules, scan_members, sha256_file, verify_artifact
+from envforge.host.unarchive import extract_archive
 
 Member = tuple[str, str, bytes | str, int]  # (kind, name, data or link target, mode)
 
@@ -69,49 +72,6 @@ GOOD: list[Member] = [
 ]
 
 
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-@pytest.mark.parametrize("compression", ["gz", "xz", "bz2"])
-def test_tar_members_land_with_modes_and_links(tmp_path: Path, compression: str) -> None:
-    archive = make_tar(tmp_path / f"a.tar.{compression}", GOOD, compression)
-    names = extract_archive(archive, tmp_path / "out")
-    out = tmp_path / "out"
-    assert "cuda/include/x.h" in names
-    assert (out / "cuda/lib64/libx.so.1.2").read_bytes() == b"\x7fELF library"
-    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
-    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
-    assert (out / "cuda/lib64/libx.so").read_bytes() == b"\x7fELF library"
-    assert (out / "cuda/include/lib").readlink() == Path("../lib64")
-
-
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_zip_members_land_with_modes_and_links(tmp_path: Path) -> None:
-    archive = make_zip(tmp_path / "a.zip", GOOD)
-    extract_archive(archive, tmp_path / "out")
-    out = tmp_path / "out"
-    assert (out / "cuda/lib64/libx.so").readlink() == Path("libx.so.1")
-    assert stat.S_IMODE((out / "cuda/lib64/libx.so.1.2").stat().st_mode) == 0o755
-    assert (out / "cuda/include/x.h").read_bytes() == b"#define X 1\n"
-
-
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_zip_made_on_windows_gets_ordinary_modes(tmp_path: Path) -> None:
-    archive = tmp_path / "win.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("cuda/bin/cudnn64_7.dll", b"MZ dll")  # create_system 0 on Windows
-        zf.infolist()[0].create_system = 0
-    extract_archive(archive, tmp_path / "out")
-    dll = tmp_path / "out/cuda/bin/cudnn64_7.dll"
-    assert dll.read_bytes() == b"MZ dll"
-    assert stat.S_IMODE(dll.stat().st_mode) == 0o644
-
-
-def test_hardlink_to_an_earlier_member_is_copied(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "h.tgz", [("file", "a/real", b"data", 0o644),
-                                             ("hardlink", "a/alias", "a/real", 0o644)])
-    extract_archive(archive, tmp_path / "out")
-    assert (tmp_path / "out/a/alias").read_bytes() == b"data"
-
-
 BAD_TAR: list[tuple[str, Member, str]] = [
     ("dotdot", ("file", "../evil", b"x", 0o644), "'..' leads outside"),
     ("dotdot-deep", ("file", "cuda/../../evil", b"x", 0o644), "'..' leads outside"),
@@ -126,6 +86,9 @@ BAD_TAR: list[tuple[str, Member, str]] = [
     ("chardev", ("chardev", "cuda/null", b"", 0o666), "device file"),
     ("fifo", ("fifo", "cuda/pipe", b"", 0o644), "device file"),
     ("setuid", ("file", "cuda/bin/su", b"x", 0o4755), "set-uid"),
+    # refused by the scan, not by the write failing midway (then undone)
+    ("under-a-file", ("file", "cuda/lib64/libx.so.1.2/evil", b"x", 0o644),
+     "cuda/lib64/libx.so.1.2 is a file"),
 ]
 
 
@@ -177,13 +140,6 @@ def test_name_both_file_and_link_is_refused(tmp_path: Path) -> None:
         extract_archive(archive, tmp_path / "out")
 
 
-@pytest.mark.posix_only("Unix file modes (Windows keeps only a read-only bit)")
-def test_setuid_can_be_allowed(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "suid.tgz", [("file", "bin/tool", b"x", 0o4755)])
-    extract_archive(archive, tmp_path / "out", allow_setuid=True)
-    assert stat.S_IMODE((tmp_path / "out/bin/tool").stat().st_mode) == 0o4755
-
-
 @pytest.mark.parametrize(("bad", "why"), [
     (("file", "../evil.dll", b"x", 0o644), "'..' leads outside"),
     (("file", "..\\..\\evil.dll", b"x", 0o644), "'..' leads outside"),
@@ -196,27 +152,6 @@ def test_bad_zip_member_refuses_the_whole_archive(tmp_path: Path, bad: Member, w
     with pytest.raises(ArtifactError, match=why):
         extract_archive(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists()
-
-
-@pytest.mark.posix_only("plants a symlink to /etc")
-def test_destination_must_be_new_or_empty(tmp_path: Path) -> None:
-    archive = make_tar(tmp_path / "a.tgz", GOOD)
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "already").symlink_to("/etc")
-    with pytest.raises(ArtifactError, match="not an empty folder"):
-        extract_archive(archive, tmp_path / "out")
-    (tmp_path / "empty").mkdir()
-    extract_archive(archive, tmp_path / "empty")
-    assert (tmp_path / "empty/cuda/include/x.h").is_file()
-
-
-def test_not_an_archive(tmp_path: Path) -> None:
-    junk = tmp_path / "cudnn.tgz"
-    junk.write_bytes(b"<html>login required</html>")
-    with pytest.raises(ArtifactError, match="not a zip or tar archive"):
-        extract_archive(junk, tmp_path / "out")
-    with pytest.raises(ArtifactError, match="no such file"):
-        extract_archive(tmp_path / "missing.zip", tmp_path / "out")
 
 
 def test_sha256_is_streamed_over_chunks(tmp_path: Path) -> None:
@@ -240,3 +175,163 @@ def test_verify_artifact_names_both_hashes_when_tampered(tmp_path: Path) -> None
     assert f"expected {good}, found {found}" in str(caught.value)
     with pytest.raises(ArtifactError, match="no such file"):
         verify_artifact(tmp_path / "absent.tgz", good)
+
+
+# -- one scan for every format: the same hostile members in tar, zip, a .deb's ar and 7z -----
+
+# (kind, name, link target): each archive holds a good file first, then this member.
+HOSTILE: dict[str, tuple[str, str, str]] = {
+    "absolute": ("file", "/evil", ""),
+    "dotdot": ("file", "lib/../../evil", ""),
+    "link-out": ("symlink", "lib/out", "../../outside"),
+    "device": ("chardev", "lib/null", ""),
+}
+# what each format's extractor says; 7z refuses every link, leading out or not
+WHY = {"absolute": "absolute path", "dotdot": "'..' leads outside", "link-out": "leads outside",
+       "device": "device file, FIFO or other special file"}
+WHY_7Z = {**WHY, "link-out": "a link"}
+
+
+def _tar_info(kind: str, name: str, link: str) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.mode = 0o644
+    if kind == "file":
+        info.size = 1
+        return info, b"x"
+    info.type = {"symlink": tarfile.SYMTYPE, "chardev": tarfile.CHRTYPE}[kind]
+    info.linkname = link
+    return info, b""
+
+
+def _hostile_tar(path: Path, case: str) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for kind, name, link in [("file", "lib/good", ""), HOSTILE[case]]:
+            info, data = _tar_info(kind, name, link)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _hostile_zip(path: Path, case: str) -> Path:
+    kind, name, link = HOSTILE[case]
+    return make_zip(path, [("file", "lib/good", b"x", 0o644),
+                           (kind, name, link if kind == "symlink" else b"x", 0o644)])
+
+
+def _ar(members: list[tuple[str, bytes]]) -> bytes:
+    """System V ar, as dpkg-deb writes it: a magic line, then 60-byte headers."""
+    out = b"!<arch>\n"
+    for name, data in members:
+        out += f"{name:<16}{'0':<12}{'0':<6}{'0':<6}{'100644':<8}{len(data):<10}`\n".encode()
+        out += data + (b"\n" if len(data) % 2 else b"")
+    return out
+
+
+def _hostile_deb(path: Path, case: str) -> Path:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for kind, name, link in [("file", "./lib/good", ""), HOSTILE[case]]:
+            info, body = _tar_info(kind, name if name.startswith("/") else f"./{name}", link)
+            tar.addfile(info, io.BytesIO(body))
+    path.write_bytes(_ar([("debian-binary", b"2.0\n"), ("control.tar.gz", b""),
+                          ("data.tar.gz", data.getvalue())]))
+    return path
+
+
+def _hostile_7z(path: Path, case: str) -> Path:
+    import py7zr
+
+    kind, name, link = HOSTILE[case]
+    # py7zr's public writers refuse such names and write no device; an attacker's do.
+    with py7zr.SevenZipFile(path, "w") as sz:
+        sz._writestr(b"x", "lib/good")
+        sz._writestr(link.encode() if kind == "symlink" else b"x", name)
+        fmt = {"file": stat.S_IFREG, "symlink": stat.S_IFLNK, "chardev": stat.S_IFCHR}[kind]
+        unix_extension = 0x8000
+        sz.header.files_info.files[-1]["attributes"] = unix_extension | ((fmt | 0o644) << 16)
+    return path
+
+
+def _unpack(fmt: str, archive: Path, dest: Path) -> None:
+    from envforge.host.debunpack import unpack_deb
+    from envforge.host.sevenzip import extract_7z
+
+    if fmt == "deb":
+        dest.mkdir()
+        unpack_deb(archive, dest)
+    elif fmt == "7z":
+        extract_7z(archive, dest)
+    else:
+        extract_archive(archive, dest)
+
+
+BUILD = {"tgz": _hostile_tar, "zip": _hostile_zip, "deb": _hostile_deb, "7z": _hostile_7z}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("fmt", sorted(BUILD))
+def test_every_format_is_refused_by_the_one_scan_before_a_byte_is_written(
+        tmp_path: Path, fmt: str, case: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    archive = BUILD[fmt](tmp_path / f"hostile.{fmt}", case)
+    dest = tmp_path / "dest"
+
+    with pytest.raises(ArtifactError) as caught:
+        _unpack(fmt, archive, dest)
+
+    raw = HOSTILE[case][1] if fmt != "deb" or HOSTILE[case][1].startswith("/") \
+        else f"./{HOSTILE[case][1]}"
+    message = str(caught.value)
+    assert message.startswith(f"{archive}: refusing to unpack member {raw!r}: ")
+    assert (WHY_7Z if fmt == "7z" else WHY)[case] in message
+    assert not dest.exists() or not any(dest.iterdir())
+    assert not any(outside.iterdir())
+    assert not (tmp_path / "evil").exists()
+
+
+# -- the rules a format adds, on member lists -------------------------------------------------
+
+def _scan(members: list[archives.Member], rules: Rules | None = None) -> list[archives.Scanned]:
+    return scan_members("x.tar", members, packed=1 << 20, rules=rules or Rules())
+
+
+def test_rooted_absolute_links_are_read_from_the_destination() -> None:
+    """A .deb's ``/etc/alternatives/x`` means <root>/etc/alternatives/x: written relative."""
+    link = archives.Member("usr/bin/x", "symlink", link="/etc/alternatives/x")
+    with pytest.raises(ArtifactError, match="leads outside"):
+        _scan([link])
+    (scanned,) = _scan([link], Rules(rooted=True))
+    assert scanned.link == "../../etc/alternatives/x"
+    with pytest.raises(ArtifactError, match="leads outside"):
+        _scan([archives.Member("evil", "symlink", link="/../x")], Rules(rooted=True))
+
+
+def test_through_links_resolves_where_a_member_lands() -> None:
+    """Allowed for a .deb, yet a link to the root makes ``lnk/f -> ../x`` leave it."""
+    members = [archives.Member("real", "dir"), archives.Member("alias", "symlink", link="real"),
+               archives.Member("alias/f", "file", size=1)]
+    with pytest.raises(ArtifactError, match="through a link"):
+        _scan(members)
+    assert [s.name for s in _scan(members, Rules(through_links=True))] == \
+        ["real", "alias", "alias/f"]
+    escaping = [archives.Member("lnk", "symlink", link="."),
+                archives.Member("lnk/f", "symlink", link="../x")]
+    with pytest.raises(ArtifactError, match=r"'lnk/f': link to '\.\./x' leads outside"):
+        _scan(escaping, Rules(through_links=True))
+
+
+@pytest.mark.parametrize("name", ["bin/NUL.dll", "bin/com1", "bin/g++.exe:stream"])
+def test_windows_names_are_refused_where_asked(name: str) -> None:
+    member = archives.Member(name, "file", size=1)
+    assert _scan([member])[0].name == name
+    with pytest.raises(ArtifactError, match="not a plain Windows file name"):
+        _scan([member], Rules(windows_names=True))
+
+
+def test_the_root_folder_itself_is_left_out_and_sizes_add_up() -> None:
+    members = [archives.Member("./", "dir"), archives.Member("./a", "file", size=60 << 20),
+               archives.Member("./b", "file", size=60 << 20)]
+    with pytest.raises(ArtifactError, match="decompression bomb"):
+        _scan(members)
+    assert [s.name for s in _scan(members[:2])] == ["a"]
+

@@ -28,6 +28,7 @@ from envforge.host.wheelinstall import (
     target_scheme,
 )
 from envforge.lockfile import load_lock
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -166,7 +167,8 @@ def test_accepted_tags_follow_the_abi_rules() -> None:
 
 @pytest.mark.network
 def test_real_six_wheel_from_pypi_imports_in_python37(venv37: Path, tmp_path: Path) -> None:
-    locked = next(f for f in load_lock(REPO / "locks/theano-cpu.lock").platforms["linux-64"].pypi
+    locked = next(f for f in load_lock(REPO / "locks/theano-cpu.lock",
+                                       REGISTRY).platforms["linux-64"].pypi
                   if f.name == "six")
     target = tmp_path / locked.filename
     download(FileRef(locked.url, locked.sha256, locked.filename, locked.size), target)

@@ -9,6 +9,7 @@ from packaging.utils import parse_wheel_filename
 
 from envforge.importers.legacy_names import legacy_names, map_requirement
 from envforge.resolve.pypi_index import index_files
+from tests.testing.packs import REGISTRY
 
 PYPI = "https://pypi.org/simple"
 MiB = 1 << 20
@@ -46,8 +47,9 @@ def test_tensorflow_1_15_2_and_later_are_cpu_only_so_tensorflow_gpu_is_kept() ->
     for version in ("1.15.2", "1.15.3", "1.15.4", "1.15.5"):
         assert cpu[version] < 120 * MiB < 300 * MiB < gpu[version], version
         pinned = f"tensorflow-gpu=={version}"
-        assert map_requirement(pinned)[0] == pinned
-    assert map_requirement("tensorflow-gpu~=1.15")[0] == "tensorflow-gpu~=1.15"  # -> 1.15.5
+        assert map_requirement(pinned, REGISTRY)[0] == pinned
+    # -> 1.15.5
+    assert map_requirement("tensorflow-gpu~=1.15", REGISTRY)[0] == "tensorflow-gpu~=1.15"
 
 
 def test_mkl_names_are_pypi_distributions() -> None:

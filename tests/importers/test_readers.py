@@ -20,6 +20,7 @@ from envforge.importers.pyfiles import (
     read_setup_py,
 )
 from envforge.importers.repository import read_repository
+from tests.testing.packs import REGISTRY
 
 DATA = Path(__file__).parent / "data"
 LASAGNE = "a61b76fd991f84c50d9fd2ccdc01a9ed1a9f0c5b"  # the commit DeepSurv's line names
@@ -147,29 +148,31 @@ def test_explicit_and_export_lists() -> None:
 
 
 def test_legacy_names_follow_the_knowledge_rows() -> None:
-    assert map_requirement("theano>=0.8.2")[0] == "Theano-PyMC==1.0.5"
-    assert map_requirement("Theano")[0] == "Theano-PyMC==1.0.5"
-    mapped, why = map_requirement("theano==0.8.2")  # lock refuses the original: always mapped
+    assert map_requirement("theano>=0.8.2", REGISTRY)[0] == "Theano-PyMC==1.0.5"
+    assert map_requirement("Theano", REGISTRY)[0] == "Theano-PyMC==1.0.5"
+    # lock refuses the original: always mapped
+    mapped, why = map_requirement("theano==0.8.2", REGISTRY)
     assert mapped == "Theano-PyMC==1.0.5" and "packs/theano/theano.toml" in why
     # tensorflow-gpu is kept for 1.x (tensorflow 1.15.2+ is CPU-only); 2.12.0 refuses to install
     for pinned in ("tensorflow-gpu==1.15.0", "tensorflow-gpu~=1.15", "tensorflow-gpu<2"):
-        kept, why = map_requirement(pinned)
+        kept, why = map_requirement(pinned, REGISTRY)
         assert kept == pinned and "does not admit 2.12.0" in why
-    assert map_requirement("tensorflow-gpu>=2.1")[0] == "tensorflow>=2.1"
-    assert map_requirement("tensorflow-gpu")[0] == "tensorflow"
+    assert map_requirement("tensorflow-gpu>=2.1", REGISTRY)[0] == "tensorflow>=2.1"
+    assert map_requirement("tensorflow-gpu", REGISTRY)[0] == "tensorflow"
     assert conda_to_pypi("tensorflow-gpu") == ("tensorflow-gpu", "")  # same name on PyPI
     for name in ("mkl", "mkl-service", "intel-openmp"):
         pypi, why = conda_to_pypi(name)
         assert pypi is None and "on PyPI as well" in why and "OpenBLAS" in why
-    assert map_requirement('theano; python_version < "3.8"')[0] == \
+    assert map_requirement('theano; python_version < "3.8"', REGISTRY)[0] == \
         'Theano-PyMC==1.0.5; python_version < "3.8"'
     assert conda_to_pypi("cudatoolkit")[0] is None and conda_to_pypi("numpy") == ("numpy", "")
 
 
 def test_conda_names_in_pip_files_are_mapped() -> None:
-    assert map_requirement("pytorch==0.4.1")[0] == "torch==0.4.1"
-    assert map_requirement("sklearn==0.0")[0] == "scikit-learn"  # the placeholder's version
-    mapped, why = map_requirement("opencv3==3.1.0")
+    assert map_requirement("pytorch==0.4.1", REGISTRY)[0] == "torch==0.4.1"
+    # the placeholder's version
+    assert map_requirement("sklearn==0.0", REGISTRY)[0] == "scikit-learn"
+    mapped, why = map_requirement("opencv3==3.1.0", REGISTRY)
     assert mapped == "opencv-python" and "was opencv3==3.1.0" in why
     assert conda_to_pypi("librosa") == ("librosa", "")  # a Python package, not a lib*
     assert conda_to_pypi("libpysal") == ("libpysal", "")
@@ -180,18 +183,19 @@ def test_conda_names_in_pip_files_are_mapped() -> None:
 
 
 def test_python2_backports_and_one_platforms_packages_get_markers() -> None:
-    assert map_requirement("functools32==3.2.3.post2")[0] == \
+    assert map_requirement("functools32==3.2.3.post2", REGISTRY)[0] == \
         'functools32==3.2.3.post2; python_version < "3"'
-    assert map_requirement("backports.weakref==1.0.post1")[0] == \
+    assert map_requirement("backports.weakref==1.0.post1", REGISTRY)[0] == \
         'backports.weakref==1.0.post1; python_version < "3.4"'
-    assert map_requirement("enum34")[0] == 'enum34; python_version < "3.4"'
-    appnope, why = map_requirement("appnope==0.1.0")
+    assert map_requirement("enum34", REGISTRY)[0] == 'enum34; python_version < "3.4"'
+    appnope, why = map_requirement("appnope==0.1.0", REGISTRY)
     assert appnope == 'appnope==0.1.0; sys_platform == "darwin"' and "macOS only" in why
-    assert map_requirement('futures; os_name == "posix"')[0] == \
+    assert map_requirement('futures; os_name == "posix"', REGISTRY)[0] == \
         'futures; (os_name == "posix") and python_version < "3"'
-    assert map_requirement('futures; python_version < "3"') == (
+    assert map_requirement('futures; python_version < "3"', REGISTRY) == (
         'futures; python_version < "3"', "")  # the file's own marker already says so
-    assert map_requirement("configparser==3.5.0") == ("configparser==3.5.0", "")  # also py3
+    assert map_requirement("configparser==3.5.0", REGISTRY) == ("configparser==3.5.0",
+                                                                "")  # also py3
 
 
 def test_framework_sections_follow_the_requirements() -> None:
@@ -234,7 +238,7 @@ def test_a_release_line_caps_what_it_mounts_for_and_the_python() -> None:
 
 
 def test_a_repository_is_merged_exact_pins_first() -> None:
-    repo = read_repository(DATA / "deepsurv")
+    repo = read_repository(DATA / "deepsurv", REGISTRY)
     assert repo.files == ("requirements.txt", "setup.py")
     by_name = {Requirement(f.requirement).name: f for f in repo.imported.requirements}
     theano = by_name["Theano-PyMC"]
@@ -242,9 +246,9 @@ def test_a_repository_is_merged_exact_pins_first() -> None:
     lasagne = by_name["lasagne"]
     assert lasagne.requirement.startswith("lasagne @ git+https://github.com/Lasagne/")
     assert lasagne.origin == "requirements.txt:2, also setup.py:9"  # git, not PyPI's 0.1
-    cfg = read_repository(DATA / "cfgpkg")
+    cfg = read_repository(DATA / "cfgpkg", REGISTRY)
     assert [s.what for s in cfg.imported.skipped] == ["requirements-dev.txt"]
-    pipenv = read_repository(DATA / "pipenv")
+    pipenv = read_repository(DATA / "pipenv", REGISTRY)
     assert pipenv.files == ("Pipfile.lock",)
 
 
@@ -253,7 +257,7 @@ def test_dependency_files_are_found_whatever_their_case(tmp_path: Path) -> None:
     (tmp_path / "Requirements-Dev.txt").write_text("pytest\n")
     (tmp_path / "Setup.py").write_text("from setuptools import setup\n"
                                        "setup(install_requires=['numpy'])\n")
-    repo = read_repository(tmp_path)
+    repo = read_repository(tmp_path, REGISTRY)
     assert repo.files == ("REQUIREMENTS.txt", "Setup.py")
     assert _pins(repo.imported) == [("six==1.12.0", "REQUIREMENTS.txt:1"),
                                     ("numpy", "Setup.py:2")]
@@ -265,7 +269,7 @@ def test_a_conda_environment_file_is_found_under_any_name(tmp_path: Path) -> Non
     (tmp_path / "bap.yml").write_text("name: bap\nchannels:\n  - conda-forge\n"
                                       "dependencies:\n  - python=3.6\n  - numpy=1.14.2\n")
     (tmp_path / ".travis.yml").write_text("language: python\ninstall:\n  - pip install .\n")
-    repo = read_repository(tmp_path)
+    repo = read_repository(tmp_path, REGISTRY)
     assert repo.files == ("bap.yml",)
     assert _pins(repo.imported) == [("numpy==1.14.2", "bap.yml:6")]
 
@@ -288,7 +292,7 @@ def test_one_package_pinned_per_platform_keeps_both_pins(tmp_path: Path) -> None
         "tensorflow==1.15\nnumpy==1.19.3; platform_system == \"Windows\"\n"
         "numpy==1.17.4; platform_system != \"Windows\"\n")
     (tmp_path / "requirements_gpu.txt").write_text("tensorflow-gpu==1.15\n")
-    repo = read_repository(tmp_path)
+    repo = read_repository(tmp_path, REGISTRY)
     assert _pins(repo.imported) == [
         ("tensorflow==1.15", "requirements.txt:1, also requirements_gpu.txt:1"),
         ('numpy==1.19.3; platform_system == "Windows"', "requirements.txt:2"),

@@ -9,6 +9,7 @@ import pytest
 import envforge.importers.repository as repository
 from envforge.errors import SpecError
 from envforge.importers.repository import read_repository
+from tests.testing.packs import REGISTRY
 
 
 def test_each_file_is_read_once_however_often_it_is_included(
@@ -26,7 +27,7 @@ def test_each_file_is_read_once_however_often_it_is_included(
         (tmp_path / f"r{n}.txt").write_text(f"{include}pkg{n}==1.0\n")
     (tmp_path / "requirements.txt").write_text("-r r0.txt\n-r sub/../r0.txt\n")
     (tmp_path / "sub").mkdir()
-    repo = read_repository(tmp_path)
+    repo = read_repository(tmp_path, REGISTRY)
     assert sorted(reads) == sorted({*reads}) and len(reads) == 13  # sniffed or included: once
     assert sorted(f.requirement for f in repo.imported.requirements) == sorted(
         f"pkg{n}==1.0" for n in range(12))
@@ -37,7 +38,7 @@ def test_a_link_that_stays_inside_the_repository_is_read(tmp_path: Path) -> None
     (tmp_path / "pins").mkdir()
     (tmp_path / "pins" / "base.txt").write_text("six==1.16.0\n")
     (tmp_path / "requirements.txt").symlink_to(Path("pins") / "base.txt")
-    repo = read_repository(tmp_path)
+    repo = read_repository(tmp_path, REGISTRY)
     assert [(f.requirement, f.origin) for f in repo.imported.requirements] == [
         ("six==1.16.0", "requirements.txt:1")]
 
@@ -52,9 +53,9 @@ def test_another_txt_linked_out_is_not_sniffed(tmp_path: Path) -> None:
     repo_root.mkdir()
     (repo_root / "data.txt").symlink_to(outside)
     (repo_root / "requirements.txt").write_text("six\n")
-    repo = read_repository(repo_root)
+    repo = read_repository(repo_root, REGISTRY)
     assert repo.files == ("requirements.txt",)
     (repo_root / "requirements.txt").unlink()
     (repo_root / "requirements.txt").symlink_to(outside)
     with pytest.raises(SpecError, match=r"requirements\.txt: a link to .*outside"):
-        read_repository(repo_root)
+        read_repository(repo_root, REGISTRY)

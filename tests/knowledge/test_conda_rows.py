@@ -11,6 +11,7 @@ from rattler.package.build_string import BuildString
 
 from envforge.knowledge import knowledge
 from envforge.spec import load_spec
+from tests.testing.packs import REGISTRY
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "theano-cuda102.toml"
 
@@ -42,7 +43,7 @@ def _record(build: int, subdir: str) -> PackageRecord:
 @pytest.mark.parametrize("platform", ["linux-64", "win-64"])
 def test_reference_spec_asks_for_build_1(platform: str) -> None:
     """Build 2's jax is dead weight for 1.0.5 (it never imports jax): the spec takes build 1."""
-    packages = load_spec(SPEC).for_platform(platform).conda.packages  # type: ignore[arg-type]
+    packages = load_spec(SPEC, REGISTRY).for_platform(platform).conda.packages  # type: ignore[arg-type]
     (wanted,) = [MatchSpec(p) for p in packages if p.startswith("theano-pymc")]
     subdir = platform
     assert wanted.matches(_record(1, subdir))

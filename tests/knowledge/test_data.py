@@ -15,13 +15,16 @@ from envforge.knowledge import (
     knowledge,
     knowledge_file,
 )
-from envforge.packs import PACKS
+from tests.testing.packs import REGISTRY
 
-PACK_FILES = [name for pack in PACKS.values() for name in pack.knowledge]
+# each pack's files, and the facts the packs share (envforge/packs/shared/)
+PACK_FILES = {**{name: f"envforge.packs.{pack.name}" for pack in REGISTRY
+                 for name in pack.knowledge}, "distributions": "envforge.packs.shared"}
 
 
 def _raw(name: str) -> dict[str, Any]:
-    return tomllib.loads(knowledge_file(name).read_text(encoding="utf-8"))
+    package = PACK_FILES.get(name, "envforge.knowledge")
+    return tomllib.loads(knowledge_file(name, package).read_text(encoding="utf-8"))
 
 
 def _rows(name: str) -> list[tuple[str, dict[str, Any]]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.packs import PACKS
+from tests.testing.packs import REGISTRY
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 PACKS_DIR = PACKAGE / "packs"
@@ -37,7 +37,7 @@ NOT_YET_MOVED: dict[str, int] = {
 
 
 def _names() -> re.Pattern[str]:
-    return re.compile("|".join(map(re.escape, sorted(PACKS))), re.IGNORECASE)
+    return re.compile("|".join(map(re.escape, sorted(REGISTRY.names))), re.IGNORECASE)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -16,7 +16,8 @@ from envforge.app.verification import run_probes
 from envforge.envvars import EnvEdit
 from envforge.lockfile import Expectations, LockedPypiFile, load_lock
 from envforge.lockplan import stack_versions
-from envforge.packs import PACKS, FrameworkPack
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from envforge.packs.base import Migration, PackDefaults, Report
 from envforge.spec import Frozen, PlatformSpec, parse_spec
 from envforge.steps.base import Step, StepContext
@@ -29,6 +30,7 @@ from envforge.verify import (
     probe_scripts,
 )
 from tests.testing.contexts import make_ctx
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = (REPO / "specs" / "theano-cpu.toml").read_text(encoding="utf-8")
@@ -89,15 +91,14 @@ class AddOnPack(PackDefaults):
 
 
 @pytest.fixture
-def addon(monkeypatch: pytest.MonkeyPatch) -> FrameworkPack:
-    pack: FrameworkPack = AddOnPack()
-    monkeypatch.setitem(PACKS, "addon", pack)
-    return pack
+def addon() -> Registry[FrameworkPack]:
+    """The built-in packs and the add-on, handed down: no global patched."""
+    return Registry([*REGISTRY, AddOnPack()])
 
 
-def _pspec() -> PlatformSpec:
+def _pspec(registry: Registry[FrameworkPack]) -> PlatformSpec:
     return parse_spec(SPEC_TEXT + '\n[addon]\nword = "hello"\n',
-                      source="t.toml").for_platform("linux-64")
+                      source="t.toml", registry=registry).for_platform("linux-64")
 
 
 def _file(name: str, version: str) -> LockedPypiFile:
@@ -106,12 +107,13 @@ def _file(name: str, version: str) -> LockedPypiFile:
                           sha256="0" * 64)
 
 
-def test_a_mounted_pack_adds_its_stack_names_to_the_locked_versions(addon: FrameworkPack) -> None:
+def test_a_mounted_pack_adds_its_stack_names_to_the_locked_versions(
+        addon: Registry[FrameworkPack]) -> None:
     pypi = [_file("numpy", "1.19.5"), _file("addon-dist", "2.3.1"), _file("other", "1.0")]
-    versions = stack_versions(_pspec(), pypi=pypi, conda=(), deb=())
+    versions = stack_versions(_pspec(addon), addon, pypi=pypi, conda=(), deb=())
     assert versions == {"addon": "2.3.1", "numpy": "1.19.5", "python": "3.7"}
-    plain = parse_spec(SPEC_TEXT, source="t.toml").for_platform("linux-64")
-    assert "addon" not in stack_versions(plain, pypi=pypi, conda=(), deb=())
+    plain = parse_spec(SPEC_TEXT, source="t.toml", registry=addon).for_platform("linux-64")
+    assert "addon" not in stack_versions(plain, addon, pypi=pypi, conda=(), deb=())
 
 
 def test_reports_merge_in_probe_order() -> None:
@@ -127,14 +129,15 @@ def test_reports_merge_in_probe_order() -> None:
     assert merged["theano"] == {"x": 1} and merged["addon"] == "hello"
     broken = merge_reports([("theano", first), ("addon", {"error": "no keras"})])
     assert broken["error"] == "addon's probe: no keras"
-    rows = check_report(broken, load_lock(LOCK).platforms["linux-64"].expect, gpu_expected=False)
+    rows = check_report(broken, load_lock(LOCK, REGISTRY).platforms["linux-64"].expect, REGISTRY,
+                        gpu_expected=False)
     assert [(r.name, r.status, r.why) for r in rows] == [
         ("probe", "fail", "addon's probe: no keras")]
 
 
 @pytest.mark.posix_only("the stand-in probes are shell-free Python scripts run by sys.executable "
                         "through a POSIX prefix layout")
-def test_verify_runs_each_packs_probe_kernels_in_the_first(addon: FrameworkPack,
+def test_verify_runs_each_packs_probe_kernels_in_the_first(addon: Registry[FrameworkPack],
                                                            monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     seen = tmp_path / "requests.jsonl"
@@ -145,26 +148,26 @@ def test_verify_runs_each_packs_probe_kernels_in_the_first(addon: FrameworkPack,
     for name in ("theano", "addon"):
         probes[name] = tmp_path / f"{name}_probe.py"
         probes[name].write_text(script.replace("NAME", name), encoding="utf-8")
-    monkeypatch.setattr(PACKS["theano"], "probe", probes["theano"], raising=False)
-    monkeypatch.setattr(addon, "probe", probes["addon"], raising=False)
+    monkeypatch.setattr(addon.get("theano"), "probe", probes["theano"], raising=False)
+    monkeypatch.setattr(addon.get("addon"), "probe", probes["addon"], raising=False)
 
-    plock = load_lock(LOCK).platforms["linux-64"]
+    plock = load_lock(LOCK, addon).platforms["linux-64"]
     expect = plock.expect.model_copy(update={"packs": {**plock.expect.packs,
                                                        "addon": AddOnExpect(word="hello")}})
-    assert [name for name, _ in probe_scripts(expect)] == ["theano", "addon"]
-    assert build_request(expect, kernels=False)["kernels"] == []
+    assert [name for name, _ in probe_scripts(expect, addon)] == ["theano", "addon"]
+    assert build_request(expect, addon, kernels=False)["kernels"] == []
     ctx = make_ctx(tmp_path, "linux-64", None)
     ctx = dataclasses.replace(ctx, lock=plock.model_copy(update={"expect": expect}),
-                              pspec=_pspec())
+                              registry=addon)
     python = Path(ctx.layout.python)
     python.parent.mkdir(parents=True, exist_ok=True)
     python.symlink_to(sys.executable)
     (ctx.prefix / "envforge-env.json").write_text("[]", encoding="utf-8")
 
-    report = run_probes(ctx)
+    report = run_probes(ctx, addon)
     assert report["versions"] == {"theano": "1", "addon": "1"}
     requests = [json.loads(line) for line in seen.read_text().splitlines()]
     assert [len(r["kernels"]) for r in requests] == [len(expect.kernels), 0]
     assert all(r["addon_word"] == "hello" for r in requests)
-    rows = {r.name: r for r in check_report(report, expect, gpu_expected=False)}
+    rows = {r.name: r for r in check_report(report, expect, addon, gpu_expected=False)}
     assert rows["addon.word"].status == "pass"

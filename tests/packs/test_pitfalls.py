@@ -17,6 +17,7 @@ from envforge.packs.pitfalls import (
     spec_parts,
 )
 from envforge.spec import parse_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = PitfallRow(id="x-y", when={"xlib": ">=1.15,<1.16", "ylib": ">=4"}, effect="boom",
@@ -43,7 +44,7 @@ def test_exact_versions(versions: dict[str, str], fires: bool) -> None:
 ])
 def test_spec_pins(packages: str, fires: bool) -> None:
     text = SPEC.replace('packages = ["numpy==1.19.5"', f'packages = [{packages}, "numpy==1.19.5"')
-    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform("linux-64")
     parts = spec_parts(pspec, spec_pins(pspec))
     assert (fired([ROW], parts) == [ROW]) is fires
 
@@ -51,7 +52,7 @@ def test_spec_pins(packages: str, fires: bool) -> None:
 def test_aliases_and_sections_become_parts() -> None:
     text = SPEC.replace('packages = ["numpy==1.19.5"', 'packages = ["xlib-gpu==1.15.5"') + \
         '\n[cuda]\nversion = "10.2"\n'
-    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform("linux-64")
     parts = spec_parts(pspec, spec_pins(pspec), {"xlib-gpu": "xlib"})
     row = ROW.model_copy(update={"when": {"xlib": ">=1.15,<1.16", "cuda": ">=10.1"}})
     assert fired([row], parts) == [row]

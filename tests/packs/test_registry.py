@@ -11,14 +11,15 @@ import pytest
 
 from envforge.knowledge import KNOWLEDGE_FILES
 from envforge.lockfile import LOCK_VERSION
-from envforge.packs import BUILT_IN, ENTRY_POINTS, PACKS, FrameworkPack, load_packs
+from envforge.packs import BUILT_IN, ENTRY_POINTS, FrameworkPack, load_packs
+from tests.testing.packs import REGISTRY
 
 PACKAGE = Path(__file__).resolve().parents[2] / "envforge"
 
 
-@pytest.mark.parametrize("pack", PACKS.values(), ids=list(PACKS))
+@pytest.mark.parametrize("pack", list(REGISTRY), ids=list(REGISTRY.names))
 def test_a_pack_is_what_the_registry_says(pack: FrameworkPack) -> None:
-    assert PACKS[pack.name] is pack
+    assert REGISTRY.get(pack.name) is pack
     assert (PACKAGE / "packs" / pack.name / "__init__.py").is_file()
     for name in pack.knowledge:
         assert name not in KNOWLEDGE_FILES  # the core's; a pack types and reads its own
@@ -38,8 +39,8 @@ def test_the_registry_is_the_entry_point_group() -> None:
     points = {point.name: point.load() for point in entry_points(group=ENTRY_POINTS)}
     assert {"theano", "tensorflow", "keras", "torch"} <= set(points), \
         "the installed metadata predates the entry points: reinstall envforge (make setup)"
-    assert points == PACKS
-    assert list(PACKS)[:4] == ["theano", "tensorflow", "keras", "torch"]
+    assert points == dict(zip(REGISTRY.names, REGISTRY, strict=True))
+    assert REGISTRY.names[:4] == ("theano", "tensorflow", "keras", "torch")
 
 
 def test_a_pack_of_its_own_distribution_is_found(tmp_path: Path,
@@ -56,10 +57,10 @@ def test_a_pack_of_its_own_distribution_is_found(tmp_path: Path,
                                            encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     found = load_packs()
-    assert list(found) == ["theano", "tensorflow", "keras", "aardvark", "torch"]
-    assert found["aardvark"].name == "aardvark"
+    assert found.names == ("theano", "tensorflow", "keras", "aardvark", "torch")
+    assert found.get("aardvark") is not None
 
 
 def test_without_metadata_the_built_in_packs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("envforge.packs.entry_points", lambda group: [])
-    assert load_packs() == {pack.name: pack for pack in BUILT_IN}
+    assert list(load_packs()) == list(BUILT_IN)

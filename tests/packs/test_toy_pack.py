@@ -19,7 +19,8 @@ from envforge.journal import Transaction
 from envforge.lockcheck import check_lock
 from envforge.lockfile import Expectations, Lockfile, dumps_lock, load_lock
 from envforge.lockplan import expectations_for
-from envforge.packs import PACKS, FrameworkPack, active_packs
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
 from envforge.packs.base import Migration, PackDefaults, Report
 from envforge.plan import build_steps, make_plan
 from envforge.spec import Frozen, PlatformSpec, parse_spec
@@ -27,6 +28,7 @@ from envforge.steps.activation import edits_for
 from envforge.steps.base import Change, Step, StepContext, text_digest
 from envforge.verify import CheckRow, build_request, check_report
 from tests.testing.contexts import apply_step, make_ctx
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = (REPO / "specs" / "theano-cpu.toml").read_text(encoding="utf-8")
@@ -52,7 +54,7 @@ class ToyStep:
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
         target = Path(ctx.layout.prefix) / "toy.txt"
-        text = _greeting(ctx.pspec)
+        text = _expect(ctx.lock.expect).greeting
         if target.is_file() and target.read_text() == text:
             return ()
         return (Change(action="create", target=str(target), before=None,
@@ -62,7 +64,7 @@ class ToyStep:
         target = Path(ctx.layout.prefix) / "toy.txt"
         if not target.parent.exists():
             tx.mkdir(target.parent)
-        tx.write_text(target, _greeting(ctx.pspec))
+        tx.write_text(target, _expect(ctx.lock.expect).greeting)
 
 
 class ToyPack(PackDefaults):
@@ -90,7 +92,7 @@ class ToyPack(PackDefaults):
         return (ToyStep(),)
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
-        return (EnvEdit(name="TOY_GREETING", op="set", value=_greeting(ctx.pspec)),)
+        return (EnvEdit(name="TOY_GREETING", op="set", value=_expect(ctx.lock.expect).greeting),)
 
     def probe_request(self, expect: Expectations) -> Mapping[str, Any]:
         return {"toy": _expect(expect).greeting}
@@ -111,29 +113,28 @@ def _expect(expect: Expectations) -> ToyExpect:
 
 
 @pytest.fixture
-def toy(monkeypatch: pytest.MonkeyPatch) -> FrameworkPack:
-    pack: FrameworkPack = ToyPack()
-    monkeypatch.setitem(PACKS, "toy", pack)
-    return pack
+def toy() -> Registry[FrameworkPack]:
+    """The built-in packs and the toy: a registry handed down, no global patched."""
+    return Registry([*REGISTRY, ToyPack()])
 
 
 def _spec(greeting: str) -> str:
     return SPEC_TEXT + f'\n[toy]\ngreeting = "{greeting}"\n'
 
 
-def test_a_registered_pack_goes_from_spec_to_verify(toy: FrameworkPack,
+def test_a_registered_pack_goes_from_spec_to_verify(toy: Registry[FrameworkPack],
                                                     tmp_path: Path) -> None:
-    spec = parse_spec(_spec("hi"), source="specs/theano-cpu.toml")
+    spec = parse_spec(_spec("hi"), source="specs/theano-cpu.toml", registry=toy)
     pspec = spec.for_platform("linux-64")
-    assert [p.name for p in active_packs(pspec)] == ["theano", "toy"]
+    assert [p.name for p in toy.active(pspec.packs)] == ["theano", "toy"]
     assert pspec.packs["toy"] == ToySection(greeting="hi")
-    assert check_platform_spec(pspec) == []
+    assert check_platform_spec(pspec, toy) == []
 
     # lock: the pack's table is [platforms.linux-64.expect.toy] and reads back typed
-    committed = load_lock(LOCK)
+    committed = load_lock(LOCK, toy)
     platforms = {}
     for name, plock in committed.platforms.items():
-        expect = expectations_for(spec.for_platform(name), dict(plock.expect.versions))
+        expect = expectations_for(spec.for_platform(name), toy, dict(plock.expect.versions))
         platforms[name] = plock.model_copy(update={"expect": expect})
     meta = committed.meta.model_copy(update={"spec_hash": spec.content_hash})
     text = dumps_lock(Lockfile(meta=meta, platforms=platforms))
@@ -141,13 +142,13 @@ def test_a_registered_pack_goes_from_spec_to_verify(toy: FrameworkPack,
     path = tmp_path / "locks" / "theano-cpu.lock"
     path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
-    lock = load_lock(path)
+    lock = load_lock(path, toy)
     assert lock.platforms["linux-64"].expect.packs["toy"] == ToyExpect(greeting="hi")
-    check_lock(spec, lock, path)
+    check_lock(spec, lock, path, toy)
 
     # plan and apply: the pack's step sits before activation, its variable in activation
     base = make_ctx(tmp_path, "linux-64", None)
-    ctx = dataclasses.replace(base, lock=lock.platforms["linux-64"], pspec=pspec)
+    ctx = dataclasses.replace(base, lock=lock.platforms["linux-64"], registry=toy)
     names = [s.name for s in build_steps(ctx)]
     assert names.index("toy") == names.index("theanorc") + 1 == names.index("activation") - 1
     step = next(s for s in build_steps(ctx) if s.name == "toy")
@@ -160,43 +161,47 @@ def test_a_registered_pack_goes_from_spec_to_verify(toy: FrameworkPack,
 
     # verify: the request carries the pack's fields, its row judges the report
     expect = lock.platforms["linux-64"].expect
-    assert build_request(expect)["toy"] == "hi"
-    rows = {r.name: r for r in check_report({"format": 1, "toy": "hi"}, expect,
+    assert build_request(expect, toy)["toy"] == "hi"
+    rows = {r.name: r for r in check_report({"format": 1, "toy": "hi"}, expect, toy,
                                             gpu_expected=False)}
     assert rows["toy.greeting"].status == "pass"
-    rows = {r.name: r for r in check_report({"format": 1, "toy": "bye"}, expect,
+    rows = {r.name: r for r in check_report({"format": 1, "toy": "bye"}, expect, toy,
                                             gpu_expected=False)}
     assert rows["toy.greeting"].status == "fail"
 
 
-def test_a_pack_section_error_names_its_line_and_key(toy: FrameworkPack) -> None:
+def test_a_pack_section_error_names_its_line_and_key(toy: Registry[FrameworkPack]) -> None:
     with pytest.raises(SpecError) as error:
-        parse_spec(SPEC_TEXT + '\n[toy]\ngreting = "hi"\n', source="t.toml")
+        parse_spec(SPEC_TEXT + '\n[toy]\ngreting = "hi"\n', source="t.toml", registry=toy)
     assert error.value.key == "toy.greting"
     assert error.value.line == SPEC_TEXT.count("\n") + 3
 
 
-def test_a_pack_compat_rule_refuses_the_spec(toy: FrameworkPack) -> None:
-    pspec = parse_spec(_spec("boom"), source="t.toml").for_platform("linux-64")
-    assert [c.rule for c in check_platform_spec(pspec)] == ["toy-boom"]
+def test_a_pack_compat_rule_refuses_the_spec(toy: Registry[FrameworkPack]) -> None:
+    pspec = parse_spec(_spec("boom"), source="t.toml", registry=toy).for_platform("linux-64")
+    assert [c.rule for c in check_platform_spec(pspec, toy)] == ["toy-boom"]
 
 
-def test_a_pack_not_implicit_is_mounted_only_by_its_section(toy: FrameworkPack) -> None:
-    pspec = parse_spec(SPEC_TEXT, source="t.toml").for_platform("linux-64")
-    assert [p.name for p in active_packs(pspec)] == ["theano"]
+def test_a_pack_not_implicit_is_mounted_only_by_its_section(toy: Registry[FrameworkPack]) -> None:
+    pspec = parse_spec(SPEC_TEXT, source="t.toml", registry=toy).for_platform("linux-64")
+    assert [p.name for p in toy.active(pspec.packs)] == ["theano"]
     with pytest.raises(SpecError, match="unknown section"):
-        parse_spec(SPEC_TEXT + "\n[toy2]\n", source="t.toml")
+        parse_spec(SPEC_TEXT + "\n[toy2]\n", source="t.toml", registry=toy)
 
 
-def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(toy: FrameworkPack) -> None:
+def test_implicit_packs_stay_out_of_a_spec_naming_another_pack(
+        toy: Registry[FrameworkPack]) -> None:
     """A second framework's spec (TensorFlow's) gets no .theanorc: Theano mounts by default
     only where no pack's section is named."""
     text = re.sub(r"(?ms)^\[theano(\.[^\]]*)?\]\n.*?(?=^\[)", "", SPEC_TEXT)
     assert "[theano" not in text
     text += '\n[toy]\ngreeting = "hi"\n'
-    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
-    assert [p.name for p in active_packs(pspec)] == ["toy"]
-    ctx = dataclasses.replace(make_ctx(Path("/nonexistent"), "linux-64", None), pspec=pspec)
+    pspec = parse_spec(text, source="t.toml", registry=toy).for_platform("linux-64")
+    assert [p.name for p in toy.active(pspec.packs)] == ["toy"]
+    base = make_ctx(Path("/nonexistent"), "linux-64", None)
+    packs = {pack.name: pack.expectations(pspec, {}) for pack in toy.active(pspec.packs)}
+    ctx = dataclasses.replace(base, registry=toy, lock=base.lock.model_copy(update={
+        "expect": base.lock.expect.model_copy(update={"packs": packs})}))
     names = [s.name for s in build_steps(ctx)]
     assert "theanorc" not in names and "toy" in names
 
@@ -208,5 +213,5 @@ def test_a_lock_table_of_an_unregistered_pack_is_refused(tmp_path: Path) -> None
     path = tmp_path / "x.lock"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(SpecError) as error:
-        load_lock(path)
+        load_lock(path, REGISTRY)
     assert error.value.key == "platforms.linux-64.expect.toy"

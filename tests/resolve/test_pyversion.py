@@ -8,12 +8,13 @@ from envforge.lockfile import LockedDeb
 from envforge.resolve.pypi import UnsatisfiableError, resolve_pypi
 from envforge.resolve.pyversion import resolver_python
 from envforge.spec import PlatformSpec, parse_spec
+from tests.testing.packs import REGISTRY
 
 
 def _pspec(version: str, kind: str = "venv") -> PlatformSpec:
     text = (f'[project]\nname = "p"\nplatforms = ["linux-64"]\n[python]\nversion = "{version}"\n'
             f'[environment]\nkind = "{kind}"\n')
-    return parse_spec(text, source="p.toml").for_platform("linux-64")
+    return parse_spec(text, source="p.toml", registry=REGISTRY).for_platform("linux-64")
 
 
 def _never(minor: str) -> str | None:

@@ -22,31 +22,21 @@ from envforge.envlayout import layout_for
 from envforge.errors import ArtifactError, OfflineError, StepError
 from envforge.host.fetch import FileRef, cache_path
 from envforge.journal import Journal, Transaction, rollback
-from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
-from envforge.packs.theano.section import TheanoSection
+from envforge.lockfile import ApplyInputs, Expectations, LockedArtifact, PlatformLock
+from envforge.packs.theano.expect import TheanoExpect
 from envforge.paths import EnvforgeDirs
-from envforge.spec import (
-    CompilerSection,
-    CudaSection,
-    EnvironmentSection,
-    PathSection,
-    Platform,
-    PlatformSpec,
-    PythonSection,
-)
+from envforge.spec import CompilerSection, Platform
 from envforge.steps.base import Facts, StepContext
-from envforge.steps.compiler import (
+from envforge.steps.compiler import CompilerStep, gcc_limit_finding
+from envforge.steps.mingw import (
     MARKER,
-    CompilerStep,
     MingwVariant,
-    check_mingw_tree,
-    gcc_limit_finding,
     mingw_bin,
-    mingw_gxx,
     mingw_home,
 )
 from envforge.ui import UI
 from tests.testing.contexts import apply_step
+from tests.testing.packs import REGISTRY
 from tests.testing.trees import snapshot
 
 MINGW_NAME = "x86_64-8.1.0-release-posix-seh-rt_v6-rev0.7z"
@@ -100,21 +90,21 @@ def make_ctx(tmp: Path, platform: Platform, *, compiler: CompilerSection | None 
              artifacts: tuple[LockedArtifact, ...] = (), environ: Mapping[str, str] | None = None,
              cuda: str | None = None, cuda_root: Path | None = None, path_scope: str = "env",
              supplied: Mapping[str, Path] | None = None, data: Path | None = None,
-             theano: TheanoSection | None = None, ui: UI | None = None) -> StepContext:
+             cxx: str | None = None, ui: UI | None = None) -> StepContext:
     prefix = tmp / "prefix"
     return StepContext(
         platform=platform, prefix=prefix, environ=dict(environ or {}), home=tmp / "home",
         state_dir=tmp / "state", artifacts=dict(supplied or {}),
         lock=PlatformLock(python="3.7.16", environment="conda", artifacts=artifacts,
-                          expect=Expectations(versions={}, device="cuda", float_x="float32")),
-        pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
-                           environment=EnvironmentSection(kind="conda"), compiler=compiler,
-                           cuda=CudaSection(version=cuda) if cuda else None,
-                           path=PathSection(scope=path_scope),  # type: ignore[arg-type]
-                           packs={"theano": theano or TheanoSection()}),
+                          expect=Expectations(versions={}, device="cuda", float_x="float32",
+                                              cuda=cuda, packs={"theano": TheanoExpect(
+                                                  flags={"cxx": cxx} if cxx else {})}),
+                          apply=ApplyInputs(compiler=compiler,
+                                            path_scope=path_scope)),  # type: ignore[arg-type]
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", data or tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root))
+        sources=LockedSources(), ui=ui or UI(quiet=True), facts=Facts(cuda_root=cuda_root),
+        registry=REGISTRY)
 
 
 MINGW = CompilerSection(kind="mingw-w64", version="8.1.0", threads="posix", exceptions="seh")
@@ -342,15 +332,6 @@ def test_archive_of_another_variant_is_refused(tmp_path: Path, files: dict[str, 
     assert not (tmp_path / "data").exists()
 
 
-def test_check_mingw_tree_wants_win32_without_gthreads(tmp_path: Path) -> None:
-    archive = mingw_7z(tmp_path / "a.7z")
-    with py7zr.SevenZipFile(archive) as sz:
-        sz.extractall(tmp_path / "tree")
-    assert check_mingw_tree(tmp_path / "tree", POSIX_SEH) == []
-    assert check_mingw_tree(tmp_path / "tree", MingwVariant("8.1.0", "win32", "seh")) == [
-        "not the win32 thread model: c++config.h defines _GLIBCXX_HAS_GTHREADS"]
-
-
 def test_spec_and_lock_must_name_the_same_variant(tmp_path: Path) -> None:
     archive = mingw_7z(tmp_path / "upstream" / MINGW_NAME)
     ctx = mingw_ctx(tmp_path, archive, compiler=CompilerSection(kind="mingw-w64", threads="win32"))
@@ -396,14 +377,6 @@ def test_a_tree_left_incomplete_is_replaced_and_rollback_still_removes_it(tmp_pa
 
     rollback(journal)
     assert not (tmp_path / "data").exists()
-
-
-def test_mingw_bin_is_a_windows_path_under_envforge_data(tmp_path: Path) -> None:
-    archive = mingw_7z(tmp_path / "upstream" / MINGW_NAME)
-    ctx = mingw_ctx(tmp_path, archive, data=Path(r"C:\Users\alice\AppData\Local\envforge"))
-    assert str(mingw_bin(ctx)) == (r"C:\Users\alice\AppData\Local\envforge\tools"
-                                   r"\mingw-w64-8.1.0-posix-seh\mingw64\bin")
-    assert str(mingw_gxx(ctx)).endswith(r"\mingw-w64-8.1.0-posix-seh\mingw64\bin\g++.exe")
 
 
 def test_mingw_bin_names_the_installed_bin(tmp_path: Path) -> None:
@@ -478,10 +451,10 @@ def test_theano_cxx_is_the_compiler_looked_for(tmp_path: Path) -> None:
     real = shutil.which("g++")
     assert real is not None
     found = make_ctx(tmp_path, "linux-64", compiler=GCC, environ={"PATH": ""},
-                     theano=TheanoSection(cxx=real))
+                     cxx=real)
     assert CompilerStep().describe(found) == ()
     missing = make_ctx(tmp_path, "linux-64", compiler=GCC, environ={"PATH": host_path()},
-                       theano=TheanoSection(cxx="g++-4.8-not-installed"))
+                       cxx="g++-4.8-not-installed")
     with pytest.raises(StepError, match=re.escape("g++-4.8-not-installed not found on PATH")):
         CompilerStep().describe(missing)
 

@@ -10,8 +10,7 @@ import pytest
 from envforge.envlayout import layout_for
 from envforge.errors import StepError
 from envforge.host.interpreters import find_interpreter, query_version
-from envforge.lockfile import Expectations, PlatformLock
-from envforge.spec import EnvironmentSection, PlatformSpec, PythonSection
+from envforge.lockfile import ApplyInputs, Expectations, PlatformLock
 from envforge.steps.base import StepContext
 from envforge.steps.env import EnvironmentStep, PrefixStep
 from tests.testing.contexts import apply_step, make_ctx
@@ -23,9 +22,7 @@ def venv_ctx(tmp_path: Path, python: str, environ: dict[str, str], *,
     return dataclasses.replace(
         base, offline=offline,
         lock=PlatformLock(python=python, environment="venv", expect=Expectations(
-            versions={}, device="cpu", float_x="float64")),
-        pspec=PlatformSpec(platform="linux-64", python=PythonSection(version=python),
-                           environment=EnvironmentSection(kind="venv")),
+            versions={}, device="cpu", float_x="float64"), apply=ApplyInputs()),
         layout=layout_for("linux-64", "venv", base.prefix, python))
 
 

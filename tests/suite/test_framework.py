@@ -3,15 +3,16 @@ subset, known-bad tests and run settings; a lock with no such release has no sui
 
 from __future__ import annotations
 
-from envforge.packs import PACKS
+from envforge.packs.theano import THEANO
 from envforge.suite.framework import framework_suite, pinned_suite
+from tests.testing.packs import REGISTRY
 
 
 def test_the_lock_s_release_finds_its_pack_s_suite() -> None:
-    found = framework_suite({"python": "3.7.16", "theano": "1.0.5", "numpy": "1.19.5"})
+    found = framework_suite({"python": "3.7.16", "theano": "1.0.5", "numpy": "1.19.5"}, REGISTRY)
     assert found is not None
     suite, release = found
-    assert suite is PACKS["theano"].suite and release == "1.0.5"
+    assert suite is THEANO.suite and release == "1.0.5"
     runner = suite.runner(release)
     assert runner is not None and runner.package == "theano"
     cpu = suite.subset(release, "cpu")
@@ -20,7 +21,7 @@ def test_the_lock_s_release_finds_its_pack_s_suite() -> None:
 
 
 def test_a_gpu_subset_adds_its_settings_to_the_framework_s_variable() -> None:
-    suite = PACKS["theano"].suite
+    suite = THEANO.suite
     assert suite is not None
     gpu = suite.subset("1.0.5", "cuda0")
     assert gpu is not None and gpu.device == "cuda"
@@ -29,7 +30,7 @@ def test_a_gpu_subset_adds_its_settings_to_the_framework_s_variable() -> None:
 
 
 def test_no_release_no_suite() -> None:
-    assert framework_suite({"python": "3.7.16", "numpy": "1.19.5"}) is None
-    assert pinned_suite(["numpy==1.19.5", "Theano-PyMC>=1.0"]) is None
-    found = pinned_suite(["numpy==1.19.5", "Theano-PyMC==1.0.5"])
+    assert framework_suite({"python": "3.7.16", "numpy": "1.19.5"}, REGISTRY) is None
+    assert pinned_suite(["numpy==1.19.5", "Theano-PyMC>=1.0"], REGISTRY) is None
+    found = pinned_suite(["numpy==1.19.5", "Theano-PyMC==1.0.5"], REGISTRY)
     assert found is not None and found[1] == "1.0.5"

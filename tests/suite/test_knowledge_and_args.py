@@ -17,6 +17,7 @@ from envforge.packs.theano.knowledge import (
     suite_subset,
 )
 from envforge.suite.runner import SuiteFolder, pytest_args, suite_environ, workers_for
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 _NODE = re.compile(r"^theano/[\w/]+\.py(::\w+)*$")
@@ -93,7 +94,7 @@ def test_the_gpu_subset_shares_classes_out_and_keeps_workers_from_preallocating(
 
 
 def test_the_lock_carries_the_runner_apart_and_bundles_take_it_when_asked() -> None:
-    lock = load_lock(REPO / "locks" / "theano-cpu.lock")
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     for platform, plock in lock.platforms.items():
         assert plock.suite is not None, platform
         names = {f.name for f in plock.suite.runner}
@@ -110,9 +111,9 @@ def test_the_lock_carries_the_runner_apart_and_bundles_take_it_when_asked() -> N
 def test_a_lock_from_before_the_suite_is_re_resolved_not_reused() -> None:
     from envforge.app.locking import suite_missing
 
-    plock = load_lock(REPO / "locks" / "theano-gpu-linux.lock").platforms["linux-64"]
-    assert plock.suite is not None and not suite_missing(plock)
-    assert suite_missing(plock.model_copy(update={"suite": None}))
+    plock = load_lock(REPO / "locks" / "theano-gpu-linux.lock", REGISTRY).platforms["linux-64"]
+    assert plock.suite is not None and not suite_missing(plock, REGISTRY)
+    assert suite_missing(plock.model_copy(update={"suite": None}), REGISTRY)
 
 
 def test_suite_without_a_test_group_in_the_lock_is_bad_input_before_anything_runs(
@@ -123,7 +124,7 @@ def test_suite_without_a_test_group_in_the_lock_is_bad_input_before_anything_run
 
     shutil.copytree(REPO / "specs", tmp_path / "specs")
     lock_path = tmp_path / "locks" / "theano-cpu.lock"
-    lock = load_lock(REPO / "locks" / "theano-cpu.lock")
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     bare = {p: pl.model_copy(update={"suite": None}) for p, pl in lock.platforms.items()}
     write_lock(lock.model_copy(update={"platforms": bare}), lock_path)
     monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))

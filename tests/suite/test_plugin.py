@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from envforge.packs.theano.suite import THEANO_SUITE
 from envforge.suite.runner import PLUGIN, SuiteFolder, suite_environ
 
 
@@ -30,7 +31,7 @@ def _environ_after_plugin(env: dict[str, str]) -> dict[str, str]:
 def test_each_worker_compiles_in_its_own_folder(tmp_path: Path) -> None:
     folder = SuiteFolder(tmp_path, tmp_path / "runner", tmp_path / "source")
     env = suite_environ({**_host(), "THEANO_FLAGS": "device=cpu"}, folder, package="theano",
-                        compiledir=tmp_path / "c")
+                        compiledir=tmp_path / "c", compiledir_flag=THEANO_SUITE.compiledir_flag)
     assert env["ENVFORGE_SUITE_COMPILEDIR_FLAG"] == "THEANO_FLAGS:base_compiledir"
     env["PYTEST_XDIST_WORKER"] = "gw3"
     after = _environ_after_plugin(env)

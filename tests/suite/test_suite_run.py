@@ -16,6 +16,7 @@ from envforge.app.context import prepare
 from envforge.cli import main
 from envforge.envvars import apply_edits
 from envforge.packs.theano.knowledge import SuiteSubsetRow, known_bad_tests, suite_subset
+from envforge.packs.theano.suite import THEANO_SUITE
 from envforge.steps.activation import load_edits
 from envforge.suite import runner as testsuite
 from envforge.suite.results import judge, parse_junit
@@ -89,7 +90,8 @@ def test_a_planted_break_fails_the_suite_naming_the_tests(applied: tuple[Path, P
     subset = SuiteSubsetRow(theano="==1.0.5", name="scan", device="cpu", time_limit_s=300,
                             tests=(scan,), source="this test")
     env = testsuite.suite_environ(apply_edits(load_edits(prefix), ctx.environ, pathsep=os.pathsep),
-                                  folder, package="theano", compiledir=tmp_path / "compiledir")
+                                  folder, package="theano", compiledir=tmp_path / "compiledir",
+                                  compiledir_flag=THEANO_SUITE.compiledir_flag)
     junit = tmp_path / "junit.xml"
 
     def run() -> tuple[tuple[str, str], ...]:

@@ -8,12 +8,13 @@ from pathlib import Path
 from envforge.bundle.sources import LockedSources
 from envforge.envlayout import layout_for
 from envforge.journal import Journal, Transaction
-from envforge.lockfile import Expectations, PlatformLock
+from envforge.lockfile import ApplyInputs, Expectations, PlatformLock
 from envforge.packs.theano.expect import TheanoExpect
 from envforge.paths import EnvforgeDirs
-from envforge.spec import CudaSection, EnvironmentSection, Platform, PlatformSpec, PythonSection
+from envforge.spec import Platform
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.ui import UI
+from tests.testing.packs import REGISTRY
 
 
 def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
@@ -25,15 +26,12 @@ def make_ctx(tmp: Path, platform: Platform, cuda_root: Path | None,
         platform=platform, prefix=prefix, environ=dict(environ or {}), home=tmp / "home",
         state_dir=tmp / "state", artifacts=dict(artifacts or {}),
         lock=PlatformLock(python="3.7.16", environment="conda", expect=Expectations(
-            versions={}, device="cuda", float_x="float32",
-            packs={"theano": TheanoExpect(flags={})})),
-        pspec=PlatformSpec(platform=platform, python=PythonSection(version="3.7"),
-                           environment=EnvironmentSection(kind="conda"),
-                           cuda=CudaSection(version=cuda) if cuda else None),
+            versions={}, device="cuda", float_x="float32", cuda=cuda,
+            packs={"theano": TheanoExpect(flags={})}), apply=ApplyInputs()),
         layout=layout_for(platform, "conda", prefix, "3.7"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
         sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
-        cuda_search=cuda_search)
+        cuda_search=cuda_search, registry=REGISTRY)
 
 
 def apply_step(step: Step, ctx: StepContext) -> Journal:

@@ -28,26 +28,19 @@ from envforge.expectations import kernel_expectations
 from envforge.host import proc
 from envforge.host.windows import REG_EXPAND_SZ, USER_ENVIRONMENT, WinRegistry
 from envforge.journal import Journal
-from envforge.lockfile import Expectations, LockedArtifact, PlatformLock
+from envforge.lockfile import ApplyInputs, Expectations, LockedArtifact, PlatformLock
 from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect
-from envforge.packs.theano.section import TheanoSection
 from envforge.packs.theano.theanorc import TheanorcStep
 from envforge.paths import EnvforgeDirs
-from envforge.spec import (
-    CudaSection,
-    EnvironmentSection,
-    PathSection,
-    PlatformSpec,
-    PythonSection,
-    VerifySection,
-)
+from envforge.spec import VerifySection
 from envforge.steps.base import Facts, Step, StepContext
 from envforge.steps.cudnn import CudnnInstallStep
 from envforge.steps.userpath import UserPathStep
 from envforge.ui import UI
 from envforge.verify import build_request, check_report, verdict
 from tests.steps.test_cudnn import windows_cuda_tree, windows_cudnn_zip
+from tests.testing.packs import REGISTRY
 
 PY38 = os.environ.get("ENVFORGE_WINE_PY38", "")
 pytestmark = pytest.mark.skipif(
@@ -79,15 +72,15 @@ def context(tmp: Path, cuda_root: Path, archive: Path) -> StepContext:
         platform="win-64", prefix=prefix, environ=dict(os.environ),
         home=Path(os.environ["USERPROFILE"]), state_dir=tmp / "state",
         artifacts={"cudnn": archive},
-        lock=PlatformLock(python="3.8.10", environment="venv", expect=expectations()),
-        pspec=PlatformSpec(platform="win-64", python=PythonSection(version="3.8"),
-                           environment=EnvironmentSection(kind="venv"),
-                           cuda=CudaSection(version="10.2"),
-                           packs={"theano": TheanoSection(theanorc="home")},
-                           path=PathSection(scope="user")),
+        # CUDA 10.2 wanted, the rc file in the user's home, the user's PATH edited
+        lock=PlatformLock(python="3.8.10", environment="venv", expect=expectations().model_copy(
+            update={"cuda": "10.2", "packs": {"theano": TheanoExpect(flags={
+                "device": "cpu", "floatX": "float64", "mode": "FAST_RUN", "cxx": ""},
+                theanorc="home")}}), apply=ApplyInputs(path_scope="user")),
         layout=layout_for("win-64", "venv", prefix, "3.8"),
         dirs=EnvforgeDirs(tmp / "cache", tmp / "data", tmp / "state"),
-        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root))
+        sources=LockedSources(), ui=UI(quiet=True), facts=Facts(cuda_root=cuda_root),
+        registry=REGISTRY)
 
 
 def steps(archive: Path) -> list[Step]:
@@ -131,7 +124,8 @@ def probe(tmp: Path, expect: Expectations) -> dict[str, Any]:
     """envforge's probe run by the Windows Python 3.8; Theano reads %USERPROFILE%'s file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEANO", "PYTHON"))}
     env["THEANO_FLAGS"] = f"base_compiledir={tmp / 'theano'}"
-    done = proc.run([PY38, PROBE_SCRIPT], env=env, input_text=json.dumps(build_request(expect)),
+    done = proc.run([PY38, PROBE_SCRIPT], env=env, input_text=json.dumps(build_request(expect,
+                                                                                       REGISTRY)),
                     timeout=600)
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -156,7 +150,7 @@ def test_apply_verify_rollback_on_windows(tmp_path: Path,
 
     expect = expectations()
     report = probe(tmp_path, expect)
-    rows = check_report(report, expect, gpu_expected=False)
+    rows = check_report(report, expect, REGISTRY, gpu_expected=False)
     assert {r.name: r.why for r in rows if r.status == "fail"} == {}
     assert verdict(rows) == 0
     passed = {r.name for r in rows if r.status == "pass"}
@@ -168,7 +162,7 @@ def test_apply_verify_rollback_on_windows(tmp_path: Path,
     # The same report fails against a perturbed lock: the kernel rows can fail.
     bad = expect.model_copy(update={"kernels": tuple(
         k.model_copy(update={"checksum": k.checksum * 1.01}) for k in expect.kernels)})
-    assert verdict(check_report(report, bad, gpu_expected=False)) != 0
+    assert verdict(check_report(report, bad, REGISTRY, gpu_expected=False)) != 0
 
     undo(ctx.state_dir)
 

@@ -5,10 +5,13 @@ base, and names the knowledge row it rests on."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
 from envforge.doctor.rules import cuda, cudnn, gpu, libgpuarray, packages
+from envforge.doctor.rules.common import GpuPack, judged_with
+from envforge.packapi import Registry
 
 Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
 
@@ -26,15 +29,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def all_rules() -> tuple[Rule, ...]:
+class DoctorPack(GpuPack, Protocol):
+    """What doctor's judging asks of a pack: its rules, and whether it means a GPU."""
+
+    def doctor_rules(self) -> tuple[Rule, ...]: ...
+
+
+def all_rules(packs: Registry[DoctorPack]) -> tuple[Rule, ...]:
     """The core's rules, then each pack's."""
-    from envforge.packs import PACKS
-
-    return (*RULES, *(rule for pack in PACKS.values() for rule in pack.doctor_rules()))
+    return (*RULES, *(rule for pack in packs for rule in pack.doctor_rules()))
 
 
-def diagnose(facts: HostFacts, expected: Expected | None = None,
+def diagnose(facts: HostFacts, expected: Expected | None = None, *,
+             packs: Registry[DoctorPack],
              rules: Iterable[Rule] | None = None) -> tuple[Finding, ...]:
-    """Every finding of every rule (the core's and the packs'), errors first."""
-    chosen = all_rules() if rules is None else rules
-    return sort_findings([finding for rule in chosen for finding in rule(facts, expected)])
+    """Every finding of every rule (the core's and ``packs``'), errors first."""
+    chosen = all_rules(packs) if rules is None else rules
+    with judged_with(packs):
+        return sort_findings([finding for rule in chosen for finding in rule(facts, expected)])

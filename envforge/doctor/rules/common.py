@@ -4,11 +4,37 @@ be used, evidence and shell commands. Pure, like the rules."""
 from __future__ import annotations
 
 import shlex
-from typing import assert_never
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol, assert_never
 
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
 from envforge.doctor.model import Evidence
+from envforge.packapi import Pack, Registry
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
+
+
+class GpuPack(Pack, Protocol):
+    """What judging asks of a pack: whether its own settings on this host ask for a GPU."""
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool: ...
+
+
+# The packs a diagnosis judges with, set by ``diagnose`` for its rules: a rule keeps its
+# (facts, expected) shape, so a pack's rule is a plain function of the facts.
+_JUDGED_WITH: ContextVar[Registry[GpuPack] | None] = ContextVar("envforge_doctor_packs",
+                                                                default=None)
+
+
+@contextmanager
+def judged_with(packs: Registry[GpuPack]) -> Iterator[None]:
+    """Rules run inside see ``packs`` (``gpu_intended`` asks each)."""
+    token = _JUDGED_WITH.set(packs)
+    try:
+        yield
+    finally:
+        _JUDGED_WITH.reset(token)
 
 
 def installed(facts: HostFacts, expected: Expected | None,
@@ -27,22 +53,13 @@ def installed(facts: HostFacts, expected: Expected | None,
 
 def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
     """Whether this host is meant to run on a GPU: the lock's device, a pack's device
-    setting (``FrameworkPack.gpu_intended``) or pygpu installed."""
-    from envforge.packs import PACKS
-
+    setting (``FrameworkPack.gpu_intended``, of the packs ``diagnose`` judges with) or pygpu
+    installed."""
     if expected is not None and expected.device.startswith(("cuda", "opencl")):
         return True
-    if any(pack.gpu_intended(facts, expected) for pack in PACKS.values()):
+    if any(pack.gpu_intended(facts, expected) for pack in _JUDGED_WITH.get() or ()):
         return True
     return installed(facts, expected, "pygpu") is not None
-
-
-def doctor_packages() -> tuple[str, ...]:
-    """Python, then the packages each pack has doctor show and check against the lock."""
-    from envforge.packs import PACKS
-
-    names = ("python", *(name for pack in PACKS.values() for name in pack.doctor_packages))
-    return tuple(dict.fromkeys(names))
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
-from envforge.doctor.rules.common import doctor_packages
 
 
 def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -23,7 +22,7 @@ def environment_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
             fix=Fix(text=f"envforge apply {expected.spec}"),
             source=f"{expected.spec} (its lock)")
         return
-    for name in doctor_packages():
+    for name in facts.packages:
         locked = expected.versions.get(name)
         have = env.versions.get(name)
         if locked is None:

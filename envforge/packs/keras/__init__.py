@@ -70,11 +70,14 @@ class KerasPack(PackDefaults):
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
-        from envforge.packs.keras.kerasjson import keras_dir
+        from envforge.packs.keras.expect import keras_expect
+        from envforge.packs.keras.kerasjson import in_env, keras_dir
 
-        section = keras_section(ctx.pspec)
-        edits = [EnvEdit(name="KERAS_BACKEND", op="set", value=section.backend)]
-        if section.keras_json == "env":
+        expect = keras_expect(ctx.lock.expect)
+        if expect is None:
+            return ()
+        edits = [EnvEdit(name="KERAS_BACKEND", op="set", value=expect.backend)]
+        if in_env(ctx):
             edits.insert(0, EnvEdit(name="KERAS_HOME", op="set", value=str(keras_dir(ctx))))
         return tuple(edits)
 

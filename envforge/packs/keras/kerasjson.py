@@ -9,7 +9,6 @@ from pathlib import Path
 
 from envforge.journal import Transaction
 from envforge.packs.keras.expect import keras_expect, keras_json_text
-from envforge.packs.keras.section import keras_section
 from envforge.steps.actions import StepPlan, perform_all, text_file_plan
 from envforge.steps.base import Change, StepContext
 
@@ -18,9 +17,15 @@ def keras_dir(ctx: StepContext) -> Path:
     """The folder Keras reads keras.json from: KERAS_HOME in the environment, else ~/.keras."""
     from envforge.packs.keras.expect import KERAS_DIR_IN_ENV
 
-    if keras_section(ctx.pspec).keras_json == "env":
+    if in_env(ctx):
         return Path(ctx.layout.prefix) / KERAS_DIR_IN_ENV
     return ctx.home / ".keras"
+
+
+def in_env(ctx: StepContext) -> bool:
+    """Whether the lock puts keras.json in the environment (``{prefix}/...``), not in ~."""
+    expect = keras_expect(ctx.lock.expect)
+    return expect is not None and expect.keras_json.startswith("{prefix}/")
 
 
 def rendered(ctx: StepContext) -> str:

@@ -8,6 +8,7 @@ from importlib import resources
 
 from envforge.knowledge.models import Range, Row
 from envforge.packs.pitfalls import PitfallRow
+from envforge.packs.shared import aliases
 from envforge.spec import Frozen
 
 
@@ -41,7 +42,5 @@ def config_row(what: str) -> ConfigRow:
 
 def part_aliases() -> dict[str, str]:
     """The distributions a pitfall's ``tensorflow`` part stands for (``tensorflow-gpu`` ...),
-    from the TensorFlow pack's knowledge."""
-    from envforge.packs.tensorflow.knowledge import aliases
-
-    return aliases()
+    from the facts the packs share."""
+    return aliases("tensorflow")

@@ -14,11 +14,8 @@ from pydantic import Field
 
 from envforge.knowledge.models import Range, Row, in_range
 from envforge.packs.pitfalls import PitfallRow
+from envforge.packs.shared import aliases as shared_aliases
 from envforge.spec import Frozen, Platform
-
-
-class DistributionsRow(Row):
-    names: tuple[str, ...] = Field(min_length=1)
 
 
 class GpuBuildRow(Row):
@@ -50,7 +47,6 @@ class VariableRow(Row):
 
 
 class TensorflowFile(Frozen):
-    distributions: tuple[DistributionsRow, ...]
     gpu_builds: tuple[GpuBuildRow, ...] = ()
     tested: tuple[BuildConfigRow, ...]
     pitfalls: tuple[PitfallRow, ...]
@@ -70,9 +66,9 @@ def tensorflow_knowledge() -> TensorflowFile:
 
 
 def aliases() -> dict[str, str]:
-    """Every distribution name that installs ``tensorflow`` -> ``tensorflow``."""
-    return {name: "tensorflow" for row in tensorflow_knowledge().distributions
-            for name in row.names}
+    """Every distribution name that installs ``tensorflow`` -> ``tensorflow`` (a fact Keras's
+    rules read too: ``envforge/packs/shared/distributions.toml``)."""
+    return shared_aliases("tensorflow")
 
 
 def gpu_build(distribution: str) -> GpuBuildRow | None:

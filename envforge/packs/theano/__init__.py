@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from envforge.lockfile import Expectations
     from envforge.packs.base import Migration, Report
     from envforge.spec import Platform, PlatformSpec
-    from envforge.steps.base import Step, StepContext
-    from envforge.steps.compiler import CompilerNeed
+    from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
@@ -66,9 +65,10 @@ class TheanoPack:
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
+        from envforge.packs.theano.expect import theano_expect
         from envforge.packs.theano.theanorc import env_theanorc
 
-        if theano_section(ctx.pspec).theanorc != "env":
+        if theano_expect(ctx.lock.expect).theanorc != "env":
             return ()
         return (EnvEdit(name="THEANORC", op="set", value=str(env_theanorc(ctx))),)
 
@@ -172,11 +172,13 @@ class TheanoPack:
 
         return displaced_originals(requirements)
 
-    def compiler_need(self, pspec: PlatformSpec) -> CompilerNeed:
-        from envforge.steps.compiler import CompilerNeed
+    def compiler_need(self, expect: Expectations) -> CompilerNeed:
+        from envforge.packs.theano.expect import theano_expect
+        from envforge.steps.base import CompilerNeed
 
         return CompilerNeed(
-            framework="Theano", setting="[theano] cxx", cxx=theano_section(pspec).cxx,
+            framework="Theano", setting="[theano] cxx",
+            cxx=theano_expect(expect).flags.get("cxx"),
             nvcc_note="Theano compiles its GPU kernels with NVRTC, not nvcc, and its C code "
                       "with g++ alone, so Theano itself is not affected")
 

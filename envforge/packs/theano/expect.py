@@ -17,6 +17,9 @@ class TheanoExpect(Frozen):
 
     flags: dict[FlagName, FlagValue]
     flag_spelling: Literal["dots", "double-underscores"] | None = None
+    # where the rc file goes ([theano] theanorc), read by apply; a table of lock format 2
+    # had none (the spec's default), and its lock is re-locked before apply reads it
+    theanorc: Literal["home", "env"] = "env"
 
 
 def theano_expect(expect: Expectations) -> TheanoExpect:
@@ -44,7 +47,8 @@ def expectations(pspec: PlatformSpec, versions: Mapping[str, str]) -> TheanoExpe
         from envforge.packs.theano.knowledge import theano_rules
 
         spelling = theano_rules(theano).spelling
-    return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling)
+    return TheanoExpect(flags=expected_flags(pspec, theano), flag_spelling=spelling,
+                        theanorc=theano_section(pspec).theanorc)
 
 
 def migrate_v1(table: dict[str, Any]) -> None:

@@ -27,6 +27,8 @@ from envforge.packs.theano.knowledge_models import (
     UndeclaredRow,
 )
 
+_PACKAGE = "envforge.packs.theano"  # where theano.toml and theano_suite.toml live
+
 __all__ = [
     "BlogErratum",
     "DistributionRow",
@@ -59,13 +61,13 @@ __all__ = [
 @functools.cache
 def theano_knowledge() -> TheanoFile:
     """theano.toml, validated; a malformed row is a bug in the package and raises."""
-    return TheanoFile.model_validate(read_knowledge("theano"))
+    return TheanoFile.model_validate(read_knowledge("theano", _PACKAGE))
 
 
 @functools.cache
 def suite_knowledge() -> TheanoSuiteFile:
     """theano_suite.toml, validated."""
-    return TheanoSuiteFile.model_validate(read_knowledge("theano_suite"))
+    return TheanoSuiteFile.model_validate(read_knowledge("theano_suite", _PACKAGE))
 
 
 @functools.cache

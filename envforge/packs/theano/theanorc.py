@@ -14,7 +14,6 @@ from envforge.journal import Transaction
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.flags import render_theanorc
 from envforge.packs.theano.knowledge import reference_theano
-from envforge.packs.theano.section import theano_section
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.actions import StepPlan, perform_all, text_file_plan
 from envforge.steps.base import Change, StepContext
@@ -35,17 +34,17 @@ def expanded_flags(ctx: StepContext) -> dict[str, str]:
     prefix = str(ctx.layout.prefix)
     locked = theano_expect(ctx.lock.expect).flags
     flags = {k: v.replace("{prefix}", prefix) for k, v in locked.items()}
-    compiler = ctx.pspec.compiler
+    compiler = ctx.inputs.compiler
     if PLATFORMS[ctx.platform].os is Os.WINDOWS and compiler is not None \
             and compiler.kind == "mingw-w64":
-        from envforge.steps.compiler import mingw_gxx
+        from envforge.steps.mingw import mingw_gxx
 
         flags.setdefault("cxx", str(mingw_gxx(ctx)))
     return flags
 
 
 def theanorc_target(ctx: StepContext) -> Path:
-    if theano_section(ctx.pspec).theanorc == "env":
+    if theano_expect(ctx.lock.expect).theanorc == "env":
         return Path(env_theanorc(ctx))
     target = PLATFORMS[ctx.platform]
     match target.os:

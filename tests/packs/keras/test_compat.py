@@ -11,6 +11,7 @@ from envforge.errors import CompatibilityError
 from envforge.lockfile import load_lock
 from envforge.packs.keras.expect import expectations
 from envforge.spec import load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 CPU = (REPO / "specs" / "tf1-keras-cpu.toml").read_text(encoding="utf-8")
@@ -18,8 +19,8 @@ THEANO = (REPO / "specs" / "keras-theano-cpu.toml").read_text(encoding="utf-8")
 
 
 def _conflicts(text: str) -> list[tuple[str, str, str]]:
-    pspec = parse_spec(text, source="t.toml").for_platform("win-64")
-    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec)]
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform("win-64")
+    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec, REGISTRY)]
 
 
 @pytest.mark.parametrize("text", [CPU, THEANO])
@@ -38,8 +39,8 @@ def test_a_backend_the_spec_does_not_mount() -> None:
 
 
 def test_a_resolved_h5py_3_is_refused() -> None:
-    pspec = load_spec(REPO / "specs" / "keras-theano-cpu.toml").for_platform("linux-64")
-    versions = dict(load_lock(REPO / "locks" / "keras-theano-cpu.lock")
+    pspec = load_spec(REPO / "specs" / "keras-theano-cpu.toml", REGISTRY).for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "keras-theano-cpu.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
     assert expectations(pspec, versions).backend == "theano"
     with pytest.raises(CompatibilityError, match=r"resolved keras 2\.3\.1 with h5py 3\.8\.0"):
@@ -72,8 +73,8 @@ def test_tensorflow_gpu_counts_as_tensorflow() -> None:
 
 
 def test_a_resolved_keras_2_4_is_refused() -> None:
-    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml").for_platform("linux-64")
-    versions = dict(load_lock(REPO / "locks" / "tf1-keras-cpu.lock")
+    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml", REGISTRY).for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "tf1-keras-cpu.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
     with pytest.raises(CompatibilityError, match=r"resolved keras 2\.4\.3 with tensorflow "
                                                  r"1\.15\.5: .*Keras requires TensorFlow 2\.2"):
@@ -110,14 +111,14 @@ def test_keras_json_where_keras_reads_it(text: str) -> None:
 def test_a_resolved_keras_2_1_with_keras_json_in_the_environment_is_refused() -> None:
     text = OLD.replace('keras_json = "home"', 'keras_json = "env"').replace(
         "keras==2.1.6", "keras<2.3")
-    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
-    versions = dict(load_lock(REPO / "locks" / "tf113-keras21-cpu.lock")
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "tf113-keras21-cpu.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
     assert versions["keras"] == "2.1.6"
     with pytest.raises(CompatibilityError, match=r'resolved keras 2\.1\.6 with \[keras\] '
                                                  r'keras_json = "env"'):
         expectations(pspec, versions)
-    home = load_spec(REPO / "specs" / "tf113-keras21-cpu.toml").for_platform("linux-64")
+    home = load_spec(REPO / "specs" / "tf113-keras21-cpu.toml", REGISTRY).for_platform("linux-64")
     assert expectations(home, versions).keras_json == "~/.keras/keras.json"
 
 

@@ -13,22 +13,29 @@ from envforge.cli import main
 from envforge.journal import rollback
 from envforge.lockfile import load_lock
 from envforge.packs.keras import KERAS
+from envforge.packs.keras.expect import keras_expect, keras_json_path
 from envforge.packs.keras.kerasjson import KerasJsonStep
 from envforge.plan import build_steps
 from envforge.spec import parse_spec
 from envforge.steps.activation import edits_for
 from tests.faults.harness import snapshot
 from tests.testing.contexts import apply_step, make_ctx
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = (REPO / "specs" / "tf1-keras-cpu.toml").read_text(encoding="utf-8")
-LOCK = load_lock(REPO / "locks" / "tf1-keras-cpu.lock").platforms["linux-64"]
+LOCK = load_lock(REPO / "locks" / "tf1-keras-cpu.lock", REGISTRY).platforms["linux-64"]
 
 
 def _ctx(tmp_path: Path, where: str = "env"):  # type: ignore[no-untyped-def]
     text = SPEC.replace('keras_json = "env"', f'keras_json = "{where}"')
-    pspec = parse_spec(text, source="t.toml").for_platform("linux-64")
-    return dataclasses.replace(make_ctx(tmp_path, "linux-64", None), lock=LOCK, pspec=pspec)
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform("linux-64")
+    keras = keras_expect(LOCK.expect)
+    assert keras is not None
+    packs = {**LOCK.expect.packs, "keras": keras.model_copy(
+        update={"keras_json": keras_json_path(pspec)})}
+    lock = LOCK.model_copy(update={"expect": LOCK.expect.model_copy(update={"packs": packs})})
+    return dataclasses.replace(make_ctx(tmp_path, "linux-64", None), lock=lock)
 
 
 def test_in_the_environment_with_keras_home(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from envforge.lockfile import load_lock
 from envforge.packs.keras.expect import KerasExpect
 from envforge.packs.keras.verify import verify_rows
 from envforge.verify import build_request
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
-EXPECT = load_lock(REPO / "locks" / "tf1-keras-cpu.lock").platforms["linux-64"].expect
+EXPECT = load_lock(REPO / "locks" / "tf1-keras-cpu.lock", REGISTRY).platforms["linux-64"].expect
 TABLE = EXPECT.packs["keras"]
 assert isinstance(TABLE, KerasExpect)
 
@@ -42,7 +43,7 @@ def _rows(report: dict[str, Any]) -> dict[str, str]:
 
 
 def test_the_keras_probe_is_asked_for_the_model() -> None:
-    train = build_request(EXPECT)["keras"]["train"]
+    train = build_request(EXPECT, REGISTRY)["keras"]["train"]
     assert train["name"] == "train" and train["params"] == {"learning_rate": 0.5}
     assert train["shape"] == [32, 4, 20]
 

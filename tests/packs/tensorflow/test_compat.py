@@ -12,6 +12,7 @@ from envforge.errors import CompatibilityError
 from envforge.lockfile import load_lock
 from envforge.packs.tensorflow.expect import expectations
 from envforge.spec import load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 CPU = (REPO / "specs" / "tf1-keras-cpu.toml").read_text(encoding="utf-8")
@@ -19,14 +20,14 @@ GPU = (REPO / "specs" / "tf1-gpu-cuda100.toml").read_text(encoding="utf-8")
 
 
 def _rules(text: str, platform: str = "linux-64") -> list[tuple[str, str, str]]:
-    pspec = parse_spec(text, source="specs/x.toml").for_platform(platform)  # type: ignore[arg-type]
-    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec)]
+    pspec = parse_spec(text, source="specs/x.toml", registry=REGISTRY).for_platform(platform)  # type: ignore[arg-type]
+    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec, REGISTRY)]
 
 
 @pytest.mark.parametrize("name", ["tf1-keras-cpu", "tf1-gpu-cuda100", "keras-theano-cpu",
                                   "tf114-keras22-cpu", "tf113-keras21-cpu"])
 def test_the_committed_specs_have_no_conflict(name: str) -> None:
-    ensure_compatible(load_spec(REPO / "specs" / f"{name}.toml"))
+    ensure_compatible(load_spec(REPO / "specs" / f"{name}.toml", REGISTRY), REGISTRY)
 
 
 def test_protobuf_4_is_refused_with_the_message_users_see() -> None:
@@ -46,9 +47,9 @@ def test_protobuf_4_is_refused_for_tensorflow_1_13_and_1_14_too(spec: str) -> No
 
 def test_the_refusal_is_one_line_naming_the_spec() -> None:
     spec = parse_spec(CPU.replace('"protobuf<4"', '"protobuf==4.21.0"'),
-                      source="specs/tf1-keras-cpu.toml")
+                      source="specs/tf1-keras-cpu.toml", registry=REGISTRY)
     with pytest.raises(CompatibilityError) as error:
-        ensure_compatible(spec)
+        ensure_compatible(spec, REGISTRY)
     text = str(error.value)
     line = next(n for n, row in enumerate(CPU.splitlines(), 1) if row.startswith("packages"))
     assert "\n" not in text
@@ -114,7 +115,7 @@ def test_tensorflow_2_under_the_tf1_pack_is_refused() -> None:
     assert message.startswith("pypi tensorflow==2.11.0: [tensorflow] is the TensorFlow 1.x pack")
     assert "AttributeError: module 'tensorflow' has no attribute 'Session'" in message
     assert fix.startswith('pin "tensorflow<2"')
-    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml").for_platform("linux-64")
+    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml", REGISTRY).for_platform("linux-64")
     with pytest.raises(CompatibilityError, match=r"resolved tensorflow 2\.11\.0: "):
         expectations(pspec, {"tensorflow": "2.11.0"})
 
@@ -136,12 +137,12 @@ def test_a_cpu_only_build_where_the_spec_asks_for_the_gpu(pin: str, refused: boo
 
 def test_a_resolved_cpu_only_build_is_refused() -> None:
     """An unpinned `tensorflow` resolves to 1.15.5, a CPU-only build: refused once resolved."""
-    versions = dict(load_lock(REPO / "locks" / "tf1-gpu-cuda100.lock")
+    versions = dict(load_lock(REPO / "locks" / "tf1-gpu-cuda100.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
-    gpu = load_spec(REPO / "specs" / "tf1-gpu-cuda100.toml").for_platform("linux-64")
+    gpu = load_spec(REPO / "specs" / "tf1-gpu-cuda100.toml", REGISTRY).for_platform("linux-64")
     assert expectations(gpu, versions).device == "cuda"
     pspec = parse_spec(GPU.replace('"tensorflow-gpu==1.15.5"', '"tensorflow<2"'),
-                       source="specs/x.toml").for_platform("linux-64")
+                       source="specs/x.toml", registry=REGISTRY).for_platform("linux-64")
     assert [r for r, _, _ in _rules(GPU.replace('"tensorflow-gpu==1.15.5"', '"tensorflow<2"'))
             if r == "tf1-cpu-build"] == []
     with pytest.raises(CompatibilityError, match=r"resolved tensorflow 1\.15\.5 with "
@@ -161,8 +162,8 @@ def test_kernels_the_probe_cannot_run_are_refused() -> None:
 
 def test_resolved_versions_are_judged_too() -> None:
     """An unpinned protobuf resolves to 4.x: lock refuses it as it refuses a pin."""
-    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml").for_platform("linux-64")
-    versions = dict(load_lock(REPO / "locks" / "tf1-keras-cpu.lock")
+    pspec = load_spec(REPO / "specs" / "tf1-keras-cpu.toml", REGISTRY).for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / "tf1-keras-cpu.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
     assert expectations(pspec, versions).device == "cpu"
     with pytest.raises(CompatibilityError, match=r"^linux-64: resolved tensorflow 1\.15\.5 "

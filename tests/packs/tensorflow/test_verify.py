@@ -8,10 +8,11 @@ from typing import Any
 from envforge.lockfile import load_lock
 from envforge.packs.tensorflow.verify import probe_request, verify_rows
 from envforge.verify import build_request
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
-CPU = load_lock(REPO / "locks" / "tf1-keras-cpu.lock").platforms["linux-64"].expect
-GPU = load_lock(REPO / "locks" / "tf1-gpu-cuda100.lock").platforms["linux-64"].expect
+CPU = load_lock(REPO / "locks" / "tf1-keras-cpu.lock", REGISTRY).platforms["linux-64"].expect
+GPU = load_lock(REPO / "locks" / "tf1-gpu-cuda100.lock", REGISTRY).platforms["linux-64"].expect
 DEVICES = [{"name": "/device:CPU:0", "type": "CPU", "description": ""}]
 
 
@@ -25,7 +26,7 @@ def test_the_request_asks_for_variables_and_libraries() -> None:
     assert probe_request(CPU) == {"tensorflow": {"device": "cpu", "float_x": "float32",
                                                  "variables": ["TF_CPP_MIN_LOG_LEVEL"],
                                                  "gpu_libraries": []}}
-    request = build_request(GPU)["tensorflow"]
+    request = build_request(GPU, REGISTRY)["tensorflow"]
     assert request["device"] == "cuda" and "libcudart.so.10.0" in request["gpu_libraries"]
     assert sorted(request["variables"]) == ["TF_CPP_MIN_LOG_LEVEL", "TF_FORCE_GPU_ALLOW_GROWTH"]
 
@@ -71,7 +72,7 @@ def test_a_gpu_lock_is_not_asked_theano_s_gpu_questions() -> None:
 
     report = {"format": 1, "python": {"version": "3.7.16"}, "kernels": [],
               "tensorflow": {"devices": DEVICES, "variables": {}, "libraries": {}}}
-    names = [r.name for r in check_report(report, GPU, gpu_expected=True, prefix="/p")]
+    names = [r.name for r in check_report(report, GPU, REGISTRY, gpu_expected=True, prefix="/p")]
     assert "tensorflow.devices" in names and "gpu.speedup" in names
     assert not [n for n in names if n in ("gpu.backend", "gpu.gemm.cublas_ratio")
                 or n.startswith("gpu.ops.")]

@@ -28,6 +28,7 @@ from envforge.paths import EnvforgeDirs
 from envforge.steps.base import StepContext
 from envforge.ui import UI
 from tests.testing.contexts import make_ctx
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -173,7 +174,7 @@ def test_verify_of_a_prefix_never_applied_still_says_so(tmp_path: Path,
 def _ctx(tmp: Path, *, flags: dict[str, str] | None = None) -> StepContext:
     """An applied-looking prefix of theano-cpu's lock in ``tmp``, envforge's cache beside it:
     its Python, an empty activation, and the host's own g++ on PATH (part of the key)."""
-    plock = load_lock(REPO / "locks" / "theano-cpu.lock").platforms["linux-64"]
+    plock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY).platforms["linux-64"]
     if flags is not None:
         packs = {**plock.expect.packs, "theano": TheanoExpect(flags=flags)}
         plock = plock.model_copy(update={"expect": plock.expect.model_copy(

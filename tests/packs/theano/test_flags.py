@@ -19,12 +19,13 @@ from envforge.packs.theano.flags import (
 )
 from envforge.packs.theano.section import TheanoSection, theano_section
 from envforge.spec import Platform, load_spec
+from tests.testing.packs import REGISTRY
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 
 
 def _theano(spec: str, platform: Platform) -> TheanoSection:
-    return theano_section(load_spec(SPECS / f"{spec}.toml").for_platform(platform))
+    return theano_section(load_spec(SPECS / f"{spec}.toml", REGISTRY).for_platform(platform))
 
 
 def _theano_reads_flags(value: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ from envforge.packs.theano.knowledge import (
     theano_knowledge,
     theano_rules,
 )
+from tests.testing.packs import REGISTRY
 
 
 def test_both_files_load_into_the_typed_models() -> None:
@@ -49,7 +50,6 @@ def test_naming_theano_pymc_overrides_the_original_theano_out_of_the_resolution(
         "Theano ; sys_platform == 'never'",)
     assert displaced_originals(["pymc3==3.4.1", "theano>=1.0.4"]) == ()  # compat refuses it
     assert displaced_originals(["numpy", "not a requirement ["]) == ()
-    from envforge.packs import PACKS  # lock asks every pack: only Theano's answers here
-
-    assert [line for pack in PACKS.values() for line in pack.resolver_overrides(
+    # lock asks every pack: only Theano's answers here
+    assert [line for pack in REGISTRY for line in pack.resolver_overrides(
         ["pymc3==3.4.1", "Theano-PyMC==1.0.5"])] == ["Theano ; sys_platform == 'never'"]

@@ -25,6 +25,7 @@ from envforge.packs.theano.expect import TheanoExpect
 from envforge.spec import ConvShape, VerifySection
 from envforge.verify import CheckRow, build_request, check_report, verdict
 from envforge.verify_report import to_junit
+from tests.testing.packs import REGISTRY
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -103,7 +104,7 @@ def _expect(float_x: str, **changes: Any) -> Expectations:
 def cpu_float64(target: Target) -> tuple[Expectations, dict[str, Any]]:
     expect = _expect("float64")
     # Flags from a .theanorc named by THEANORC, as envforge's apply writes them.
-    report = run_probe(target, build_request(expect), flags="device=cpu",
+    report = run_probe(target, build_request(expect, REGISTRY), flags="device=cpu",
                        theanorc="[global]\nfloatX = float64\nmode = FAST_RUN\n"
                                 "allow_gc = False\n")
     return expect, report
@@ -116,7 +117,7 @@ def _failures(rows: tuple[CheckRow, ...]) -> dict[str, str]:
 def test_cpu_float64_every_row_passes(cpu_float64: tuple[Expectations, dict[str, Any]],
                                       target: Target) -> None:
     expect, report = cpu_float64
-    rows = check_report(report, expect, gpu_expected=False)
+    rows = check_report(report, expect, REGISTRY, gpu_expected=False)
     assert _failures(rows) == {}
     assert verdict(rows) == ExitCode.OK
     passed = {r.name for r in rows if r.status == "pass"}
@@ -147,7 +148,7 @@ def test_a_perturbed_checksum_fails_naming_the_kernel(
     expect, report = cpu_float64
     kernels = tuple(k.model_copy(update={"checksum": k.checksum * (1 + 1e-3)})
                     if k.name == "conv" else k for k in expect.kernels)
-    rows = check_report(report, expect.model_copy(update={"kernels": kernels}),
+    rows = check_report(report, expect.model_copy(update={"kernels": kernels}), REGISTRY,
                         gpu_expected=False)
     assert list(_failures(rows)) == ["kernel.conv.checksum"]
     assert "kernel conv" in _failures(rows)["kernel.conv.checksum"]
@@ -164,8 +165,8 @@ def test_cpu_float32_meets_the_float32_tolerances(target: Target) -> None:
     every = SMALL.model_copy(update={"kernels": (
         "elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent", "train")})
     expect = _expect("float32", theano_flags={}, kernels=kernel_expectations(every, "float32"))
-    report = run_probe(target, build_request(expect), flags="device=cpu,floatX=float32")
-    rows = check_report(report, expect, gpu_expected=False)
+    report = run_probe(target, build_request(expect, REGISTRY), flags="device=cpu,floatX=float32")
+    rows = check_report(report, expect, REGISTRY, gpu_expected=False)
     assert _failures(rows) == {}
     assert {k["dtype"] for k in report["kernels"]} == {"float32"}
     kernels = {k["name"]: k for k in report["kernels"]}
@@ -180,14 +181,14 @@ def test_scan_without_a_compiler_is_reported_as_the_python_loop(target: Target) 
     report says so (with a compiler, the C row would fail; without one it is skipped)."""
     verify = SMALL.model_copy(update={"kernels": ("scan",)})
     expect = _expect("float64", theano_flags={}, kernels=kernel_expectations(verify, "float64"))
-    report = run_probe(target, build_request(expect), flags="device=cpu,cxx=")
+    report = run_probe(target, build_request(expect, REGISTRY), flags="device=cpu,cxx=")
     (scan,) = report["kernels"]
     assert scan["error"] is None and scan["scan"]["implementation"] == "python"
-    rows = {r.name: r for r in check_report(report, expect, gpu_expected=False)}
+    rows = {r.name: r for r in check_report(report, expect, REGISTRY, gpu_expected=False)}
     assert rows["kernel.scan.checksum"].status == "pass"
     assert rows["kernel.scan.implementation"].status == "skip"
     report["theano"]["config"]["cxx"] = "g++"  # the same run, had Theano a compiler
-    rows = {r.name: r for r in check_report(report, expect, gpu_expected=False)}
+    rows = {r.name: r for r in check_report(report, expect, REGISTRY, gpu_expected=False)}
     assert rows["kernel.scan.implementation"].status == "fail"
 
 
@@ -198,9 +199,9 @@ def test_silent_cpu_fallback_is_caught(target: Target) -> None:
                           packs={"theano": TheanoExpect(flags={})},
                           kernels=kernel_expectations(verify, "float64"),
                           min_gpu_speedup=5.0)
-    report = run_probe(target, build_request(expect), flags="device=cuda")
+    report = run_probe(target, build_request(expect, REGISTRY), flags="device=cuda")
     assert report["cpu_compare"] is False  # nothing to compare against
-    rows = {r.name: r for r in check_report(report, expect, gpu_expected=True)}
+    rows = {r.name: r for r in check_report(report, expect, REGISTRY, gpu_expected=True)}
     assert rows["device"].status == "pass"  # the flag was right...
     assert rows["gpu.backend"].status == "fail"  # ...and still no GPU
     assert "fell back to the CPU" in rows["gpu.backend"].why
@@ -234,5 +235,5 @@ def test_a_bad_request_still_gets_a_json_answer(target: Target) -> None:
     assert done.returncode == 2
     report = json.loads(done.stdout)
     assert report["format"] == 1 and "JSONDecodeError" in report["error"]
-    rows = check_report(report, _expect("float64"), gpu_expected=False)
+    rows = check_report(report, _expect("float64"), REGISTRY, gpu_expected=False)
     assert [r.name for r in rows] == ["probe"] and verdict(rows) == ExitCode.FAILED

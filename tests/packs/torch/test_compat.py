@@ -12,6 +12,7 @@ from envforge.errors import CompatibilityError
 from envforge.lockfile import load_lock
 from envforge.packs.torch.expect import expectations
 from envforge.spec import load_spec, parse_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 OLD = (REPO / "specs" / "torch101-cpu.toml").read_text(encoding="utf-8")
@@ -19,8 +20,8 @@ NEW = (REPO / "specs" / "torch14-cpu.toml").read_text(encoding="utf-8")
 
 
 def _conflicts(text: str, platform: str = "linux-64") -> list[tuple[str, str, str]]:
-    pspec = parse_spec(text, source="t.toml").for_platform(platform)  # type: ignore[arg-type]
-    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec)]
+    pspec = parse_spec(text, source="t.toml", registry=REGISTRY).for_platform(platform)  # type: ignore[arg-type]
+    return [(c.rule, c.message, c.fix) for c in check_platform_spec(pspec, REGISTRY)]
 
 
 @pytest.mark.parametrize("text", [OLD, NEW])
@@ -36,7 +37,7 @@ def test_torchvision_of_another_torch_is_refused_naming_the_line() -> None:
                               "goes with torchvision ==0.5.0")
     assert fix.startswith('pin "torchvision==0.5.0" with torch 1.4.0')
     with pytest.raises(CompatibilityError) as caught:
-        ensure_compatible(parse_spec(text, source="t.toml"))
+        ensure_compatible(parse_spec(text, source="t.toml", registry=REGISTRY), REGISTRY)
     line = next(n for n, row in enumerate(text.splitlines(), 1) if row.startswith("packages"))
     assert str(caught.value).startswith(f"t.toml:{line}: pypi.packages: linux-64: pypi "
                                         "torchvision==0.2.2 with pypi torch==1.4.0")
@@ -77,8 +78,8 @@ def test_kernels_the_probe_does_not_run() -> None:
 
 
 def _locked(name: str) -> tuple[dict[str, str], object]:
-    pspec = load_spec(REPO / "specs" / f"{name}.toml").for_platform("linux-64")
-    versions = dict(load_lock(REPO / "locks" / f"{name}.lock")
+    pspec = load_spec(REPO / "specs" / f"{name}.toml", REGISTRY).for_platform("linux-64")
+    versions = dict(load_lock(REPO / "locks" / f"{name}.lock", REGISTRY)
                     .platforms["linux-64"].expect.versions)
     return versions, pspec
 

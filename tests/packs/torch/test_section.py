@@ -10,13 +10,15 @@ import pytest
 from envforge.errors import SpecError
 from envforge.packs.torch.section import SPEC_KEYS, TorchSection, torch_section
 from envforge.spec import parse_spec
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = (REPO / "specs" / "torch14-cpu.toml").read_text(encoding="utf-8")
 
 
 def test_the_spec_mounts_its_section() -> None:
-    section = torch_section(parse_spec(SPEC, source="t.toml").for_platform("linux-64"))
+    section = torch_section(parse_spec(SPEC, source="t.toml",
+                                       registry=REGISTRY).for_platform("linux-64"))
     assert section == TorchSection(threads=2, dataloader_workers=2)
     assert {f"torch.{key}" for key in TorchSection.model_fields} == set(SPEC_KEYS)
 
@@ -32,5 +34,5 @@ def test_the_spec_mounts_its_section() -> None:
 def test_bad_values_name_the_line(old: str, new: str, error: str) -> None:
     assert old in SPEC
     with pytest.raises(SpecError) as caught:
-        parse_spec(SPEC.replace(old, new, 1), source="t.toml")
+        parse_spec(SPEC.replace(old, new, 1), source="t.toml", registry=REGISTRY)
     assert str(caught.value).startswith(error)
