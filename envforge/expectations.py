@@ -205,7 +205,11 @@ _SIZED = ("elementwise", "gemm", "conv")
 
 
 class DeclaresKernels(Protocol):
-    """A pack as far as kernels go (``FrameworkPack.kernels``)."""
+    """A pack as far as kernels go (``FrameworkPack.kernels``), and its name, by which a
+    child process finds it among the installed packs."""
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def kernels(self) -> Mapping[str, Kernel]: ...

@@ -2,13 +2,15 @@
 # Theano-PyMC 1.0.5's own GPU tests on the H200 through `envforge verify --suite`, from an
 # offline bundle made with --with-envforge --with-suite (docs/gpu/suite.md). One verify run
 # gives the suite's verdict and the probe's rows (scan, GEMM resident and with copies, the
-# cuBLAS ratio). Results to $OUT: suite.json, suite.md, pytest's own JUnit XML and log, the
-# GPU's memory in use while it ran, the host.
+# cuBLAS ratio). SPEC may name another spec of the bundle with Theano-PyMC 1.0.5 (Keras's).
+# Results to $OUT: suite.json, suite.md, pytest's own JUnit XML and log, the GPU's memory in
+# use while it ran, the host.
 set -u
 OUT=${OUT:-/tmp/envforge-gpu}
 mkdir -p "$OUT"
 BUNDLE=${BUNDLE:-.bundle/gpu}
-SPEC=$BUNDLE/specs/theano-gpu-linux.toml  # the bundle's copy: its lock records the built wheel
+# the bundle's copy of the spec: its lock records the built wheel
+SPEC=${SPEC:-$BUNDLE/specs/theano-gpu-linux.toml}
 export ENVFORGE_HOME=/tmp/envforge-home PYTHONUNBUFFERED=1 COLUMNS=160
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv
   python3 --version; nproc; } > "$OUT/host.txt" 2>&1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from envforge.platforms import PLATFORMS
 from envforge.spec import Platform, PlatformSpec, Spec
 
 if TYPE_CHECKING:
+    from envforge.app.references import BackgroundReferences
     from envforge.host.interpreters import Interpreter
     from envforge.resolve.deb.selection import DebResolution
     from envforge.resolve.pypi import BuildControls
@@ -42,10 +43,12 @@ if TYPE_CHECKING:
 
 def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
                   notes: list[str] | None = None,
-                  previous: PlatformLock | None = None) -> PlatformLock:
+                  previous: PlatformLock | None = None,
+                  references: BackgroundReferences | None = None) -> PlatformLock:
     """Resolve one platform: PyPI with uv, conda with rattler, Debian from its index. The
     ``previous`` lock's PyPI and conda versions are preferred where the spec still allows
-    them (a Debian suite's index holds one version of each package: nothing to prefer)."""
+    them (a Debian suite's index holds one version of each package: nothing to prefer).
+    The kernels' references come from ``references`` where given (computed beside)."""
     from envforge.lockplan import (
         apply_inputs,
         build_record,
@@ -125,7 +128,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         environment=pspec.environment.kind,
         pypi=pypi, conda=conda, deb=deb,
         artifacts=locked_artifacts(pspec, registry),
-        expect=_expectations(pspec, registry, versions),
+        expect=_expectations(pspec, registry, versions, references),
         suite=suite,
         pypi_python=pypi_python,
         build=build_record(pspec, pypi),
@@ -310,13 +313,9 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
         and not suite_missing(previous.platforms[p], registry)))]
     preferred: Mapping[Platform, PlatformLock] = {} if upgrade or previous is None else {
         p: _without(plock, upgrade_packages) for p, plock in previous.platforms.items()}
-    # Platforms resolve independently; their uv runs and downloads overlap in threads, and
-    # the kernels' references (NumPy's, a second of CPU) are computed beside them, not after.
-    _references_in_background([spec.for_platform(p) for p in todo], registry)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-            fresh = dict(zip(todo, pool.map(lambda p: lock_platform(
-                spec.for_platform(p), registry, notes, preferred.get(p)), todo), strict=True))
+        fresh = _lock_platforms([spec.for_platform(p) for p in todo], registry, notes,
+                                preferred)
     except CompatibilityError as exc:
         # a pack's rule on the resolved versions: named by the spec, as the pins' rules are,
         # at the packages it resolved them from (where the fix pins the culprit)
@@ -394,25 +393,41 @@ def _without(plock: PlatformLock, names: Collection[str]) -> PlatformLock:
         "suite": suite})
 
 
-def _references_in_background(pspecs: Sequence[PlatformSpec],
-                              registry: Registry[FrameworkPack]) -> None:
-    """Start each distinct kernel-reference computation the platforms will ask for
-    (``_expectations``): a platform that asks while one runs waits for it (the computation
-    is once per process), and one that failed is raised again by the platform's own."""
-    from envforge.app.references import kernel_references
+def _lock_platforms(pspecs: Sequence[PlatformSpec], registry: Registry[FrameworkPack],
+                    notes: list[str] | None,
+                    preferred: Mapping[Platform, PlatformLock]) -> dict[Platform, PlatformLock]:
+    """Each platform locked in a thread of its own (their uv runs and downloads overlap),
+    the kernels' references (NumPy's, seconds of CPU) computed beside them, not after. The
+    first platform that fails fails the lock at once: the references' children are killed,
+    and platforms not started are not."""
+    from envforge.app.references import BackgroundReferences
     from envforge.lockplan import kernel_device
 
-    started = set()
+    references = BackgroundReferences()
     for pspec in pspecs:
-        key = (pspec.verify.model_dump_json(), kernel_device(pspec, registry)[1])
-        if pspec.verify.kernels and key not in started:
-            started.add(key)
-            in_background("kernels", yielding(kernel_references), pspec.verify, key[1],
-                          registry.active(pspec.packs))
+        if pspec.verify.kernels:
+            references.start(pspec.verify, kernel_device(pspec, registry)[1],
+                             registry.active(pspec.packs))
+    pool = ThreadPoolExecutor(max_workers=max(1, len(pspecs)))
+    try:
+        jobs = [pool.submit(lock_platform, pspec, registry, notes,
+                            preferred.get(pspec.platform), references) for pspec in pspecs]
+        wait(jobs, return_when=FIRST_EXCEPTION)
+        for job in jobs:
+            error = job.exception() if job.done() else None
+            if error is not None:
+                raise error
+        return {pspec.platform: job.result() for pspec, job in zip(pspecs, jobs, strict=True)}
+    except BaseException:
+        references.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],
-                  versions: dict[str, str]) -> Expectations:
+                  versions: dict[str, str],
+                  references: BackgroundReferences | None = None) -> Expectations:
     """``lockplan.expectations_for``, the kernels' references taken from envforge's cache
     (``app/references.py``): the rest is computed for the spec without kernels."""
     from envforge.app.references import kernel_references
@@ -421,8 +436,9 @@ def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],
     if not pspec.verify.kernels:
         return expectations_for(pspec, registry, versions)
     bare = pspec.model_copy(update={"verify": pspec.verify.model_copy(update={"kernels": ()})})
-    kernels = kernel_references(pspec.verify, kernel_device(pspec, registry)[1],
-                                registry.active(pspec.packs))
+    device, packs = kernel_device(pspec, registry)[1], registry.active(pspec.packs)
+    kernels = (references.get(pspec.verify, device, packs) if references is not None
+               else kernel_references(pspec.verify, device, packs))
     return expectations_for(bare, registry, versions).model_copy(update={"kernels": kernels})
 
 

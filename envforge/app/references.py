@@ -8,15 +8,25 @@ that defines it: Theano's kernels.py and mrg.py, by their bytes' hash) and NumPy
 version, which together name the cache entry. An entry that cannot be read is computed
 again. Someone able to write envforge's cache could forge one; the same person could forge
 the uv cache that the lock's PyPI hashes come from, so the entry adds no weaker link.
+
+A lock computes a missing entry in a child process (``python -m envforge.app.references``)
+beside its resolvers, not in a thread: a lock that fails kills the child and exits at once,
+where the interpreter would wait for a thread inside NumPy (seconds for a GPU spec's GEMM).
+The child finds a pack's kernels among the installed packs, by name; a pack it cannot find
+there (one handed in by a test) leaves no entry, and ``get`` computes it in process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,12 +34,82 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from envforge import __version__
+from envforge.background import YIELDING_NICE, in_background
 from envforge.lockfile import KernelExpectation
 from envforge.paths import envforge_dirs
 from envforge.spec import VerifySection
 
 if TYPE_CHECKING:
     from envforge.expectations import DeclaresKernels
+
+
+class CancelledError(Exception):
+    """The lock these references were for has failed: nothing waits for them any more."""
+
+
+class BackgroundReferences:
+    """The kernels' references of one lock, each missing cache entry computed by a child
+    process started now; ``get`` waits for it and reads the entry, ``cancel`` kills them."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[tuple[str, str], Future[None]] = {}
+        self._children: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._cancelled = False
+
+    def start(self, verify: VerifySection, float_x: str,
+              packs: Sequence[DeclaresKernels] = ()) -> None:
+        key = (verify.model_dump_json(), float_x)
+        with self._lock:
+            if (key in self._jobs or self._cancelled
+                    or _read(_entry(verify, float_x, packs)) is not None):
+                return
+            self._jobs[key] = in_background("kernels", self._compute, verify, float_x,
+                                            [pack.name for pack in packs])
+
+    def _compute(self, verify: VerifySection, float_x: str, packs: list[str]) -> None:
+        request = json.dumps({"verify": verify.model_dump(mode="json"), "float_x": float_x,
+                              "packs": packs})
+        with self._lock:
+            if self._cancelled:
+                return
+            child = subprocess.Popen([sys.executable, "-m", "envforge.app.references"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+            self._children.add(child)
+        try:
+            child.communicate(request.encode("utf-8"))
+        finally:
+            with self._lock:
+                self._children.discard(child)
+
+    def get(self, verify: VerifySection, float_x: str,
+            packs: Sequence[DeclaresKernels] = ()) -> tuple[KernelExpectation, ...]:
+        """The references, from the entry the child wrote; computed here where it wrote none
+        (so its error, such as no NumPy, is raised here)."""
+        job = self._jobs.get((verify.model_dump_json(), float_x))
+        if job is not None:
+            with contextlib.suppress(OSError):  # no child could start: computed below
+                job.result()
+        if self._cancelled:
+            raise CancelledError
+        return kernel_references(verify, float_x, packs)
+
+    def cancel(self) -> None:
+        """Kill the children and let every ``get`` raise ``CancelledError``: the lock failed."""
+        with self._lock:
+            self._cancelled = True
+            for child in self._children:
+                with contextlib.suppress(OSError):
+                    child.kill()
+
+
+def _read(path: Path) -> tuple[KernelExpectation, ...] | None:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(KernelExpectation.model_validate(row) for row in rows)
+    except (OSError, ValueError, TypeError, ValidationError):
+        return None
 
 
 def kernel_references(verify: VerifySection, float_x: str,
@@ -39,11 +119,9 @@ def kernel_references(verify: VerifySection, float_x: str,
     from envforge.expectations import kernel_expectations
 
     path = _entry(verify, float_x, packs)
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(KernelExpectation.model_validate(row) for row in rows)
-    except (OSError, ValueError, TypeError, ValidationError):
-        pass
+    found = _read(path)
+    if found is not None:
+        return found
     kernels = kernel_expectations(verify, float_x, packs)
     text = json.dumps([k.model_dump(mode="json") for k in kernels])
     try:
@@ -84,3 +162,21 @@ def _numpy_version() -> str:
         return metadata.version("numpy")
     except metadata.PackageNotFoundError:
         return ""
+
+
+def _main() -> None:
+    """The child of ``BackgroundReferences``: one request on stdin, the entry written, at a
+    low priority (uv's builds beside it get the CPU first)."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(YIELDING_NICE)
+    from envforge.app.packs import installed_packs
+
+    request = json.loads(sys.stdin.read())
+    packs = installed_packs().active(request["packs"])
+    kernel_references(VerifySection.model_validate(request["verify"]), request["float_x"],
+                      packs)
+
+
+if __name__ == "__main__":
+    _main()

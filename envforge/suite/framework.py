@@ -6,11 +6,13 @@ knowledge file holds the rows (Theano's: packs/theano/theano_suite.toml)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from envforge.packapi import Pack, Registry
-from envforge.suite.results import KnownBad
-from envforge.suite.runner import SuiteSubset
+
+if TYPE_CHECKING:  # lock asks which suite a release has: it needs no installer or verify
+    from envforge.suite.results import KnownBad
+    from envforge.suite.runner import SuiteSubset
 
 
 class SuiteRunner(Protocol):

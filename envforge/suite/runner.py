@@ -26,7 +26,6 @@ from packaging.utils import canonicalize_name
 from envforge.errors import ArtifactError, InputError
 from envforge.host.fetch import FileRef, Lookup, obtain
 from envforge.host.unarchive import extract_archive
-from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 from envforge.lockfile import LockedPypiFile, SuiteLock
 from envforge.platforms import Os, host_platform
 
@@ -122,6 +121,10 @@ def prepare_folder(suite: SuiteLock, pypi: Sequence[LockedPypiFile], *, python: 
     def fetch(f: LockedPypiFile) -> Path:
         return obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=cache, bundle=bundle,
                       offline=offline)
+
+    # here, not at the top: lock imports this module (a pack's suite rows) and needs no
+    # installer (a tenth of lock's imports)
+    from envforge.host.wheelinstall import WheelToInstall, install_wheels_into, target_scheme
 
     archive = fetch(sdist)
     wheels = [WheelToInstall(fetch(f), f.sha256) for f in suite.runner]

@@ -1,13 +1,14 @@
 """The kernels' references from envforge's cache: the same as computed, and computed again
-when the entry is damaged or the inputs differ."""
+when the entry is damaged or the inputs differ; a lock's child process writes the same entry."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from envforge.app.references import kernel_references
+from envforge.app.references import BackgroundReferences, CancelledError, kernel_references
 from envforge.expectations import kernel_expectations
 from envforge.spec import VerifySection
 from tests.testing.packs import REGISTRY
@@ -37,3 +38,20 @@ def test_an_entry_is_keyed_by_the_code_of_each_kernel_it_holds() -> None:
     names = {path.name for path in _sources(VERIFY, REGISTRY)}
     assert {"expectations.py", "kernels.py", "mrg.py"} <= names
     assert "mrg.py" not in {path.name for path in _sources(VerifySection(), REGISTRY)}
+
+
+def test_a_child_process_writes_the_entry_and_a_cancelled_get_raises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path))
+    references = BackgroundReferences()
+    references.start(VERIFY, "float64", list(REGISTRY))
+    folder = tmp_path / "cache" / "kernels"
+    deadline = time.monotonic() + 120
+    while not (folder.is_dir() and any(folder.glob("*.json"))):
+        assert time.monotonic() < deadline, "the child wrote no entry"
+        time.sleep(0.05)
+    assert references.get(VERIFY, "float64", REGISTRY) == kernel_expectations(VERIFY, "float64",
+                                                                             REGISTRY)
+    references.cancel()
+    with pytest.raises(CancelledError):
+        references.get(VERIFY, "float64", REGISTRY)

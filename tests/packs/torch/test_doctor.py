@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
+import pytest
+
+from envforge.cli import main
 from envforge.doctor import Expected
 from envforge.doctor.facts import HostFacts
 from envforge.host.cuda import Gpu
-from tests.doctor.layouts import expected, home, ids, judge, look, only, venv
+from tests.doctor.layouts import expected, home, ids, judge, look, nvidia_smi, only, venv
+
+REPO = Path(__file__).resolve().parents[3]
 
 TORCH14 = {"torch": "1.4.0", "torchvision": "0.5.0", "numpy": "1.18.5", "pillow": "7.2.0"}
 
@@ -76,3 +83,24 @@ def test_pillow_7_under_torchvision_0_2_and_an_unpaired_torchvision(tmp_path: Pa
 def test_the_locked_stack_raises_nothing(tmp_path: Path) -> None:
     facts = _facts(tmp_path, TORCH14)
     assert not [i for i in ids(judge(facts)) if i.startswith(("torch.", "torchvision."))]
+
+
+def test_doctor_names_the_h200_arch_mismatch_from_the_gpu_specs_lock_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """specs/torch14-gpu.toml, nothing applied and no torch wheel: the lock's release and the
+    host's GPUs (nvidia-smi as on the H200) are enough; device cpu makes it a warning."""
+    bin_dir = tmp_path / "bin"
+    nvidia_smi(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "ef"))
+    monkeypatch.setenv("HOME", str(home(tmp_path)))
+    severity = {}
+    for spec in ("torch14-gpu", "torch14-cpu"):
+        capsys.readouterr()
+        main(["doctor", str(REPO / "specs" / f"{spec}.toml"), "--json"])
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        [arch] = [f for f in findings if f["id"] == "torch.gpu-arch"]
+        assert "the GPU 0 (NVIDIA H200) is sm_90: no kernel image" in arch["title"]
+        severity[spec] = arch["severity"]
+    assert severity == {"torch14-gpu": "error", "torch14-cpu": "warning"}
