@@ -11,9 +11,8 @@ so JSON and JUnit consumers can track them across runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -25,7 +24,7 @@ from envforge.drift import Drift
 from envforge.errors import ExitCode, InputError
 from envforge.knowledge import error_hints
 from envforge.lockfile import Expectations, KernelExpectation
-from envforge.packapi import Pack, Registry
+from envforge.packapi import Pack, Registry, ScopedPacks
 
 Status = Literal["pass", "fail", "skip"]
 REQUEST_FORMAT = 1
@@ -76,18 +75,12 @@ class VerifyPack(Pack, Protocol):
 
 # The packs whose hints a failure's text gets, while ``check_report`` judges (a pack's own
 # rows call ``kernel_rows`` and ``_with_hint`` from inside it); none outside ``hinting``.
-_HINTS: ContextVar[Registry[VerifyPack] | None] = ContextVar("envforge_verify_hints",
-                                                             default=None)
+_HINTS: ScopedPacks[VerifyPack] = ScopedPacks("envforge_verify_hints")
 
 
-@contextmanager
-def hinting(registry: Registry[VerifyPack]) -> Iterator[None]:
+def hinting(registry: Registry[VerifyPack]) -> AbstractContextManager[None]:
     """Failures judged inside get ``registry``'s hints (``check_report`` judges inside)."""
-    token = _HINTS.set(registry)
-    try:
-        yield
-    finally:
-        _HINTS.reset(token)
+    return _HINTS.using(registry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,7 +439,7 @@ def _clip(text: str, limit: int = 800) -> str:
 
 
 def _with_hint(error: str) -> str:
-    registry = _HINTS.get()
+    registry = _HINTS.current()
     if registry is None:
         return error
     for pack in registry:

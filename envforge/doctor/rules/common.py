@@ -4,14 +4,12 @@ be used, evidence and shell commands. Pure, like the rules."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
 from typing import Protocol, assert_never
 
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
 from envforge.doctor.model import Evidence
-from envforge.packapi import Pack, Registry
+from envforge.packapi import Pack, Registry, ScopedPacks
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 
@@ -23,18 +21,12 @@ class GpuPack(Pack, Protocol):
 
 # The packs a diagnosis judges with, set by ``diagnose`` for its rules: a rule keeps its
 # (facts, expected) shape, so a pack's rule is a plain function of the facts.
-_JUDGED_WITH: ContextVar[Registry[GpuPack] | None] = ContextVar("envforge_doctor_packs",
-                                                                default=None)
+_JUDGED_WITH: ScopedPacks[GpuPack] = ScopedPacks("envforge_doctor_packs")
 
 
-@contextmanager
-def judged_with(packs: Registry[GpuPack]) -> Iterator[None]:
+def judged_with(packs: Registry[GpuPack]) -> AbstractContextManager[None]:
     """Rules run inside see ``packs`` (``gpu_intended`` asks each)."""
-    token = _JUDGED_WITH.set(packs)
-    try:
-        yield
-    finally:
-        _JUDGED_WITH.reset(token)
+    return _JUDGED_WITH.using(packs)
 
 
 def installed(facts: HostFacts, expected: Expected | None,
@@ -57,7 +49,7 @@ def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
     installed."""
     if expected is not None and expected.device.startswith(("cuda", "opencl")):
         return True
-    if any(pack.gpu_intended(facts, expected) for pack in _JUDGED_WITH.get() or ()):
+    if any(pack.gpu_intended(facts, expected) for pack in _JUDGED_WITH.current() or ()):
         return True
     return installed(facts, expected, "pygpu") is not None
 
