@@ -56,8 +56,9 @@ def _expectations(spec_arg: str, prefix_arg: Path | None, environ: dict[str, str
 def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str], cwd: Path,
             packs: Registry[FrameworkPack] | None = None,
             ) -> tuple[HostFacts, tuple[Finding, ...], Expected | None]:
-    """Observe this host and judge it with ``packs`` (the installed ones unless given); what
-    ``envforge doctor`` shows."""
+    """Observe this host and judge it with ``packs`` (the installed ones unless given; of
+    those, with a spec, the ones its lock mounts: a torch spec's host is not judged by
+    Theano's rules); what ``envforge doctor`` shows."""
     packs = packs if packs is not None else installed_packs()
     platform = host_platform().name
     lock_findings: list[Finding] = []
@@ -66,6 +67,8 @@ def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str], c
     else:
         expected, env_prefix, lock_findings = _expectations(spec, prefix, environ, platform,
                                                             packs)
+    if expected is not None:  # a spec's host is judged by the packs its lock mounts
+        packs = Registry(packs.locked(expected.settings))
     python = expected.versions.get("python", "3.7") if expected else "3.7"
     facts = observe(environ=environ, platform=platform, cwd=cwd,
                     prefix=env_prefix.absolute() if env_prefix else None,

@@ -89,7 +89,8 @@ def test_doctor_names_the_h200_arch_mismatch_from_the_gpu_specs_lock_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """specs/torch14-gpu.toml, nothing applied and no torch wheel: the lock's release and the
-    host's GPUs (nvidia-smi as on the H200) are enough; device cpu makes it a warning."""
+    host's GPUs (nvidia-smi as on the H200) are enough; device cpu makes it a warning; and
+    Theano's rules, which fired here before doctor judged by the lock's packs, stay out."""
     bin_dir = tmp_path / "bin"
     nvidia_smi(bin_dir)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -101,6 +102,9 @@ def test_doctor_names_the_h200_arch_mismatch_from_the_gpu_specs_lock_alone(
         main(["doctor", str(REPO / "specs" / f"{spec}.toml"), "--json"])
         findings = json.loads(capsys.readouterr().out)["findings"]
         [arch] = [f for f in findings if f["id"] == "torch.gpu-arch"]
+        # judged by the packs its lock mounts: none of Theano's rules (seen on the H200)
+        assert not [f["id"] for f in findings
+                    if "Theano" in f["title"] or f["id"].startswith(("libgpuarray.", "theano"))]
         assert "the GPU 0 (NVIDIA H200) is sm_90: no kernel image" in arch["title"]
         severity[spec] = arch["severity"]
     assert severity == {"torch14-gpu": "error", "torch14-cpu": "warning"}
