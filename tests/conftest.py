@@ -1,9 +1,10 @@
-"""Fixtures for resolver tests (a local conda channel of real packages, built once per session),
-and the Windows lane's rules: ``posix_only`` tests are skipped there, with their reason, and
-counted apart."""
+"""Fixtures for resolver tests (a local conda channel of real packages, built once per session)
+and the run's shared envforge cache; and the Windows lane's rules: ``posix_only`` tests are
+skipped there, with their reason, and counted apart."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -18,6 +19,19 @@ from tests.testing.conda_channel import serve, shared_channel
 def conda_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built channel's folder (read-only by convention: copy it to tamper)."""
     return shared_channel(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One envforge cache for the run, every xdist worker's included, for tests that apply or
+    verify a real environment but test neither a cold nor a damaged cache: each wheel, deb,
+    index, kernel reference and Theano compiled module is made once, not once per test.
+    envforge's cache is made to be shared (a file lock per download, every entry written
+    whole by rename); ``home_sharing`` links a home's ``cache`` to it."""
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(scope="session")
