@@ -1,6 +1,7 @@
 """Fixtures for resolver tests (a local conda channel of real packages, built once per session)
-and the run's shared envforge cache; and the Windows lane's rules: ``posix_only`` tests are
-skipped there, with their reason, and counted apart."""
+and the run's shared envforge cache; the order files start in (the longest first); and the
+Windows lane's rules: ``posix_only`` tests are skipped there, with their reason, and counted
+apart."""
 
 from __future__ import annotations
 
@@ -50,7 +51,34 @@ E2E = "tests/windows/test_wine_e2e.py"  # envforge's Windows steps for real, und
 CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build scripts"
 
 
+# Started first under xdist (make test: --dist loadfile --no-loadscope-reorder), longest
+# first as measured in make test: a long file started last kept the whole run waiting on it
+# (xdist's own order, by count of tests, started these last). Then every other file with a
+# slow test, then the rest; each file's tests keep their order.
+LONGEST_FIRST = (
+    "tests/suite/test_suite_run.py",
+    "tests/importers/test_real_runs.py",
+    "tests/faults/test_lock_exit.py",
+    "tests/commands/test_verify_cmd.py",
+    "tests/bundle/test_selfcheck.py",
+    "tests/faults/test_saved_plan.py",
+)
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow = {_file(item) for item in items if item.get_closest_marker("slow") is not None}
+
+    def start_rank(item: pytest.Item) -> int:
+        path = _file(item)
+        if path in LONGEST_FIRST:
+            return LONGEST_FIRST.index(path)
+        return len(LONGEST_FIRST) + (path not in slow)
+
+    items.sort(key=start_rank)
     if sys.platform != "win32":
         return
     for item in items:
