@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup lint demo bench clean knowledge-check
+.PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup fleet-deps lint demo bench clean knowledge-check
 
 setup: $(VENV)/.installed
 
@@ -47,11 +47,18 @@ test-fast: lint
 	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet" $(PYTEST_PARALLEL)
 
 # Three podman containers of a debootstrapped Debian, converged by Ansible from one bundle.
-fleet-setup: setup
+# fleet-deps installs (apt, the venv) and fleet-setup also builds the rootfs: .ci/run installs
+# first, then runs the lanes side by side (two apt-get or pip runs at once would collide).
+fleet-setup: fleet-deps
+	$(BIN)/python -m tests.testing.fleet prepare
+
+fleet-deps: $(VENV)/.fleet-installed
+
+$(VENV)/.fleet-installed: $(VENV)/.installed
 	command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
 	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap; }
 	$(BIN)/python -m pip install -q --index-url $(INDEX) -e '.[fleet]'
-	$(BIN)/python -m tests.testing.fleet prepare
+	touch $@
 
 test-fleet: fleet-setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m fleet -p no:cacheprovider
