@@ -56,12 +56,16 @@ CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build 
 # (xdist's own order, by count of tests, started these last). Then every other file with a
 # slow test, then the rest; each file's tests keep their order.
 LONGEST_FIRST = (
-    "tests/suite/test_suite_run.py",
     "tests/importers/test_real_runs.py",
+    "tests/importers/test_corpus.py",
+    "tests/test_bundle.py",
+    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/suite/test_suite_run.py",
     "tests/faults/test_lock_exit.py",
     "tests/commands/test_verify_cmd.py",
     "tests/bundle/test_selfcheck.py",
-    "tests/faults/test_saved_plan.py",
+    "tests/packs/test_old_keras_e2e.py",
+    "tests/packs/test_tf_keras_e2e.py",
 )
 
 
