@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INDEX := https://pypi.org/simple
 
-.PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup lint demo bench clean knowledge-check
+.PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup fleet-deps lint demo bench clean knowledge-check
 
 setup: $(VENV)/.installed
 
@@ -22,9 +22,17 @@ lint: setup
 # GPU tests need an NVIDIA GPU: they run on the device machine (`make test-gpu`), never in CI.
 # Files run in parallel: most of the time is waiting on uv, PyPI, g++ and child Pythons, so
 # more workers than this 2-core machine's cores still shorten it (TEST_WORKERS=1: serial).
+# Files start in the order tests/conftest.py gives (the longest first), not xdist's (most
+# tests first, which left the few long files for last); lint runs beside pytest, its output
+# held until pytest ends, and either failing fails the target.
 TEST_WORKERS ?= 4
-test: lint
-	$(BIN)/pytest -m "not gpu and not fleet" -n $(TEST_WORKERS) --dist loadfile --durations=20
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+test: setup
+	@lint_log="$$(mktemp)"; $(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
+	status=0; $(BIN)/pytest -m "not gpu and not fleet" $(PYTEST_PARALLEL) --durations=20 || status=$$?; \
+	lint_status=0; wait $$lint_pid || lint_status=$$?; \
+	echo "== lint (ruff, mypy, lint-imports): exit $$lint_status"; cat "$$lint_log"; rm -f "$$lint_log"; \
+	[ $$status -eq 0 ] && [ $$lint_status -eq 0 ]
 
 test-gpu:
 	$(BIN)/pytest -m gpu
@@ -36,14 +44,21 @@ test-windows: setup
 	bash scripts/wine/lane.sh
 
 test-fast: lint
-	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet" -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -m "not slow and not network and not gpu and not fleet" $(PYTEST_PARALLEL)
 
 # Three podman containers of a debootstrapped Debian, converged by Ansible from one bundle.
-fleet-setup: setup
+# fleet-deps installs (apt, the venv) and fleet-setup also builds the rootfs: .ci/run installs
+# first, then runs the lanes side by side (two apt-get or pip runs at once would collide).
+fleet-setup: fleet-deps
+	$(BIN)/python -m tests.testing.fleet prepare
+
+fleet-deps: $(VENV)/.fleet-installed
+
+$(VENV)/.fleet-installed: $(VENV)/.installed
 	command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
 	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap; }
 	$(BIN)/python -m pip install -q --index-url $(INDEX) -e '.[fleet]'
-	$(BIN)/python -m tests.testing.fleet prepare
+	touch $@
 
 test-fleet: fleet-setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m fleet -p no:cacheprovider

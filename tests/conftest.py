@@ -1,9 +1,11 @@
-"""Fixtures for resolver tests (a local conda channel of real packages, built once per session),
-and the Windows lane's rules: ``posix_only`` tests are skipped there, with their reason, and
-counted apart."""
+"""Fixtures for resolver tests (a local conda channel of real packages, built once per session)
+and the run's shared envforge cache; the order files start in (the longest first); and the
+Windows lane's rules: ``posix_only`` tests are skipped there, with their reason, and counted
+apart."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +23,19 @@ from tests.testing.packs import REGISTRY
 def conda_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built channel's folder (read-only by convention: copy it to tamper)."""
     return shared_channel(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One envforge cache for the run, every xdist worker's included, for tests that apply or
+    verify a real environment but test neither a cold nor a damaged cache: each wheel, deb,
+    index, kernel reference and Theano compiled module is made once, not once per test.
+    envforge's cache is made to be shared (a file lock per download, every entry written
+    whole by rename); ``home_sharing`` links a home's ``cache`` to it."""
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +60,38 @@ E2E = "tests/windows/test_wine_e2e.py"  # envforge's Windows steps for real, und
 CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build scripts"
 
 
+# Started first under xdist (make test: --dist loadfile --no-loadscope-reorder), longest
+# first as measured in make test: a long file started last kept the whole run waiting on it
+# (xdist's own order, by count of tests, started these last). Then every other file with a
+# slow test, then the rest; each file's tests keep their order.
+LONGEST_FIRST = (
+    "tests/importers/test_real_runs.py",
+    "tests/importers/test_corpus.py",
+    "tests/test_bundle.py",
+    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/suite/test_suite_run.py",
+    "tests/faults/test_lock_exit.py",
+    "tests/commands/test_verify_cmd.py",
+    "tests/bundle/test_selfcheck.py",
+    "tests/packs/test_old_keras_e2e.py",
+    "tests/packs/test_tf_keras_e2e.py",
+)
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow = {_file(item) for item in items if item.get_closest_marker("slow") is not None}
+
+    def start_rank(item: pytest.Item) -> int:
+        path = _file(item)
+        if path in LONGEST_FIRST:
+            return LONGEST_FIRST.index(path)
+        return len(LONGEST_FIRST) + (path not in slow)
+
+    items.sort(key=start_rank)
     if sys.platform != "win32":
         return
     for item in items:

@@ -101,7 +101,10 @@ if [ ! -f "$drive_c/py38/.envforge-stack" ]; then
         six filelock Theano-PyMC==1.0.5
     touch "$drive_c/py38/.envforge-stack"
 fi
-LANE_ENV='ENVFORGE_WINE_PY38=C:\py38\python.exe'
+# Its bytecode goes to the prefix, not to the repository's __pycache__: pytest's rewritten
+# test modules there would otherwise be read by the Linux suite (same tag, cpython-311, same
+# pytest) with Z:\ paths in their tracebacks, and .ci/run runs both lanes at once.
+LANE_ENV='ENVFORGE_WINE_PY38=C:\py38\python.exe PYTHONPYCACHEPREFIX=C:\pycache'
 
 step "envforge's tests under Windows CPython 3.11"
 cd "$repo"

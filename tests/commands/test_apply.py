@@ -24,6 +24,7 @@ from envforge.app.locking import lock_spec
 from envforge.cli import main
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
+from tests.testing.homes import home_sharing
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,9 +34,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 @pytest.fixture(scope="module")
-def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for the module: packages download once, each test gets its own prefix."""
-    return tmp_path_factory.mktemp("envforge-home")
+def envforge_home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Path:
+    """The run's one cache: packages download once, each test gets its own prefix."""
+    return home_sharing(tmp_path_factory.mktemp("envforge-home"), shared_cache)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Fixtures of the packs' end-to-end tests: a user's HOME of their own, one ENVFORGE_HOME per
-module (its cache shared by that module's applies), no Keras variables from the caller; and
-verify's JSON document."""
+module (its cache the run's shared one), no Keras variables from the caller; and verify's JSON
+document."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from envforge.cli import main
+from tests.testing.homes import home_sharing
 
 
 @pytest.fixture(scope="module")
-def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("envforge-home")
+def envforge_home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Path:
+    return home_sharing(tmp_path_factory.mktemp("envforge-home"), shared_cache)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from envforge.steps.activation import load_edits
 from envforge.suite import runner as testsuite
 from envforge.suite.results import judge, parse_junit
 from envforge.ui import UI
+from tests.testing.homes import home_sharing
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +29,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 @pytest.fixture(scope="module")
-def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def applied(tmp_path_factory: pytest.TempPathFactory,
+            shared_cache: Path) -> Iterator[tuple[Path, Path]]:
     root = tmp_path_factory.mktemp("suite")
     project = root / "project"
     shutil.copytree(REPO / "specs", project / "specs")
@@ -36,7 +38,7 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
     prefix = root / "env"
     saved = {k: os.environ.get(k) for k in ("ENVFORGE_HOME", "PYENV_ROOT")}
     os.environ["PYENV_ROOT"] = saved["PYENV_ROOT"] or str(Path.home() / ".pyenv")
-    os.environ["ENVFORGE_HOME"] = str(root / "envforge-home")
+    os.environ["ENVFORGE_HOME"] = str(home_sharing(root / "envforge-home", shared_cache))
     spec = project / "specs" / "theano-cpu.toml"
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix), "-q"]) == 0
     yield spec, prefix
