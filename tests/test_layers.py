@@ -55,7 +55,7 @@ PLANTED = [
      "envforge.bundle is not allowed to import envforge.packs"),
     ("packs/keras/knowledge.py", "envforge.packs.tensorflow.knowledge",
      "envforge.packs.keras is not allowed to import envforge.packs.tensorflow"),
-    ("verify.py", "envforge.doctor.facts",
+    ("verify/judge.py", "envforge.doctor.facts",
      "envforge.verify is not allowed to import envforge.doctor"),
 ]
 

@@ -50,7 +50,7 @@ def _left(deadline: float | None) -> float | None:
 def try_lock(text: str, source: str, platform: Platform) -> str | None:
     """Resolve the draft for ``platform`` once; None when it locks, else the reason (the
     resolver's own words, never its command line)."""
-    from envforge.app.locking import lock_platform
+    from envforge.app.lockplatform import lock_platform
     from envforge.resolve.pypi import UnsatisfiableError
     from envforge.resolve.pypi_explain import explain_unsatisfiable
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from envforge.app import locking as lock_command
+from envforge.app.locksuite import lock_suite
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.packs.theano.expect import theano_expect
@@ -342,9 +343,9 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
     spec = load_spec(REPO / "specs" / "theano-cpu.toml", REGISTRY)
     lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     plock = lock.platforms["linux-64"]
-    suite = lock_command.lock_suite(spec.for_platform("linux-64"), REGISTRY, plock.pypi,
-                                    {"theano": "1.0.5"},
-                                    python="3.7.16")
+    suite = lock_suite(spec.for_platform("linux-64"), REGISTRY, plock.pypi,
+                       {"theano": "1.0.5"},
+                       python="3.7.16")
     assert suite is not None and suite.python == "3.7.16"
     assert {"pytest", "pytest-xdist"} <= {f.name for f in suite.runner}
     recorded = plock.model_copy(update={"suite": suite, "pypi_python": "3.7.16"})

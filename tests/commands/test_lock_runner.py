@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.app import locking as lock_cmd
+from envforge.app import locksuite as lock_cmd
 from envforge.lockfile import LockedPypiFile
 from envforge.packs.theano.knowledge import suite_runner
 from envforge.spec import load_spec

@@ -5,7 +5,7 @@ Code is what the interpreter reads: identifiers (names, attributes, functions, c
 arguments, keywords, imported modules) and string literals that are not docstrings, f-string
 pieces included. Docstrings and comments are prose and may name a framework as an example.
 The core asks the registry (``envforge.packs``) and the pack's hooks instead
-(``FrameworkPack`` in envforge/packs/base.py); a new framework then touches no core file.
+(``FrameworkPack`` in envforge/packs/protocol.py); a new framework then touches no core file.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def test_the_lock_carries_the_runner_apart_and_bundles_take_it_when_asked() -> N
 
 
 def test_a_lock_from_before_the_suite_is_re_resolved_not_reused() -> None:
-    from envforge.app.locking import suite_missing
+    from envforge.app.locksuite import suite_missing
 
     plock = load_lock(REPO / "locks" / "theano-gpu-linux.lock", REGISTRY).platforms["linux-64"]
     assert plock.suite is not None and not suite_missing(plock, REGISTRY)

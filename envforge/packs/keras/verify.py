@@ -10,7 +10,9 @@ from typing import Any
 
 from envforge.lockfile import Expectations
 from envforge.packs.keras.expect import keras_expect
-from envforge.verify import CheckRow, _map, _with_hint, kernel_request, kernel_rows
+from envforge.verify import CheckRow, kernel_request, kernel_rows
+from envforge.verify.hints import _with_hint
+from envforge.verify.untrusted import _map
 
 
 def probe_request(expect: Expectations) -> dict[str, Any]:

@@ -9,7 +9,9 @@ from typing import Any
 
 from envforge.lockfile import Expectations
 from envforge.packs.tensorflow.expect import tensorflow_expect
-from envforge.verify import CheckRow, _list, _map, _with_hint
+from envforge.verify import CheckRow
+from envforge.verify.hints import _with_hint
+from envforge.verify.untrusted import _list, _map
 
 
 def probe_request(expect: Expectations) -> dict[str, Any]:

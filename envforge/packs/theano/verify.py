@@ -15,7 +15,9 @@ from envforge.lockfile import Expectations
 from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.knowledge import theano_rules
 from envforge.packs.theano.knowledge_models import CudnnRuleRow
-from envforge.verify import CheckRow, _list, _map, _show, _with_hint
+from envforge.verify import CheckRow
+from envforge.verify.hints import _with_hint
+from envforge.verify.untrusted import _list, _map, _show
 
 # dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
 _DNN_SPELLING = {"false": "False", "disabled": "False", "true": "True", "enabled": "True"}

@@ -11,7 +11,10 @@ from typing import Any
 
 from envforge.lockfile import Expectations
 from envforge.packs.theano.expect import theano_expect
-from envforge.verify import CheckRow, _clip, _dig, _find_kernel, _list, _map, _number, _with_hint
+from envforge.verify import CheckRow
+from envforge.verify.hints import _with_hint
+from envforge.verify.kernels import _find_kernel
+from envforge.verify.untrusted import _clip, _dig, _list, _map, _number
 
 
 def gpu_rows(report: Mapping[str, Any], expect: Expectations,

@@ -11,7 +11,9 @@ from typing import Any
 
 from envforge.lockfile import Expectations
 from envforge.packs.torch.expect import TorchExpect, torch_expect
-from envforge.verify import CheckRow, _list, _map, _number, _with_hint, kernel_request, kernel_rows
+from envforge.verify import CheckRow, kernel_request, kernel_rows
+from envforge.verify.hints import _with_hint
+from envforge.verify.untrusted import _list, _map, _number
 
 # A traced module runs the eager one's operations: only the last bits may differ.
 JIT_ATOL = {"float32": 1e-5, "float64": 1e-12}
