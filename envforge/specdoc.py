@@ -162,8 +162,9 @@ def reference(registry: Registry[DocumentedPack]) -> str:
     """The Markdown reference: every section and key with type, default and example."""
     schema, documented = json_schema(registry), keys(registry)
     lines = ["# Spec reference", "",
-             "Generated from `envforge/spec.py` by `python -m envforge.app.specdoc` (a test keeps "
-             "it current). Every section but `[project]` may carry `[SECTION.platform.win-64]` / "
+             "Generated from `envforge/spec/models.py` by `python -m envforge.app.specdoc` "
+             "(a test keeps it current). Every section but `[project]` may carry "
+             "`[SECTION.platform.win-64]` / "
              "`[SECTION.platform.linux-64]` tables whose values replace the general ones for "
              "that platform (`packages` lists are added to). Editors: point Taplo / Even Better "
              "TOML at [envforge-spec.schema.json](envforge-spec.schema.json), e.g. with "

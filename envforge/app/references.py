@@ -3,7 +3,7 @@
 NumPy takes about a second of CPU to compute them (the conv and random kernels), beside
 uv's runs on the same cores, and every lock of a spec computes the same ones: they are
 decided by their inputs (the ``[verify]`` section and floatX), the code that computes them
-(``envforge/expectations.py`` and, for a pack's kernel, the modules of the pack's folder
+(``envforge/expectations/`` and, for a pack's kernel, the modules of the pack's folder
 that defines it: Theano's kernels.py and mrg.py, by their bytes' hash) and NumPy's
 version, which together name the cache entry. An entry that cannot be read is computed
 again. Someone able to write envforge's cache could forge one; the same person could forge
@@ -144,12 +144,12 @@ def _entry(verify: VerifySection, float_x: str, packs: Sequence[DeclaresKernels]
 
 
 def _sources(verify: VerifySection, packs: Sequence[DeclaresKernels]) -> list[Path]:
-    """The files whose code computes the references: the core's module, and every module of
-    the folder of each pack kernel the section names."""
+    """The files whose code computes the references: every module of the core's package
+    (envforge/expectations/), and of the folder of each pack kernel the section names."""
     from envforge.expectations import CORE_KERNELS, kernel_named
 
     core = sys.modules[CORE_KERNELS["gemm"].reference.__module__].__file__
-    found = [Path(str(core))]
+    found = sorted(Path(str(core)).parent.glob("*.py"))
     for name in verify.kernels:
         if name not in CORE_KERNELS:
             module = sys.modules[kernel_named(name, packs).reference.__module__].__file__

@@ -9,7 +9,7 @@ with the probe's folder and this one on sys.path, even in a Python that puts nei
 with ``sys.exit(proberuntime.main(probe))``.
 
 Shared here: the report's head, importing a module into it, the installed distributions,
-the core kernels' inputs (drawn as ``envforge/expectations.py`` draws them, from
+the core kernels' inputs (drawn as ``envforge/expectations/`` draws them, from
 ``numpy.random.RandomState(seed)`` in the same order), timing, an output's summary, and
 ``main``: the request read, the report written as JSON the framework's own prints cannot
 corrupt. Every failure is caught into the report as a string.
@@ -107,7 +107,7 @@ def distribution_versions(names):
 
 class Draws(object):
     """A kernel's random inputs: ``numpy.random.RandomState(seed)`` drawn in the order
-    envforge/expectations.py draws them."""
+    envforge/expectations/ draws them."""
 
     def __init__(self, np, kernel, float_x):
         self.rng = np.random.RandomState(kernel["seed"])

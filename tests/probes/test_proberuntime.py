@@ -2,7 +2,7 @@
 probe's are Python 3.5 grammar; every probe, the Theano one with its parts, runs under real
 Pythons 3.6 (the oldest here) to 3.12 with nothing installed, and in isolated mode (as an
 embeddable Python's ._pth runs it), and still answers one JSON report; the kernels' inputs
-are the very draws of envforge/expectations.py."""
+are the very draws of envforge/expectations/."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ It reports Keras's version, the back-end and keras.json values Keras loaded (and
 it read them from), and trains the request's model: ``Dense(1, sigmoid)`` from zero weights,
 binary cross-entropy, full-batch SGD, one batch per epoch, so each epoch's loss is the loss
 before its update. The output (the losses, then the final weights and bias) is what
-``envforge/expectations.py``'s ``train`` reference computes with NumPy from the same draws of
+``envforge/expectations/core.py``'s ``train`` reference computes with NumPy from the same draws of
 ``numpy.random.RandomState(seed)``. It judges nothing.
 """
 

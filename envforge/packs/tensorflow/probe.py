@@ -10,7 +10,7 @@ It reports versions, the devices TensorFlow lists, the variables it was started 
 GPU libraries its loader asks for (opened with ctypes, as its dso_loader would), and runs
 the core's kernels (``elementwise``, ``gemm``, ``conv``) in a graph session. It judges
 nothing: envforge compares the report with the lock (``envforge.verify`` and the pack's
-``verify.py``). The inputs are drawn as ``envforge/expectations.py`` draws them, from
+``verify.py``). The inputs are drawn as ``envforge/expectations/`` draws them, from
 ``numpy.random.RandomState(seed)`` in the same order; Theano's conv is a true convolution
 (its filters flipped), so the filters are flipped here before TensorFlow's cross-correlation.
 """

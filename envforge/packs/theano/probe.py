@@ -15,7 +15,7 @@ describe. Its parts lie beside it: ``probe_sections`` (config, BLAS, GPU, nvidia
 ``probe_kernels`` (compiled, run and timed) and ``probe_gemm`` (GEMM against raw cuBLAS).
 
 The kernel inputs are defined here (and in ``proberuntime``) and in
-``envforge/expectations.py``; both must draw the same numbers from
+``envforge/expectations/``; both must draw the same numbers from
 ``numpy.random.RandomState(seed)`` in the same order.
 """
 

@@ -1,6 +1,6 @@
 """The Theano probe's kernels: each compiled from its graph, run and timed, its ops listed
 (which ran on the GPU, which Scan implementation); run by the environment's Python (3.5
-grammar). The inputs are drawn as ``envforge/expectations.py`` draws them."""
+grammar). The inputs are drawn as ``envforge/expectations/`` draws them."""
 
 import math
 import sys
@@ -15,7 +15,7 @@ KERNELS = ("elementwise", "gemm", "conv", "grad", "train", "scan", "softmax_xent
 
 
 def _inputs(np, kernel, float_x):
-    """The kernel's inputs: the same draws, in the same order, as envforge/expectations.py;
+    """The kernel's inputs: the same draws, in the same order, as envforge/expectations/;
     the core's kernels as every probe draws them, Theano's own here."""
     name = kernel["name"]
     if name == "random":

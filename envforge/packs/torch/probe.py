@@ -8,7 +8,7 @@ half-broken environment::
 
 It reports versions, the CUDA runtime the build carries and the threads it runs with, and
 runs the core's kernels (``elementwise``, ``gemm``, ``conv``, ``grad``, ``train``) with
-inputs drawn as ``envforge/expectations.py`` draws them, from
+inputs drawn as ``envforge/expectations/`` draws them, from
 ``numpy.random.RandomState(seed)`` in the same order. Theano's conv is a true convolution,
 so the filters are flipped before torch's cross-correlation. Its own checks: autograd's
 gradients and a training loop (SGD, full batch) for the lock's NumPy references, a

@@ -1,22 +1,18 @@
-"""The lockfile: exact artifacts per platform plus what verify must find, as frozen models.
+"""The lock's frozen models: exact artifacts per platform plus what verify must find.
 
-The on-disk shape is TOML written with sorted, stable content (no timestamps), so the
-same spec and the same index state give identical bytes. ``version`` guards the format.
+What a lock names is data from whoever wrote the file, so every field has its shape here;
+reading and writing the file is ``io``'s, bringing an old format up to date ``migrations``'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
-import tomli_w
 from pydantic import (
     AfterValidator,
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -24,8 +20,7 @@ from pydantic import (
 )
 
 from envforge.confine import check_relative
-from envforge.errors import SpecError
-from envforge.inputfile import LOCK_LIMIT, read_input_text
+from envforge.lockfile.migrations import LOCK_VERSION, PACK_TABLE_VERSION, LockPack
 from envforge.packapi import Pack, Registry
 from envforge.spec import (
     MAX_REPEATS,
@@ -36,15 +31,9 @@ from envforge.spec import (
     Int,
     KernelName,
     Platform,
-    load_toml,
     pack_models,
 )
-from envforge.tomlpos import key_lines, line_of
 
-# 2: a framework pack's expectations in [platforms.X.expect.NAME] (1: Theano's in the core).
-# 3: what apply reads of the spec in [platforms.X.apply] (2: apply read the spec itself), and
-#    no framework's key left in the core tables (a pack's own migration takes it first).
-LOCK_VERSION = 3
 Sha256 = str
 # What a lock names is data from whoever wrote the file: each kind of name has its shape,
 # and every file name passes the one confinement rule (envforge/confine.py).
@@ -128,8 +117,6 @@ class LockedDeb(Frozen):
     depends: str = ""
 
 
-# A pack table's own format version, beside its keys on disk: absent, it is 1.
-PACK_TABLE_VERSION = "lock_version"
 # The core's artifact roles; a pack adds its own (``FrameworkPack.artifact_roles``).
 CORE_ARTIFACT_ROLES = ("cudnn", "cuda-installer", "compiler")
 
@@ -349,184 +336,3 @@ def version_changes(before: Lockfile | None, after: Lockfile) -> tuple[VersionCh
                            for name in sorted(old.keys() | new.keys())
                            if old.get(name) != new.get(name))
     return tuple(changes)
-
-
-def dumps_lock(lock: Lockfile) -> str:
-    """Serialise to TOML deterministically, with a header saying what wrote it."""
-    data = lock.model_dump(mode="json", exclude_none=True)
-    header = ("# Written by `envforge lock`. Do not edit by hand: re-run `envforge lock`.\n"
-              f"# Spec: {lock.meta.spec} ({lock.meta.spec_hash})\n\n")
-    return header + tomli_w.dumps(_sorted(data), multiline_strings=False)
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
-def write_lock(lock: Lockfile, path: Path) -> bool:
-    """Write the lock atomically; return whether the bytes changed."""
-    text = dumps_lock(lock)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return True
-
-
-class LockPack(Pack, Protocol):
-    """What the lock reads of a pack: its table's model and its table's migrations."""
-
-    @property
-    def expect(self) -> type[Frozen]: ...
-
-    @property
-    def lock_version(self) -> int: ...
-
-    @property
-    def lock_migrations(self) -> Mapping[int, Callable[[dict[str, Any]], None]]: ...
-
-
-def load_lock(path: Path | str, registry: Registry[LockPack]) -> Lockfile:
-    """Read a lock; a broken one is a SpecError naming file, line and key. ``registry``'s
-    packs type and migrate their own tables."""
-    path = Path(path)
-    text = read_input_text(path, LOCK_LIMIT,
-                           missing="no such lock file (run `envforge lock` first)")
-    raw = load_toml(text, str(path))
-    version = raw.get("meta", {}).get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or \
-            version not in range(1, LOCK_VERSION + 1):
-        raise SpecError(path, f"lock format version {version!r} is not {LOCK_VERSION}; re-lock",
-                        key="meta.version", line=line_of(key_lines(text), ("meta", "version")))
-    if version == LOCK_VERSION:
-        _require_apply(raw, path, text)
-    loc: list[str] = []
-    try:
-        _migrate_pack_tables(raw, loc, version, registry)
-        if version != LOCK_VERSION:
-            raw = migrate(raw)
-        _type_pack_tables(raw, loc, registry)
-        return Lockfile.model_validate(raw, context={"registry": registry})
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc += [str(p) for p in error["loc"]]
-        raise SpecError(path, error["msg"], key=".".join(loc),
-                        line=line_of(key_lines(text), loc)) from None
-    except _TableVersionError as exc:
-        raise SpecError(path, str(exc), key=".".join(loc),
-                        line=line_of(key_lines(text), loc)) from None
-
-
-def _require_apply(raw: dict[str, Any], path: Path, text: str) -> None:
-    """A lock of this format has an ``apply`` table per platform (only a migrated one may
-    lack it): one edited out is damage, not an old format."""
-    platforms = raw.get("platforms")
-    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
-        if isinstance(table, dict) and "apply" not in table:
-            raise SpecError(path, "no apply table (what apply reads of the spec); re-lock",
-                            key=f"platforms.{platform}.apply",
-                            line=line_of(key_lines(text), ("platforms", str(platform))))
-
-
-def migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    """A lock of an older core format in the current one's shape, as pipx reads old metadata:
-    each core step rewrites every platform table from version N to N + 1, after each pack
-    migrated its own table by its own version (``_migrate_pack_tables``), which takes the
-    pack's keys out of the core tables (1 -> 2 moved them into the pack's table). Format
-    2 -> 3 also adds the ``apply`` table, which only the spec can fill: the table stays
-    absent and ``lockcheck.stale_reasons`` asks for a re-lock."""
-    meta = raw.get("meta")
-    platforms = raw.get("platforms")
-    if not isinstance(meta, dict) or not isinstance(platforms, dict):
-        return raw
-    for version in range(int(meta["version"]), LOCK_VERSION):
-        for table in platforms.values():
-            step = _CORE_STEPS.get(version)
-            if step is not None and isinstance(table, dict):
-                step(table)
-        meta["version"] = version + 1
-    return raw
-
-
-def _drop_stray_keys(table: dict[str, Any]) -> None:
-    """2 -> 3: a key format 2 kept in the core expect table for one framework's GPU timing
-    (its GEMM against raw cuBLAS), which that pack's migration moved where its table is;
-    in a lock of another framework (a TensorFlow GPU lock) nothing read it."""
-    expect = table.get("expect")
-    if isinstance(expect, dict):
-        expect.pop("min_cublas_ratio", None)
-
-
-_CORE_STEPS: dict[int, Callable[[dict[str, Any]], None]] = {2: _drop_stray_keys}
-
-
-class _TableVersionError(ValueError):
-    """A pack table's format version this envforge's pack cannot read."""
-
-
-def _pack_table_version(pack: LockPack, table: dict[str, Any],
-                        core_version: int) -> int | None:
-    """The format of a platform table's ``expect.NAME`` table: its ``lock_version`` key,
-    else 1; 0 in a lock of core format 1, which kept every pack's keys in the core tables;
-    None where it holds none."""
-    expect = table.get("expect")
-    own = expect.get(pack.name) if isinstance(expect, dict) else None
-    if isinstance(own, dict):
-        version = own.pop(PACK_TABLE_VERSION, 1)
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise _TableVersionError(f"{pack.name}'s table format {version!r} is not a "
-                                     "number from 1")
-        if version > pack.lock_version:
-            raise _TableVersionError(
-                f"{pack.name}'s table is format {version}; the installed {pack.name} pack "
-                f"reads formats up to {pack.lock_version}: upgrade it, or re-lock")
-        return version
-    return 0 if core_version < 2 else None
-
-
-def _migrate_pack_tables(raw: dict[str, Any], loc: list[str], core_version: int,
-                         registry: Registry[LockPack]) -> None:
-    """Bring each pack's expect table to its pack's format: its own migrations, keyed by the
-    table's version, before the core's; ``loc`` names the version key of a table refused."""
-    platforms = raw.get("platforms")
-    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
-        if not isinstance(table, dict):
-            continue
-        for pack in registry:
-            name = pack.name
-            loc[:] = ["platforms", platform, "expect", name, PACK_TABLE_VERSION]
-            version = _pack_table_version(pack, table, core_version)
-            for step in range(version if version is not None else pack.lock_version,
-                              pack.lock_version):
-                migration = pack.lock_migrations.get(step)
-                if migration is not None:
-                    migration(table)
-    loc.clear()
-
-
-def _type_pack_tables(raw: dict[str, Any], loc: list[str], registry: Registry[LockPack]) -> None:
-    """Validate each pack's expect table with its model first, so an error names its key
-    and line (``platforms.linux-64.expect.NAME.KEY``); ``loc`` gets the table's path."""
-    platforms = raw.get("platforms")
-    for platform, table in (platforms.items() if isinstance(platforms, dict) else ()):
-        expect = table.get("expect") if isinstance(table, dict) else None
-        if not isinstance(expect, dict):
-            continue
-        for pack in registry:
-            name = pack.name
-            if isinstance(expect.get(name), dict):
-                loc[:] = ["platforms", platform, "expect", name]
-                expect[name] = pack.expect.model_validate(expect[name])
-    loc.clear()
-
-
-def lock_path_for(spec_path: Path, locks_dir: Path | None = None) -> Path:
-    """``specs/X.toml`` locks to ``locks/X.lock`` beside the specs folder."""
-    folder = locks_dir if locks_dir is not None else spec_path.resolve().parent.parent / "locks"
-    return folder / f"{spec_path.stem}.lock"

@@ -11,7 +11,7 @@ from envforge.packs.theano.section import theano_section
 from envforge.spec import load_spec, parse_spec
 from tests.testing.packs import REGISTRY
 
-SPECS = Path(__file__).resolve().parent.parent / "specs"
+SPECS = Path(__file__).resolve().parents[2] / "specs"
 
 MINIMAL = """\
 [project]

@@ -1,0 +1,83 @@
+"""The spec: a TOML file that pins a stack, read into frozen models.
+
+``models`` holds the sections and each platform's merged view, ``parse`` reads a file into
+them. Import from here: these names are the package's API.
+"""
+
+from envforge.model import Frozen
+from envforge.platforms import Platform
+from envforge.spec.models import (
+    CORE_KERNEL_NAMES,
+    DEBIAN_MIRROR,
+    MAX_REPEATS,
+    PLATFORMS,
+    PYPI_SIMPLE,
+    Bool,
+    CompilerSection,
+    CondaSection,
+    ConvShape,
+    CudaSection,
+    CudnnSection,
+    DebianSection,
+    EnvironmentSection,
+    FiniteFloat,
+    Int,
+    KernelName,
+    PathSection,
+    PlatformSpec,
+    ProjectSection,
+    PypiRequirement,
+    PypiSection,
+    PythonSection,
+    Spec,
+    SpecPack,
+    VerifySection,
+    implicit_sections,
+    pack_models,
+)
+from envforge.spec.parse import (
+    excluded_by_python_marker,
+    kernel_names,
+    load_spec,
+    load_toml,
+    parse_spec,
+    toml_syntax_error,
+)
+
+__all__ = [
+    "CORE_KERNEL_NAMES",
+    "DEBIAN_MIRROR",
+    "MAX_REPEATS",
+    "PLATFORMS",
+    "PYPI_SIMPLE",
+    "Bool",
+    "CompilerSection",
+    "CondaSection",
+    "ConvShape",
+    "CudaSection",
+    "CudnnSection",
+    "DebianSection",
+    "EnvironmentSection",
+    "FiniteFloat",
+    "Frozen",
+    "Int",
+    "KernelName",
+    "PathSection",
+    "Platform",
+    "PlatformSpec",
+    "ProjectSection",
+    "PypiRequirement",
+    "PypiSection",
+    "PythonSection",
+    "Spec",
+    "SpecPack",
+    "VerifySection",
+    "excluded_by_python_marker",
+    "implicit_sections",
+    "kernel_names",
+    "load_spec",
+    "load_toml",
+    "pack_models",
+    "parse_spec",
+    "toml_syntax_error",
+]
