@@ -2,7 +2,7 @@
 
 The contract is run by ``make lint``; here it runs on the real tree and on a copy of the
 package with one planted back-arrow (host/ -> app/, steps/ -> bundle/, a core module -> a pack,
-a pack -> another, verify -> doctor), which must break it.
+a pack -> another, verify -> doctor, doctor -> executor), which must break it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _config(into: Path) -> Path:
 def test_the_package_keeps_its_layers(tmp_path: Path) -> None:
     done = _lint(REPO, _config(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "5 kept, 0 broken" in done.stdout
+    assert "6 kept, 0 broken" in done.stdout
 
 
 # (module, what it is made to import, the line lint-imports must print)
@@ -57,6 +57,8 @@ PLANTED = [
      "envforge.packs.keras is not allowed to import envforge.packs.tensorflow"),
     ("verify/judge.py", "envforge.doctor.facts",
      "envforge.verify is not allowed to import envforge.doctor"),
+    ("doctor/fixes.py", "envforge.executor",  # the edge app/doctorfixes.py removed
+     "envforge.doctor is not allowed to import envforge.executor"),
 ]
 
 

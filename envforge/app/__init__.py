@@ -4,7 +4,8 @@
 ``project`` loads a spec with where its lock is, ``locking`` locks it, ``context`` turns a
 project, the host and a run's options into the ``StepContext`` steps read (with the run's
 ``Sources`` injected), ``verification`` runs the probe and the suite, ``status`` reads what
-is applied, ``diagnose`` is doctor's judgement of the host and ``drafting`` is init's.
+is applied, ``diagnose`` is doctor's judgement of the host, ``doctorfixes`` runs its fixes
+through apply's executor (so doctor never imports apply) and ``drafting`` is init's.
 Submodules are imported on demand (start-up time is most of a no-op apply), so this package
 re-exports nothing.
 

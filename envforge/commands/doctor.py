@@ -14,20 +14,11 @@ from pathlib import Path
 from rich.markup import escape
 
 from envforge.app.diagnose import examine
+from envforge.app.doctorfixes import apply_fixes, plan_fixes, state_dir, undo_fixes
 from envforge.app.packs import installed_packs
 from envforge.commands import Common
 from envforge.commands.apply import show_plan
-from envforge.doctor import (
-    Finding,
-    HostFacts,
-    apply_fixes,
-    doctor_report_markdown,
-    fix_steps,
-    has_errors,
-    plan_fixes,
-    state_dir,
-    undo_fixes,
-)
+from envforge.doctor import Finding, HostFacts, doctor_report_markdown, fix_steps, has_errors
 from envforge.doctor.report import host_rows
 from envforge.errors import ExitCode
 from envforge.paths import envforge_dirs

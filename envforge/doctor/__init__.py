@@ -3,15 +3,16 @@
 The host is observed once into ``HostFacts`` (``observe``: the only impure part); rules
 are pure functions of those facts and, with a spec, its lock's expectations
 (``diagnose``); each ``Finding`` carries its evidence, an exact fix and the knowledge
-row it rests on. Safe fixes become journaled apply steps (``fix_steps``), undone by
-``undo_fixes``; ``doctor_report_markdown`` writes a report to commit.
+row it rests on. Safe fixes become steps (``fix_steps``), which the app layer performs
+through apply's executor (``app/doctorfixes.py``); ``doctor_report_markdown`` writes a
+report to commit.
 """
 
 from __future__ import annotations
 
 from envforge.doctor.expect import expected_from_lock
 from envforge.doctor.facts import Expected, HostFacts
-from envforge.doctor.fixes import apply_fixes, fix_steps, plan_fixes, state_dir, undo_fixes
+from envforge.doctor.fixes import fix_steps
 from envforge.doctor.model import Evidence, FileCopy, Finding, Fix, FixAction, has_errors
 from envforge.doctor.observe import observe
 from envforge.doctor.report import doctor_report_markdown
@@ -27,14 +28,10 @@ __all__ = [
     "FixAction",
     "HostFacts",
     "all_rules",
-    "apply_fixes",
     "diagnose",
     "doctor_report_markdown",
     "expected_from_lock",
     "fix_steps",
     "has_errors",
     "observe",
-    "plan_fixes",
-    "state_dir",
-    "undo_fixes",
 ]

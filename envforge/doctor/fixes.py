@@ -1,11 +1,10 @@
-"""Safe fixes as a plan for apply's executor: planned first (reading only), then performed
-exactly as shown, through the journal.
+"""Safe fixes as steps: each finding's ``Fix.actions`` planned, reading only, into file
+actions (``steps/actions.py``) with the state each expects to find.
 
-Each finding's ``Fix.actions`` become file actions (``steps/actions.py``) with the state each
-expects to find, so a file changed between the plan and the confirmation is refused, every
-fix is backed up, and ``envforge doctor --undo`` restores the files byte for byte. Doctor's
-journal is its own (``<state>/doctor``): fixes are not part of any environment, and
-``envforge status`` does not list them.
+Performing them is the app layer's (``app/doctorfixes.py``, through apply's executor), so
+doctor imports no part of apply: a file changed between the plan and the confirmation is
+refused there, every fix is backed up, and ``envforge doctor --undo`` restores the files
+byte for byte.
 """
 
 from __future__ import annotations
@@ -15,19 +14,9 @@ from pathlib import Path
 from typing import Protocol
 
 from envforge.doctor.model import FileCopy, Finding, FixAction
-from envforge.executor import refuse_stale, run_plan
-from envforge.journal import Journal, env_lock, rollback
 from envforge.packapi import Pack
-from envforge.paths import EnvforgeDirs
-from envforge.plan import Plan
 from envforge.steps.actions import StepPlan, file_plan
 from envforge.steps.base import WantFile
-
-DOCTOR_STATE = "doctor"
-
-
-def state_dir(dirs: EnvforgeDirs) -> Path:
-    return dirs.state / DOCTOR_STATE
 
 
 class FixStep(Protocol):
@@ -83,29 +72,3 @@ def fix_steps(findings: Sequence[Finding], packs: Iterable[FixPack]) -> list[Fix
         steps.append(CopyFixStep(list(copies.values())))
     return steps
 
-
-def plan_fixes(steps: Sequence[FixStep], *, platform: str, where: str) -> Plan:
-    """The fixes as a plan, shown like ``envforge plan``; reading only."""
-    return Plan(spec="envforge doctor --fix", platform=platform, prefix=where,
-                steps=tuple(s.plan() for s in steps))
-
-
-def apply_fixes(fixes: Plan | Sequence[FixStep], state: Path) -> list[str]:
-    """Perform the fixes' plan (made now when given steps) through doctor's journal, each
-    before-state checked first; the names of the steps that ran."""
-    plan = fixes if isinstance(fixes, Plan) else plan_fixes(fixes, platform="", where="")
-    state.mkdir(parents=True, exist_ok=True)
-    with env_lock(state):
-        refuse_stale(plan)
-        return run_plan(plan, Journal(state))
-
-
-def undo_fixes(state: Path, *, force: bool = False) -> list[str]:
-    """Put back everything doctor's fixes changed, newest first; one line per thing undone.
-
-    The same rollback as ``envforge rollback``: a file changed since is kept, its original
-    put beside it; ``force`` goes past a damaged journal."""
-    if not (state / "journal.jsonl").exists():
-        return []
-    with env_lock(state):
-        return rollback(Journal(state), force=force)

@@ -9,7 +9,8 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from envforge.doctor import Finding, Fix, FixAction, apply_fixes, fix_steps, plan_fixes, undo_fixes
+from envforge.app.doctorfixes import apply_fixes, plan_fixes, undo_fixes
+from envforge.doctor import Finding, Fix, FixAction, fix_steps
 from envforge.doctor.fixes import FixPlanner
 from envforge.packapi import Registry
 from envforge.packs.base import PackDefaults

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import apply_fixes, fix_steps
+from envforge.app.doctorfixes import apply_fixes
+from envforge.doctor import fix_steps
 from tests.doctor.layouts import (
     cudnn_header,
     home,

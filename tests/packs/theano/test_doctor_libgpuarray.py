@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import apply_fixes, fix_steps, undo_fixes
+from envforge.app.doctorfixes import apply_fixes, undo_fixes
+from envforge.doctor import fix_steps
 from tests.doctor.layouts import (
     QUERY_441,
     SMI_441,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.doctor import apply_fixes, plan_fixes, undo_fixes
+from envforge.app.doctorfixes import apply_fixes, plan_fixes, undo_fixes
 from envforge.executor import StalePlanError
 from envforge.packs.theano.doctor_fixes import ConfigFixStep
 from envforge.packs.theano.rcfile import ConfigEdit
