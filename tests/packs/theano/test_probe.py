@@ -98,7 +98,7 @@ def _expect(float_x: str, **changes: Any) -> Expectations:
     flags = changes.pop("theano_flags", {"mode": "FAST_RUN", "allow_gc": "False"})
     expect = Expectations(versions=VERSIONS, device="cpu", float_x=float_x,
                           packs={"theano": TheanoExpect(flags=flags)},
-                          kernels=kernel_expectations(SMALL, float_x), repeats=2)
+                          kernels=kernel_expectations(SMALL, float_x, REGISTRY), repeats=2)
     return expect.model_copy(update=changes)
 
 
@@ -166,7 +166,8 @@ def test_a_perturbed_checksum_fails_naming_the_kernel(
 def test_cpu_float32_meets_the_float32_tolerances(target: Target) -> None:
     every = SMALL.model_copy(update={"kernels": (
         "elementwise", "gemm", "conv", "scan", "grad", "random", "softmax_xent", "train")})
-    expect = _expect("float32", theano_flags={}, kernels=kernel_expectations(every, "float32"))
+    expect = _expect("float32", theano_flags={},
+                     kernels=kernel_expectations(every, "float32", REGISTRY))
     report = run_probe(target, build_request(expect, REGISTRY), flags="device=cpu,floatX=float32")
     rows = check_report(report, expect, REGISTRY, gpu_expected=False)
     assert _failures(rows) == {}
@@ -182,7 +183,8 @@ def test_scan_without_a_compiler_is_reported_as_the_python_loop(target: Target) 
     """cxx= is Theano's way to run without C: scan falls back to Scan.execute, and the
     report says so (with a compiler, the C row would fail; without one it is skipped)."""
     verify = SMALL.model_copy(update={"kernels": ("scan",)})
-    expect = _expect("float64", theano_flags={}, kernels=kernel_expectations(verify, "float64"))
+    expect = _expect("float64", theano_flags={},
+                     kernels=kernel_expectations(verify, "float64", REGISTRY))
     report = run_probe(target, build_request(expect, REGISTRY), flags="device=cpu,cxx=")
     (scan,) = report["kernels"]
     assert scan["error"] is None and scan["scan"]["implementation"] == "python"
@@ -199,7 +201,7 @@ def test_silent_cpu_fallback_is_caught(target: Target) -> None:
     verify = SMALL.model_copy(update={"kernels": ("elementwise",)})
     expect = Expectations(versions=VERSIONS, device="cuda", float_x="float64",
                           packs={"theano": TheanoExpect(flags={})},
-                          kernels=kernel_expectations(verify, "float64"),
+                          kernels=kernel_expectations(verify, "float64", REGISTRY),
                           min_gpu_speedup=5.0)
     report = run_probe(target, build_request(expect, REGISTRY), flags="device=cuda")
     assert report["cpu_compare"] is False  # nothing to compare against
