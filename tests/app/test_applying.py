@@ -30,6 +30,7 @@ from envforge.plan import PLAN_FORMAT, Plan, PlanOptions, SavedPlan, write_saved
 from envforge.spec import load_spec
 from envforge.ui import UI
 from tests.faults.harness import TINY, USER_RC, snapshot
+from tests.testing.packs import REGISTRY
 
 
 def test_artifacts_are_known_roles_given_once_as_files(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_saved_plan_checked_performed_and_rolled_back(tmp_path: Path,
     (tmp_path / "specs").mkdir()
     spec = tmp_path / "specs" / "a.toml"
     spec.write_text(TINY.format(name="a", floatx="float64", theanorc="home"), encoding="utf-8")
-    write_lock(lock_spec(load_spec(spec), platforms=["linux-64"]),
+    write_lock(lock_spec(load_spec(spec, REGISTRY), REGISTRY, platforms=["linux-64"]),
                tmp_path / "locks" / "a.lock")
     options, ui, saved = ApplyOptions(prefix=tmp_path / "env"), UI(quiet=True), tmp_path / "p"
 
