@@ -59,8 +59,8 @@ def test_a_saved_plan_is_json_a_spec_or_a_fifo_is_not(tmp_path: Path) -> None:
 
 def test_a_plan_whose_spec_changed_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     spec, lock = tmp_path / "x.toml", tmp_path / "x.lock"
-    spec.write_text("edited since\n", encoding="utf-8")
-    lock.write_text("whatever\n", encoding="utf-8")
+    spec.write_bytes(b"edited since\n")  # bytes: the hashes below are of these bytes, also
+    lock.write_bytes(b"whatever\n")  # on Windows, where write_text would write \r\n
     saved = tmp_path / "plan.json"
     write_saved_plan(saved, SavedPlan(
         format=PLAN_FORMAT, envforge=__version__, spec_file=str(spec),
@@ -73,7 +73,7 @@ def test_a_plan_whose_spec_changed_is_refused_before_anything_is_read(tmp_path: 
     assert str(caught.value).startswith(f"{saved}: the plan is stale: {spec} changed since "
                                         "the plan was made")
     lock.unlink()
-    spec.write_text("as planned\n", encoding="utf-8")
+    spec.write_bytes(b"as planned\n")
     with pytest.raises(StalePlanError, match=f"{re.escape(str(lock))} changed since .* now absent"):
         check_saved(saved, UI(quiet=True))
 

@@ -85,6 +85,7 @@ def test_the_locked_stack_raises_nothing(tmp_path: Path) -> None:
     assert not [i for i in ids(judge(facts)) if i.startswith(("torch.", "torchvision."))]
 
 
+@pytest.mark.posix_only("the torch specs target linux-64 only (no Windows wheels before 1.7)")
 def test_doctor_names_the_h200_arch_mismatch_from_the_gpu_specs_lock_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
