@@ -24,7 +24,7 @@ from envforge.app.locking import lock_spec
 from envforge.cli import main
 from envforge.lockfile import write_lock
 from envforge.spec import load_spec
-from tests.testing.homes import home_sharing
+from tests.testing.homes import enter_home, home_sharing
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,12 +42,7 @@ def envforge_home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) 
 @pytest.fixture
 def host(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A home folder of its own; the real pyenv stays findable."""
-    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
-    yield home
+    yield enter_home(tmp_path, envforge_home, monkeypatch)
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -5,7 +5,6 @@ document."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from envforge.cli import main
-from tests.testing.homes import home_sharing
+from tests.testing.homes import enter_home, home_sharing
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +23,7 @@ def envforge_home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) 
 @pytest.fixture
 def host(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The user's HOME folder (made empty) with envforge's state in ``envforge_home``."""
-    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
-    monkeypatch.delenv("KERAS_BACKEND", raising=False)
-    monkeypatch.delenv("KERAS_HOME", raising=False)
-    yield home
+    yield enter_home(tmp_path, envforge_home, monkeypatch)
 
 
 def verify_json(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +33,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.network,
 
 @pytest.fixture(scope="module")
 def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache of its own (the packs' conftest ``host`` uses it): not the run's shared one."""
     return tmp_path_factory.mktemp("envforge-home")
-
-
-@pytest.fixture
-def host(envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv")))
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ENVFORGE_HOME", str(envforge_home))
-    yield home
 
 
 def _verify(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
