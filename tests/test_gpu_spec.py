@@ -8,49 +8,27 @@ with Debian's Python 3.9.2 and NumPy 1.19.5, on device=cpu (the same C loop the 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from envforge.app.context import prepare
-from envforge.executor import execute
-from envforge.plan import build_steps
-from envforge.ui import UI
+from tests.testing.gpuspec import GPU_HOST_STEPS, apply_without_gpu_host, run_check
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_SPEC = REPO / "specs" / "theano-gpu-linux.toml"
 SCAN_CHECK = REPO / "docs" / "gpu" / "scan_check.py"
-GPU_HOST_STEPS = {"cuda-toolkit", "libgpuarray-links"}  # need the GPU host's toolkit
 
 
 def _scan_check(prefix: Path, env: dict[str, str], flags: str) -> tuple[int, dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "envforge", "run", str(GPU_SPEC), "--prefix", str(prefix), "--",
-         "python", str(SCAN_CHECK)],
-        cwd=REPO, env={**env, "THEANO_FLAGS": flags}, capture_output=True, text=True,
-        check=False, timeout=600)
-    lines = done.stdout.strip().splitlines()
-    assert lines, done.stderr
-    report: dict[str, object] = json.loads(lines[-1])
-    return done.returncode, report
+    return run_check(GPU_SPEC, prefix, env, SCAN_CHECK, flags, timeout=600)
 
 
 @pytest.mark.slow
 @pytest.mark.network
 def test_bullseye_environment_compiles_scans_c_loop(tmp_path: Path) -> None:
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
-    prefix = tmp_path / "env"
-    ctx = prepare(GPU_SPEC, prefix=prefix, artifacts={}, bundle=None, offline=False,
-                  ui=UI(quiet=True), environ=env, check_sources=True)
-    steps = build_steps(ctx)
-    assert {step.name for step in steps} >= GPU_HOST_STEPS
-    ran = execute(ctx, [s for s in steps if s.name not in GPU_HOST_STEPS],
-                  record={"spec": str(GPU_SPEC), "prefix": str(prefix),
-                          "platform": ctx.platform, "spec_name": GPU_SPEC.stem})
+    env, prefix, planned, ran = apply_without_gpu_host(GPU_SPEC, tmp_path)
+    assert planned >= GPU_HOST_STEPS
     assert {"debian-packages", "environment", "pypi-packages", "theanorc"} <= set(ran)
     # Debian's Python 3.9 with distutils from python3-distutils (Theano imports it).
     distutils = subprocess.run([str(prefix / "bin" / "python"), "-c",

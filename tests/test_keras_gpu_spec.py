@@ -9,7 +9,6 @@ environment without its CUDA steps trains a Keras model and round-trips it throu
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,18 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from envforge.app.context import prepare
 from envforge.cli import main
-from envforge.executor import execute
 from envforge.lockfile import load_lock
-from envforge.plan import build_steps
-from envforge.ui import UI
+from tests.testing.gpuspec import GPU_HOST_STEPS, apply_without_gpu_host, run_check
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "specs" / "keras-theano-gpu-linux.toml"
 H5_CHECK = REPO / "docs" / "gpu" / "keras_h5_check.py"
-GPU_HOST_STEPS = {"cuda-toolkit", "libgpuarray-links"}  # need the GPU host's toolkit
 NO_NUMPY = ("import sys; sys.modules['numpy'] = None; from envforge.cli import main; "
             "sys.exit(main(sys.argv[1:]))")
 
@@ -60,29 +55,14 @@ def test_plan_and_apply_without_numpy_stop_before_any_change(tmp_path: Path) -> 
 
 
 def _h5_check(prefix: Path, env: dict[str, str], flags: str) -> tuple[int, dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "envforge", "run", str(SPEC), "--prefix", str(prefix), "--",
-         "python", str(H5_CHECK)],
-        cwd=REPO, env={**env, "THEANO_FLAGS": flags}, capture_output=True, text=True,
-        check=False, timeout=900)
-    lines = done.stdout.strip().splitlines()
-    assert lines, done.stderr
-    report: dict[str, object] = json.loads(lines[-1])
-    return done.returncode, report
+    return run_check(SPEC, prefix, env, H5_CHECK, flags, timeout=900)
 
 
 @pytest.mark.slow
 @pytest.mark.network
 def test_keras_trains_and_round_trips_hdf5_in_the_environment(tmp_path: Path) -> None:
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
-    prefix = tmp_path / "env"
-    ctx = prepare(SPEC, prefix=prefix, artifacts={}, bundle=None, offline=False,
-                  ui=UI(quiet=True), environ=env, check_sources=True)
-    steps = build_steps(ctx)
-    assert {step.name for step in steps} >= GPU_HOST_STEPS | {"keras-json"}
-    ran = execute(ctx, [s for s in steps if s.name not in GPU_HOST_STEPS],
-                  record={"spec": str(SPEC), "prefix": str(prefix), "platform": ctx.platform,
-                          "spec_name": SPEC.stem})
+    env, prefix, planned, ran = apply_without_gpu_host(SPEC, tmp_path)
+    assert planned >= GPU_HOST_STEPS | {"keras-json"}
     assert {"debian-packages", "pypi-packages", "theanorc", "keras-json"} <= set(ran)
 
     code, report = _h5_check(prefix, env, "device=cpu")
