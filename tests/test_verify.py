@@ -20,6 +20,7 @@ from envforge.errors import ExitCode
 from envforge.expectations import conv2d, kernel_expectations, kernel_inputs, reference_output
 from envforge.knowledge import cudnn_version_code
 from envforge.lockfile import Expectations, KernelExpectation
+from envforge.packapi import Registry
 from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect, theano_expect
 from envforge.spec import ConvShape, VerifySection
@@ -27,6 +28,7 @@ from envforge.verify import (
     CheckRow,
     build_request,
     check_report,
+    hinted,
     kernel_timings,
     verdict,
 )
@@ -500,6 +502,21 @@ def test_missing_driver_library_gets_the_link_hint() -> None:
     why = _rows(report, expect)["gpu.backend"].why
     assert "libcuda.so: cannot open shared object file" in why
     assert "link it to the driver's libcuda.so.1" in why
+
+
+def test_hints_come_from_the_registry_handed_in() -> None:
+    """Failing rows get the hint of the packs they are judged with, handed in as an argument
+    and nothing ambient: Theano's undeclared-import hint with its pack, none without it;
+    passing and skipped rows are left as they are."""
+    error = "import theano failed: ModuleNotFoundError: No module named 'pkg_resources'"
+    rows = (CheckRow("version.theano", "1.0.5", "missing", "fail", error),
+            CheckRow("probe.skip", "-", "-", "skip", error),
+            CheckRow("probe.pass", "-", "-", "pass", error))
+    failed, skipped, passed = hinted(rows, REGISTRY)
+    assert failed.why.startswith(error + " (hint: Theano imports pkg_resources")
+    assert (skipped, passed) == rows[1:]
+    without = Registry([pack for pack in REGISTRY if pack.name != "theano"])
+    assert hinted(rows, without) == rows
 
 
 def test_cudnn_7_enabled_is_checked_against_the_lock() -> None:

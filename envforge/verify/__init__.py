@@ -8,13 +8,14 @@ exception. Rows carry stable dotted names (``version.numpy``, ``kernel.gemm.chec
 so JSON and JUnit consumers can track them across runs.
 
 One module a job: ``rows`` (the row and the verdict), ``untrusted`` (reading a report),
-``hints`` (what a pack gives verify), ``request`` (the probe's request and merged reports),
-``kernels``, ``gpu`` and ``judge`` (the rows), ``drift`` (drift's rows).
+``hints`` (what a pack gives verify; its hints on failing rows), ``request`` (the probe's
+request and merged reports), ``kernels``, ``gpu`` and ``judge`` (the rows), ``drift``
+(drift's rows).
 """
 
 from envforge.verify.drift import drift_rows
 from envforge.verify.gpu import KernelTiming, kernel_timings
-from envforge.verify.hints import VerifyPack, hinting
+from envforge.verify.hints import VerifyPack, explain, hinted
 from envforge.verify.judge import check_report
 from envforge.verify.kernels import kernel_rows
 from envforge.verify.request import (
@@ -38,7 +39,8 @@ __all__ = [
     "build_request",
     "check_report",
     "drift_rows",
-    "hinting",
+    "explain",
+    "hinted",
     "kernel_request",
     "kernel_rows",
     "kernel_timings",

@@ -1,16 +1,17 @@
-"""What verify asks of a pack, and the packs whose hints a failure's text gets while a report
-is judged (scoped, so a pack's own rows get them without a registry argument)."""
+"""What verify asks of a pack, and the hints a failing row's text gets from the packs judging
+it: ``check_report`` applies them once to every failing row, with the registry it is handed,
+so a pack's rows stay plain functions of the report and never ask for hints themselves."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from envforge.knowledge import error_hints
 from envforge.lockfile import Expectations
-from envforge.packapi import Pack, Registry, ScopedPacks
+from envforge.packapi import Pack, Registry
 from envforge.verify.rows import CheckRow
 
 
@@ -43,20 +44,9 @@ class VerifyPack(Pack, Protocol):
     def error_hints(self) -> tuple[tuple[str, str], ...]: ...
 
 
-# The packs whose hints a failure's text gets, while ``check_report`` judges (a pack's own
-# rows call ``kernel_rows`` and ``_with_hint`` from inside it); none outside ``hinting``.
-_HINTS: ScopedPacks[VerifyPack] = ScopedPacks("envforge_verify_hints")
-
-
-def hinting(registry: Registry[VerifyPack]) -> AbstractContextManager[None]:
-    """Failures judged inside get ``registry``'s hints (``check_report`` judges inside)."""
-    return _HINTS.using(registry)
-
-
-def _with_hint(error: str) -> str:
-    registry = _HINTS.current()
-    if registry is None:
-        return error
+def explain(error: str, registry: Registry[VerifyPack]) -> str:
+    """``error`` with the first hint of ``registry``'s packs that explains it: a pack's
+    ``import_hint``, else the first knowledge hint whose text the error holds."""
     for pack in registry:
         hint = pack.import_hint(error)
         if hint is not None:
@@ -65,3 +55,10 @@ def _with_hint(error: str) -> str:
         if needle in error:
             return f"{error} (hint: {hint})"
     return error
+
+
+def hinted(rows: Iterable[CheckRow], registry: Registry[VerifyPack]) -> tuple[CheckRow, ...]:
+    """Each failing row with its ``why`` explained (``explain``); passes and skips as they
+    are. A row's failure text ends with the error it quotes, so the hint follows it."""
+    return tuple(replace(row, why=explain(row.why, registry))
+                 if row.status == "fail" and row.why else row for row in rows)

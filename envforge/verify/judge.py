@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 from envforge.lockfile import Expectations
 from envforge.packapi import Registry
 from envforge.verify.gpu import _cuda_row, _speedup_row
-from envforge.verify.hints import VerifyPack, _with_hint, hinting
+from envforge.verify.hints import VerifyPack, hinted
 from envforge.verify.kernels import _find_kernel, kernel_rows
 from envforge.verify.request import REPORT_FORMAT, probe_modules
 from envforge.verify.rows import CheckRow
@@ -21,7 +21,8 @@ from envforge.verify.untrusted import _dig, _map
 
 def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack],
                  *, gpu_expected: bool, prefix: str | None = None) -> tuple[CheckRow, ...]:
-    """Every check of a probe report against the expectations, in a stable order.
+    """Every check of a probe report against the expectations, in a stable order, each
+    failure with the hint of ``registry``'s packs that explains it (``hints.hinted``).
 
     ``gpu_expected`` is false where the lock targets a GPU but this machine has none
     (GPU rows are then skipped, not failed). ``prefix`` fills the ``{prefix}`` that
@@ -31,8 +32,8 @@ def check_report(report: Mapping[str, Any], expect: Expectations, registry: Regi
         why = str(report.get("error") or f"report format {report.get('format')!r} "
                                           f"is not {REPORT_FORMAT}")
         return (CheckRow("probe", "a report", "no report", "fail", why),)
-    with hinting(registry):
-        return _judge(report, expect, registry, gpu_expected=gpu_expected, prefix=prefix)
+    return hinted(_judge(report, expect, registry, gpu_expected=gpu_expected, prefix=prefix),
+                  registry)
 
 
 def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack], *,
@@ -77,7 +78,7 @@ def _version_rows(report: Mapping[str, Any], expect: Expectations,
         if found is None:
             error = str(errors.get(key) or "not installed")
             rows.append(CheckRow(f"version.{name}", wanted, "missing", "fail",
-                                 _with_hint(f"import {key} failed: {error}")))
+                                 f"import {key} failed: {error}"))
         elif _version_matches(wanted, str(found)):
             rows.append(CheckRow(f"version.{name}", wanted, str(found), "pass"))
         else:

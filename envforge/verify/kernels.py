@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from envforge.lockfile import KernelExpectation
-from envforge.verify.hints import _with_hint
 from envforge.verify.rows import CheckRow
 from envforge.verify.untrusted import _clip, _list, _number, _show
 
@@ -31,7 +30,7 @@ def kernel_rows(entry: Mapping[str, Any] | None, kernel: KernelExpectation, *,
     if entry is None:
         failure = "the probe did not run it"
     elif entry.get("error"):
-        failure = _with_hint(_clip(str(entry["error"])))
+        failure = _clip(str(entry["error"]))
     elif kernel.output_shape is not None and \
             [int(n) for n in _list(entry.get("output_shape"))] != list(kernel.output_shape):
         failure = (f"output shape {entry.get('output_shape')}, "

@@ -11,7 +11,6 @@ from typing import Any
 from envforge.lockfile import Expectations
 from envforge.packs.keras.expect import keras_expect
 from envforge.verify import CheckRow, kernel_request, kernel_rows
-from envforge.verify.hints import _with_hint
 from envforge.verify.untrusted import _map
 
 
@@ -32,7 +31,7 @@ def verify_rows(report: Mapping[str, Any], expect: Expectations, *, prefix: str 
         why = str(config.get("error") or _map(report.get("import_errors")).get("keras")
                   or "the Keras probe did not report")
         rows = [CheckRow(f"keras.{name}", str(wanted), "keras not imported", "fail",
-                         _with_hint(why))
+                         why)
                 for name, wanted in (("backend", table.backend), ("floatx", table.floatx))]
         return [*rows, *kernel_rows(None, table.train, base="keras.train")]
     rows = []

@@ -10,7 +10,6 @@ from typing import Any
 from envforge.lockfile import Expectations
 from envforge.packs.tensorflow.expect import tensorflow_expect
 from envforge.verify import CheckRow
-from envforge.verify.hints import _with_hint
 from envforge.verify.untrusted import _list, _map
 
 
@@ -59,7 +58,7 @@ def _devices_row(report: Mapping[str, Any], section: Mapping[str, Any], device: 
     if not devices:
         error = section.get("devices_error") or _map(report.get("import_errors")).get(
             "tensorflow") or "TensorFlow listed no device"
-        return CheckRow("tensorflow.devices", wanted, "none", "fail", _with_hint(str(error)))
+        return CheckRow("tensorflow.devices", wanted, "none", "fail", str(error))
     types = {str(d.get("type")) for d in devices}
     if "CPU" not in types:
         return CheckRow("tensorflow.devices", wanted, names, "fail", "no CPU device listed")

@@ -16,7 +16,6 @@ from envforge.packs.theano.expect import theano_expect
 from envforge.packs.theano.knowledge import theano_rules
 from envforge.packs.theano.knowledge_models import CudnnRuleRow
 from envforge.verify import CheckRow
-from envforge.verify.hints import _with_hint
 from envforge.verify.untrusted import _list, _map, _show
 
 # dnn.enabled as Theano spells it (case-sensitive there) from the spellings a lock may hold.
@@ -44,8 +43,8 @@ def _config_rows(report: Mapping[str, Any], expect: Expectations,
                  prefix: str | None) -> list[CheckRow]:
     theano = report.get("theano")
     if not isinstance(theano, Mapping):
-        error = _with_hint(str(_map(report.get("import_errors")).get("theano") or
-                               "no theano section in the report"))
+        error = str(_map(report.get("import_errors")).get("theano") or
+                    "no theano section in the report")
         names = ["device", "floatX", *(flag_name(k) for k in theano_expect(expect).flags
                                        if flag_name(k) not in ("device", "floatX"))]
         return [CheckRow(_flag_row(n), _expected_flag(expect, n, prefix), "theano not imported",

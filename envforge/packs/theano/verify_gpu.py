@@ -12,7 +12,6 @@ from typing import Any
 from envforge.lockfile import Expectations
 from envforge.packs.theano.expect import theano_expect
 from envforge.verify import CheckRow
-from envforge.verify.hints import _with_hint
 from envforge.verify.kernels import _find_kernel
 from envforge.verify.untrusted import _clip, _dig, _list, _map, _number
 
@@ -40,7 +39,7 @@ def gpu_rows(report: Mapping[str, Any], expect: Expectations,
         reason = gpu.get("init_error") or gpu.get("error") or _map(
             report.get("import_errors")).get("pygpu")
         why = ("Theano fell back to the CPU silently: "
-               + _with_hint(str(reason or "no error was logged")))
+               + str(reason or "no error was logged"))
         rows = [CheckRow("gpu.backend", "pygpu_activated", "not active", "fail", why)]
     for kernel in expect.kernels:
         rows.append(_gpu_ops_row(_find_kernel(report, kernel.name), kernel.name))
@@ -57,7 +56,7 @@ def _gpu_ops_row(entry: Mapping[str, Any] | None, name: str) -> CheckRow:
         return CheckRow(row, "GPU ops", ", ".join(sorted(set(gpu_ops))), "pass")
     if entry.get("error"):
         return CheckRow(row, "GPU ops", "error", "fail",
-                        f"kernel {name}: {_with_hint(_clip(str(entry['error'])))}")
+                        f"kernel {name}: {_clip(str(entry['error']))}")
     ops = ", ".join(str(op) for op in _list(entry.get("ops"))) or "none"
     return CheckRow(row, "GPU ops", "CPU ops only", "fail",
                     f"kernel {name}: the compiled graph has no GPU op ({ops})")
@@ -71,7 +70,7 @@ def scan_row(report: Mapping[str, Any]) -> CheckRow:
     cxx = _dig(report, "theano", "config", "cxx")
     if entry is None or entry.get("error"):
         error = "the probe did not run it" if entry is None else _clip(str(entry["error"]))
-        return CheckRow(row, wanted, "error", "fail", f"kernel scan: {_with_hint(error)}")
+        return CheckRow(row, wanted, "error", "fail", f"kernel scan: {error}")
     found = scan.get("implementation")
     if not cxx:
         return CheckRow(row, wanted, str(found), "skip",

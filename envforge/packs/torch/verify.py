@@ -12,7 +12,6 @@ from typing import Any
 from envforge.lockfile import Expectations
 from envforge.packs.torch.expect import TorchExpect, torch_expect
 from envforge.verify import CheckRow, kernel_request, kernel_rows
-from envforge.verify.hints import _with_hint
 from envforge.verify.untrusted import _list, _map, _number
 
 # A traced module runs the eager one's operations: only the last bits may differ.
@@ -42,8 +41,8 @@ def verify_rows(report: Mapping[str, Any], expect: Expectations, *, prefix: str 
                          "the lock holds no PyTorch table: run `envforge lock` again")]
     section = _map(report.get("torch"))
     if section.get("threads") is None:
-        why = _with_hint(str(_map(report.get("import_errors")).get("torch")
-                             or "the PyTorch probe did not report"))
+        why = str(_map(report.get("import_errors")).get("torch")
+                  or "the PyTorch probe did not report")
         return [CheckRow("torch.import", "torch imports", "not imported", "fail", why),
                 *kernel_rows(None, table.grad, base="torch.autograd.grad"),
                 *kernel_rows(None, table.train, base="torch.train.loss")]
@@ -85,7 +84,7 @@ def _dataloader_row(entry: Mapping[str, Any], table: TorchExpect) -> CheckRow:
     wanted = f"{table.dataloader_workers} workers' batches = 0 workers'"
     if entry.get("error") or entry.get("equal") is None:
         return CheckRow("torch.dataloader.workers", wanted, "error", "fail",
-                        _with_hint(str(entry.get("error") or "the probe did not run it")))
+                        str(entry.get("error") or "the probe did not run it"))
     ok = entry.get("equal") is True
     return CheckRow("torch.dataloader.workers", wanted,
                     f"{entry.get('batches')} batches, {'equal' if ok else 'different'}",
@@ -101,7 +100,7 @@ def _jit_row(entry: Any, table: TorchExpect) -> CheckRow:
     diff = _number(found.get("max_abs_diff"))
     if diff is None:
         return CheckRow("torch.jit.trace", wanted, "error", "fail",
-                        _with_hint(str(found.get("error") or "the probe did not run it")))
+                        str(found.get("error") or "the probe did not run it"))
     ok = diff <= JIT_ATOL[table.float_x]
     return CheckRow("torch.jit.trace", wanted, f"max |diff| {diff:.3g}",
                     "pass" if ok else "fail", "" if ok else "the traced module computes "
@@ -116,7 +115,7 @@ def _vision_row(entry: Any, table: TorchExpect, report: Mapping[str, Any]) -> Ch
     if found.get("error") or not found:
         why = found.get("error") or _map(report.get("import_errors")).get("torchvision")
         return CheckRow("torchvision.resnet18", wanted, "error", "fail",
-                        _with_hint(str(why or "the probe did not run it")))
+                        str(why or "the probe did not run it"))
     shape = [int(n) for n in _list(found.get("output_shape"))]
     ok = shape == VISION_OUTPUT and found.get("finite") is True
     return CheckRow("torchvision.resnet18", wanted, f"{shape}, finite={found.get('finite')}",
@@ -132,7 +131,7 @@ def _ops_row(entry: Mapping[str, Any], table: TorchExpect) -> CheckRow:
     keep = entry.get("keep")
     if keep is None:
         return CheckRow("torchvision.ops.nms", wanted, "error", "fail",
-                        _with_hint(str(entry.get("error") or "the probe did not run it")))
+                        str(entry.get("error") or "the probe did not run it"))
     ok = keep == NMS_KEEP
     return CheckRow("torchvision.ops.nms", wanted, str(keep), "pass" if ok else "fail",
                     "" if ok else "torchvision's compiled nms kept other boxes")
