@@ -181,6 +181,10 @@ class HostFacts(Frozen):
     # What doctor shows of an environment and checks against its lock: Python, then each
     # pack's packages (``FrameworkPack.doctor_packages``), named when the host was observed.
     packages: tuple[str, ...] = ("python",)
+    # The packs (by name) whose own settings on this host ask for a GPU
+    # (``FrameworkPack.gpu_intended``): asked once by ``diagnose``, before any rule runs, so
+    # a rule reads the answer here instead of asking the packs itself.
+    gpu_frameworks: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

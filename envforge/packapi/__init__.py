@@ -10,6 +10,5 @@ nothing of the core's phases.
 from __future__ import annotations
 
 from envforge.packapi.registry import Pack, Registry
-from envforge.packapi.scoped import ScopedPacks
 
-__all__ = ["Pack", "Registry", "ScopedPacks"]
+__all__ = ["Pack", "Registry"]

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from envforge.doctor.rules import judged
+from envforge.doctor.rules.common import gpu_intended
+from envforge.packapi import Registry
 from tests.doctor.layouts import (
     QUERY_441,
     SMI_441,
@@ -22,6 +25,7 @@ from tests.doctor.layouts import (
     venv,
     windows_cuda,
 )
+from tests.testing.packs import REGISTRY
 
 
 def smi_with_driver(table: str, driver: str, cuda: str) -> str:
@@ -83,6 +87,17 @@ def test_no_driver_where_the_gpu_is_wanted(tmp_path: Path) -> None:
     assert "couldn't communicate" in finding.evidence[0].text
     (rc / ".theanorc").write_text("[global]\ndevice = cpu\n")  # the fix the finding offers
     assert only(judge(look(tmp_path, env)), "driver.missing").severity == "info"
+
+
+def test_the_packs_answer_travels_in_the_facts(tmp_path: Path) -> None:
+    """diagnose asks each pack once whether its own settings mean a GPU and hands the rules
+    the answer inside the facts, nothing in scope: Theano's device flag here."""
+    rc = home(tmp_path, "[global]\ndevice = cuda\n")
+    facts = look(tmp_path, {"PATH": "", "HOME": str(rc)})
+    assert facts.gpu_frameworks == () and not gpu_intended(facts, None)
+    seen = judged(facts, None, REGISTRY)
+    assert seen.gpu_frameworks == ("theano",) and gpu_intended(seen, None)
+    assert judged(facts, None, Registry([p for p in REGISTRY if p.name != "theano"])) == facts
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")

@@ -10,8 +10,7 @@ from typing import Protocol
 from envforge.doctor.facts import Expected, HostFacts
 from envforge.doctor.model import Finding, sort_findings
 from envforge.doctor.rules import cuda, cudnn, gpu, packages
-from envforge.doctor.rules.common import GpuPack, judged_with
-from envforge.packapi import Registry
+from envforge.packapi import Pack, Registry
 
 Rule = Callable[[HostFacts, Expected | None], Iterable[Finding]]
 
@@ -27,10 +26,13 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-class DoctorPack(GpuPack, Protocol):
-    """What doctor's judging asks of a pack: its rules, and whether it means a GPU."""
+class DoctorPack(Pack, Protocol):
+    """What doctor's judging asks of a pack: its rules, and whether its own settings on this
+    host ask for a GPU."""
 
     def doctor_rules(self) -> tuple[Rule, ...]: ...
+
+    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool: ...
 
 
 def all_rules(packs: Registry[DoctorPack]) -> tuple[Rule, ...]:
@@ -41,7 +43,16 @@ def all_rules(packs: Registry[DoctorPack]) -> tuple[Rule, ...]:
 def diagnose(facts: HostFacts, expected: Expected | None = None, *,
              packs: Registry[DoctorPack],
              rules: Iterable[Rule] | None = None) -> tuple[Finding, ...]:
-    """Every finding of every rule (the core's and ``packs``'), errors first."""
+    """Every finding of every rule (the core's and ``packs``'), errors first, each rule
+    handed the facts with what ``packs`` answered about them (``judged``)."""
     chosen = all_rules(packs) if rules is None else rules
-    with judged_with(packs):
-        return sort_findings([finding for rule in chosen for finding in rule(facts, expected)])
+    facts = judged(facts, expected, packs)
+    return sort_findings([finding for rule in chosen for finding in rule(facts, expected)])
+
+
+def judged(facts: HostFacts, expected: Expected | None,
+           packs: Registry[DoctorPack]) -> HostFacts:
+    """``facts`` with the packs' answers the rules read (``HostFacts.gpu_frameworks``), asked
+    once here: a rule stays a plain function of the facts and never asks the packs."""
+    wanting = tuple(pack.name for pack in packs if pack.gpu_intended(facts, expected))
+    return facts.model_copy(update={"gpu_frameworks": wanting})

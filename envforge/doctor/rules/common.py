@@ -4,29 +4,11 @@ be used, evidence and shell commands. Pure, like the rules."""
 from __future__ import annotations
 
 import shlex
-from contextlib import AbstractContextManager
-from typing import Protocol, assert_never
+from typing import assert_never
 
 from envforge.doctor.facts import CommandOutput, Expected, HostFacts, SearchEntry
 from envforge.doctor.model import Evidence
-from envforge.packapi import Pack, Registry, ScopedPacks
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
-
-
-class GpuPack(Pack, Protocol):
-    """What judging asks of a pack: whether its own settings on this host ask for a GPU."""
-
-    def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool: ...
-
-
-# The packs a diagnosis judges with, set by ``diagnose`` for its rules: a rule keeps its
-# (facts, expected) shape, so a pack's rule is a plain function of the facts.
-_JUDGED_WITH: ScopedPacks[GpuPack] = ScopedPacks("envforge_doctor_packs")
-
-
-def judged_with(packs: Registry[GpuPack]) -> AbstractContextManager[None]:
-    """Rules run inside see ``packs`` (``gpu_intended`` asks each)."""
-    return _JUDGED_WITH.using(packs)
 
 
 def installed(facts: HostFacts, expected: Expected | None,
@@ -44,14 +26,11 @@ def installed(facts: HostFacts, expected: Expected | None,
 
 
 def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
-    """Whether this host is meant to run on a GPU: the lock's device, a pack's device
-    setting (``FrameworkPack.gpu_intended``, of the packs ``diagnose`` judges with) or pygpu
-    installed."""
+    """Whether this host is meant to run on a GPU: the lock's device, or a framework whose
+    own settings ask for one (``HostFacts.gpu_frameworks``, as ``diagnose`` asked the packs)."""
     if expected is not None and expected.device.startswith(("cuda", "opencl")):
         return True
-    if any(pack.gpu_intended(facts, expected) for pack in _JUDGED_WITH.current() or ()):
-        return True
-    return installed(facts, expected, "pygpu") is not None
+    return bool(facts.gpu_frameworks)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -119,9 +119,9 @@ class TheanoPack(ModulePack):
                 cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
-        from envforge.packs.theano.doctor_common import device_is_gpu
+        from envforge.packs.theano.doctor_common import gpu_intended
 
-        return device_is_gpu(facts, expected)
+        return gpu_intended(facts, expected)
 
     def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
                        python: str, path: Sequence[SearchEntry], prefix: Path | None,

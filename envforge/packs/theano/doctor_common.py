@@ -103,8 +103,11 @@ def flag_value(eff: dict[str, Setting], rules: TheanoRules | None, name: str) ->
     return ""
 
 
-def device_is_gpu(facts: HostFacts, expected: Expected | None) -> bool:
-    """Whether Theano's effective device flag names a GPU (the pack's ``gpu_intended``)."""
+def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
+    """Whether Theano means to use a GPU here (the pack's ``gpu_intended``): its effective
+    device flag names one, or its GPU back-end, pygpu, is installed (or locked)."""
+    if installed(facts, expected, "pygpu") is not None:
+        return True
     release = theano_release(facts, expected)
     if release.rules is None:
         return False
