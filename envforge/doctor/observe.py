@@ -150,8 +150,12 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
 
 
 class ObservedPack(Pack, Protocol):
-    """What observing the host asks of a pack: its variables, its configuration here, the
-    distributions it counts as its packages and the packages doctor shows."""
+    """What observing the host asks of a pack: its name in findings, its variables, its
+    configuration here, the distributions it counts as its packages and the packages doctor
+    shows."""
+
+    @property
+    def display_name(self) -> str: ...
 
     @property
     def doctor_variables(self) -> tuple[str, ...]: ...
@@ -170,10 +174,14 @@ def _frameworks(env: Mapping[str, str], platform: Platform, cwd: Path, python: s
                 path: Sequence[SearchEntry], prefix: Path | None,
                 expected: Mapping[str, Mapping[str, str]],
                 packs: Registry[ObservedPack]) -> dict[str, FrameworkConfig]:
-    """Each registered pack's view of its configuration on this host."""
-    return {pack.name: pack.doctor_observe(environ=env, platform=platform, cwd=cwd,
-                                           python=python, path=path, prefix=prefix,
-                                           expected=expected.get(pack.name, {}))
+    """Each registered pack's view of its configuration on this host, named (its display
+    name where the pack's view gives none: findings name the framework, never "it")."""
+    configs = {pack.name: pack.doctor_observe(environ=env, platform=platform, cwd=cwd,
+                                              python=python, path=path, prefix=prefix,
+                                              expected=expected.get(pack.name, {}))
+               for pack in packs}
+    return {pack.name: configs[pack.name] if configs[pack.name].name
+            else configs[pack.name].model_copy(update={"name": pack.display_name})
             for pack in packs}
 
 

@@ -30,6 +30,7 @@ class PackDefaults:
     what it knows; it must give only its name, section and lock table models and its
     ``expectations``."""
 
+    name: str
     implicit = False
     knowledge: tuple[str, ...] = ()
     probe: Path | None = None
@@ -45,6 +46,11 @@ class PackDefaults:
     fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
     artifact_roles: tuple[str, ...] = ()
     expect: type[Frozen]
+
+    @property
+    def display_name(self) -> str:
+        """The pack's name, where it gives no name of its own."""
+        return self.name
 
     @property
     def lock_version(self) -> int:

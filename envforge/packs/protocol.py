@@ -57,6 +57,11 @@ class FrameworkPack(Protocol):
         """The spec section, the lock's expect key, the pack's folder."""
 
     @property
+    def display_name(self) -> str:
+        """How findings name the framework ("PyTorch"): its ``FrameworkConfig.name`` where
+        its ``doctor_observe`` gives none."""
+
+    @property
     def section(self) -> type[Frozen]:
         """The model of [NAME]."""
 

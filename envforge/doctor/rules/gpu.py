@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 
 from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts
 from envforge.doctor.model import Evidence, Finding, Fix
@@ -23,9 +24,13 @@ def _fact_source(kind: str, fact_id: str) -> str:
 
 
 def _on_gpu(facts: HostFacts) -> FrameworkConfig:
-    """The framework whose GPU start the driver findings describe: the first that says."""
-    return next((c for c in facts.frameworks.values() if c.without_gpu),
-                FrameworkConfig(name="the framework", without_gpu="it runs on the CPU"))
+    """The framework whose GPU start the driver findings describe: the first whose own
+    settings ask for the GPU (``HostFacts.gpu_frameworks``), else the first that says what it
+    does without one."""
+    wanting = (facts.frameworks[name] for name in facts.gpu_frameworks
+               if name in facts.frameworks)
+    saying = (c for c in facts.frameworks.values() if c.without_gpu)
+    return next(chain(wanting, saying), FrameworkConfig(name="the framework"))
 
 
 def driver_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -40,8 +45,8 @@ def driver_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
         if intended:
             yield Finding(
                 id="driver.missing", severity="error",
-                title=f"{framework.name} is set up for the GPU but no NVIDIA driver answers: "
-                      f"{framework.without_gpu}",
+                title=f"{framework.name} is set up for the GPU but no NVIDIA driver answers"
+                      + (f": {framework.without_gpu}" if framework.without_gpu else ""),
                 evidence=evidence,
                 fix=Fix(text="install the NVIDIA driver until `nvidia-smi` works"
                              + (f", or set {framework.cpu_setting}"

@@ -31,6 +31,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 class KerasPack(ModulePack, PackDefaults):
     name = "keras"
+    display_name = "Keras"
     section = KerasSection
     expect = KerasExpect
     probe: Path | None = PROBE_SCRIPT

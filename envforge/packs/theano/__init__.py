@@ -34,6 +34,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 class TheanoPack(ModulePack):
     name = "theano"
+    display_name = "Theano"
     section = TheanoSection
     expect = TheanoExpect
     implicit = True

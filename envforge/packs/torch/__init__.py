@@ -28,6 +28,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
 class TorchPack(ModulePack, PackDefaults):
     name = "torch"
+    display_name = "PyTorch"
     section = TorchSection
     expect = TorchExpect
     probe: Path | None = PROBE_SCRIPT

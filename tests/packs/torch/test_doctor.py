@@ -10,10 +10,22 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
-from envforge.doctor import Expected
+from envforge.doctor import Expected, diagnose
 from envforge.doctor.facts import HostFacts
 from envforge.host.cuda import Gpu
-from tests.doctor.layouts import expected, home, ids, judge, look, nvidia_smi, only, venv
+from envforge.packapi import Registry
+from tests.doctor.layouts import (
+    SMI_NO_DRIVER,
+    expected,
+    home,
+    ids,
+    judge,
+    look,
+    nvidia_smi,
+    only,
+    venv,
+)
+from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -67,6 +79,24 @@ def test_gpus_the_wheel_has_images_for_raise_nothing(tmp_path: Path) -> None:
 def test_a_cpu_lock_on_an_h200_is_a_warning(tmp_path: Path) -> None:
     facts = _facts(tmp_path, TORCH14, ("NVIDIA H200", "9.0"))
     assert only(judge(facts), "torch.gpu-arch").severity == "warning"
+
+
+@pytest.mark.posix_only("its stand-in nvidia-smi is an sh script")
+def test_no_driver_under_a_gpu_lock_names_pytorch(tmp_path: Path) -> None:
+    """torch14-gpu's lock on a host whose driver does not answer: the finding names the
+    framework set up for the GPU, PyTorch (its pack's display name: torch observes no
+    configuration of its own), judged by the lock's packs or by all; a CPU lock is a notice."""
+    nvidia_smi(tmp_path / "bin", fails=SMI_NO_DRIVER)
+    prefix = venv(tmp_path / "env", TORCH14)
+    facts = look(tmp_path, {"PATH": str(tmp_path / "bin"), "HOME": str(home(tmp_path)),
+                            "VIRTUAL_ENV": str(prefix)})
+    torch = Registry([pack for pack in REGISTRY if pack.name == "torch"])
+    for packs in (torch, REGISTRY):
+        finding = only(diagnose(facts, _gpu_lock("1.4.0"), packs=packs), "driver.missing")
+        assert finding.severity == "error"
+        assert finding.title == "PyTorch is set up for the GPU but no NVIDIA driver answers"
+    cpu = _gpu_lock("1.4.0").model_copy(update={"device": "cpu"})
+    assert only(diagnose(facts, cpu, packs=torch), "driver.missing").severity == "info"
 
 
 def test_pillow_7_under_torchvision_0_2_and_an_unpaired_torchvision(tmp_path: Path) -> None:
