@@ -137,9 +137,6 @@ class PackDefaults:
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         return None
 
-    def import_hint(self, error: str) -> str | None:
-        return None
-
     def legacy_requirement(self, text: str) -> tuple[str, str] | None:
         return None
 

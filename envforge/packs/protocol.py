@@ -228,9 +228,6 @@ class FrameworkPack(Protocol):
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         """The device the pack's part of a report ran the kernels on, for timing charts."""
 
-    def import_hint(self, error: str) -> str | None:
-        """A hint for a failure that names an import the framework makes undeclared."""
-
     def legacy_requirement(self, text: str) -> tuple[str, str] | None:
         """``init``'s rewrite of a requirement naming a predecessor of the framework (the
         original Theano -> Theano-PyMC): the requirement to write and why; None otherwise."""

@@ -39,18 +39,12 @@ class VerifyPack(Pack, Protocol):
 
     def report_device(self, report: Mapping[str, Any]) -> str | None: ...
 
-    def import_hint(self, error: str) -> str | None: ...
-
     def error_hints(self) -> tuple[tuple[str, str], ...]: ...
 
 
 def explain(error: str, registry: Registry[VerifyPack]) -> str:
-    """``error`` with the first hint of ``registry``'s packs that explains it: a pack's
-    ``import_hint``, else the first knowledge hint whose text the error holds."""
-    for pack in registry:
-        hint = pack.import_hint(error)
-        if hint is not None:
-            return f"{error} ({hint})"
+    """``error`` with the first hint of ``registry``'s packs (``FrameworkPack.error_hints``,
+    in registry order, then the core's) whose text the error holds."""
     for needle, hint in error_hints(registry):
         if needle in error:
             return f"{error} (hint: {hint})"

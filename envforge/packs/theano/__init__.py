@@ -96,11 +96,6 @@ class TheanoPack(ModulePack):
 
         return report_device(report)
 
-    def import_hint(self, error: str) -> str | None:
-        from envforge.packs.theano.verify_gpu import import_hint
-
-        return import_hint(error)
-
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.theano.doctor_compilers import compiler_rules, windows_rules
         from envforge.packs.theano.doctor_config import config_rules

@@ -54,7 +54,6 @@ __all__ = [
     "theano_distribution",
     "theano_knowledge",
     "theano_rules",
-    "undeclared_import_in",
 ]
 
 
@@ -106,19 +105,17 @@ def theano_rules(theano_version: str) -> TheanoRules:
 
 
 def error_hints() -> tuple[tuple[str, str], ...]:
-    """(text a failure prints, what fixes it): the cuDNN rules' symptoms, then the rest."""
+    """(text a failure prints, what fixes it): the modules a release imports undeclared
+    (``No module named 'pkg_resources'``), the cuDNN rules' symptoms, then the rest."""
     data = theano_knowledge()
-    hints = [(row.symptom, f"Theano-PyMC {row.theano}: {row.effect}; {row.fix}")
-             for row in data.cudnn if row.symptom]
+    hints = [(f"No module named '{row.module}'",
+              f"Theano imports {row.module} at {row.imported_at} without declaring it; the "
+              f"lock carries {row.requirement} for it: run `envforge apply` to install it "
+              f"again; source: {row.source}") for row in data.undeclared]
+    hints += [(row.symptom, f"Theano-PyMC {row.theano}: {row.effect}; {row.fix}")
+              for row in data.cudnn if row.symptom]
     hints += [(row.needle, row.hint) for row in data.error_hints]
     return tuple(dict.fromkeys(hints))
-
-
-def undeclared_import_in(error: str) -> UndeclaredRow | None:
-    """The row for a module that an error says is missing, when a Theano release imports it
-    without declaring it: the cause and the fix of a ``No module named 'pkg_resources'``."""
-    return next((row for row in theano_knowledge().undeclared
-                 if f"No module named '{row.module}'" in error), None)
 
 
 def blog_errata() -> tuple[BlogErratum, ...]:

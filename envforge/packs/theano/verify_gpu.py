@@ -125,15 +125,3 @@ def timing_rows(report: Mapping[str, Any], expect: Expectations, *,
 def report_device(report: Mapping[str, Any]) -> str | None:
     device = _dig(report, "theano", "config", "device")
     return str(device) if device else None
-
-
-def import_hint(error: str) -> str | None:
-    """Theano-PyMC imports modules it does not declare (knowledge: undeclared_imports)."""
-    from envforge.packs.theano.knowledge import undeclared_import_in
-
-    undeclared = undeclared_import_in(error)
-    if undeclared is None:
-        return None
-    return (f"hint: Theano imports {undeclared.module} at {undeclared.imported_at} without "
-            f"declaring it; the lock carries {undeclared.requirement} for it: run `envforge "
-            f"apply` to install it again; source: {undeclared.source}")
