@@ -76,7 +76,9 @@ class FrameworkPack(Protocol):
 
     @property
     def knowledge(self) -> tuple[str, ...]:
-        """Its files in envforge/knowledge/ (NAME.toml)."""
+        """Its knowledge files, NAME.toml in its own package (Theano's ``theano`` and
+        ``theano_suite``), which the pack types and reads itself; named here so that the
+        data tests hold every row of them to the rule that each names its source."""
 
     @property
     def probe(self) -> Path | None:

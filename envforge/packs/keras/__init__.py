@@ -32,6 +32,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 class KerasPack(ModulePack, PackDefaults):
     name = "keras"
     display_name = "Keras"
+    knowledge = ("keras",)
     section = KerasSection
     expect = KerasExpect
     probe: Path | None = PROBE_SCRIPT

@@ -28,6 +28,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 class TensorflowPack(ModulePack, PackDefaults):
     name = "tensorflow"
     display_name = "TensorFlow"
+    knowledge = ("tensorflow",)
     section = TensorflowSection
     expect = TensorflowExpect
     probe: Path | None = PROBE_SCRIPT

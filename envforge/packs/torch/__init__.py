@@ -29,6 +29,7 @@ PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 class TorchPack(ModulePack, PackDefaults):
     name = "torch"
     display_name = "PyTorch"
+    knowledge = ("torch",)
     section = TorchSection
     expect = TorchExpect
     probe: Path | None = PROBE_SCRIPT
