@@ -74,7 +74,7 @@ class CudaVariable(Frozen):
 
 class Compiler(Frozen):
     path: str
-    path_index: int  # position of its folder on PATH; -1: found outside PATH (Theano's fallback)
+    path_index: int  # position of its folder on PATH; -1: a framework's fallback outside PATH
     found_by: str
     version: str | None
     thread_model: str | None
@@ -111,8 +111,12 @@ class FrameworkConfig(Frozen):
     cuda_root_label: str | None = None  # how the host table names it
     cuda_root_setting: str = ""  # the setting that names it ("cuda.root")
     cuda_root_variables: tuple[str, ...] = ()  # the variables it reads for it, in order
-    # it re-sorts PATH before loading the CUDA libraries here: the knowledge row that says so
+    # it re-orders PATH before loading the CUDA libraries here: the knowledge row that says
+    # so, how (Theano's: "sorted, lower-cased"), and PATH's entries (their indexes) in the
+    # order it leaves them, which the pack computes: the core only reads that order
     path_rewrite: str | None = None
+    path_rewrite_how: str = ""
+    path_order: tuple[int, ...] = ()
     # the C++ compiler it takes when none is on PATH, and why (Theano's win32 fallback)
     compiler_fallback: str | None = None
     compiler_fallback_from: str = ""

@@ -55,6 +55,24 @@ def test_windows_putting_the_right_cuda_first_is_undone_by_theano(tmp_path: Path
                                                    expected(platform="win-64")))
 
 
+def test_the_order_after_a_rewrite_is_the_one_its_pack_computed(tmp_path: Path) -> None:
+    """The core sorts nothing itself: it reads the order the rewriting framework's pack
+    gives (``FrameworkConfig.path_order``). Leaving PATH as the user wrote it puts CUDA 10.2
+    first here, where Theano's sort put 9.0 first (the test above)."""
+    old = windows_cuda(tmp_path / "A", "9.0")
+    new = windows_cuda(tmp_path / "Program Files", "10.2")
+    env = {"PATH": f"{new / 'bin'};{old / 'bin'};C:\\Windows", "CUDA_PATH": str(new),
+           "USERPROFILE": str(home(tmp_path))}
+    facts = look(tmp_path, env, platform="win-64")
+    theano = facts.frameworks["theano"]
+    assert theano.path_order == (1, 0, 2)  # Theano's: lower-cased and sorted
+    as_written = theano.model_copy(update={"path_order": (0, 1, 2)})
+    facts = facts.model_copy(update={"frameworks": {**facts.frameworks, "theano": as_written}})
+    finding = only(judge(facts, expected(platform="win-64")), "cuda.several-on-path")
+    assert finding.severity == "warning"
+    assert "sorts first once Theano rewrites PATH" in finding.title
+
+
 def test_windows_right_cuda_sorting_first_is_only_luck(tmp_path: Path) -> None:
     program_files = tmp_path / "Program Files"
     old, new = windows_cuda(program_files, "9.0"), windows_cuda(program_files, "10.2")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envforge.doctor.facts import Expected, HostFacts, SearchEntry
+from envforge.doctor.facts import Expected, FrameworkConfig, HostFacts, SearchEntry
 from envforge.doctor.model import Evidence, Finding, Fix
 from envforge.doctor.rules.common import (
     cuda_matches,
@@ -58,11 +58,12 @@ def toolkit_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
         source=f"{expected.spec} ([cuda] version, locked)")
 
 
-def _rewritten_order(order: list[tuple[SearchEntry, str, str]]) -> \
-        list[tuple[SearchEntry, str, str]]:
-    """The order after a framework's PATH rewrite (Theano's on win32): folders lower-cased
-    and sorted."""
-    return sorted(order, key=lambda found: normalize_entry(found[0].path))
+def _rewritten_order(order: list[tuple[SearchEntry, str, str]],
+                     rewriter: FrameworkConfig) -> list[tuple[SearchEntry, str, str]]:
+    """The order after a framework's PATH rewrite, as its pack computed it
+    (``FrameworkConfig.path_order``; Theano's on win32: folders lower-cased and sorted)."""
+    rank = {index: position for position, index in enumerate(rewriter.path_order)}
+    return sorted(order, key=lambda found: rank.get(found[0].index, len(rank)))
 
 
 def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
@@ -82,8 +83,8 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
     if len(order) < 2:
         return
     source = f"{_source()}; {rewriter.path_rewrite}" if rewriter is not None else _source()
-    if resorted:
-        order = _rewritten_order(order)
+    if rewriter is not None:
+        order = _rewritten_order(order, rewriter)
     variable = order[0][0].variable
     evidence = tuple(entry_evidence(e, f"{name}: CUDA {v}") for e, name, v in order)
     wanted = expected.cuda if expected is not None else None
@@ -114,8 +115,10 @@ def search_path_rules(facts: HostFacts, expected: Expected | None) -> Iterator[F
         value = facts.target.pathsep.join(
             [right.entry, *(e.entry for e in library_entries(facts) if e.index != right.index)])
         fix = Fix(text=set_variable(facts.platform, variable, value))
-    first = (f"after {who}'s PATH rewrite (sorted, lower-cased) CUDA {order[0][2]}'s runtime "
-             "comes first" if resorted else f"{variable} finds CUDA {order[0][2]}'s runtime first")
+    how = f" ({rewriter.path_rewrite_how})" if rewriter is not None and \
+        rewriter.path_rewrite_how else ""
+    first = (f"after {who}'s PATH rewrite{how} CUDA {order[0][2]}'s runtime comes first"
+             if resorted else f"{variable} finds CUDA {order[0][2]}'s runtime first")
     if resorted and runtime_matches(order[0][2], wanted):
         title = (f"PATH holds {len(order)} CUDA runtimes; CUDA {wanted} loads only because "
                  f"its folder sorts first once {who} rewrites PATH")

@@ -11,6 +11,7 @@ from pathlib import Path
 from envforge.doctor.facts import ConfigFile, SearchEntry
 from envforge.errors import EnvforgeError
 from envforge.host.installed import installed_records
+from envforge.host.windows import normalize_entry
 from envforge.packs.theano.doctor_common import TheanoConfig
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
@@ -48,6 +49,8 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         cuda_root=root, cuda_root_from=root_from, cuda_root_label="Theano's cuda.root",
         cuda_root_setting="cuda.root", cuda_root_variables=("CUDA_ROOT", "CUDA_PATH"),
         path_rewrite=rewrite if target.os is Os.WINDOWS else None,
+        path_rewrite_how="sorted, lower-cased" if target.os is Os.WINDOWS else "",
+        path_order=_rewritten_path(path) if target.os is Os.WINDOWS else (),
         compiler_fallback=str(fallback) if fallback is not None else None,
         compiler_fallback_from="Theano's win32 fallback <python dir>\\Library\\mingw-w64\\bin",
         without_gpu='it will log "Could not initialize pygpu" and run on the CPU',
@@ -63,6 +66,12 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         libraries=tuple(lib for value in ldflags for lib in ldflags_parts(value)[1]),
         distributions=installed_theanos(prefix) if prefix is not None and prefix.is_dir()
         else {})
+
+
+def _rewritten_path(path: Sequence[SearchEntry]) -> tuple[int, ...]:
+    """PATH's entries (by index) as Theano leaves them on win32 before it loads cuDNN:
+    lower-cased and sorted (knowledge: win32-dnn-rewrites-path)."""
+    return tuple(entry.index for entry in sorted(path, key=lambda e: normalize_entry(e.path)))
 
 
 def _theanorc(platform: Platform, env: Mapping[str, str], cwd: Path,
