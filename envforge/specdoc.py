@@ -225,13 +225,12 @@ def _toml(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def main(argv: list[str], registry: Registry[DocumentedPack]) -> int:
-    """Write (or with ``--check``, compare) both files, relative to the repository root
-    (``python -m envforge.app.specdoc``: the installed packs' sections too)."""
-    root = Path(argv[0]) if argv and argv[0] != "--check" else Path.cwd()
+def write(root: Path, registry: Registry[DocumentedPack], *, check: bool) -> int:
+    """Write (or with ``check``, compare) both files under the repository ``root``; 1 when
+    a compared file is stale."""
     wanted = {root / REFERENCE: reference(registry),
               root / SCHEMA: json.dumps(json_schema(registry), indent=2, sort_keys=True) + "\n"}
-    if "--check" in argv:
+    if check:
         stale = [str(p) for p, text in wanted.items()
                  if not p.is_file() or p.read_text(encoding="utf-8") != text]
         if stale:
@@ -241,4 +240,3 @@ def main(argv: list[str], registry: Registry[DocumentedPack]) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return 0
-

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_committed_reference_and_schema_are_current() -> None:
-    assert specdoc.main([str(REPO), "--check"], REGISTRY) == 0
+    assert specdoc.write(REPO, REGISTRY, check=True) == 0
 
 
 def _keys(model: type[BaseModel], prefix: str) -> set[str]:
@@ -88,3 +88,17 @@ def test_the_pre_commit_hook_runs_lock_check(monkeypatch: pytest.MonkeyPatch,
     spec = tmp_path / "specs" / "theano-cpu.toml"
     spec.write_text(spec.read_text().replace('description = "', 'description = "changed '))
     assert main(argv[1:]) == 3
+
+
+def test_the_writer_parses_its_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` prints usage and writes nothing (an earlier main took it for ROOT and
+    created a folder named ``--help``)."""
+    from envforge.app import specdoc as app_specdoc
+
+    with pytest.raises(SystemExit) as stop:
+        app_specdoc.main(["--help"])
+    assert stop.value.code == 0 and "--check" in capsys.readouterr().out
+    assert not Path("--help").exists()
+    assert app_specdoc.main([str(tmp_path), "--check"]) == 1
+    assert app_specdoc.main([str(tmp_path)]) == 0
+    assert app_specdoc.main([str(tmp_path), "--check"]) == 0

@@ -3,14 +3,24 @@ written (or compared) with the installed packs' sections, as ``envforge.specdoc`
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 from envforge import specdoc
 from envforge.app.packs import installed_packs
 
 
 def main(argv: list[str]) -> int:
-    return specdoc.main(argv, installed_packs())
+    parser = argparse.ArgumentParser(
+        prog="python -m envforge.app.specdoc",
+        description="Write docs/spec-reference.md and docs/envforge-spec.schema.json.")
+    parser.add_argument("root", nargs="?", type=Path, default=Path.cwd(),
+                        help="the repository root (default: the current directory)")
+    parser.add_argument("--check", action="store_true",
+                        help="compare instead of writing; exit 1 when a file is stale")
+    args = parser.parse_args(argv)
+    return specdoc.write(args.root, installed_packs(), check=args.check)
 
 
 if __name__ == "__main__":
