@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,21 @@ LONGEST_FIRST = (
     "tests/packs/test_old_keras_e2e.py",
     "tests/packs/test_tf_keras_e2e.py",
 )
+
+
+# Their tests share no module fixture, and one of them alone is most of a worker's run:
+# under make test each test is a unit of its own (tests/testing/schedule.py).
+SPLIT_PER_TEST = ("tests/importers/test_real_runs.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """make test's ``--dist loadfile``, with a free worker taking the next file."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.testing.schedule import FreeWorkerScheduling
+
+    return FreeWorkerScheduling(config, log, long=LONGEST_FIRST, split=SPLIT_PER_TEST)
 
 
 def _file(item: pytest.Item) -> str:
