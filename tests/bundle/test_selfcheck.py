@@ -30,6 +30,7 @@ from envforge.bundle.selfcheck import check_own_envforge
 from envforge.host.archives import sha256_file
 from envforge.platforms import host_platform
 from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envforge
+from tests.testing.homes import home_sharing_modules
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,10 +54,12 @@ def bundle(request: pytest.FixtureRequest,
     yield name, _bundle(tmp_path_factory.mktemp(name), name)
 
 
-def _closed_host(root: Path) -> dict[str, str]:
-    """An empty home and cache; pyenv's Python 3.7 is the host's one Python 3.7."""
+def _closed_host(root: Path, shared_cache: Path) -> dict[str, str]:
+    """An empty home and cache, but for Theano's compiled modules: the run's store (g++'s
+    work, which no bundle carries); pyenv's Python 3.7 is the host's one Python 3.7."""
     home = root / "home"
     home.mkdir()
+    home_sharing_modules(home / "ef", shared_cache)
     return {"PATH": os.environ["PATH"], "HOME": str(home), "ENVFORGE_HOME": str(home / "ef"),
             "PYENV_ROOT": os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))}
 
@@ -65,7 +68,7 @@ def _closed_host(root: Path) -> dict[str, str]:
 @pytest.mark.network
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")
 def test_bundles_own_envforge_without_numpy_applies_it_offline(
-        bundle: tuple[str, Path], tmp_path: Path) -> None:
+        bundle: tuple[str, Path], tmp_path: Path, shared_cache: Path) -> None:
     name, folder = bundle
     checked = run_envforge(["bundle", "--check", str(folder)], env=_env(tmp_path / "checker"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -80,7 +83,7 @@ def test_bundles_own_envforge_without_numpy_applies_it_offline(
                               text=True, check=False)
     assert no_numpy.returncode != 0 and "No module named 'numpy'" in no_numpy.stderr
 
-    env = _closed_host(tmp_path)
+    env = _closed_host(tmp_path, shared_cache)
     spec = folder / "specs" / f"{name}.toml"
     applied = subprocess.run([*_no_network_prefix(), str(envforge), "apply", str(spec),
                               "--bundle", str(folder), "--offline", "--yes"], env=env,
