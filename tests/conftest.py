@@ -67,15 +67,21 @@ CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build 
 # slow test, then the rest; each file's tests keep their order.
 LONGEST_FIRST = (
     "tests/importers/test_real_runs.py",
-    "tests/importers/test_corpus.py",
     "tests/test_bundle.py",
-    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/importers/test_corpus.py",
     "tests/suite/test_suite_run.py",
-    "tests/faults/test_lock_exit.py",
-    "tests/commands/test_verify_cmd.py",
+    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/packs/theano/test_probe.py",
+    "tests/test_keras_gpu_spec.py",
     "tests/bundle/test_selfcheck.py",
-    "tests/packs/test_old_keras_e2e.py",
     "tests/packs/test_tf_keras_e2e.py",
+    "tests/commands/test_verify_cmd.py",
+    "tests/commands/test_lock.py",
+    "tests/faults/test_lock_exit.py",
+    "tests/packs/test_torch_e2e.py",
+    "tests/test_gpu_spec.py",
+    "tests/packs/test_old_keras_e2e.py",
+    "tests/commands/test_init.py",
 )
 
 

@@ -30,7 +30,7 @@ from envforge.bundle.selfcheck import check_own_envforge
 from envforge.host.archives import sha256_file
 from envforge.platforms import host_platform
 from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envforge
-from tests.testing.homes import home_sharing_modules
+from tests.testing.homes import home_sharing, home_sharing_modules
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,20 +38,22 @@ SPECS = ("keras-theano-cpu", "tf1-keras-cpu")
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the venv's: 3.11 here
 
 
-def _bundle(root: Path, name: str) -> Path:
+def _bundle(root: Path, name: str, cache: Path) -> Path:
+    """The spec's bundle, made from the run's shared cache (its files are checked by hash
+    as they go in; what is tested is the bundle, not how its files were fetched)."""
     bundle = root / "bundle"
     lock = project_copy(root / "project", REPO / "locks" / f"{name}.lock")
     done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
-                         "--envforge-python", PYTHON], env=_env(root / "home"))
+                         "--envforge-python", PYTHON], env=_env(home_sharing(root / "home", cache)))
     assert done.returncode == 0, done.stderr
     return bundle
 
 
 @pytest.fixture(scope="module", params=SPECS)
-def bundle(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def bundle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           shared_cache: Path) -> Iterator[tuple[str, Path]]:
     name: str = request.param
-    yield name, _bundle(tmp_path_factory.mktemp(name), name)
+    yield name, _bundle(tmp_path_factory.mktemp(name), name, shared_cache)
 
 
 def _closed_host(root: Path, shared_cache: Path) -> dict[str, str]:
