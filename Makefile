@@ -23,8 +23,9 @@ lint: setup
 # Files run in parallel: most of the time is waiting on uv, PyPI, g++ and child Pythons, so
 # more workers than this 2-core machine's cores still shorten it (TEST_WORKERS=1: serial).
 # Files start in the order tests/conftest.py gives (the longest first), not xdist's (most
-# tests first, which left the few long files for last); lint runs beside pytest, its output
-# held until pytest ends, and either failing fails the target.
+# tests first, which left the few long files for last), each to a worker once it is free
+# (tests/testing/schedule.py); lint runs beside pytest, its output held until pytest ends,
+# and either failing fails the target.
 TEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup

@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,16 +67,37 @@ CONDA_CHANNEL = "its conda channel is built by rattler-build running bash build 
 # slow test, then the rest; each file's tests keep their order.
 LONGEST_FIRST = (
     "tests/importers/test_real_runs.py",
-    "tests/importers/test_corpus.py",
     "tests/test_bundle.py",
-    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/importers/test_corpus.py",
     "tests/suite/test_suite_run.py",
-    "tests/faults/test_lock_exit.py",
-    "tests/commands/test_verify_cmd.py",
+    "tests/packs/theano/test_compilecache_e2e.py",
+    "tests/packs/theano/test_probe.py",
+    "tests/test_keras_gpu_spec.py",
     "tests/bundle/test_selfcheck.py",
-    "tests/packs/test_old_keras_e2e.py",
     "tests/packs/test_tf_keras_e2e.py",
+    "tests/commands/test_verify_cmd.py",
+    "tests/commands/test_lock.py",
+    "tests/faults/test_lock_exit.py",
+    "tests/packs/test_torch_e2e.py",
+    "tests/test_gpu_spec.py",
+    "tests/packs/test_old_keras_e2e.py",
+    "tests/commands/test_init.py",
 )
+
+
+# Their tests share no module fixture, and one of them alone is most of a worker's run:
+# under make test each test is a unit of its own (tests/testing/schedule.py).
+SPLIT_PER_TEST = ("tests/importers/test_real_runs.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """make test's ``--dist loadfile``, with a free worker taking the next file."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.testing.schedule import FreeWorkerScheduling
+
+    return FreeWorkerScheduling(config, log, long=LONGEST_FIRST, split=SPLIT_PER_TEST)
 
 
 def _file(item: pytest.Item) -> str:

@@ -29,6 +29,7 @@ from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import LockedArtifact, load_lock, write_lock
 from envforge.ui import UI
 from tests.conftest import CONDA_CHANNEL
+from tests.testing.homes import home_sharing_modules
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -351,9 +352,11 @@ def test_cpu_bundle_holds_every_locked_file_and_a_built_theano_wheel(
 @pytest.mark.slow
 @pytest.mark.network
 def test_cpu_bundle_applies_and_verifies_with_no_network(
-        cpu_bundle: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        cpu_bundle: tuple[Path, Path, dict], tmp_path: Path, shared_cache: Path) -> None:
     bundle, _, _ = cpu_bundle
-    env = _env(tmp_path / "fresh-home")  # empty cache: only the bundle can serve
+    # An empty cache: only the bundle can serve. Theano's compiled modules are the run's
+    # (g++'s work, which no bundle carries), so verify compiles only what names the prefix.
+    env = _env(home_sharing_modules(tmp_path / "fresh-home", shared_cache))
     prefix = tmp_path / "env"
     probe = subprocess.run([*_no_network_prefix(), sys.executable, "-c",
                             "import socket; socket.create_connection(('pypi.org', 443), 5)"],
@@ -374,7 +377,7 @@ def test_cpu_bundle_applies_and_verifies_with_no_network(
 @pytest.mark.slow
 @pytest.mark.network
 def test_envforge_from_the_bundle_runs_without_uv_and_applies_offline(
-        cpu_bundle: tuple[Path, Path, dict], tmp_path: Path) -> None:
+        cpu_bundle: tuple[Path, Path, dict], tmp_path: Path, shared_cache: Path) -> None:
     """What the closed host does: install envforge from the bundle's wheels, then apply."""
     bundle, _, _ = cpu_bundle
     manifest = read_manifest(bundle)
@@ -390,7 +393,7 @@ def test_envforge_from_the_bundle_runs_without_uv_and_applies_offline(
     missing = subprocess.run([str(python), "-c", "import uv"], capture_output=True, check=False)
     assert missing.returncode != 0  # no resolver came along
 
-    env = _env(tmp_path / "fresh-home")
+    env = _env(home_sharing_modules(tmp_path / "fresh-home", shared_cache))
     spec = str(bundle / manifest.spec)  # the bundle's own copy: no repository needed
     prefix = tmp_path / "env"
     checked = run_envforge(["bundle", "--check", str(bundle)], env=env, offline=True,

@@ -26,8 +26,8 @@ def _scan_check(prefix: Path, env: dict[str, str], flags: str) -> tuple[int, dic
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_bullseye_environment_compiles_scans_c_loop(tmp_path: Path) -> None:
-    env, prefix, planned, ran = apply_without_gpu_host(GPU_SPEC, tmp_path)
+def test_bullseye_environment_compiles_scans_c_loop(tmp_path: Path, shared_cache: Path) -> None:
+    env, prefix, planned, ran = apply_without_gpu_host(GPU_SPEC, tmp_path, shared_cache)
     assert planned >= GPU_HOST_STEPS
     assert {"debian-packages", "environment", "pypi-packages", "theanorc"} <= set(ran)
     # Debian's Python 3.9 with distutils from python3-distutils (Theano imports it).

@@ -60,8 +60,9 @@ def _h5_check(prefix: Path, env: dict[str, str], flags: str) -> tuple[int, dict[
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_keras_trains_and_round_trips_hdf5_in_the_environment(tmp_path: Path) -> None:
-    env, prefix, planned, ran = apply_without_gpu_host(SPEC, tmp_path)
+def test_keras_trains_and_round_trips_hdf5_in_the_environment(tmp_path: Path,
+                                                              shared_cache: Path) -> None:
+    env, prefix, planned, ran = apply_without_gpu_host(SPEC, tmp_path, shared_cache)
     assert planned >= GPU_HOST_STEPS | {"keras-json"}
     assert {"debian-packages", "pypi-packages", "theanorc", "keras-json"} <= set(ran)
 

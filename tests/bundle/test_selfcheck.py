@@ -30,6 +30,7 @@ from envforge.bundle.selfcheck import check_own_envforge
 from envforge.host.archives import sha256_file
 from envforge.platforms import host_platform
 from tests.test_bundle import _env, _no_network_prefix, project_copy, run_envforge
+from tests.testing.homes import home_sharing, home_sharing_modules
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,26 +38,30 @@ SPECS = ("keras-theano-cpu", "tf1-keras-cpu")
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the venv's: 3.11 here
 
 
-def _bundle(root: Path, name: str) -> Path:
+def _bundle(root: Path, name: str, cache: Path) -> Path:
+    """The spec's bundle, made from the run's shared cache (its files are checked by hash
+    as they go in; what is tested is the bundle, not how its files were fetched)."""
     bundle = root / "bundle"
     lock = project_copy(root / "project", REPO / "locks" / f"{name}.lock")
     done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
-                         "--envforge-python", PYTHON], env=_env(root / "home"))
+                         "--envforge-python", PYTHON], env=_env(home_sharing(root / "home", cache)))
     assert done.returncode == 0, done.stderr
     return bundle
 
 
 @pytest.fixture(scope="module", params=SPECS)
-def bundle(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def bundle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           shared_cache: Path) -> Iterator[tuple[str, Path]]:
     name: str = request.param
-    yield name, _bundle(tmp_path_factory.mktemp(name), name)
+    yield name, _bundle(tmp_path_factory.mktemp(name), name, shared_cache)
 
 
-def _closed_host(root: Path) -> dict[str, str]:
-    """An empty home and cache; pyenv's Python 3.7 is the host's one Python 3.7."""
+def _closed_host(root: Path, shared_cache: Path) -> dict[str, str]:
+    """An empty home and cache, but for Theano's compiled modules: the run's store (g++'s
+    work, which no bundle carries); pyenv's Python 3.7 is the host's one Python 3.7."""
     home = root / "home"
     home.mkdir()
+    home_sharing_modules(home / "ef", shared_cache)
     return {"PATH": os.environ["PATH"], "HOME": str(home), "ENVFORGE_HOME": str(home / "ef"),
             "PYENV_ROOT": os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))}
 
@@ -65,7 +70,7 @@ def _closed_host(root: Path) -> dict[str, str]:
 @pytest.mark.network
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")
 def test_bundles_own_envforge_without_numpy_applies_it_offline(
-        bundle: tuple[str, Path], tmp_path: Path) -> None:
+        bundle: tuple[str, Path], tmp_path: Path, shared_cache: Path) -> None:
     name, folder = bundle
     checked = run_envforge(["bundle", "--check", str(folder)], env=_env(tmp_path / "checker"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -80,7 +85,7 @@ def test_bundles_own_envforge_without_numpy_applies_it_offline(
                               text=True, check=False)
     assert no_numpy.returncode != 0 and "No module named 'numpy'" in no_numpy.stderr
 
-    env = _closed_host(tmp_path)
+    env = _closed_host(tmp_path, shared_cache)
     spec = folder / "specs" / f"{name}.toml"
     applied = subprocess.run([*_no_network_prefix(), str(envforge), "apply", str(spec),
                               "--bundle", str(folder), "--offline", "--yes"], env=env,

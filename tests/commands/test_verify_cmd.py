@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
+from tests.testing.homes import home_sharing_modules
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,11 +20,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 @pytest.fixture(scope="module")
-def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def applied(tmp_path_factory: pytest.TempPathFactory,
+            shared_cache: Path) -> Iterator[tuple[Path, Path]]:
     """theano-cpu applied once, in a project copy whose lock the tests may alter, with a
     cache of its own, not the run's shared one: the drift test edits an installed file in
     place, which (as root, past the read-only mode) writes through the hard link into the
-    cache entry that other tests' environments link too."""
+    cache entry that other tests' environments link too. Theano's compiled modules are the
+    run's (copied into the environment, never linked): g++ builds them once per run."""
     root = tmp_path_factory.mktemp("verify")
     project = root / "project"
     shutil.copytree(REPO / "specs", project / "specs")
@@ -31,7 +34,7 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
     prefix = root / "env"
     saved = {k: os.environ.get(k) for k in ("ENVFORGE_HOME", "PYENV_ROOT")}
     os.environ["PYENV_ROOT"] = saved["PYENV_ROOT"] or str(Path.home() / ".pyenv")
-    os.environ["ENVFORGE_HOME"] = str(root / "envforge-home")
+    os.environ["ENVFORGE_HOME"] = str(home_sharing_modules(root / "envforge-home", shared_cache))
     spec = project / "specs" / "theano-cpu.toml"
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix), "-q"]) == 0
     yield spec, prefix

@@ -28,9 +28,9 @@ def test_lock_with_conda_unreachable_never_dies_of_a_signal(tmp_path: Path) -> N
     env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
     codes: Counter[int] = Counter()
     for _ in range(RUNS):
-        # The first run also computes the kernels' references (about 10 s of NumPy at a low
-        # priority, joined at exit: background.py says why); beside make test's other workers
-        # on two cores that took over 120 s, so the bound is for a hang, not for speed.
+        # About 1 s each (180 s in all under make test until a failed lock killed the
+        # kernels' references' child rather than waiting for it: app/references.py); the
+        # bound is for a hang, not for speed.
         done = subprocess.run([sys.executable, "-m", "envforge", "lock", str(path)], env=env,
                               capture_output=True, text=True, check=False, timeout=600)
         codes[done.returncode] += 1

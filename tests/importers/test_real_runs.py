@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.testing.homes import home_sharing
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 RUNS = [  # corpus folder, driver: one per framework (tests/corpus/README.md says why these)
     ("pymc-learn__pymc-learn", "pmlearn_linear.py"),  # Theano (PyMC3 3.4 on Theano-PyMC)
@@ -55,10 +57,12 @@ def envforge(*args: str, env: dict[str, str], cwd: Path,
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "driver"), RUNS, ids=[name for name, _ in RUNS])
 def test_a_real_repository_runs_its_own_model_in_the_environment_envforge_makes(
-        tmp_path: Path, name: str, driver: str, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, name: str, driver: str, capsys: pytest.CaptureFixture[str],
+        shared_cache: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "envforge-home"), "HOME": str(home)}
+    envforge_home = home_sharing(tmp_path / "envforge-home", shared_cache)  # the run's wheels
+    env = {**os.environ, "ENVFORGE_HOME": str(envforge_home), "HOME": str(home)}
     root = repository(CORPUS / name, driver, tmp_path / name, env)
     spec = tmp_path / "specs" / f"{name}.toml"
     times: dict[str, float] = {}

@@ -13,16 +13,18 @@ from envforge.app.context import prepare
 from envforge.executor import execute
 from envforge.plan import build_steps
 from envforge.ui import UI
+from tests.testing.homes import home_sharing
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_HOST_STEPS = {"cuda-toolkit", "libgpuarray-links"}  # need the GPU host's toolkit
 
 
-def apply_without_gpu_host(spec: Path, tmp_path: Path) -> tuple[dict[str, str], Path,
-                                                                 set[str], list[str]]:
+def apply_without_gpu_host(spec: Path, tmp_path: Path, cache: Path,
+                           ) -> tuple[dict[str, str], Path, set[str], list[str]]:
     """(environ, prefix, every planned step's name, the steps that ran) for ``spec`` applied
-    into ``tmp_path`` with all but the GPU host's steps."""
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+    into ``tmp_path`` with all but the GPU host's steps; the home's cache is ``cache`` (the
+    run's shared one: both specs take the same bullseye Python and NumPy debs)."""
+    env = {**os.environ, "ENVFORGE_HOME": str(home_sharing(tmp_path / "home", cache))}
     prefix = tmp_path / "env"
     ctx = prepare(spec, prefix=prefix, artifacts={}, bundle=None, offline=False,
                   ui=UI(quiet=True), environ=env, check_sources=True)
