@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "connection); beside them the suite's runner "
         "for each platform (two more uv runs), Debian's index (theano-cpu) and the "
         "kernels' references (taken from envforge's cache when warm), then the lock is "
-        "written. `uv pip compile as envforge runs it` (no goal, for comparison): uv "
+        "written. `uv pip compile as envforge runs it` (goal ≤ 1.2×, issue 27): uv "
         "alone, given what envforge gives it (both platforms at once, `--python`, a cache "
         "per platform, the resolver's quick retry): the floor envforge's own work adds to.",
         "This machine's network goes through a proxy that strips ETag, Last-Modified and "

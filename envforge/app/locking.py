@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from envforge import __version__
-from envforge.app.lockplatform import lock_platform
+from envforge.app.lockplatform import find_pythons_beside, lock_platform
 from envforge.app.locksuite import suite_missing
 from envforge.errors import CompatibilityError, InputError, ResolveError
 from envforge.lockfile import Lockfile, LockMeta, PlatformLock
@@ -36,15 +36,16 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
     from envforge.compat import ensure_compatible
 
     wanted = _wanted_platforms(spec, platforms)
-    ensure_compatible(spec, registry)
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
-    if upgrade_packages and previous is not None:
-        _ensure_locked(upgrade_packages, previous, lock_path)
     again = upgrade or bool(upgrade_packages)
     todo = [p for p in spec.project.platforms if p in wanted and (again or not (
         reusable and previous is not None and p in previous.platforms
         and not suite_missing(previous.platforms[p], registry)))]
+    find_pythons_beside([spec.for_platform(p) for p in todo])
+    ensure_compatible(spec, registry)
+    if upgrade_packages and previous is not None:
+        _ensure_locked(upgrade_packages, previous, lock_path)
     preferred: Mapping[Platform, PlatformLock] = {} if upgrade or previous is None else {
         p: _without(plock, upgrade_packages) for p, plock in previous.platforms.items()}
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from envforge.lockfile import (
 from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
 from envforge.platforms import PLATFORMS
-from envforge.spec import Platform, PlatformSpec
+from envforge.spec import DebianSection, Platform, PlatformSpec
 
 if TYPE_CHECKING:
     from envforge.app.references import BackgroundReferences
@@ -57,16 +58,15 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
                             python=pspec.python.version,
                             cuda=pspec.cuda.number if pspec.cuda else None,
                             preferences=previous.conda if previous is not None else ())
-    debs = None
+    debs: Future[DebResolution] | None = None
+    beside: DebianSection | None = None  # read beside uv's run, once that has started
     if pspec.debian is not None and PLATFORMS[pspec.platform].debian_arch is not None:
         from envforge.lockplan import debian_python
-        from envforge.resolve.deb.mirror import resolve_debs
 
         if debian_python(pspec.debian.packages):  # PyPI resolves for Debian's Python
-            deb = _debs(resolve_debs(pspec.debian, pspec.platform), pspec, notes)
+            deb = _debs(_resolve_debs(pspec.debian, pspec.platform), pspec, notes)
         else:
-            debs = in_background("deb", yielding(resolve_debs), pspec.debian,
-                                 pspec.platform)  # beside uv's run
+            beside = pspec.debian
     early = None
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
@@ -79,10 +79,6 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
                          f"({target.origin})")
-        # the suite's runner, beside the main resolution; checked against it after
-        early = runner_in_background(pspec, registry, target.version, builder, uv_cache,
-                                     preferences=_runner_files(previous))
-
         def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
             return resolve_pypi(requirements, platform=pspec.platform, python=target.version,
                                 index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
@@ -96,7 +92,15 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         # beforehand for an exact pin, else found in the result and resolved again
         added = undeclared_expected(pspec.pypi.packages, registry,
                                     pspec.pypi.provided_elsewhere)
-        pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
+        # uv's run first: what goes beside it (the suite's runner, checked against it after,
+        # and Debian's index) imports and prepares while uv already resolves
+        main = in_background("pypi", resolve,
+                             [*pspec.pypi.packages, *(row.requirement for row in added)])
+        early = runner_in_background(pspec, registry, target.version, builder, uv_cache,
+                                     preferences=_runner_files(previous))
+        if beside is not None:
+            debs = in_background("deb", yielding(_resolve_debs), beside, pspec.platform)
+        pypi = main.result()
         missing = undeclared_missing(pypi, registry, pspec.pypi.provided_elsewhere)
         if missing:
             added = (*added, *missing)
@@ -104,8 +108,9 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         if notes is not None:
             notes.extend(f"{pspec.platform}: added {row.requirement}: {row.imported_at} "
                          f"imports {row.module} without declaring it" for row in added)
-    if debs is not None:
-        deb = _debs(debs.result(), pspec, notes)
+    if beside is not None:
+        deb = _debs(debs.result() if debs is not None else _resolve_debs(beside, pspec.platform),
+                    pspec, notes)
     versions = stack_versions(pspec, registry, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, registry, pypi, versions, python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
@@ -122,6 +127,14 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         build=build_record(pspec, pypi),
         apply=apply_inputs(pspec),
     )
+
+
+def _resolve_debs(section: DebianSection, platform: Platform) -> DebResolution:
+    """``resolve_debs``, its network edge imported here, by the thread that runs it
+    (``requests`` alone takes tens of milliseconds of CPU)."""
+    from envforge.resolve.deb.mirror import resolve_debs
+
+    return resolve_debs(section, platform)
 
 
 def _debs(resolution: DebResolution, pspec: PlatformSpec,
@@ -163,6 +176,18 @@ def _found_interpreter(minor: str) -> Interpreter | None:
             except StepError:
                 _HOST_PYTHONS[minor] = None
         return _HOST_PYTHONS[minor]
+
+
+def find_pythons_beside(pspecs: Sequence[PlatformSpec]) -> None:
+    """Start finding the host's Pythons these platforms' PyPI resolutions will want (each
+    a run of one or more interpreters), so that it overlaps the compatibility check rather
+    than delays uv's start; ``lock_platform`` then finds them found."""
+    from envforge.lockplan import debian_python
+
+    minors = {pspec.python.minor for pspec in pspecs if pspec.pypi.packages and not (
+        pspec.debian is not None and debian_python(pspec.debian.packages))}
+    for minor in sorted(minors):
+        in_background("python", _found_interpreter, minor)
 
 
 def _host_python(minor: str) -> str | None:

@@ -1,6 +1,6 @@
 """The kernels' references a lock records, kept in envforge's cache.
 
-NumPy takes about a second of CPU to compute them (the conv and random kernels), beside
+NumPy takes about half a second of CPU to compute them (the conv and random kernels), beside
 uv's runs on the same cores, and every lock of a spec computes the same ones: they are
 decided by their inputs (the ``[verify]`` section and floatX), the code that computes them
 (``envforge/expectations/`` and, for a pack's kernel, the modules of the pack's folder
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from envforge import __version__
-from envforge.background import YIELDING_NICE, in_background
+from envforge.background import in_background
 from envforge.lockfile import KernelExpectation
 from envforge.paths import envforge_dirs
 from envforge.spec import VerifySection
@@ -165,11 +165,9 @@ def _numpy_version() -> str:
 
 
 def _main() -> None:
-    """The child of ``BackgroundReferences``: one request on stdin, the entry written, at a
-    low priority (uv's builds beside it get the CPU first)."""
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(YIELDING_NICE)
+    """The child of ``BackgroundReferences``: one request on stdin, the entry written. At
+    the usual priority: the lock waits for it, and on a loaded machine a lower one left it
+    starved past uv's runs (a cold theano-cpu lock's last 0.3-1.1 s at load 9-11)."""
     from envforge.app.packs import installed_packs
 
     request = json.loads(sys.stdin.read())

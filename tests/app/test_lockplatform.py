@@ -1,0 +1,40 @@
+"""Before uv's runs: the host's Python each platform's resolution asks for is being found
+while the compatibility check runs, and not where Debian's index decides the Python."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from envforge.app import lockplatform
+from envforge.spec import load_spec
+from tests.testing.packs import REGISTRY
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+
+
+def _python_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("envforge-python")]
+
+
+def test_the_hosts_python_is_found_beside_the_compatibility_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lockplatform, "_HOST_PYTHONS", {})
+    spec = load_spec(SPECS / "theano-cpu.toml", REGISTRY)  # linux-64 and win-64: one 3.7
+    lockplatform.find_pythons_beside([spec.for_platform(p) for p in spec.project.platforms])
+    started = _python_threads()
+    assert len(started) == 1
+    for thread in started:
+        thread.join(timeout=60)
+    found = lockplatform._HOST_PYTHONS["3.7"]  # the real search: Python 3.7 is on this host
+    assert found is not None and found.version.startswith("3.7.")
+
+
+def test_no_search_where_debian_provides_the_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lockplatform, "_HOST_PYTHONS", {})
+    spec = load_spec(SPECS / "theano-cpu-debian.toml", REGISTRY)
+    lockplatform.find_pythons_beside([spec.for_platform(p) for p in spec.project.platforms])
+    assert not _python_threads()
+    assert lockplatform._HOST_PYTHONS == {}
