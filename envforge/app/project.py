@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envforge.app.locking import lock_spec
 from envforge.app.packs import installed_packs
 from envforge.lockcheck import check_lock, ensure_fresh, stale_reasons
 from envforge.lockfile import Lockfile, load_lock, lock_path_for
@@ -66,6 +65,8 @@ def lock(project: Project, previous: Lockfile | None, platforms: Sequence[Platfo
     exact spec are reused, the others keep its versions where the spec allows
     (``upgrade``: neither; ``upgrade_packages``: all but these); resolvers' remarks are
     appended to ``notes``."""
+    from envforge.app.locking import lock_spec  # apply, plan and run never lock
+
     return lock_spec(project.spec, project.registry, platforms=platforms or None,
                      previous=previous,
                      lock_path=project.lock_path, notes=notes, upgrade=upgrade,

@@ -8,8 +8,9 @@ same verified copies; host/ and steps/ never read a bundle's manifest themselves
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -22,11 +23,14 @@ from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
+from envforge.host.unpacked import unpacked_deb, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
-from envforge.steps.base import StepContext
+from envforge.steps.base import StepContext, unpacked_cache
 
-_PARALLEL_FETCHES = 8
+_PARALLEL_FETCHES = 16  # downloads wait on the network: uv keeps 50 going
+_PARALLEL_HASHES = 8
+_UNPACKS = 4  # unpacks and builds: zlib, lzma and hashing let go of the GIL
 
 
 class LockedSources:
@@ -97,7 +101,7 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
     refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
     refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
     refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
-    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:  # hashing lets go of the GIL
+    with ThreadPoolExecutor(_PARALLEL_HASHES) as pool:  # hashing lets go of the GIL
         checked = dict(zip(refs, pool.map(lambda ref: _cache_problem(cache, ref), refs),
                            strict=True))
     problems = []
@@ -136,37 +140,96 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
     and checked against the lock, and every locked sdist built (or found built in the host's
     cache) and its wheel checked, before the first change; so a wrong hash, a moved URL, no
     network or a failed build stops apply with nothing changed. The steps then find them in
-    the cache."""
+    the cache.
+
+    As uv's installs do, each file's own work starts as soon as it has landed, while the
+    others still download: a wheel or a .deb is unpacked into the unpacked cache (its entry
+    is what the steps link from), an sdist built. The archive was hashed by ``obtain`` as it
+    landed, so its entry is made without hashing it again. Sdists and the largest files are
+    asked for first (their work is the longest), each download thread keeps its connection
+    (a new one per file cost ml75 a TLS handshake each, through this host's proxy)."""
     supplied = _supplied(ctx)
-    refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
-    refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
-    refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
-    roles = {}
+    unpacked = unpacked_cache(ctx)
+    jobs: list[tuple[str | None, FileRef, Callable[[Path], object] | None]] = []
+    for f in ctx.lock.pypi:
+        ref = FileRef(f.url, f.sha256, f.filename, f.size)
+        then = partial(unpacked_wheel, unpacked, sha256=f.sha256, checked=True) \
+            if f.kind == "wheel" else partial(_build_and_unpack, ctx, f, unpacked)
+        jobs.append((None, ref, then))
+    jobs += [(None, FileRef(c.url, c.sha256, c.filename, c.size), None) for c in ctx.lock.conda]
+    jobs += [(None, FileRef(d.url, d.sha256, d.filename, d.size),
+              partial(unpacked_deb, unpacked, sha256=d.sha256, checked=True))
+             for d in ctx.lock.deb]
     for a in ctx.lock.artifacts:
         if a.role not in supplied and a.url:  # no URL: the user supplies it, its step says how
-            roles[a.role] = FileRef(a.url, a.sha256, a.filename, a.size)
+            jobs.append((a.role, FileRef(a.url, a.sha256, a.filename, a.size), None))
+    sdists = {f.sha256 for f in ctx.lock.pypi if f.kind == "sdist"}
+    first = sorted(range(len(jobs)), key=lambda i: (jobs[i][1].sha256 not in sdists,
+                                                     -(jobs[i][1].size or 0)))
     found: dict[str, Path] = {}
-    jobs = [*((None, r) for r in refs), *roles.items()]
-    # downloads and re-hashes overlap, as uv's do; the first failure in lock order is reported
-    with ThreadPoolExecutor(_PARALLEL_FETCHES) as pool:
-        futures = [pool.submit(obtain, ref, cache=ctx.dirs.cache, report=ctx.ui.download)
-                   for _, ref in jobs]
-        for (role_or_none, _), future in zip(jobs, futures, strict=True):
+    sessions = threading.local()
+    # the first failure in lock order is reported
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as fetches, ThreadPoolExecutor(_UNPACKS) as work:
+        futures = {i: fetches.submit(_fetch_then, ctx, jobs[i][1], jobs[i][2], sessions, work)
+                   for i in first}
+        for i, (role_or_none, _, _) in enumerate(jobs):
             try:
-                path = future.result()
+                path, after = futures[i].result()
+                if after is not None:
+                    after.result()
+            except _RefusedError as refused:
+                _cancel(fetches, work)
+                raise refused.error from None
             except ArtifactError as exc:
-                pool.shutdown(cancel_futures=True)
+                _cancel(fetches, work)
                 raise ArtifactError(f"{exc}; nothing was changed") from None
             except EnvforgeError as exc:
-                pool.shutdown(cancel_futures=True)
+                _cancel(fetches, work)
                 raise EnvforgeError(f"{exc}; nothing was changed") from None
             if role_or_none is not None:
                 found[role_or_none] = path
-    for f in ctx.lock.pypi:
-        if f.kind == "sdist":
-            archive = cache_path(ctx.dirs.cache, FileRef(f.url, f.sha256, f.filename, f.size))
-            _unchanged(partial(_built_or_build, ctx, f, archive))
     return {**found, **supplied}
+
+
+def _build_and_unpack(ctx: StepContext, sdist: LockedPypiFile, unpacked: Path,
+                      archive: Path) -> None:
+    built = _built_or_build(ctx, sdist, archive)
+    unpacked_wheel(unpacked, built.path, built.sha256)
+
+
+class _RefusedError(Exception):
+    """What a file's own work (unpack, build) refused, worded by ``_unchanged`` already."""
+
+    def __init__(self, error: EnvforgeError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _fetch_then(ctx: StepContext, ref: FileRef, then: Callable[[Path], object] | None,
+                sessions: threading.local, work: ThreadPoolExecutor,
+                ) -> tuple[Path, Future[None] | None]:
+    """On a download thread: the checked file, and its own work handed to ``work``."""
+    session = None
+    if not cache_path(ctx.dirs.cache, ref).is_file():  # requests is imported only to fetch
+        session = getattr(sessions, "http", None)
+        if session is None:
+            from envforge.host.http import session as new_session
+
+            session = sessions.http = new_session()
+    path = obtain(ref, cache=ctx.dirs.cache, report=ctx.ui.download, session=session)
+    return path, None if then is None else work.submit(_then, then, path)
+
+
+def _then(then: Callable[[Path], object], path: Path) -> None:
+    try:
+        _unchanged(partial(then, path))
+    except EnvforgeError as exc:
+        raise _RefusedError(exc) from None
+
+
+def _cancel(*pools: ThreadPoolExecutor) -> None:
+    for pool in pools:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _unchanged(check: Callable[[], object]) -> None:

@@ -58,10 +58,12 @@ def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str,
     return read_entry(cache, sdist_sha256, build_key(build, target_python, platform))
 
 
-def build_interpreter(target_python: str, environ: Mapping[str, str]) -> tuple[Interpreter, bool]:
-    """The target's minor version when found (exact=True), else this interpreter."""
+def build_interpreter(target_python: str, environ: Mapping[str, str], *,
+                      cache: Path | None = None) -> tuple[Interpreter, bool]:
+    """The target's minor version when found (exact=True), else this interpreter;
+    ``cache``: envforge's, which keeps each interpreter's answer."""
     try:
-        return find_interpreter(minor(target_python), environ=environ), True
+        return find_interpreter(minor(target_python), environ=environ, cache=cache), True
     except StepError:
         here = query_version(Path(sys.executable))
         if here is None:  # pragma: no cover - this very interpreter runs
@@ -78,7 +80,7 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
     cached = read_entry(cache, sdist.sha256, key)
     if cached is not None:
         return cached
-    interpreter, exact = build_interpreter(target_python, environ)
+    interpreter, exact = build_interpreter(target_python, environ, cache=cache)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,

@@ -1,13 +1,19 @@
 """Find an interpreter of a given Python version: PATH, pyenv, uv-managed, the Windows launcher.
 
 Candidate locations are computed by a pure function over an injected environment, so the
-order and the Windows rules are tested anywhere; only ``query_version`` runs a process.
+order and the Windows rules are tested anywhere; only ``query_version`` runs a process, and
+given envforge's cache it runs it once per interpreter file: the answer is kept keyed by the
+path asked and its real file's stat (inode, size, mtime, ctime), as uv keeps its own
+interpreter queries, so a replaced or upgraded interpreter is asked again (each query
+starts a Python: a second or more of a warm apply on a loaded host).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,19 +95,69 @@ def _version_key(name: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def query_version(executable: Path) -> Interpreter | None:
-    """Ask an interpreter what it is; None when it does not run."""
+_QUERIES = "interpreters-v1.json"
+
+
+def query_version(executable: Path, *, cache: Path | None = None) -> Interpreter | None:
+    """Ask an interpreter what it is; None when it does not run. With ``cache`` (envforge's
+    cache folder), an answer kept for this very file is used instead of running it."""
+    key = _query_key(executable) if cache is not None else None
+    if cache is not None and key is not None:
+        known = _read_queries(cache).get(key)
+        if isinstance(known, dict) and {"executable", "version"} <= known.keys():
+            return Interpreter(Path(str(known["executable"])), str(known["version"]), "")
     try:
         done = proc.run([executable, "-c", _VERSION_SCRIPT], timeout=30)
         info = json.loads(done.stdout)
-    except (EnvforgeError, ValueError):
+        found = Interpreter(Path(info["executable"]), str(info["version"]), "")
+    except (EnvforgeError, ValueError, KeyError, TypeError):
         return None
-    return Interpreter(Path(info["executable"]), info["version"], "")
+    if cache is not None and key is not None and key == _query_key(executable):
+        _keep_query(cache, key, {"executable": str(found.executable), "version": found.version})
+    return found
+
+
+def _query_key(executable: Path) -> str | None:
+    """The path asked (sys.executable echoes it) and its real file's stat; None if absent."""
+    try:
+        real = Path(executable).resolve()
+        st = real.stat()
+    except OSError:
+        return None
+    return (f"{Path(executable).absolute()}|{real}|{st.st_dev}:{st.st_ino}:{st.st_size}:"
+            f"{st.st_mtime_ns}:{st.st_ctime_ns}")
+
+
+def _read_queries(cache: Path) -> dict[str, object]:
+    try:
+        data = json.loads((cache / _QUERIES).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _keep_query(cache: Path, key: str, answer: dict[str, str]) -> None:
+    """Add one answer, written whole (temporary file, then rename); a cache that cannot be
+    written only means asking again next time."""
+    queries = {k: v for k, v in _read_queries(cache).items()
+               if k.partition("|")[0] != key.partition("|")[0]}  # the path's older answers go
+    queries[key] = answer
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".interpreters-", dir=cache)
+        tmp = Path(name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(queries, out)
+            tmp.replace(cache / _QUERIES)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
-                     home: Path | None = None) -> Interpreter:
-    """The first working interpreter of that minor version, or StepError listing where we looked."""
+                     home: Path | None = None, cache: Path | None = None) -> Interpreter:
+    """The first working interpreter of that minor version, or StepError listing where we
+    looked; ``cache``: envforge's, where each interpreter's answer is kept (``query_version``)."""
     env = os.environ if environ is None else environ
     platform = host_platform()
     looked: list[str] = []
@@ -111,7 +167,7 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
             continue
         seen.add(real)
         looked.append(str(candidate.path))
-        found = query_version(candidate.path)
+        found = query_version(candidate.path, cache=cache)
         if found is not None and found.minor == minor:
             return Interpreter(candidate.path, found.version, candidate.found_by)
     if platform.os is Os.WINDOWS:  # the py launcher

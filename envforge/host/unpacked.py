@@ -95,20 +95,24 @@ def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
     return cache / f"{kind}-v{_VERSION}" / sha256[:2] / sha256
 
 
-def unpacked_wheel(cache: Path, wheel: Path, sha256: str) -> UnpackedWheel:
+def unpacked_wheel(cache: Path, wheel: Path, sha256: str, *,
+                   checked: bool = False) -> UnpackedWheel:
     """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
-    altered (then the wheel is hashed first, and its member names checked)."""
+    altered (then the wheel is hashed first, unless ``checked``: the caller's ``obtain``
+    hashed it just now; and its member names checked)."""
     def make(root: Path) -> list[CachedFile]:
-        verify_artifact(wheel, sha256)
+        if not checked:
+            verify_artifact(wheel, sha256)
         return _extract(wheel, root)
     return _entry(entry_path(cache, sha256), make)
 
 
-def unpacked_deb(cache: Path, deb: Path, sha256: str) -> Path:
+def unpacked_deb(cache: Path, deb: Path, sha256: str, *, checked: bool = False) -> Path:
     """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
     as a wheel's entry is."""
     def make(root: Path) -> list[CachedFile]:
-        verify_artifact(deb, sha256)
+        if not checked:
+            verify_artifact(deb, sha256)
         return _decompress(deb, root)
     entry = _entry(entry_path(cache, sha256, "debs"), make)
     return entry.root / _DATA_TAR

@@ -1,4 +1,5 @@
-"""The environment itself: a venv from a discovered (or Debian-unpacked) interpreter, or an
+"""The environment itself: a venv from a discovered (or Debian-unpacked) interpreter, written
+directly where that Python's venv layout is known (``host/pyvenv``), or an
 empty conda prefix for rattler to fill. The whole prefix is adopted by the journal, so
 rollback removes it and nothing inside it needs backing up file by file."""
 
@@ -15,6 +16,7 @@ from envforge.host.interpreters import (
     install_with_uv,
     query_version,
 )
+from envforge.host.pyvenv import make_venv
 from envforge.journal import Journal, Transaction
 from envforge.steps.actions import MakeTree, StepPlan, perform_all
 from envforge.steps.base import Change, StepContext
@@ -85,6 +87,8 @@ class EnvironmentStep:
             interpreter = _interpreter(ctx)
             ctx.ui.info(f"Python {interpreter.version} from {interpreter.found_by}: "
                         f"{interpreter.executable}")
+            if make_venv(interpreter.executable, interpreter.version, prefix):
+                return  # links to the interpreter just asked: the installer runs it next
             proc.run([interpreter.executable, "-m", "venv", "--without-pip", prefix])
         found = query_version(Path(ctx.layout.python))
         if found is None or found.minor != ctx.layout.python_minor:
@@ -96,7 +100,8 @@ def _interpreter(ctx: StepContext) -> Interpreter:
     """A discovered interpreter; failing that, and only online, one uv installs."""
     minor = ctx.layout.python_minor
     try:
-        return find_interpreter(minor, environ=dict(ctx.environ), home=ctx.home)
+        return find_interpreter(minor, environ=dict(ctx.environ), home=ctx.home,
+                                cache=ctx.dirs.cache)
     except StepError as missing:
         if ctx.offline or ctx.bundle is not None:
             raise

@@ -71,3 +71,43 @@ def test_one_interpreter_reached_twice_is_asked_once(tmp_path: Path) -> None:
     with pytest.raises(StepError) as err:
         find_interpreter("3.5", environ={"PATH": path}, home=tmp_path)
     assert f"(tried {usr_bin / 'python3'});" in str(err.value)
+
+
+def _counting_python(path: Path, version: str, runs: Path) -> None:
+    """A stand-in interpreter that answers envforge's query and counts how often it runs."""
+    path.write_text(f"#!/bin/sh\necho run >> {runs}\n"
+                    f"echo '{{\"version\": \"{version}\", \"executable\": \"{path}\"}}'\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.posix_only("a shell script stands in for the interpreter")
+def test_an_interpreter_is_asked_once_then_again_when_its_file_changes(tmp_path: Path) -> None:
+    """A query starts a Python; envforge's cache keeps its answer for that very file."""
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    python = tmp_path / "bin" / "python3.7"
+    python.parent.mkdir()
+    _counting_python(python, "3.7.16", runs)
+    env = {"PATH": str(python.parent)}
+    for _ in range(2):
+        found = find_interpreter("3.7", environ=env, home=tmp_path, cache=cache)
+        assert (found.version, found.executable) == ("3.7.16", python)
+    assert runs.read_text().count("run") == 1
+    _counting_python(python, "3.7.17", runs)  # upgraded in place: a new ctime at least
+    assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.17"
+    assert runs.read_text().count("run") == 2
+    assert find_interpreter("3.7", environ=env, home=tmp_path).version == "3.7.17"  # no cache
+    assert runs.read_text().count("run") == 3
+
+
+@pytest.mark.posix_only("a shell script stands in for the interpreter")
+def test_a_damaged_interpreter_cache_is_asked_past(tmp_path: Path) -> None:
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    python = tmp_path / "bin" / "python3.7"
+    python.parent.mkdir()
+    _counting_python(python, "3.7.16", runs)
+    cache.mkdir()
+    (cache / "interpreters-v1.json").write_text("{not json")
+    env = {"PATH": str(python.parent)}
+    assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.16"
+    assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.16"
+    assert runs.read_text().count("run") == 1
