@@ -110,14 +110,14 @@ def _absolute(cwd: str, path: object) -> str | None:
 
 def record_path(invocation: Mapping[str, object], *, cwd: str, environ: Mapping[str, str],
                 version: str) -> str:
-    """Where the record for this apply's inputs is kept: in envforge's cache, beside the
-    stamps, so writing it changes nothing it records."""
+    """Where the record for this apply's inputs is kept: in envforge's cache (so writing it
+    changes nothing it records), apart from the stamps (``noop/``)."""
     key = json.dumps([FORMAT, version, sys.executable, _absolute(cwd, invocation["spec"]),
                       _absolute(cwd, invocation["prefix"]),
                       _absolute(cwd, invocation["locks_dir"]), bool(invocation["offline"]),
                       relevant(environ)])
     digest = blake2b(key.encode("utf-8"), digest_size=16).hexdigest()
-    return os.path.join(str(cache_root(environ)), "noop", f"env-{digest}.json")
+    return os.path.join(str(cache_root(environ)), "noop-env", f"{digest}.json")
 
 
 def relevant(environ: Mapping[str, str]) -> list[str | None]:
