@@ -61,10 +61,12 @@ class Project:
 
     def requirements(self) -> list[str]:
         """The spec's PyPI packages and what envforge adds for its Theano, as uv is given."""
+        from envforge.app.packs import installed_packs
         from envforge.lockplan import undeclared_expected
 
         packages = tomllib.loads((self.root / self.spec).read_text("utf-8"))["pypi"]["packages"]
-        return [*packages, *(row.requirement for row in undeclared_expected(packages))]
+        added = undeclared_expected(packages, installed_packs())
+        return [*packages, *(row.requirement for row in added)]
 
     def platforms(self) -> list[str]:
         text = (self.root / self.spec).read_text("utf-8")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from stat import S_ISREG
 
 from envforge.host.noopstamp import (
     ON_LINUX,
@@ -125,12 +126,16 @@ def relevant(environ: Mapping[str, str]) -> list[str | None]:
 
 
 def digest_of(path: str) -> str | None:
-    """The file's content digest; None when absent. OSError for anything unreadable."""
+    """The regular file's content digest; None when absent. OSError for anything else (a
+    FIFO put in a spec's place is not waited on: opened without blocking, then refused)."""
     try:
-        with open(path, "rb") as f:
-            return blake2b(f.read(), digest_size=32).hexdigest()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    with open(fd, "rb") as f:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return blake2b(f.read(), digest_size=32).hexdigest()
 
 
 def distributions(site_packages: str) -> list[str]:
@@ -148,7 +153,7 @@ def held(state_dir: str) -> bool:
     """Whether another process holds the environment's apply lock (filelock's flock)."""
     path = os.path.join(state_dir, LOCK_FILE)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return False
     try:
@@ -237,7 +242,9 @@ def save(path: str, *, start_ns: int, environ: Mapping[str, str], version: str,
          loose: Mapping[str, object]) -> bool:
     """Write the record, unless a path it rests on changed within ``RACY_NS`` of the real
     path's start (``start_ns``) or cannot be read; whether it was written. A record that
-    cannot be written only costs the next run its cheap check."""
+    cannot be written only costs the next run its cheap check. Not on Windows (``check``)."""
+    if not ON_LINUX:
+        return False
     try:  # read first, then checked for changes since the start: a later change is not in it
         digests = {p: digest_of(p) for p in dict.fromkeys(digested)}
     except OSError:

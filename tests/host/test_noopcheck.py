@@ -193,6 +193,16 @@ def _drifts(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
         os.utime(module)  # its ctime moves: envforge may decide differently
         return lambda: None
 
+    def fifo() -> Undo:
+        spec = files["spec"]
+        spec.rename(tmp / spec.name)
+        os.mkfifo(spec)  # opened for its digest, it would wait for a writer forever
+
+        def undo() -> None:
+            spec.unlink()
+            (tmp / spec.name).rename(spec)
+        return undo
+
     def marker() -> Undo:
         found = next((prefix / "deb" / ".envforge-debs").iterdir())
         return _move(found, found.with_name("aside"))
@@ -201,6 +211,7 @@ def _drifts(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
         "lock edited": lambda: _append(files["lock"], "# edited\n"),
         "spec edited": lambda: _edit(files["spec"], files["spec"].read_bytes().replace(
             b"allow_gc = true", b"allow_gc = false")),
+        "spec replaced by a FIFO": fifo,
         "config edited": lambda: _edit(prefix / "etc" / "theanorc", b"[global]\ndevice=cuda\n"),
         "config removed": lambda: _move(prefix / "etc" / "theanorc", tmp / "theanorc"),
         "activation edited": lambda: _append(prefix / "bin" / "activate", "# mine\n"),
