@@ -26,10 +26,11 @@ path reads it:
 The record is written only when none of its paths changed within ``RACY_NS`` of the real
 path's start (a change while it ran would otherwise be taken for what it read). Only the
 core's file-observing steps, g++ found on PATH and the packs' ``WatchesFiles`` steps are
-recorded, as for the stamp (a CUDA, MinGW or registry step asks the host: never
-recorded), so the variables those steps and the folders envforge finds read are all the
-plan depends on. Anything missing, unreadable or
-different: "not sure", and the real path decides (and records again when it finds nothing).
+recorded, as for the stamp (a CUDA, MinGW or registry step asks the host: never recorded),
+so the variables those steps and the folders envforge finds read are all the plan depends
+on. Anything missing, unreadable or different: "not sure", and the real path decides (and
+records again when it finds nothing). "In sync" also stamps the words it was run with, so
+the next run with them takes the stamp.
 """
 
 # ruff: noqa: PTH103, PTH105, PTH113, PTH118, PTH120, PTH208

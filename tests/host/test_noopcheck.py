@@ -118,6 +118,16 @@ def test_in_sync_after_apply_wherever_and_however_it_is_run(
     assert noopstamp.try_noop(_words(applied), cwd=str(Path.cwd()), environ=os.environ,
                               version=__version__) == 0
 
+    # in a process of its own: answered without planning's modules
+    code = (f"import sys\nfrom envforge.cli import main\nassert main({_words(applied)!r}) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'rich', "
+            "'envforge.spec', 'envforge.commands', 'argparse'))))")
+    monkeypatch.setenv("ENVFORGE_BENCH_ROUND", "8")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
+    assert done.stderr.strip() == f"{applied['spec']}: nothing to do ({applied['prefix']})"
+
     # another folder, the spec named relative to it
     assert _lean(applied, cwd=applied["root"], spec="specs/theano-cpu.toml")
     # variables the plan does not read
