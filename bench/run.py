@@ -135,8 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "The first no-op apply after a change takes the real path and writes the stamp; the "
         "no-op rows are the runs after it. The used row: before each (untimed) uv sync "
         "makes its `.lock` in the prefix again and Python writes `__pycache__` in "
-        "site-packages, which the stamp allows. The real-path row: the environment's "
-        "variables differ each round, so no stamp holds and the whole check runs.",
+        "site-packages, which the stamp allows. The real-path row: every stamp is removed "
+        "before each round (a variable differing each round, as this row once did, no "
+        "longer reaches the real path: the cheap check reads only the variables the plan "
+        "depends on), so no stamp holds and the check decides again from the lock and the "
+        "environment (`envforge/host/noopcheck.py`). The full-path row also puts the "
+        "check's records aside: planning decides, as before the check.",
         "`envforge status` is decided from its stamp likewise: the bench's first status "
         "(untimed) writes it, the rows are the runs after it.",
     ]

@@ -117,6 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from envforge.host.noopstamp import try_noop
 
         done = try_noop(words, cwd=str(Path.cwd()), environ=os.environ, version=__version__)
+        if done is None and words[0] == "apply":  # no stamp holds: decided again, cheaply
+            from envforge.host.noopcheck import try_check
+
+            done = try_check(words, cwd=str(Path.cwd()), environ=os.environ,
+                             version=__version__)
         if done is not None:
             return done
     command = next((w for w in words if not w.startswith("-")), None)

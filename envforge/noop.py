@@ -19,7 +19,7 @@ from pathlib import Path
 
 from envforge import __version__
 from envforge.envlayout import COMPILEDIR_IN_ENV
-from envforge.host import noopstamp
+from envforge.host import noopcheck, noopstamp
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Step, StepContext, WatchesFiles
 
@@ -59,9 +59,9 @@ class NoopProbe:
             return
         watched = [str(path) for s in files if isinstance(s, WatchesFiles)
                    for path in s.watched(ctx)]
-        names = {s.name for s in steps}
         from envforge.steps.compiler import gxx_search_paths
 
+        gxx = gxx_search_paths(ctx) if "compiler" in {s.name for s in steps} else []
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
         skip = [prefix / COMPILEDIR_IN_ENV]
@@ -70,12 +70,42 @@ class NoopProbe:
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
                  *watched, os.path.realpath(ctx.layout.python),
                  *noopstamp.environment_files(prefix, site, skip=skip),
-                 *noopstamp.own_files(), *(gxx_search_paths(ctx) if "compiler" in names else ()),
+                 *noopstamp.own_files(), *gxx,
                  *(_offline_reads(ctx) if ctx.offline else ())]
         quiet = bool(getattr(self.args, "quiet", False))
+        loose = noopstamp.loose_folders(prefix, site, skip)
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
-                        environ=os.environ, message=message, quiet=quiet,
-                        loose=noopstamp.loose_folders(prefix, site, skip))
+                        environ=os.environ, message=message, quiet=quiet, loose=loose)
+        self._record(ctx, [str(Path(p).absolute()) for p in paths], loose, watched=watched,
+                     gxx=gxx)
+
+    def _record(self, ctx: StepContext, stamp_paths: list[str], loose: dict[str, object], *,
+                watched: list[str], gxx: list[str]) -> None:
+        """The record ``host/noopcheck.py`` decides from the next time, for the steps the
+        stamp takes (the core's that observe files, g++ found on PATH, the packs'
+        ``WatchesFiles``): what their plans read, as that module's docstring lists it."""
+        from envforge.steps.activation import activation_files
+        from envforge.steps.debs import marker_path
+
+        written, blocks = activation_files(ctx)
+        state, prefix = ctx.state_dir, str(ctx.prefix)
+        spec, lock = str(self.spec_path.absolute()), str(self.lock_path.absolute())
+        python = str(ctx.layout.python)
+        noopcheck.save(
+            noopcheck.record_path({"spec": self.args.spec, "prefix": self.args.prefix,
+                                   "locks_dir": self.args.locks_dir,
+                                   "offline": self.args.offline},
+                                  cwd=str(Path.cwd()), environ=os.environ, version=__version__),
+            start_ns=self.start_ns, environ=os.environ, version=__version__, prefix=prefix,
+            state=str(state), site=str(ctx.layout.site_packages), links=[spec, lock, python],
+            digested=[spec, lock, str(state / "applied.json"), str(state / "journal.jsonl"),
+                      str(ctx.prefix / "pyvenv.cfg"), *map(str, written), *map(str, blocks),
+                      *watched],
+            statted=[os.path.realpath(python), *noopstamp.own_files(), *gxx,
+                     *(_offline_reads(ctx) if ctx.offline else ())],
+            exists=[prefix, python,
+                    *(str(marker_path(Path(ctx.layout.deb_root), d)) for d in ctx.lock.deb)],
+            stamp_paths=stamp_paths, loose=loose)
 
 
 def _offline_reads(ctx: StepContext) -> list[str]:

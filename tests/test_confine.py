@@ -15,7 +15,7 @@ from envforge.errors import ArtifactError
 from envforge.host.archives import safe_member_name
 from envforge.host.fetch import FileRef, cache_path
 from envforge.lockfile import LockedDeb
-from envforge.steps.debs import _marker
+from envforge.steps.debs import marker_path
 
 SHA = "a" * 64
 ESCAPES = ["../x", "a/../../x", "/etc/passwd", "C:/Windows/x", "\\\\server\\share", "a\0b",
@@ -70,7 +70,7 @@ def test_a_manifest_path_outside_the_bundle_is_refused(tmp_path: Path) -> None:
 def test_debian_markers_stay_in_the_env(tmp_path: Path, name: str, version: str) -> None:
     deb = LockedDeb.model_construct(name=name, version=version)  # as if the model let it by
     with pytest.raises(ArtifactError, match=r"Debian package marker .* refused"):
-        _marker(tmp_path, deb)
+        marker_path(tmp_path, deb)
 
 
 def test_archive_members_use_the_same_rule(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Apply: cold (both online) and warm (both ``--offline``) against a venv and ``uv pip install
 --require-hashes`` of the same lock; the no-op against ``python -c pass``, ``uv pip sync
---offline`` and pip, stamped, after the environment was used, and on the real path; bundle
+--offline`` and pip, stamped, after the environment was used, on the real path (no stamp: the
+cheap check) and on the full path (planning); bundle
 against ``pip wheel``. linux-64 only (this host)."""
 
 from __future__ import annotations
@@ -82,6 +83,27 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
         timed([python, "-c", "import numpy, six"], env=env)
         return timed([*words, "--offline"], env=env, cwd=project.root)
 
+    stamps, records = home / "cache" / "noop", home / "cache" / "noop-env"
+
+    def real_check(i: int) -> Sample:
+        """Every stamp removed first (untimed): no stamp can answer, whatever the words and
+        variables; the cheap check (envforge/host/noopcheck.py) or planning decides."""
+        shutil.rmtree(stamps, ignore_errors=True)
+        return timed([*real, "--offline"], env=env, cwd=project.root)
+
+    def full_path(i: int) -> Sample:
+        """The stamps and the check's records put aside (untimed), then put back."""
+        shutil.rmtree(stamps, ignore_errors=True)
+        aside = records.with_name("noop-env-aside")
+        if records.is_dir():
+            records.rename(aside)
+        try:
+            return timed([*real, "--offline"], env=env, cwd=project.root)
+        finally:
+            if aside.is_dir():
+                shutil.rmtree(records, ignore_errors=True)
+                aside.rename(records)
+
     noop = [
         (f"noop-{size}", "envforge apply, no-op", "envforge apply SPEC --yes",
          lambda i: timed(words, env=env, cwd=project.root)),
@@ -89,9 +111,11 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
          "(uv sync made its .lock, Python its __pycache__)", "envforge apply SPEC --yes --offline",
          used),
         (f"noop-real-{size}", "envforge apply --offline, no-op, the real path (no stamp holds: "
-         "the environment's variables differ each round)", "envforge apply SPEC --yes --offline",
-         lambda i: timed([*real, "--offline"], env={**env, "ENVFORGE_BENCH_ROUND": str(i)},
-                         cwd=project.root)),
+         "each removed first; the check decides again from the lock and the environment)",
+         "envforge apply SPEC --yes --offline", real_check),
+        (f"noop-full-{size}", "envforge apply --offline, no-op, the full path (no stamp and no "
+         "record of the cheap check: planning decides)", "envforge apply SPEC --yes --offline",
+         full_path),
         (f"python-{size}", "python -c pass (envforge's interpreter)", "python -c pass",
          lambda i: timed([tools.python, "-c", "pass"], env=env)),
         (f"uv-sync-{size}", "uv pip sync --offline, no-op",
@@ -101,8 +125,9 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
          lambda i: timed([python, tools.pip37 / "pip", "install", "--no-deps",
                           "--require-hashes", "--index-url", INDEX, "-r", reqs], env=env)),
     ]
-    for _, _, _, fn in noop[3:]:
-        fn(-1)  # each tool once, untimed: what a first run writes (uv's .lock) is there
+    for key, _, _, fn in noop:
+        if not key.startswith("noop-"):
+            fn(-1)  # each tool once, untimed: what a first run writes (uv's .lock) is there
     time.sleep(RACY_S)
     timed(words, env=env, cwd=project.root)  # the first no-op takes the real path: a stamp
     timed([*words, "--offline"], env=env, cwd=project.root)
@@ -118,7 +143,9 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
         Goal(f"no-op apply {size}, the environment used ÷ uv pip sync --offline",
              f"noop-used-{size}", f"uv-sync-{size}", 4.0),
         Goal(f"no-op apply {size}, real path ÷ uv pip sync --offline", f"noop-real-{size}",
-             f"uv-sync-{size}", 4.0)]
+             f"uv-sync-{size}", 4.0),
+        Goal(f"no-op apply {size}, full path (planning) ÷ uv pip sync --offline",
+             f"noop-full-{size}", f"uv-sync-{size}", None)]
     if bundle:
         _bundle(bench, tools, scratch, project, reqs, home, rounds)
     return home

@@ -21,7 +21,7 @@ from envforge.steps.base import Change, StepContext, unpacked_cache
 MARKERS = ".envforge-debs"
 
 
-def _marker(root: Path, deb: LockedDeb) -> Path:
+def marker_path(root: Path, deb: LockedDeb) -> Path:
     return inside(root / MARKERS, f"{deb.name}_{deb.version.replace(':', '%3a')}",
                   what="Debian package marker", single=True)
 
@@ -34,18 +34,18 @@ class DebUnpackStep:
         return tuple(
             Change(action="create", target=f"{root}/{deb.name}", before=None, after=deb.version,
                    detail=f"unpack {deb.filename}")
-            for deb in ctx.lock.deb if not _marker(root, deb).exists())
+            for deb in ctx.lock.deb if not marker_path(root, deb).exists())
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         root = Path(ctx.layout.deb_root)
-        wanted = [deb for deb in ctx.lock.deb if not _marker(root, deb).exists()]
+        wanted = [deb for deb in ctx.lock.deb if not marker_path(root, deb).exists()]
         files = [ctx.sources.obtain(ctx, FileRef(d.url, d.sha256, d.filename, d.size))
                  for d in wanted]
         for deb, path in zip(wanted, files, strict=True):
             data_tar = unpacked_deb(unpacked_cache(ctx), path, deb.sha256)
             unpack_deb(path, root, replace=True,  # inside the prefix: a re-run after a crash
                        data_tar=data_tar)
-            marker = _marker(root, deb)
+            marker = marker_path(root, deb)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{deb.sha256}\n", encoding="utf-8")
         for link, target in missing_dev_links(root):
