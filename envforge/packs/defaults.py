@@ -102,6 +102,9 @@ class PackDefaults:
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
         return ()
 
+    def dlopen_names(self) -> tuple[str, ...]:
+        return ()
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         return ()
 

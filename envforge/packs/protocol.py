@@ -171,6 +171,12 @@ class FrameworkPack(Protocol):
         """Packages (as doctor counts them: ``distribution_package``) doctor shows in its
         host table and checks against the lock."""
 
+    def dlopen_names(self) -> tuple[str, ...]:
+        """Linux library names the framework (or a library of its own) dlopens by exactly
+        these unversioned names, which only a -dev package, a link or the loader's cache
+        provides (Theano: libgpuarray's ``libnvrtc.so``): doctor looks them up in
+        ``ldconfig -p``."""
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         """(text a failure prints, what fixes it) for failures the framework explains."""
 

@@ -37,14 +37,17 @@ class TheanoPack(ModulePack):
     section = TheanoSection
     expect = TheanoExpect
     implicit = True
-    knowledge = ("theano", "theano_suite")
+    knowledge = ("theano", "theano_suite", "libgpuarray")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
     lock_version = TheanoExpect.lock_version
     lock_migrations: Mapping[int, Migration] = {0: migrate_v1, 1: migrate_v2}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
-    stack_names: Mapping[str, str] = {"theano-pymc": "theano", "theano": "theano"}
+    # its GPU back-end, pygpu and libgpuarray, by their PyPI, conda and Debian names
+    stack_names: Mapping[str, str] = {
+        "theano-pymc": "theano", "theano": "theano", "pygpu": "pygpu",
+        "libgpuarray": "libgpuarray", "python3-pygpu": "pygpu", "libgpuarray3": "libgpuarray"}
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
     init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
     kernels: Mapping[str, Kernel] = KERNELS
@@ -60,9 +63,16 @@ class TheanoPack(ModulePack):
         return {"theanorc-edit": config_fix_steps}
 
     def steps(self, ctx: StepContext) -> Sequence[Step]:
+        """libgpuarray's library names where the lock holds pygpu and a CUDA toolkit, then
+        the .theanorc."""
         from envforge.packs.theano.theanorc import TheanorcStep
 
-        return (TheanorcStep(),)
+        expect = ctx.lock.expect
+        if expect.cuda is None or "pygpu" not in expect.versions:
+            return (TheanorcStep(),)
+        from envforge.packs.theano.libgpuarray_links import LibgpuarrayLinksStep
+
+        return (LibgpuarrayLinksStep(), TheanorcStep())
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
@@ -119,9 +129,17 @@ class TheanoPack(ModulePack):
                 cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
+        """Its device flag names a GPU, or pygpu (its GPU back-end) is installed."""
+        from envforge.doctor.rules.common import installed
         from envforge.packs.theano.doctor_common import device_is_gpu
 
-        return device_is_gpu(facts, expected)
+        return device_is_gpu(facts, expected) or \
+            installed(facts, expected, "pygpu") is not None
+
+    def dlopen_names(self) -> tuple[str, ...]:
+        from envforge.packs.theano.libgpuarray import linux_loader_names
+
+        return linux_loader_names()
 
     def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
                        python: str, path: Sequence[SearchEntry], prefix: Path | None,
@@ -203,8 +221,9 @@ class TheanoPack(ModulePack):
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.theano.knowledge import error_hints
+        from envforge.packs.theano.libgpuarray import loader_hints
 
-        return error_hints()
+        return (*error_hints(), *loader_hints())
 
 
 THEANO = TheanoPack()
