@@ -131,6 +131,9 @@ class PackDefaults:
                     gpu_expected: bool) -> Sequence[CheckRow]:
         return ()
 
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        return None
+
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         return None
 

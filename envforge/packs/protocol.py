@@ -11,7 +11,7 @@ A probe reads the request (``envforge.verify.build_request`` plus ``probe_reques
 JSON on stdin and prints one report. The core judges its shared fields: ``format``,
 ``error``, ``python.version``, ``versions`` and ``import_errors`` (by module),
 ``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
-``run_s``, the CPU comparison), ``gpu.pygpu_activated`` for the speedup row, and ``nvidia``;
+``run_s``, the CPU comparison), and ``nvidia``;
 anything else (Theano's ``theano``, ``blas``, ``gpu``, each kernel's ``ops``/``gpu_ops``,
 ``scan``, ``gemm_timing``) is the pack's, for its ``verify_rows``, ``device_rows``,
 ``kernel_checks`` and ``timing_rows``.
@@ -225,6 +225,11 @@ class FrameworkPack(Protocol):
                     gpu_expected: bool) -> Sequence[CheckRow]:
         """Rows after the speedup's that judge the pack's own timings (Theano: its GEMM
         against raw cuBLAS, the lock's ``min_cublas_ratio``)."""
+
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        """Whether the pack's part of a report says its GPU back-end started (Theano: pygpu
+        activated); None where it says nothing. The speedup row is measured only where one
+        pack says True."""
 
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         """The device the pack's part of a report ran the kernels on, for timing charts."""

@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from envforge.lockfile import Expectations
 from envforge.packapi import Registry
-from envforge.verify.gpu import _cuda_row, _speedup_row
+from envforge.verify.gpu import GpuPack, _cuda_row, _speedup_row
 from envforge.verify.hints import VerifyPack, _with_hint, hinting
 from envforge.verify.kernels import _find_kernel, kernel_rows
 from envforge.verify.request import REPORT_FORMAT, probe_modules
@@ -19,7 +19,7 @@ from envforge.verify.rows import CheckRow
 from envforge.verify.untrusted import _dig, _map
 
 
-def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack],
+def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack],
                  *, gpu_expected: bool, prefix: str | None = None) -> tuple[CheckRow, ...]:
     """Every check of a probe report against the expectations, in a stable order.
 
@@ -35,7 +35,7 @@ def check_report(report: Mapping[str, Any], expect: Expectations, registry: Regi
         return _judge(report, expect, registry, gpu_expected=gpu_expected, prefix=prefix)
 
 
-def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack], *,
+def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack], *,
            gpu_expected: bool, prefix: str | None) -> tuple[CheckRow, ...]:
     rows: list[CheckRow] = []
     rows += _version_rows(report, expect, registry)

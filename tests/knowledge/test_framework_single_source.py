@@ -101,7 +101,6 @@ def test_no_framework_is_named_in_core_code(path: Path) -> None:
 BACKEND = re.compile(r"gpuarray|pygpu", re.IGNORECASE)
 BACKEND_NOT_YET_MOVED: dict[str, int] = {
     "doctor/rules/common.py": 1,  # gpu_intended's pygpu, which the pack's gpu_intended also says
-    "verify/gpu.py": 1,  # the speedup row reads the probe report's gpu.pygpu_activated
 }
 
 

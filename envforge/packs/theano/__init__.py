@@ -100,6 +100,11 @@ class TheanoPack(ModulePack):
 
         return timing_rows(report, expect, gpu_expected=gpu_expected)
 
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        from envforge.packs.theano.verify_gpu import gpu_active
+
+        return gpu_active(report)
+
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         from envforge.packs.theano.verify_gpu import report_device
 
