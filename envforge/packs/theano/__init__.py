@@ -1,5 +1,7 @@
 """The Theano-PyMC pack: ``[theano]``, its compat rules, flags in the lock, the .theanorc
-step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``).
+step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``),
+and its GPU back-end's C library, libgpuarray (``libgpuarray.toml``, the links step, doctor's
+library-name rules).
 
 Heavy parts are imported when called, so the registry stays cheap to import.
 """
