@@ -14,7 +14,7 @@ from envforge.lockfile import PlatformLock
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 DEB_ROOT = "deb"  # Debian packages are unpacked under <prefix>/deb
-LINKS_DIR = "envforge-libs"  # unversioned library names libgpuarray and -l flags need
+LINKS_DIR = "envforge-libs"  # unversioned library names a framework's loader and -l flags need
 COMPILEDIR_IN_ENV = "theano-compiledir"
 
 

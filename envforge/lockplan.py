@@ -32,9 +32,7 @@ if TYPE_CHECKING:
 # FrameworkPack.stack_names).
 _STACK_NAMES: dict[str, str] = {
     "python": "python", "numpy": "numpy", "scipy": "scipy", "six": "six",
-    "pygpu": "pygpu", "libgpuarray": "libgpuarray",
     "python3-numpy": "numpy", "python3-scipy": "scipy", "python3-six": "six",
-    "python3-pygpu": "pygpu", "libgpuarray3": "libgpuarray",
 }
 _DEB_PYTHON = re.compile(r"^python(3\.\d+)-minimal$")
 

@@ -123,10 +123,6 @@ def build_steps(ctx: StepContext, *, registry: RegistrySeam | None = None) -> li
             from envforge.steps.cudnn import CudnnInstallStep
 
             steps.append(CudnnInstallStep(cudnn))
-        if "pygpu" in lock.expect.versions:
-            from envforge.steps.libs import LibgpuarrayLinksStep
-
-            steps.append(LibgpuarrayLinksStep())
     for pack in ctx.registry.locked(lock.expect.packs):
         steps.extend(pack.steps(ctx))
     steps.append(ActivationStep())

@@ -21,6 +21,7 @@ from envforge.expectations import conv2d, kernel_expectations, kernel_inputs, re
 from envforge.knowledge import cudnn_version_code
 from envforge.lockfile import Expectations, KernelExpectation
 from envforge.packapi import Registry
+from envforge.packs.base import PackDefaults
 from envforge.packs.theano import PROBE_SCRIPT
 from envforge.packs.theano.expect import TheanoExpect, theano_expect
 from envforge.spec import ConvShape, VerifySection
@@ -360,6 +361,33 @@ def test_nonfinite_output_and_wrong_shape() -> None:
     rows = _rows(report, expect)
     assert "3 non-finite" in rows["kernel.elementwise.checksum"].why
     assert "output shape" in rows["kernel.gemm.checksum"].why
+
+
+class _BackendPack(PackDefaults):
+    """A pack whose own part of a report says whether its GPU back-end started."""
+
+    name = "backend"
+
+    def __init__(self, active: bool | None) -> None:
+        self.active = active
+
+    def gpu_active(self, report: Any) -> bool | None:
+        return self.active
+
+
+@pytest.mark.parametrize(("active", "status"), [(True, "pass"), (None, "skip"), (False, "skip")])
+def test_speedup_is_measured_where_a_pack_says_its_gpu_started(active: bool | None,
+                                                               status: str) -> None:
+    """The speedup row asks the packs (``FrameworkPack.gpu_active``), not a field of
+    Theano's: a report without pygpu's is measured when a pack says its back-end started."""
+    expect = _expect()
+    report = _report(expect)
+    del report["gpu"]["pygpu_activated"]
+    rows = check_report(report, expect, Registry([_BackendPack(active)]), gpu_expected=True,
+                        prefix="/env")
+    speedup = next(row for row in rows if row.name == "gpu.speedup")
+    assert speedup.status == status, speedup
+    assert (status == "pass") is ("20.0x" in speedup.found)
 
 
 def test_speedup_below_the_minimum_fails_on_the_heaviest_kernel() -> None:

@@ -40,7 +40,7 @@ class FixPack(Pack, Protocol):
 
 
 class CopyFixStep:
-    """Files copied under the names a loader asks for (libgpuarray's DLLs)."""
+    """Files copied under the names a loader asks for (``FileCopy``)."""
 
     name = "doctor: library names"
 

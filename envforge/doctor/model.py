@@ -34,7 +34,8 @@ class FixAction(Frozen):
 
 
 class FileCopy(FixAction):
-    """A file copied under the name a loader asks for (libgpuarray's DLL names)."""
+    """A file copied under the name a loader asks for, where the toolkit ships it under
+    another (a framework's DLL loader asking for an older naming scheme)."""
 
     kind: Literal["file-copy"] = "file-copy"
     source: str

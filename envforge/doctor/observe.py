@@ -50,7 +50,7 @@ from envforge.host.windows import (
     expand_vars,
     normalize_entry,
 )
-from envforge.knowledge import libgpuarray_names, library_file_patterns
+from envforge.knowledge import library_file_patterns
 from envforge.packapi import Pack, Registry
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
 from envforge.steps.cudnn import cudnn_header_version
@@ -144,15 +144,15 @@ def observe(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         env=environment,
         registry_path=_registry_path(registry, env) if target.os is Os.WINDOWS and registry
         else None,
-        ld_cache=_ld_cache(ldconfig) if target.os is Os.LINUX else {},
+        ld_cache=_ld_cache(ldconfig, packs) if target.os is Os.LINUX else {},
         packages=doctor_packages(packs),
     )
 
 
 class ObservedPack(Pack, Protocol):
     """What observing the host asks of a pack: its name in findings, its variables, its
-    configuration here, the distributions it counts as its packages and the packages doctor
-    shows."""
+    configuration here, the distributions it counts as its packages, the packages doctor
+    shows and the library names its framework dlopens."""
 
     @property
     def display_name(self) -> str: ...
@@ -168,6 +168,8 @@ class ObservedPack(Pack, Protocol):
                        expected: Mapping[str, str]) -> FrameworkConfig: ...
 
     def distribution_package(self, name: str) -> str | None: ...
+
+    def dlopen_names(self) -> tuple[str, ...]: ...
 
 
 def _frameworks(env: Mapping[str, str], platform: Platform, cwd: Path, python: str,
@@ -191,19 +193,17 @@ def doctor_packages(packs: Registry[ObservedPack]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _loader_names() -> tuple[str, ...]:
-    """libgpuarray's unversioned Linux names (knowledge/libgpuarray.toml)."""
-    loader = libgpuarray_names("linux-64", "0")
-    return (loader.driver, *loader.nvrtc, *loader.cublas)
-
-
-def _ld_cache(ldconfig: Sequence[str]) -> dict[str, str]:
-    """libgpuarray's unversioned names as ``ldconfig -p`` lists them (x86-64 entries),
-    read whole, not through the runner, whose output is clipped for the report: the cache
-    lists thousands of libraries (on the H200 host libnvrtc.so was past the clip)."""
+def _ld_cache(ldconfig: Sequence[str], packs: Registry[ObservedPack]) -> dict[str, str]:
+    """The names the packs' frameworks dlopen (``FrameworkPack.dlopen_names``) as
+    ``ldconfig -p`` lists them (x86-64 entries), read whole, not through the runner, whose
+    output is clipped for the report: the cache lists thousands of libraries (on the H200
+    host libnvrtc.so was past the clip). Nothing is run when no pack names one."""
+    names = {name for pack in packs for name in pack.dlopen_names()}
     found: dict[str, str] = {}
+    if not names:
+        return found
     for name, target in cache_entries(ldconfig_output(ldconfig)):
-        if name in _loader_names():
+        if name in names:
             found.setdefault(name, target)
     return found
 

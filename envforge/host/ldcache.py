@@ -1,5 +1,5 @@
 """The dynamic loader's cache as ``ldconfig -p`` lists it: read whole, then parsed. The one
-reader for apply's loader links (steps/libs.py) and doctor's loader facts."""
+reader for apply's loader links (a pack's step) and doctor's loader facts."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 The CUDA tree's shape and a user's home folder as a given Python finds it (a framework's
 config files live there: Theano's ``.theanorc`` places are its pack's). Host facts
 (environment variables) are parameters, so a Windows layout is computed, and tested, on
-Linux. Library names (CUDA, cuDNN, libgpuarray's loader) are facts in ``envforge.knowledge``.
+Linux. Library names (CUDA, cuDNN) are facts in ``envforge.knowledge``, a framework's own
+loader's in its pack.
 """
 
 from __future__ import annotations

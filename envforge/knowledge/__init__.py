@@ -1,5 +1,5 @@
-"""What envforge knows about CUDA, cuDNN, libgpuarray and the artifacts and packages of a
-stack, as data with sources (a framework's own, e.g. Theano's rules, are its pack's).
+"""What envforge knows about CUDA, cuDNN and the artifacts and packages of a stack, as data
+with sources (a framework's own, e.g. Theano's rules, are its pack's).
 
 The facts live in the TOML files beside this module (a framework pack's in its folder,
 ``envforge/packs/NAME/``), one row per fact, each with a
@@ -30,9 +30,6 @@ from envforge.knowledge.models import (
     DebianPackageRow,
     Fact,
     KnownArtifact,
-    LibgpuarrayFile,
-    LoaderNames,
-    NameMismatchRow,
     ReferenceFile,
     UnknownFactError,
     in_range,
@@ -47,7 +44,6 @@ __all__ = [
     "Fact",
     "Knowledge",
     "KnownArtifact",
-    "LoaderNames",
     "UnknownFactError",
     "compute_capability_range",
     "conda_package",
@@ -66,9 +62,7 @@ __all__ = [
     "in_range",
     "knowledge",
     "knowledge_file",
-    "libgpuarray_names",
     "library_file_patterns",
-    "loader_name_mismatch",
     "major_minor",
     "max_host_gcc",
     "min_driver",
@@ -79,13 +73,12 @@ __all__ = [
 
 # The core's files; a pack's own (``FrameworkPack.knowledge``) are typed and looked up by
 # the pack.
-KNOWLEDGE_FILES = ("cuda", "cudnn", "libgpuarray", "artifacts", "conda", "debian", "reference")
+KNOWLEDGE_FILES = ("cuda", "cudnn", "artifacts", "conda", "debian", "reference")
 
 
 class Knowledge(Frozen):
     cuda: CudaFile
     cudnn: CudnnFile
-    libgpuarray: LibgpuarrayFile
     artifacts: ArtifactsFile
     conda: CondaFile
     debian: DebianFile
@@ -192,13 +185,6 @@ def driver_library(platform: Platform) -> str:
     return fact.value
 
 
-def loader_name_mismatch(cuda: str) -> NameMismatchRow | None:
-    """The row saying libgpuarray 0.7.6 never asks for a toolkit's shipped DLL names."""
-    release = ".".join(map(str, major_minor(cuda)))
-    return next((row for row in knowledge().libgpuarray.name_mismatch
-                 if in_range(release, row.cuda)), None)
-
-
 def cudnn_support(cudnn: str) -> CudnnSupportRow | None:
     """The row saying which CUDA toolkits a cuDNN release exists for."""
     return next((row for row in knowledge().cudnn.cuda_support if in_range(cudnn, row.cudnn)),
@@ -271,36 +257,6 @@ def _names_runtime(filename: str, shipped: str, target: TargetPlatform) -> bool:
             assert_never(target.os)
 
 
-def libgpuarray_names(platform: Platform, driver_cuda: str) -> LoaderNames:
-    """What libgpuarray 0.7.6 asks the loader for, given the driver's CUDA version.
-
-    On Windows ``nvrtc64_%d%d.dll`` takes the driver's major and minor (10.2 gives
-    ``nvrtc64_102.dll``), then the fallback versions below the driver's, in order;
-    ``cublas[i]`` is asked for when ``nvrtc[i]`` loaded. Linux names are unversioned.
-    """
-    data = knowledge().libgpuarray
-    names = {row.library: row.names[platform] for row in data.loader}
-    sources = sorted({row.source for row in data.loader})
-    target = PLATFORMS[platform]
-    match target.os:
-        case Os.LINUX:
-            return LoaderNames(driver=names["driver"], nvrtc=(names["nvrtc"],),
-                               cublas=(names["cublas"],), source="; ".join(sources))
-        case Os.WINDOWS:
-            pass  # versioned names, the driver's CUDA first, then the fallbacks
-        case _:
-            assert_never(target.os)
-    versions = [major_minor(driver_cuda)]
-    versions += [v for v in map(major_minor, data.fallback.versions) if v < versions[0]]
-
-    def candidates(pattern: str) -> tuple[str, ...]:
-        return tuple(pattern.replace("%d%d", f"{major}{minor}") for major, minor in versions)
-
-    return LoaderNames(driver=names["driver"], nvrtc=candidates(names["nvrtc"]),
-                       cublas=candidates(names["cublas"]),
-                       source="; ".join([*sources, f"fallback: {data.fallback.source}"]))
-
-
 def conda_package(name: str) -> CondaPackageRow | None:
     return next((row for row in knowledge().conda.packages if row.name == name), None)
 
@@ -317,28 +273,17 @@ class HintPack(Pack, Protocol):
 
 
 def error_hints(registry: Registry[HintPack]) -> tuple[tuple[str, str], ...]:
-    """(text a failure prints, what fixes it): each pack's (``FrameworkPack.error_hints``),
-    then libgpuarray's Linux library names (longest first, so ``libcuda.so`` does not shadow
-    the others)."""
-    data = knowledge()
-    hints = [hint for pack in registry for hint in pack.error_hints()]
-    loader = libgpuarray_names("linux-64", "0")
-    fact = next(r for r in data.libgpuarray.facts if r.id == "linux-unversioned")
-    for asked, target in ((loader.nvrtc[0], f"the CUDA toolkit's {loader.nvrtc[0]}.N"),
-                          (loader.cublas[0], f"the CUDA toolkit's {loader.cublas[0]}.N"),
-                          (loader.driver, f"the driver's {driver_library('linux-64')}")):
-        hints.append((asked, f"libgpuarray loads the unversioned {asked}: link it to "
-                             f"{target} in a folder on LD_LIBRARY_PATH ({fact.source})"))
-    return tuple(dict.fromkeys(hints))
+    """(text a failure prints, what fixes it): each pack's (``FrameworkPack.error_hints``)."""
+    return tuple(dict.fromkeys(hint for pack in registry for hint in pack.error_hints()))
 
 
 def library_file_patterns() -> tuple[str, ...]:
-    """Regular expressions for every CUDA, cuDNN and loader library file the knowledge base
-    names, any version: ``cudart64_\\w+\\.dll``, ``libcudart\\.so(?:\\.\\d+)*``."""
+    """Regular expressions for every CUDA and cuDNN library file the knowledge base names, any
+    version: ``cudart64_\\w+\\.dll``, ``libcudart\\.so(?:\\.\\d+)*`` (a framework's loader asks
+    for these libraries under names the same patterns match: ``nvrtc64_102.dll``)."""
     data = knowledge()
     names = {*(f for row in data.cuda.libraries for f in row.files.values()),
-             *(f for row in data.cudnn.libraries for f in row.files.values()),
-             *(f for row in data.libgpuarray.loader for f in row.names.values())}
+             *(f for row in data.cudnn.libraries for f in row.files.values())}
     patterns = set()
     for name in names:
         stem, so, _ = name.partition(".so")

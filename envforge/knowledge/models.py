@@ -152,44 +152,6 @@ class CudnnFile(Frozen):
     archive_layouts: tuple[ArchiveLayoutRow, ...]
 
 
-# libgpuarray.toml
-
-class LoaderRow(Row):
-    library: Literal["driver", "nvrtc", "cublas"]
-    names: dict[Platform, str]
-
-
-class FallbackRow(Row):
-    versions: tuple[str, ...]
-
-
-class NameMismatchRow(Row):
-    cuda: Range
-    fact: str
-    fix: str
-
-
-class IdFactRow(Row):
-    id: str
-    fact: str
-
-
-class LibgpuarrayFile(Frozen):
-    loader: tuple[LoaderRow, ...]
-    fallback: FallbackRow
-    name_mismatch: tuple[NameMismatchRow, ...]
-    facts: tuple[IdFactRow, ...]
-
-
-class LoaderNames(Frozen):
-    """The names libgpuarray 0.7.6 dlopens, in the order it tries them."""
-
-    driver: str
-    nvrtc: tuple[str, ...]
-    cublas: tuple[str, ...]
-    source: str
-
-
 # artifacts.toml
 
 class KnownArtifact(Row):

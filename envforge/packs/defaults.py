@@ -108,6 +108,9 @@ class PackDefaults:
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
         return ()
 
+    def dlopen_names(self) -> tuple[str, ...]:
+        return ()
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         return ()
 
@@ -133,6 +136,9 @@ class PackDefaults:
     def timing_rows(self, report: Mapping[str, Any], expect: Expectations, *,
                     gpu_expected: bool) -> Sequence[CheckRow]:
         return ()
+
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        return None
 
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         return None

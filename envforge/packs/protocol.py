@@ -11,7 +11,7 @@ A probe reads the request (``envforge.verify.build_request`` plus ``probe_reques
 JSON on stdin and prints one report. The core judges its shared fields: ``format``,
 ``error``, ``python.version``, ``versions`` and ``import_errors`` (by module),
 ``distributions``, ``kernels`` (each with ``checksum``, ``samples``, ``output_shape``,
-``run_s``, the CPU comparison), ``gpu.pygpu_activated`` for the speedup row, and ``nvidia``;
+``run_s``, the CPU comparison), and ``nvidia``;
 anything else (Theano's ``theano``, ``blas``, ``gpu``, each kernel's ``ops``/``gpu_ops``,
 ``scan``, ``gemm_timing``) is the pack's, for its ``verify_rows``, ``device_rows``,
 ``kernel_checks`` and ``timing_rows``.
@@ -178,6 +178,12 @@ class FrameworkPack(Protocol):
         """Packages (as doctor counts them: ``distribution_package``) doctor shows in its
         host table and checks against the lock."""
 
+    def dlopen_names(self) -> tuple[str, ...]:
+        """Linux library names the framework (or a library of its own) dlopens by exactly
+        these unversioned names, which only a -dev package, a link or the loader's cache
+        provides (Theano: libgpuarray's ``libnvrtc.so``): doctor looks them up in
+        ``ldconfig -p``."""
+
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         """(text a failure prints, what fixes it) for failures the framework explains."""
 
@@ -226,6 +232,11 @@ class FrameworkPack(Protocol):
                     gpu_expected: bool) -> Sequence[CheckRow]:
         """Rows after the speedup's that judge the pack's own timings (Theano: its GEMM
         against raw cuBLAS, the lock's ``min_cublas_ratio``)."""
+
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        """Whether the pack's part of a report says its GPU back-end started (Theano: pygpu
+        activated); None where it says nothing. The speedup row is measured only where one
+        pack says True."""
 
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         """The device the pack's part of a report ran the kernels on, for timing charts."""

@@ -69,5 +69,5 @@ class CudaToolkitStep:
         check_driver(select_toolkit(ctx), read_driver(ctx.environ), ctx)
 
     def facts(self, ctx: StepContext) -> Facts:
-        """The toolkit's root, for cuDNN, libgpuarray's links, PATH and the activation."""
+        """The toolkit's root, for cuDNN, a pack's library links, PATH and the activation."""
         return replace(ctx.facts, cuda_root=select_toolkit(ctx).root)

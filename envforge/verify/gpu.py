@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -13,7 +13,14 @@ from envforge.lockfile import Expectations
 from envforge.packapi import Registry
 from envforge.verify.hints import VerifyPack
 from envforge.verify.rows import CheckRow
-from envforge.verify.untrusted import _dig, _list, _map, _number
+from envforge.verify.untrusted import _list, _map, _number
+
+
+class GpuPack(VerifyPack, Protocol):
+    """What the GPU rows ask of a pack beyond verify's other rows."""
+
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None: ...
+
 
 # The heaviest kernel decides the speedup row: tiny elementwise work is all transfer.
 _SPEEDUP_ORDER = ("conv", "gemm", "elementwise")
@@ -48,12 +55,12 @@ def kernel_timings(report: Mapping[str, Any],
 
 
 def _speedup_row(report: Mapping[str, Any], expect: Expectations,
-                 registry: Registry[VerifyPack], gpu_expected: bool) -> CheckRow:
+                 registry: Registry[GpuPack], gpu_expected: bool) -> CheckRow:
     wanted = expect.min_gpu_speedup
     shown = f">= {wanted:g}x" if wanted is not None else "no minimum"
     if not gpu_expected:
         return CheckRow("gpu.speedup", shown, "-", "skip", "no GPU on this run")
-    if _dig(report, "gpu", "pygpu_activated") is not True:
+    if not any(pack.gpu_active(report) for pack in registry):
         return CheckRow("gpu.speedup", shown, "-", "skip",
                         "no GPU: the back-end is not active (see gpu.backend)")
     timings = {t.name: t for t in kernel_timings(report, registry) if t.speedup is not None}

@@ -11,15 +11,15 @@ from packaging.version import InvalidVersion, Version
 
 from envforge.lockfile import Expectations
 from envforge.packapi import Registry
-from envforge.verify.gpu import _cuda_row, _speedup_row
-from envforge.verify.hints import VerifyPack, hinted
+from envforge.verify.gpu import GpuPack, _cuda_row, _speedup_row
+from envforge.verify.hints import hinted
 from envforge.verify.kernels import _find_kernel, kernel_rows
 from envforge.verify.request import REPORT_FORMAT, probe_modules
 from envforge.verify.rows import CheckRow
 from envforge.verify.untrusted import _dig, _map
 
 
-def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack],
+def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack],
                  *, gpu_expected: bool, prefix: str | None = None) -> tuple[CheckRow, ...]:
     """Every check of a probe report against the expectations, in a stable order, each
     failure with the hint of ``registry``'s packs that explains it (``hints.hinted``).
@@ -36,7 +36,7 @@ def check_report(report: Mapping[str, Any], expect: Expectations, registry: Regi
                   registry)
 
 
-def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[VerifyPack], *,
+def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack], *,
            gpu_expected: bool, prefix: str | None) -> tuple[CheckRow, ...]:
     rows: list[CheckRow] = []
     rows += _version_rows(report, expect, registry)
@@ -58,7 +58,7 @@ def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[V
 
 
 def _version_rows(report: Mapping[str, Any], expect: Expectations,
-                  registry: Registry[VerifyPack]) -> list[CheckRow]:
+                  registry: Registry[GpuPack]) -> list[CheckRow]:
     rows = []
     versions = _map(report.get("versions"))
     errors = _map(report.get("import_errors"))

@@ -12,6 +12,9 @@ from envforge.doctor import HostFacts, observe
 from envforge.doctor.facts import FrameworkConfig
 from envforge.host.cuda import parse_gpu_query
 from envforge.host.windows import USER_ENVIRONMENT, RecordingRegistry
+from envforge.packapi import Registry
+from envforge.packs import FrameworkPack
+from envforge.packs.base import PackDefaults
 from envforge.packs.theano.doctor_common import theano_config
 from tests.doctor.layouts import (
     QUERY_441,
@@ -148,6 +151,38 @@ def test_driver_from_proc_when_no_nvidia_smi(tmp_path: Path, text: str, version:
                     cwd=tmp_path, cuda_search=(), system_lib_dirs=(), system_include_dirs=(),
                     proc_driver=proc, packs=REGISTRY)
     assert (facts.driver.version, facts.driver.source) == (version, str(proc))
+
+
+class _LoaderPack(PackDefaults):
+    """A pack whose framework dlopens one library by its unversioned name."""
+
+    name = "loader"
+
+    def dlopen_names(self) -> tuple[str, ...]:
+        return ("libfoo.so",)
+
+
+@pytest.mark.posix_only("its stand-in ldconfig is an sh script")
+def test_the_loader_cache_is_read_for_the_names_the_packs_dlopen(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    ldconfig = tmp_path / "ldconfig"
+    ldconfig.write_text(f"#!/bin/sh\ntouch '{ran}'\ncat <<'OUT'\n"
+                        "2 libs found in cache `/etc/ld.so.cache'\n"
+                        "\tlibfoo.so (libc6,x86-64) => /opt/foo/libfoo.so\n"
+                        "\tlibnvrtc.so (libc6,x86-64) => /opt/cuda/libnvrtc.so\nOUT\n")
+    ldconfig.chmod(0o755)
+
+    def cache(packs: Registry[_LoaderPack] | Registry[FrameworkPack]) -> dict[str, str]:
+        return observe(environ={"PATH": "", "HOME": str(home(tmp_path))}, platform="linux-64",
+                       cwd=tmp_path, cuda_search=(), system_lib_dirs=(), system_include_dirs=(),
+                       proc_driver=tmp_path / "no-proc-driver", ldconfig=(str(ldconfig), "-p"),
+                       packs=packs).ld_cache
+
+    assert cache(Registry([_LoaderPack()])) == {"libfoo.so": "/opt/foo/libfoo.so"}
+    assert cache(REGISTRY) == {"libnvrtc.so": "/opt/cuda/libnvrtc.so"}  # Theano's libgpuarray
+    ran.unlink()
+    assert cache(Registry([])) == {}
+    assert not ran.exists()  # no pack names a library: ldconfig is not run
 
 
 def test_gpu_query_lines() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.doctor import diagnose, observe
 from envforge.doctor.rules import judged
 from envforge.doctor.rules.common import gpu_intended
 from envforge.packapi import Registry
@@ -114,6 +115,27 @@ def test_gpu_newer_than_the_toolkit(tmp_path: Path) -> None:
     assert "[GA]" in finding.source
     env["CUDA_PATH"] = str(linux_cuda(tmp_path, "12.4.99"))
     assert "gpu.arch-unsupported" not in ids(judge(look(tmp_path, env)))
+
+
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
+def test_gpu_newer_than_the_toolkit_without_nvrtc_kernels(tmp_path: Path) -> None:
+    """A GPU lock judged by packs none of whose frameworks compiles its kernels with NVRTC
+    (no ``nvrtc-arch`` source in their configs, as torch's): PTX JIT may still run it, a
+    warning; the same host judged with Theano's pack (libgpuarray's NVRTC) is an error."""
+    cuda = linux_cuda(tmp_path, "10.2.89")
+    nvidia_smi(tmp_path / "bin")
+    env = {"PATH": str(tmp_path / "bin"), "CUDA_PATH": str(cuda), "HOME": str(home(tmp_path))}
+    torch = Registry(REGISTRY.locked(("torch",)))
+    facts = observe(environ=env, platform="linux-64", cwd=tmp_path, cuda_search=(),
+                    system_lib_dirs=(), system_include_dirs=(),
+                    proc_driver=tmp_path / "no-proc-driver", ldconfig=("true",), packs=torch)
+    lock = expected(settings={"torch": {}})
+    finding = only(diagnose(facts, lock, packs=torch), "gpu.arch-unsupported")
+    assert finding.severity == "warning" and "PTX JIT" in finding.title
+    assert "NVRTC for" not in finding.title
+    theano = only(judge(look(tmp_path, env), expected()), "gpu.arch-unsupported")
+    assert theano.severity == "error"
+    assert "Theano asks NVRTC for compute_90" in theano.title and "[GA]" in theano.source
 
 
 @pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")

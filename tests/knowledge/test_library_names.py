@@ -1,5 +1,5 @@
 """Library names as the knowledge base gives them: every release the old tables in
-host/platform.py covered, and libgpuarray 0.7.6's loader order ([GA] setup_lib)."""
+host/platform.py covered (libgpuarray's loader order: tests/packs/theano/test_libgpuarray.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from envforge.knowledge import (
     cuda_runtime_release,
     cudnn_library_name,
     driver_library,
-    libgpuarray_names,
-    loader_name_mismatch,
 )
 from envforge.spec import Platform
 
@@ -73,55 +71,3 @@ def test_runtime_release_from_the_file_name(name: str, platform: Platform,
 def test_driver_library() -> None:
     assert (driver_library("win-64"), driver_library("linux-64")) == ("nvcuda.dll",
                                                                       "libcuda.so.1")
-
-
-def test_gpuarray_asks_for_the_drivers_version_then_falls_back() -> None:
-    names = libgpuarray_names("win-64", "10.2")
-    assert names.driver == "nvcuda.dll"
-    assert names.nvrtc == ("nvrtc64_102.dll", "nvrtc64_91.dll", "nvrtc64_90.dll",
-                           "nvrtc64_80.dll", "nvrtc64_75.dll", "nvrtc64_70.dll")
-    assert names.cublas[0] == "cublas64_102.dll"
-    assert names.cublas[-1] == "cublas64_70.dll"  # paired with the NVRTC that loaded
-
-
-@pytest.mark.parametrize(("driver", "order"), [
-    # "Skip versions that are higher or equal to the driver version" ([GA] setup_lib): the
-    # old lookup tried 9.1 after a 9.0 driver, the apply step did not; now both read this.
-    ("9.0", ("nvrtc64_90.dll", "nvrtc64_80.dll", "nvrtc64_75.dll", "nvrtc64_70.dll")),
-    ("8.0", ("nvrtc64_80.dll", "nvrtc64_75.dll", "nvrtc64_70.dll")),
-    ("9.1", ("nvrtc64_91.dll", "nvrtc64_90.dll", "nvrtc64_80.dll", "nvrtc64_75.dll",
-             "nvrtc64_70.dll")),
-])
-def test_fallback_skips_versions_at_or_above_the_driver(driver: str,
-                                                        order: tuple[str, ...]) -> None:
-    assert libgpuarray_names("win-64", driver).nvrtc == order
-
-
-def test_gpuarray_names_on_linux_are_unversioned() -> None:
-    names = libgpuarray_names("linux-64", "13.0")
-    assert (names.driver, names.nvrtc, names.cublas) == (
-        "libcuda.so", ("libnvrtc.so",), ("libcublas.so",))
-
-
-@pytest.mark.parametrize("release", ["10.0", "10.1", "10.2", "11.8", "12.4"])
-def test_every_toolkit_from_10_ships_an_nvrtc_the_loader_never_asks_for(release: str) -> None:
-    assert loader_name_mismatch(release) is not None
-    asked = libgpuarray_names("win-64", release)
-    shipped = cuda_library_name(release, "nvrtc", "win-64")
-    assert shipped is not None and shipped.value not in asked.nvrtc
-
-
-@pytest.mark.parametrize(("release", "matches"), [
-    ("10.0", True), ("10.1", False), ("10.2", False), ("11.8", False)])
-def test_cublas_names_differ_from_10_1(release: str, matches: bool) -> None:
-    """10.0 ships cublas64_100.dll, the very name the loader asks for; 10.1 and 10.2 ship
-    cublas64_10.dll (the old row listed 10.2's names for every CUDA 10)."""
-    shipped = cuda_library_name(release, "cublas", "win-64")
-    assert shipped is not None
-    assert (shipped.value == libgpuarray_names("win-64", release).cublas[0]) is matches
-
-
-def test_cuda_9_ships_what_the_loader_asks_for() -> None:
-    assert loader_name_mismatch("9.2") is None
-    shipped = cuda_library_name("9.2", "nvrtc", "win-64")
-    assert shipped is not None and shipped.value == libgpuarray_names("win-64", "9.2").nvrtc[0]

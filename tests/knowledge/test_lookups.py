@@ -1,4 +1,4 @@
-"""Lookups over the CUDA, cuDNN, libgpuarray, artifact, conda and Debian tables."""
+"""Lookups over the CUDA, cuDNN, artifact, conda and Debian tables."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from envforge.knowledge import (
     cudnn_supports,
     debian_package,
     find_artifact,
-    libgpuarray_names,
     major_minor,
     max_host_gcc,
     min_driver,
@@ -141,27 +140,6 @@ def test_find_artifact_compiler_and_sdist() -> None:
     sdist = find_artifact("sdist", "linux-64", "1.0.5")
     assert sdist is not None and sdist.url is not None
     assert sdist.url.startswith("https://files.pythonhosted.org/")
-
-
-def test_libgpuarray_names_on_windows_follow_the_drivers_cuda() -> None:
-    names = libgpuarray_names("win-64", "10.2")
-    assert names.driver == "nvcuda.dll"
-    assert names.nvrtc == ("nvrtc64_102.dll", "nvrtc64_91.dll", "nvrtc64_90.dll",
-                           "nvrtc64_80.dll", "nvrtc64_75.dll", "nvrtc64_70.dll")
-    assert names.cublas[0] == "cublas64_102.dll"
-    assert "[GA]" in names.source
-
-
-def test_libgpuarray_names_do_not_repeat_a_fallback() -> None:
-    names = libgpuarray_names("win-64", "9.1")
-    assert names.nvrtc[:2] == ("nvrtc64_91.dll", "nvrtc64_90.dll")
-    assert len(set(names.nvrtc)) == len(names.nvrtc)
-
-
-def test_libgpuarray_names_on_linux_are_unversioned() -> None:
-    names = libgpuarray_names("linux-64", "13.0")
-    assert (names.driver, names.nvrtc, names.cublas) == \
-        ("libcuda.so", ("libnvrtc.so",), ("libcublas.so",))
 
 
 def test_conda_and_debian_rows() -> None:

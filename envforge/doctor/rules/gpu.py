@@ -1,4 +1,4 @@
-"""The driver and the GPU against the CUDA release in use (KNOWLEDGE §4, libgpuarray §3)."""
+"""The driver and the GPU against the CUDA release in use (KNOWLEDGE §4)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from envforge.doctor.rules.common import (
 )
 from envforge.knowledge import compute_capability_range, knowledge, min_driver
 
-
-def _fact_source(kind: str, fact_id: str) -> str:
-    return next(r.source for r in knowledge().libgpuarray.facts if r.id == fact_id)
+# The key of FrameworkConfig.sources saying the framework compiles its kernels with NVRTC for
+# the device's own compute_XY when it runs (Theano's GPU back-end), and the row saying so.
+NVRTC_ARCH = "nvrtc-arch"
 
 
 def _on_gpu(facts: HostFacts) -> FrameworkConfig:
@@ -85,10 +85,12 @@ def driver_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findin
 def architecture_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding]:
     """A GPU older or newer than the toolkit compiles for.
 
-    Newer is an error for Theano: libgpuarray compiles kernels with NVRTC for the device's
-    own ``compute_XY``, which an older NVRTC refuses, so PTX JIT does not save it.
+    Newer is an error for a framework meant for the GPU that compiles its kernels with NVRTC
+    for the device's own ``compute_XY`` (its ``NVRTC_ARCH`` source), which an older NVRTC
+    refuses, so PTX JIT does not save it.
     """
-    libgpuarray = gpu_intended(facts, expected)  # the lock, the device flag or pygpu
+    nvrtc = next((c for c in facts.frameworks.values() if NVRTC_ARCH in c.sources), None) \
+        if gpu_intended(facts, expected) else None
     for gpu in facts.gpus:
         if gpu.compute_capability is None:
             continue
@@ -114,15 +116,14 @@ def architecture_rules(facts: HostFacts, expected: Expected | None) -> Iterator[
             elif have > high:
                 ptx = knowledge().cuda.ptx_jit[0]
                 yield Finding(
-                    id="gpu.arch-unsupported", severity="error" if libgpuarray else "warning",
+                    id="gpu.arch-unsupported", severity="error" if nvrtc else "warning",
                     title=f"{gpu.name} (sm_{have}) is newer than CUDA {version} knows "
                           f"(up to sm_{high})"
-                          + (": libgpuarray asks NVRTC for compute_"
+                          + (f": {nvrtc.name} asks NVRTC for compute_"
                              f"{gpu.compute_capability.replace('.', '')}, which it refuses"
-                             if libgpuarray else "; only PTX JIT of an older arch can run"),
+                             if nvrtc else "; only PTX JIT of an older arch can run"),
                     evidence=seen,
                     fix=Fix(text="use a CUDA toolkit that knows this GPU (its NVRTC must "
                                  f"accept compute_{gpu.compute_capability.replace('.', '')})"),
                     source=f"{fact.source}; "
-                           + (_fact_source("libgpuarray", "kernels") if libgpuarray
-                              else ptx.source))
+                           + (nvrtc.sources[NVRTC_ARCH] if nvrtc else ptx.source))

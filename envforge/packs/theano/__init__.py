@@ -1,5 +1,7 @@
 """The Theano-PyMC pack: ``[theano]``, its compat rules, flags in the lock, the .theanorc
-step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``).
+step, the probe and its config rows, doctor's config rules, its knowledge (``theano*.toml``),
+and its GPU back-end's C library, libgpuarray (``libgpuarray.toml``, the links step, doctor's
+library-name rules).
 
 Heavy parts are imported when called, so the registry stays cheap to import.
 """
@@ -38,14 +40,17 @@ class TheanoPack(ModulePack):
     section = TheanoSection
     expect = TheanoExpect
     implicit = True
-    knowledge = ("theano", "theano_suite")
+    knowledge = ("theano", "theano_suite", "libgpuarray")
     probe: Path | None = PROBE_SCRIPT
     probe_modules = ("numpy", "scipy", "six", "pygpu", "theano")
     lock_version = TheanoExpect.lock_version
     lock_migrations: Mapping[int, Migration] = {0: migrate_v1, 1: migrate_v2}
     doctor_variables = ("THEANORC", "THEANO_FLAGS")
     doctor_packages = ("theano", "numpy", "scipy", "pygpu")
-    stack_names: Mapping[str, str] = {"theano-pymc": "theano", "theano": "theano"}
+    # its GPU back-end, pygpu and libgpuarray, by their PyPI, conda and Debian names
+    stack_names: Mapping[str, str] = {
+        "theano-pymc": "theano", "theano": "theano", "pygpu": "pygpu",
+        "libgpuarray": "libgpuarray", "python3-pygpu": "pygpu", "libgpuarray3": "libgpuarray"}
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
     init_frameworks: Sequence[Mapping[str, Any]] = ()  # its row is the core file's
     kernels: Mapping[str, Kernel] = KERNELS
@@ -61,9 +66,16 @@ class TheanoPack(ModulePack):
         return {"theanorc-edit": config_fix_steps}
 
     def steps(self, ctx: StepContext) -> Sequence[Step]:
+        """libgpuarray's library names where the lock holds pygpu and a CUDA toolkit, then
+        the .theanorc."""
         from envforge.packs.theano.theanorc import TheanorcStep
 
-        return (TheanorcStep(),)
+        expect = ctx.lock.expect
+        if expect.cuda is None or "pygpu" not in expect.versions:
+            return (TheanorcStep(),)
+        from envforge.packs.theano.libgpuarray_links import LibgpuarrayLinksStep
+
+        return (LibgpuarrayLinksStep(), TheanorcStep())
 
     def env_edits(self, ctx: StepContext) -> Sequence[EnvEdit]:
         from envforge.envvars import EnvEdit
@@ -90,6 +102,11 @@ class TheanoPack(ModulePack):
         from envforge.packs.theano.verify_gpu import timing_rows
 
         return timing_rows(report, expect, gpu_expected=gpu_expected)
+
+    def gpu_active(self, report: Mapping[str, Any]) -> bool | None:
+        from envforge.packs.theano.verify_gpu import gpu_active
+
+        return gpu_active(report)
 
     def report_device(self, report: Mapping[str, Any]) -> str | None:
         from envforge.packs.theano.verify_gpu import report_device
@@ -118,6 +135,11 @@ class TheanoPack(ModulePack):
         from envforge.packs.theano.doctor_common import gpu_intended
 
         return gpu_intended(facts, expected)
+
+    def dlopen_names(self) -> tuple[str, ...]:
+        from envforge.packs.theano.libgpuarray import linux_loader_names
+
+        return linux_loader_names()
 
     def doctor_observe(self, *, environ: Mapping[str, str], platform: Platform, cwd: Path,
                        python: str, path: Sequence[SearchEntry], prefix: Path | None,
@@ -199,8 +221,9 @@ class TheanoPack(ModulePack):
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.theano.knowledge import error_hints
+        from envforge.packs.theano.libgpuarray import loader_hints
 
-        return error_hints()
+        return (*error_hints(), *loader_hints())
 
 
 THEANO = TheanoPack()

@@ -22,10 +22,12 @@ from envforge.doctor.rules.common import (
     library_entries,
 )
 from envforge.host.windows import normalize_entry
-from envforge.knowledge import (
-    cuda_library_name,
-    knowledge,
+from envforge.knowledge import cuda_library_name
+from envforge.packs.theano.libgpuarray import (
+    libgpuarray_fact,
+    libgpuarray_knowledge,
     libgpuarray_names,
+    linux_loader_names,
     loader_name_mismatch,
 )
 from envforge.platforms import Os
@@ -88,7 +90,7 @@ def windows_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Findi
     toolkit = _toolkit(facts, expected, facts.driver.cuda)
     mismatch = loader_name_mismatch(toolkit.version) if toolkit and toolkit.version else None
     mismatch_source = mismatch.source if mismatch is not None else \
-        knowledge().libgpuarray.name_mismatch[0].source
+        libgpuarray_knowledge().name_mismatch[0].source
     libraries: tuple[tuple[Literal["nvrtc", "cublas"], tuple[str, ...]], ...] = (
         ("nvrtc", names.nvrtc), ("cublas", names.cublas))
     for library, asked_all in libraries:
@@ -133,10 +135,9 @@ def linux_rules(facts: HostFacts, expected: Expected | None) -> Iterator[Finding
         return
     if not gpu_intended(facts, expected) and installed(facts, expected, "pygpu") is None:
         return
-    fact = next(r for r in knowledge().libgpuarray.facts if r.id == "linux-unversioned")
+    fact = libgpuarray_fact("linux-unversioned")
     folders = [e.path for e in library_entries(facts)] + list(facts.system_lib_dirs)
-    loader = libgpuarray_names("linux-64", "0")
-    missing = [n for n in (loader.driver, *loader.nvrtc, *loader.cublas)
+    missing = [n for n in linux_loader_names()
                if not any(facts.holds(f, n) for f in folders) and n not in facts.ld_cache]
     if not missing:
         return

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from envforge.doctor.facts import ConfigFile, SearchEntry
+from envforge.doctor.rules.gpu import NVRTC_ARCH
 from envforge.errors import EnvforgeError
 from envforge.host.installed import installed_records
 from envforge.host.windows import normalize_entry
@@ -16,6 +17,7 @@ from envforge.packs.theano.doctor_common import TheanoConfig
 from envforge.packs.theano.doctor_flags import ldflags_parts, parse_theano_flags
 from envforge.packs.theano.flags import parse_theanorc
 from envforge.packs.theano.knowledge import theano_distribution, theano_knowledge
+from envforge.packs.theano.libgpuarray import libgpuarray_fact
 from envforge.packs.theano.rcfile import key_lines
 from envforge.packs.theano.rcpaths import theanorc_paths
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform
@@ -57,7 +59,8 @@ def observe_theano(*, environ: Mapping[str, str], platform: Platform, cwd: Path,
         cpu_setting="[global] device = cpu",
         sources={"cuda-root": next(r.source for r in knowledge.flags if r.name == "cuda.root"),
                  "gpu-activated": next(r.source for r in knowledge.gpu_probe
-                                       if r.id == "activated")},
+                                       if r.id == "activated"),
+                 NVRTC_ARCH: libgpuarray_fact("kernels").source},
         roots=(*([root] if root else []), *values.get("cuda.root", []),
                *values.get("dnn.base_path", [])),
         folders=(*values.get("dnn.bin_path", []), *values.get("dnn.library_path", []),

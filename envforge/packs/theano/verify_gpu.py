@@ -122,6 +122,11 @@ def timing_rows(report: Mapping[str, Any], expect: Expectations, *,
     return []
 
 
+def gpu_active(report: Mapping[str, Any]) -> bool:
+    """Whether pygpu, Theano's GPU back-end, activated in the probe."""
+    return _dig(report, "gpu", "pygpu_activated") is True
+
+
 def report_device(report: Mapping[str, Any]) -> str | None:
     device = _dig(report, "theano", "config", "device")
     return str(device) if device else None

@@ -120,3 +120,15 @@ def test_linux_unversioned_names(tmp_path: Path) -> None:
     env["LD_LIBRARY_PATH"] = str(links)
     assert "libgpuarray.unversioned-libs" not in ids(judge(look(tmp_path, env,
                                                                 lib_dirs=(driver,))))
+
+
+def test_pygpu_installed_means_the_gpu_is_intended(tmp_path: Path) -> None:
+    """The pack's own answer (``gpu_intended``), not only the core's: pygpu in the judged
+    environment asks for the GPU even where no Theano flag names one."""
+    theano = REGISTRY.get("theano")
+    assert theano is not None
+    with_pygpu = conda_env(tmp_path / "gpu", {"theano-pymc": "1.0.5", "pygpu": "0.7.6"})
+    without = conda_env(tmp_path / "cpu", {"theano-pymc": "1.0.5"})
+    for prefix, intended in ((with_pygpu, True), (without, False)):
+        env = {"CONDA_PREFIX": str(prefix), "HOME": str(home(tmp_path))}
+        assert theano.gpu_intended(look(tmp_path, env), None) is intended

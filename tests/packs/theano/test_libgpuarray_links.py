@@ -1,4 +1,5 @@
-"""libgpuarray's library names on CUDA-shaped trees built here, and on a real GPU host."""
+"""libgpuarray's library names on CUDA-shaped trees built here, and on a real GPU host; the
+Theano pack plans the step where the core's plan had it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app.context import prepare
 from envforge.errors import StepError
+from envforge.host.ldcache import parse_ldconfig
 from envforge.journal import Journal, rollback
+from envforge.packs.theano.libgpuarray_links import LibgpuarrayLinksStep, find_soname, links_dir
+from envforge.plan import build_steps
 from envforge.steps.base import StepContext
-from envforge.steps.libs import LibgpuarrayLinksStep, find_soname, links_dir, parse_ldconfig
 from envforge.ui import UI
 from tests.steps.test_cudnn import windows_cuda_tree
 from tests.testing.contexts import apply_step, make_ctx
@@ -57,6 +61,28 @@ def driver_dir(base: Path) -> Path:
     (folder / "libcuda.so.580.159.04").write_bytes(b"\x7fELF driver")
     (folder / "libcuda.so.1").symlink_to("libcuda.so.580.159.04")
     return folder
+
+
+REPO = Path(__file__).resolve().parents[3]
+CORE_BEFORE = ["prefix", "debian-packages", "environment", "pypi-packages", "compiler"]
+
+
+@pytest.mark.posix_only("the specs' linux-64 steps: the host's platform is the one planned")
+@pytest.mark.parametrize(("spec", "steps"), [
+    ("theano-gpu-linux", [*CORE_BEFORE, "cuda-toolkit", "libgpuarray-links", "theanorc",
+                          "activation"]),
+    ("keras-theano-gpu-linux", [*CORE_BEFORE, "cuda-toolkit", "libgpuarray-links", "theanorc",
+                                "keras-json", "activation"]),
+    ("theano-cpu", [*CORE_BEFORE, "theanorc", "activation"]),  # no CUDA, no pygpu: no links
+])
+def test_the_specs_plan_the_links_where_the_core_did(tmp_path: Path, spec: str,
+                                                     steps: list[str]) -> None:
+    """After the CUDA toolkit, before the .theanorc and any other pack's steps, under the
+    name journals of earlier envforge recorded (a rollback of those finds it unchanged)."""
+    ctx = prepare(REPO / "specs" / f"{spec}.toml", prefix=tmp_path / "env", artifacts={},
+                  bundle=None, offline=True, ui=UI(quiet=True),
+                  environ={"ENVFORGE_HOME": str(tmp_path / "home")})
+    assert [step.name for step in build_steps(ctx)] == steps
 
 
 def run(step: LibgpuarrayLinksStep, ctx: StepContext) -> Journal:

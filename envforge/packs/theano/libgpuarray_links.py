@@ -1,4 +1,5 @@
-"""The library names libgpuarray 0.7.6 loads, made to exist.
+"""The library names libgpuarray 0.7.6 (pygpu's C library) loads, made to exist: the Theano
+pack's step after the core's CUDA steps, where the lock holds pygpu and a CUDA toolkit.
 
 Linux: it dlopens the unversioned ``libcuda.so``, ``libnvrtc.so`` and ``libcublas.so``,
 names only -dev packages provide. envforge makes them as links in
@@ -24,7 +25,8 @@ from envforge.host.cuda import read_driver, toolkit_version
 from envforge.host.ldcache import ldconfig_output, parse_ldconfig
 from envforge.host.platform import cuda_layout
 from envforge.journal import Transaction
-from envforge.knowledge import cuda_library_name, driver_library, libgpuarray_names
+from envforge.knowledge import cuda_library_name, driver_library
+from envforge.packs.theano.libgpuarray import libgpuarray_names
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.actions import StepPlan, file_plan, perform_all
 from envforge.steps.base import Change, StepContext, Want, WantFile, WantLink
@@ -76,7 +78,7 @@ class LibgpuarrayLinksStep:
     ``driver_dirs`` replaces ldconfig and the usual folders when looking for libcuda.so.1.
     """
 
-    name = "libgpuarray-links"
+    name = "libgpuarray-links"  # journals and saved plans of earlier envforge name it so
 
     def __init__(self, *, driver_cuda: str | None = None, toolkit_cuda: str | None = None,
                  driver_dirs: Sequence[Path] | None = None) -> None:
