@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -280,6 +281,12 @@ def test_a_g_plus_plus_added_earlier_on_path_falls_through(
 def test_offline_falls_through_when_a_cache_file_it_hashed_changes(
         applied: dict[str, Path]) -> None:
     _settle(applied, "--offline")
-    archive = next((Path(os.environ["ENVFORGE_HOME"]) / "cache" / "files").rglob("six-*.whl"))
+    locked = tomllib.loads(applied["lock"].read_text(encoding="utf-8"))
+    six = next(row for row in locked["platforms"]["linux-64"]["pypi"]
+               if row["filename"].startswith("six-"))
+    # the locked wheel's entry (the run's shared cache holds other releases of six too)
+    archive = (Path(os.environ["ENVFORGE_HOME"]) / "cache" / "files" / six["sha256"][:2]
+               / six["sha256"] / six["filename"])
+    assert archive.is_file()
     os.utime(archive)  # its ctime moves, as any rewrite's does
     assert not _lean(applied, "--offline")

@@ -97,22 +97,16 @@ def test_no_framework_is_named_in_core_code(path: Path) -> None:
 
 
 # Theano's GPU back-end, pygpu and its C library libgpuarray, is the Theano pack's too (its
-# libgpuarray.toml, links step, doctor rules): file -> lines that still name it, going down.
+# libgpuarray.toml, links step, doctor rules, gpu_intended): no core file names it.
 BACKEND = re.compile(r"gpuarray|pygpu", re.IGNORECASE)
-BACKEND_NOT_YET_MOVED: dict[str, int] = {
-    "doctor/rules/common.py": 1,  # gpu_intended's pygpu, which the pack's gpu_intended also says
-}
 
 
 @pytest.mark.parametrize("path", _core_files(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_no_gpu_backend_of_a_framework_is_named_in_core_code(path: Path) -> None:
-    name = path.relative_to(PACKAGE).as_posix()
     found = offences(path.read_text(encoding="utf-8"), BACKEND)
-    budget = BACKEND_NOT_YET_MOVED.get(name, 0)
-    assert len(found) <= budget, (
-        f"{name} names pygpu or libgpuarray on {len(found)} line(s), {budget} allowed: the "
-        f"Theano pack knows them (a hook of FrameworkPack asks it): {found}")
-    assert len(found) == budget, f"{name}: {len(found)} now; lower BACKEND_NOT_YET_MOVED to it"
+    assert not found, (
+        f"{path.relative_to(PACKAGE).as_posix()} names pygpu or libgpuarray: the Theano pack "
+        f"knows them (a hook of FrameworkPack asks it): {found}")
 
 
 def test_the_lists_are_real_and_the_allow_list_small() -> None:
@@ -122,8 +116,6 @@ def test_the_lists_are_real_and_the_allow_list_small() -> None:
         assert path.is_file() and PACKS_DIR not in path.parents, name
     assert all(offences((PACKAGE / name).read_text(encoding="utf-8")) for name in ALLOWED)
     assert all(count > 0 for count in NOT_YET_MOVED.values())
-    assert all((PACKAGE / name).is_file() and count > 0
-               for name, count in BACKEND_NOT_YET_MOVED.items())
 
 
 @pytest.mark.parametrize("code", [
