@@ -34,8 +34,8 @@ def test_{name}(request):
 def test_a_file_waits_behind_no_long_test_and_a_split_files_tests_spread(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
-    (tmp_path / "a_split.py").write_text(TEST.format(name="one", seconds=0) + TEST.format(name="two", seconds=0),
-                                         encoding="utf-8")
+    split = TEST.format(name="one", seconds=0) + TEST.format(name="two", seconds=0)
+    (tmp_path / "a_split.py").write_text(split, encoding="utf-8")
     for name in ("b_long", "c_mid", "d_next", "e_quick"):
         # b_long is long for real: the other worker's files are all handed out before it ends
         seconds = 5 if name == "b_long" else 0
