@@ -65,8 +65,16 @@ def test_an_interpreter_without_venv_templates_is_left_to_python_m_venv(tmp_path
     assert not (tmp_path / "env").exists()
 
 
+@pytest.mark.posix_only("a Windows venv is always python -m venv's")
 def test_a_python_newer_than_the_venv_layouts_checked_is_left_to_python_m_venv(
         tmp_path: Path) -> None:
-    python = _pythons()[-1]
-    assert not make_venv(python, "3.13.0", tmp_path / "env")
-    assert not (tmp_path / "env").exists()
+    """Two interpreters alike but for their minor: only the version bound tells them apart."""
+    for minor, written in (("3.12", True), ("3.13", False)):
+        python = tmp_path / minor / "bin" / f"python{minor}"
+        python.parent.mkdir(parents=True)
+        python.write_text("#!/bin/sh\n")
+        (tmp_path / minor / "lib" / f"python{minor}" / "venv" / "scripts" / "common").mkdir(
+            parents=True)
+        prefix = tmp_path / f"env{minor}"
+        assert make_venv(python, f"{minor}.0", prefix) is written
+        assert prefix.exists() is written
