@@ -165,14 +165,18 @@ _HOST_PYTHONS_LOCK = threading.Lock()
 
 def _found_interpreter(minor: str) -> Interpreter | None:
     """The interpreter apply would use for a venv, when this host has one; asked once per
-    process (each platform's thread wants it, and finding it runs interpreters)."""
+    process (each platform's thread wants it), and each candidate's answer taken from
+    envforge's cache while its file is unchanged, as apply takes it: uv's start waits for
+    this, and running the candidates (the system's python3, then pyenv's 3.7) cost a lock
+    about 0.1 s there."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
+    from envforge.paths import envforge_dirs
 
     with _HOST_PYTHONS_LOCK:
         if minor not in _HOST_PYTHONS:
             try:
-                _HOST_PYTHONS[minor] = find_interpreter(minor)
+                _HOST_PYTHONS[minor] = find_interpreter(minor, cache=envforge_dirs().cache)
             except StepError:
                 _HOST_PYTHONS[minor] = None
         return _HOST_PYTHONS[minor]
