@@ -45,3 +45,24 @@ def test_no_search_where_debian_provides_the_python(monkeypatch: pytest.MonkeyPa
     lockplatform.find_pythons_beside([spec.for_platform(p) for p in spec.project.platforms])
     assert not _python_threads()
     assert lockplatform._HOST_PYTHONS == {}
+
+
+def test_a_second_lock_finds_the_hosts_python_without_running_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """uv's start waits for the search: the candidates' answers come from envforge's cache
+    while their files are unchanged (a later process's search runs no interpreter)."""
+    from envforge.host import interpreters
+
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path))
+    monkeypatch.setattr(lockplatform, "_HOST_PYTHONS", {})
+    first = lockplatform._found_interpreter("3.7")
+    if first is None:
+        pytest.skip("no Python 3.7 here")
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"an interpreter was run: {args}")
+
+    monkeypatch.setattr(lockplatform, "_HOST_PYTHONS", {})  # as in a new process
+    monkeypatch.setattr(interpreters.proc, "run", no_run)
+    again = lockplatform._found_interpreter("3.7")
+    assert again is not None and again.version == first.version
