@@ -149,13 +149,16 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
         verify_wheels(wheels)
         for wheel in wheels:
             scan_wheel(wheel.path)
-    scheme = target_scheme(python)
-    named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
     kind = _script_kind()
     installed = []
     with ThreadPoolExecutor(_THREADS) as pool:
-        entries = list(pool.map(lambda w: unpacked_wheel(cache, w.path, w.sha256), wheels)) \
-            if cache is not None else [None] * len(wheels)
+        # The target's answer (a Python start-up) while the entries are stat-checked.
+        asked = pool.submit(target_scheme, python)
+        checked = [pool.submit(unpacked_wheel, cache, w.path, w.sha256) for w in wheels] \
+            if cache is not None else []
+        scheme = asked.result()
+        named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
+        entries = [f.result() for f in checked] if cache is not None else [None] * len(wheels)
         for _, name, _ in named:  # all first: an old version's RECORD may name a new file
             remove_distribution(scheme, name)
         linker = _Linker(pool)
