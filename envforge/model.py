@@ -12,4 +12,4 @@ from pydantic import BaseModel, ConfigDict
 class Frozen(BaseModel):
     """Immutable, strict base for every model envforge reads or writes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)

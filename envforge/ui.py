@@ -9,24 +9,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-from rich.table import Table
 from rich.text import Text
 
 from envforge import __version__
+
+if TYPE_CHECKING:  # rich's progress and table are imported where a bar or table is drawn:
+    from rich.progress import Progress  # a quiet or piped run (apply -q) draws neither
 
 REPORT_EVERY = 100 << 20  # piped, a download's progress is a line per 100 MiB
 PIPED_WIDTH = 200  # columns of a table printed to a pipe or file, unless COLUMNS says
@@ -78,6 +70,8 @@ class UI:
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json or self.quiet:
             return
+        from rich.table import Table
+
         table = Table(title=Text(title), title_justify="left", header_style="bold")
         cells = [[_cell(cell) for cell in row] for row in rows]
         widths = piped_widths(self.out, columns, cells)
@@ -102,6 +96,14 @@ class UI:
         if self.quiet or self.json or not self.err.is_terminal:
             yield ProgressHook(None, None)
             return
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                        TextColumn("{task.completed:.0f}/{task.total:.0f}"), TimeElapsedColumn(),
                        console=self.err, transient=True)
@@ -120,6 +122,15 @@ class UI:
             return
         started = time.monotonic()
         if self.err.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
             bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                            TransferSpeedColumn(), TimeRemainingColumn(), console=self.err,
                            transient=True)

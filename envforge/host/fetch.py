@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
@@ -125,6 +124,8 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         _finish(part, target, ref, sha256_file(part))
         return
     if ref.url.startswith("file://"):
+        from urllib.request import url2pathname  # http.client and ssl: not for a cache hit
+
         source = Path(url2pathname(urlsplit(ref.url).path))  # Windows: /C:/x -> C:\x
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(target.name + ".part")

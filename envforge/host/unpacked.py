@@ -236,13 +236,17 @@ def _discard(entry: Path) -> None:
 
 
 def link_file(source: str, target: str, *, executable: bool) -> None:
-    """Hard-link an entry's file at ``target`` (any file there is unlinked first); a copy
-    (``clone_file``) where the link cannot be made."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
+    """Hard-link an entry's file at ``target`` (a file there is replaced: unlinked, never
+    written through); a copy (``clone_file``) where the link cannot be made. The link is
+    tried first: into a new environment nothing is there, and the unlink it would not need
+    was a failed system call and a raised exception a file."""
     if _links():
         try:
-            os.link(source, target)
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
+                os.link(source, target)
         except OSError as exc:
             if exc.errno not in _NO_LINK:
                 raise

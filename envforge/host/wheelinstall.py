@@ -17,22 +17,23 @@ from __future__ import annotations
 import csv
 import json
 import os
-import posixpath
 import shutil
+import warnings
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from io import BytesIO
 from itertools import chain
 from pathlib import Path
-from typing import BinaryIO, Literal, assert_never, cast
+from typing import BinaryIO, Literal, assert_never
 
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
-from installer.records import Hash, RecordEntry, parse_record_file
-from installer.sources import WheelContentElement, WheelFile, WheelSource
-from installer.utils import Scheme
+from installer.records import Hash, RecordEntry
+from installer.sources import WheelFile
+from installer.utils import SCHEME_NAMES, Scheme, parse_entrypoints, parse_metadata_file
 from installer.utils import parse_wheel_filename as installer_wheel_name
 from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -40,7 +41,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.unpacked import CachedFile, UnpackedWheel, link_file, unpacked_wheel
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
@@ -148,13 +149,16 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
         verify_wheels(wheels)
         for wheel in wheels:
             scan_wheel(wheel.path)
-    scheme = target_scheme(python)
-    named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
     kind = _script_kind()
     installed = []
     with ThreadPoolExecutor(_THREADS) as pool:
-        entries = list(pool.map(lambda w: unpacked_wheel(cache, w.path, w.sha256), wheels)) \
-            if cache is not None else [None] * len(wheels)
+        # The target's answer (a Python start-up) while the entries are stat-checked.
+        asked = pool.submit(target_scheme, python)
+        checked = [pool.submit(unpacked_wheel, cache, w.path, w.sha256) for w in wheels] \
+            if cache is not None else []
+        scheme = asked.result()
+        named = [(w, *check_fits(w.path, scheme.version)) for w in wheels]
+        entries = [f.result() for f in checked] if cache is not None else [None] * len(wheels)
         for _, name, _ in named:  # all first: an old version's RECORD may name a new file
             remove_distribution(scheme, name)
         linker = _Linker(pool)
@@ -167,8 +171,7 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
                 with WheelFile.open(wheel.path) as source:
                     install(source, destination, {"INSTALLER": INSTALLER_NAME})
             else:
-                install(_EntrySource(entry, wheel.path), destination,
-                        {"INSTALLER": INSTALLER_NAME})
+                _install_entry(entry, wheel.path, destination)
             installed.append(f"{name}=={version}")
         linker.finish()
     return installed
@@ -262,75 +265,94 @@ def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
     return installed
 
 
-@dataclass(frozen=True)
-class _Cached:
-    """A member of an unpacked cache entry, handed to the destination in place of a stream."""
+def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination) -> None:
+    """installer's ``install()`` for an unpacked cache entry, without its per-file machinery:
+    the entry's manifest already holds each member's RECORD hash and size (taken when the
+    entry was made from the hash-checked archive), so members are queued for linking by
+    path and only what depends on the target is written (entry-point and ``.data/scripts``
+    scripts, whose shebang names the interpreter; INSTALLER; RECORD once the links land).
+    Where each member goes, what RECORD holds and in what order are installer's own."""
+    parsed = installer_wheel_name(wheel.name)
+    dist_info = _dist_info_dir(entry, wheel)
+    root = str(entry.root)
+    wheel_meta = parse_metadata_file(_read(root, f"{dist_info}/WHEEL"))
+    if not (wheel_meta["Wheel-Version"] or "").startswith("1."):
+        raise ArtifactError(f"{wheel}: Wheel-Version {wheel_meta['Wheel-Version']}, only "
+                            "1.x is supported")
+    root_scheme = Scheme("purelib" if wheel_meta["Root-Is-Purelib"] == "true" else "platlib")
+    records: list[tuple[Scheme, RecordEntry]] = []
+    entry_points = f"{dist_info}/entry_points.txt"
+    if any(f.path == entry_points for f in entry.files):
+        for name, module, attr, section in parse_entrypoints(_read(root, entry_points)):
+            records.append((Scheme("scripts"), destination.write_script(
+                name=name, module=module, attr=attr, section=section)))
+    record_path = f"{dist_info}/RECORD"
+    data_dir = f"{parsed.distribution}-{parsed.version}.data/"
+    for f in entry.files:
+        path = f.path
+        if path == record_path:
+            continue
+        if "__pycache__" in path.split("/")[:-1]:
+            warnings.warn(f"Skip installing {path} from {parsed.distribution}: files in a "
+                          "__pycache__ directory should not be in a wheel", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        scheme, inside = root_scheme, path
+        if path.startswith(data_dir):
+            name, _, inside = path[len(data_dir):].partition("/")
+            if name not in SCHEME_NAMES or not inside:
+                raise ArtifactError(f"{wheel}: {path} is not in a valid .data subfolder")
+            scheme = Scheme(name)
+        source = f"{root}/{path}"
+        if scheme == "scripts":  # a #!python shebang names the target
+            with open(source, "rb") as real:
+                records.append((scheme, destination.write_file(scheme, inside, real,
+                                                               f.executable)))
+        else:
+            records.append((scheme, destination.link(scheme, inside, source, f)))
+    with BytesIO(INSTALLER_NAME) as installer_file:
+        records.append((root_scheme, destination.write_file(
+            root_scheme, f"{dist_info}/INSTALLER", installer_file, is_executable=False)))
+    records.append((root_scheme, RecordEntry(record_path, None, None)))
+    destination.finalize_installation(root_scheme, record_path, records)
 
-    source: str
-    sha256: str
-    size: int
+
+def _dist_info_dir(entry: UnpackedWheel, wheel: Path) -> str:
+    tops = {f.path.partition("/")[0] for f in entry.files}
+    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
+    if len(dist_infos) != 1:
+        raise ArtifactError(f"{wheel}: not one .dist-info folder ({dist_infos})")
+    return dist_infos[0]
 
 
-class _EntrySource(WheelSource):
-    """A wheel read from its unpacked cache entry instead of its zip."""
-
-    def __init__(self, entry: UnpackedWheel, wheel: Path) -> None:
-        parsed = installer_wheel_name(wheel.name)
-        super().__init__(distribution=parsed.distribution, version=parsed.version)
-        self._entry = entry
-        tops = sorted({f.path.split("/", 1)[0] for f in entry.files})
-        dist_infos = [t for t in tops if t.endswith(".dist-info")]
-        if len(dist_infos) != 1:
-            raise ArtifactError(f"{wheel}: not one .dist-info folder ({dist_infos})")
-        self._dist_info = dist_infos[0]
-
-    @property
-    def dist_info_dir(self) -> str:
-        return self._dist_info
-
-    @property
-    def dist_info_filenames(self) -> list[str]:
-        base = self._dist_info + "/"
-        return [f.path[len(base):] for f in self._entry.files if f.path.startswith(base)]
-
-    def read_dist_info(self, filename: str) -> str:
-        return (self._entry.root / posixpath.join(self._dist_info, filename)).read_text(
-            encoding="utf-8")
-
-    def get_contents(self) -> Iterator[WheelContentElement]:
-        records = {r[0]: r for r in parse_record_file(self.read_dist_info("RECORD").splitlines())}
-        root = str(self._entry.root)
-        for f in self._entry.files:
-            cached = _Cached(f"{root}/{f.path}", f.sha256, f.size)
-            yield records.get(f.path, (f.path, "", "")), cast(BinaryIO, cached), f.executable
+def _read(root: str, path: str) -> str:
+    with open(f"{root}/{path}", encoding="utf-8") as file:
+        return file.read()
 
 
 @dataclass
 class _Destination(SchemeDictionaryDestination):
     """Scripts are made executable whatever mode the archive stored, as pip does; a file
     already there is unlinked, never written through (it may be a link); members of a cache
-    entry are linked by ``linker``, which writes RECORD once they are."""
+    entry are linked by ``linker`` (``link``), which writes RECORD once they are."""
 
     linker: _Linker | None = None
     _todo: list[tuple[str, str, bool]] = field(default_factory=list)  # source, target, +x
 
     def write_file(self, scheme: Scheme, path: str | os.PathLike[str], stream: BinaryIO,
                    is_executable: bool) -> RecordEntry:
-        is_executable = is_executable or scheme == "scripts"
-        cached = cast(object, stream)
-        if not isinstance(cached, _Cached):
-            return super().write_file(scheme, path, stream, is_executable)
-        if scheme == "scripts" or self.linker is None:  # a #!python shebang names the target
-            with open(cached.source, "rb") as real:
-                return super().write_file(scheme, path, real, is_executable)
+        return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
+
+    def link(self, scheme: Scheme, path: str, source: str, member: CachedFile) -> RecordEntry:
+        """Queue a cache entry's member for ``linker``; its RECORD row is the manifest's."""
+        assert self.linker is not None
         # Strings, not Paths: pathlib's parsing was a second of ml30's 10,000 files. The
         # entry's member names were made safe (relative, no "..") when it was made.
-        path = os.fspath(path)
         target = f"{self.scheme_dict[scheme]}/{path}"
         self._wait_for(target)
-        self._todo.append((cached.source, target, is_executable))
+        self._todo.append((source, target, member.executable))
         self.linker.queued.add(target)
-        return RecordEntry(path, Hash("sha256", cached.sha256), cached.size)
+        return RecordEntry(path, Hash("sha256", member.sha256), member.size)
 
     def _wait_for(self, target: str) -> None:
         """A target an earlier link is queued for: let every queued link land first."""

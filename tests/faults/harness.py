@@ -73,13 +73,15 @@ if where == "journal":
         milestone()
     journal.Journal._write_line = write_line
 else:  # the k-th file installer writes whose path holds FAULT_WHERE ("/" is any file)
-    original_file = wheelinstall._Destination.write_file
-    def write_file(self, scheme, path, *args, **kwargs):
-        written = original_file(self, scheme, path, *args, **kwargs)
-        if where in "/" + str(path).replace(os.sep, "/"):
-            milestone()
-        return written
-    wheelinstall._Destination.write_file = write_file
+    def counted(original):
+        def write(self, scheme, path, *args, **kwargs):
+            written = original(self, scheme, path, *args, **kwargs)
+            if where in "/" + str(path).replace(os.sep, "/"):
+                milestone()
+            return written
+        return write
+    wheelinstall._Destination.write_file = counted(wheelinstall._Destination.write_file)
+    wheelinstall._Destination.link = counted(wheelinstall._Destination.link)  # cache entries
 from envforge.cli import main
 sys.exit(main(sys.argv[1:]))
 """

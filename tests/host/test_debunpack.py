@@ -288,6 +288,16 @@ def test_failure_midway_removes_what_was_written(tmp_path: Path,
         real_copy(src, dst, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(shutil, "copyfileobj", failing_copy)
+    if hasattr(os, "copy_file_range"):  # where the kernel copies the members' bytes
+        real_range = os.copy_file_range
+
+        def failing_range(src: int, dst: int, count: int, *args: int) -> int:
+            calls.append(dst)
+            if len(calls) == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_range(src, dst, count, *args)
+
+        monkeypatch.setattr(os, "copy_file_range", failing_range)
     root = tmp_path / "root"
     with pytest.raises(ArtifactError, match=r"p\.deb: cannot unpack into .*: No space left on "
                        "device; nothing was left there"):
@@ -364,3 +374,43 @@ def test_missing_dev_links(tmp_path: Path) -> None:
         link.symlink_to(target)
     assert missing_dev_links(tmp_path) == []
     assert (lib / "openblas-pthread/libopenblas.so").resolve().name == "libopenblasp-r0.3.21.so"
+
+
+# --- the copy ------------------------------------------------------------------------------
+
+def _members_of_every_size() -> list[tuple[tarfile.TarInfo, bytes]]:
+    """Sizes around tar's 512-byte blocks and past the kernel copy's usual chunk, with a
+    long name (a GNU/pax header before the data moves its offset)."""
+    sizes = {"empty": 0, "one": 1, "block": 512, "block-plus": 513, "big": (3 << 20) + 7}
+    members = [tar_member("./d/", kind=DIR, mode=0o755)]
+    for name, size in sizes.items():
+        members.append(tar_member(f"./d/{name}", data=os.urandom(size)))
+    members.append(tar_member("./d/" + "n" * 150, data=b"after a long name"))
+    return members
+
+
+@pytest.mark.parametrize("kernel", ["copy_file_range", "refused"])
+def test_members_are_written_byte_for_byte_by_either_copy(
+        kernel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel copies each member from its offset in the uncompressed data.tar; where it
+    cannot (EXDEV, an old kernel), Python's copy writes the same bytes."""
+    if kernel == "copy_file_range" and not hasattr(os, "copy_file_range"):
+        pytest.skip("this host has no copy_file_range: the other case covers it")
+    members = _members_of_every_size()
+    deb = crafted_deb(tmp_path / "p.deb", members)
+    calls = []
+    real_range = getattr(os, "copy_file_range", None)
+
+    def refusing_range(src: int, dst: int, count: int, *args: int) -> int:
+        calls.append(count)
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    if kernel == "refused" and real_range is not None:
+        monkeypatch.setattr(os, "copy_file_range", refusing_range)
+    root = tmp_path / "root"
+    unpack_deb(deb, root)
+    for info, data in members:
+        if info.isfile():
+            assert (root / info.name).read_bytes() == data, info.name
+    if kernel == "refused" and real_range is not None:
+        assert len(calls) == sum(1 for info, _ in members if info.isfile() and info.size)

@@ -81,6 +81,49 @@ def test_installing_from_the_cache_writes_what_installer_writes_from_the_zip(
     assert out.strip() == "hi from (3, 7)"
 
 
+def test_every_scheme_and_section_lands_where_installer_puts_it(
+        python37: Path, tmp_path: Path) -> None:
+    """The entry's own install (no installer ``install()``) against installer's from the zip:
+    a platlib root, ``.data`` members for each scheme, console and GUI scripts, a member in
+    ``__pycache__`` (skipped, as installer skips it), byte for byte, RECORD included."""
+    dist = "every_ef-2.0"
+    built = make_wheel(
+        tmp_path, "every_ef", "2.0",
+        {"every_ef/__init__.py": MODULE, "every_ef/__pycache__/stale.cpython-37.pyc": "x",
+         f"{dist}.data/purelib/every_pure.py": "P = 1\n",
+         f"{dist}.data/platlib/every_plat.py": "Q = 2\n",
+         f"{dist}.data/data/share/every_ef/notes.txt": "notes\n",
+         f"{dist}.data/headers/every.h": "#define EVERY 1\n"},
+        entry_points="[console_scripts]\nevery-ef = every_ef:main\n"
+                     "[gui_scripts]\nevery-gui = every_ef:main\n",
+        scripts={"every-raw": "#!python\nimport every_ef\nevery_ef.main()\n"},
+        purelib=False)
+    wheel = WheelToInstall(built, sha256_file(built))
+    from_zip = _venv(python37, tmp_path / "a" / "env")
+    from_cache = _venv(python37, tmp_path / "b" / "env")
+
+    with pytest.warns(RuntimeWarning, match="__pycache__"):
+        install_wheels([wheel], from_zip)
+    with pytest.warns(RuntimeWarning, match="__pycache__"):
+        assert install_wheels([wheel], from_cache, cache=tmp_path / "cache") == \
+            ["every-ef==2.0"]
+
+    trees = []
+    for prefix in (tmp_path / "a" / "env", tmp_path / "b" / "env"):
+        tree = _tree(prefix)
+        for top in ("share", "include"):
+            tree.update({str(p.relative_to(prefix)): (p.read_bytes(), 0)
+                         for p in sorted((prefix / top).rglob("*")) if p.is_file()})
+        trees.append(tree)
+    assert trees[0] == trees[1]
+    assert "share/every_ef/notes.txt" in trees[1]
+    assert "include/site/python3.7/every-ef/every.h" in trees[1]
+    assert {"bin/every-ef", "bin/every-gui", "bin/every-raw"} <= set(trees[1])
+    assert not [name for name in trees[1] if "stale" in name]
+    assert run(from_cache, "import every_pure, every_plat; print(every_pure.P + every_plat.Q)") \
+        == "3"
+
+
 def test_an_entry_is_made_once_read_only_and_reused(python37: Path, tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     cache = tmp_path / "cache"

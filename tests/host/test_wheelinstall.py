@@ -35,14 +35,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], *,
                tag: str = "py3-none-any", entry_points: str = "",
-               scripts: dict[str, str] | None = None) -> Path:
-    """A complete wheel: the files, a dist-info with RECORD hashes, optional .data/scripts."""
+               scripts: dict[str, str] | None = None, purelib: bool = True) -> Path:
+    """A complete wheel: the files, a dist-info with RECORD hashes, optional .data/scripts;
+    ``purelib=False``: its root goes to platlib (``Root-Is-Purelib: false``)."""
     dist = f"{name}-{version}"
     info = f"{dist}.dist-info"
     members = dict(files)
     members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     members[f"{info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: envforge-tests\n"
-                                f"Root-Is-Purelib: true\nTag: {tag}\n")
+                                f"Root-Is-Purelib: {str(purelib).lower()}\nTag: {tag}\n")
     if entry_points:
         members[f"{info}/entry_points.txt"] = entry_points
     for script, text in (scripts or {}).items():
