@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
+from envforge.platforms import Os, host_platform
 
 if TYPE_CHECKING:
     import requests
@@ -88,19 +89,27 @@ def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: 
 
 # (path, sha256) -> the stat of a file this process hashed as that sha256 and that was last
 # written over a second before: apply obtains each file at prefetch and again at its step.
-_HASHED: dict[tuple[str, str], tuple[int, int, int]] = {}
+_HASHED: dict[tuple[str, str], tuple[int, ...]] = {}
 _SETTLED_NS = 1_000_000_000
 
 
 def _check(path: Path, ref: FileRef, *, where: str) -> None:
-    """Hash ``path`` against the lock, once per process for a file that stays as it was: a
-    write after the hash moves its mtime past the recorded one, since the recorded mtime was
-    already over a second old when the hash began (a newer file is hashed every time)."""
+    """Hash ``path`` against the lock, once for a file that stays as it was: a write after
+    the hash moves its mtime past the recorded one, since the recorded mtime was already
+    over a second old when the hash began (a newer file is hashed every time). In the cache
+    the answer outlives the process (``_CheckedRecord``); a bundle's copy is hashed once per
+    process, since a bundle is not envforge's to write into; on Windows too, where a file's
+    ctime is when it was made, not changed, so setting mtime back would go unseen."""
     key = (str(path), ref.sha256)
     before = time.time_ns()
     st = path.stat()
-    seen = (st.st_size, st.st_mtime_ns, st.st_ino)
+    seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
     if _HASHED.get(key) == seen:
+        return
+    record = _CheckedRecord(path, ref.sha256) \
+        if where == "cache" and host_platform().os is not Os.WINDOWS else None
+    if record is not None and record.holds(seen):
+        _HASHED[key] = seen
         return
     found = sha256_file(path)
     if found != ref.sha256:
@@ -108,6 +117,45 @@ def _check(path: Path, ref: FileRef, *, where: str) -> None:
                             f"(the {where} copy was altered; refusing it)")
     if st.st_mtime_ns < before - _SETTLED_NS:
         _HASHED[key] = seen
+        if record is not None:
+            record.keep(seen)
+
+
+@dataclass(frozen=True)
+class _CheckedRecord:
+    """That a cache file hashed as its sha256, kept beside it with the file's stat then
+    (size, mtime, ctime, inode, device): a later apply takes the file without hashing it
+    while the stat is the same, as uv takes its cache. A write moves mtime and ctime, a
+    replacement the inode, and setting mtime back moves ctime, which only the clock sets;
+    what it cannot see is someone who can write to envforge's cache rewriting this record
+    too (host/unpacked.py's entries trust their manifests the same way). A warm theano-cpu
+    apply hashed its 62 MB of archives again each time: about 130 ms of CPU."""
+
+    path: Path
+    sha256: str
+
+    @property
+    def _file(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.checked")
+
+    def holds(self, seen: tuple[int, ...]) -> bool:
+        try:
+            text = self._file.read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return text == self._line(seen)
+
+    def keep(self, seen: tuple[int, ...]) -> None:
+        """Written atomically; one that cannot be written costs the next apply a hash."""
+        scratch = self._file.with_name(f"{self._file.name}.{time.time_ns()}.tmp")
+        try:
+            scratch.write_text(self._line(seen), encoding="ascii")
+            scratch.replace(self._file)
+        except OSError:
+            scratch.unlink(missing_ok=True)
+
+    def _line(self, seen: tuple[int, ...]) -> str:
+        return f"{self.sha256} {' '.join(map(str, seen))}\n"
 
 
 def download(ref: FileRef, target: Path, *, progress: Progress | None = None,

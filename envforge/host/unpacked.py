@@ -13,7 +13,8 @@ whole second before then, so writing into it moves its mtime, replacing it chang
 inode, a chmod making it writable changes its mode, removing it fails the stat. An entry
 that differs is removed and made again from the archive, never installed from. What this
 misses is a write that sets mtime back on purpose, by someone who can write to envforge's
-cache; the archives themselves are still re-hashed against the lock on every apply.
+cache; the archives themselves are hashed against the lock again whenever their stat
+differs from their last hash's (``host/fetch.py``), which setting mtime back does too.
 
 Installs hard-link an entry's files into the environment (``link_file``, uv's default on
 Linux): one system call a file. They stay read-only there, so an edit made in the

@@ -152,3 +152,54 @@ def test_a_file_altered_after_its_hash_is_hashed_again_and_refused(tmp_path: Pat
 
     with pytest.raises(ArtifactError, match="the cache copy was altered"):
         obtain(ref, cache=tmp_path / "cache", offline=True)
+
+
+def _hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    calls: list[Path] = []
+
+    def counting(path: Path) -> str:
+        calls.append(path)
+        return sha256_file(path)
+    monkeypatch.setattr(fetch, "sha256_file", counting)
+    return calls
+
+
+@pytest.mark.posix_only("on Windows the check is kept per process only: ctime is creation")
+def test_a_later_process_takes_a_settled_cache_file_without_hashing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref, target = _cached(tmp_path, b"wheel bytes", age_s=60.0)
+    calls = _hashes(monkeypatch)
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    monkeypatch.setattr(fetch, "_HASHED", {})  # as in a new process
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    assert calls == [target]
+
+
+@pytest.mark.posix_only("on Windows the check is kept per process only: ctime is creation")
+@pytest.mark.parametrize("how", ["a byte flipped, mtime set back", "replaced by a copy",
+                                 "the record rewritten for another file"])
+def test_a_cache_file_changed_since_its_record_is_hashed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    ref, target = _cached(tmp_path, b"wheel bytes", age_s=60.0)
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    monkeypatch.setattr(fetch, "_HASHED", {})
+    st = target.stat()
+    if how == "a byte flipped, mtime set back":  # size, inode and mtime as recorded
+        with open(target, "r+b") as handle:
+            handle.write(b"W")
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif how == "replaced by a copy":
+        copy = target.with_name("copy")
+        copy.write_bytes(target.read_bytes())
+        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+        copy.replace(target)
+    else:
+        record = target.with_name(f".{target.name}.checked")
+        record.write_text(record.read_text().replace(ref.sha256, "0" * 64))
+    calls = _hashes(monkeypatch)
+    if how == "a byte flipped, mtime set back":
+        with pytest.raises(ArtifactError, match="the cache copy was altered"):
+            obtain(ref, cache=tmp_path / "cache", offline=True)
+    else:
+        obtain(ref, cache=tmp_path / "cache", offline=True)
+    assert calls == [target]
