@@ -92,15 +92,12 @@ def test_a_planted_break_fails_the_suite_naming_the_tests(applied: tuple[Path, P
     scan = "theano/scan_module/tests/test_scan.py::TestScan::test_one_sequence_one_output_weights"
     subset = SuiteSubsetRow(theano="==1.0.5", name="scan", device="cpu", time_limit_s=300,
                             tests=(scan,), source="this test")
-    compiledir = tmp_path / "compiledir"
-    own = prefix / COMPILEDIR_IN_ENV
-    if own.is_dir():  # what the environment's verify compiled (scan_perform, the linker's
-        # modules): copied, as Theano takes a copied compiledir over, so g++ builds only this
-        # test's own ops; the run without xdist uses the worker folder "main" (suite/plugin.py)
-        shutil.copytree(own, compiledir / "main", ignore=shutil.ignore_patterns("lock_dir"))
+    # as verify --suite does: the run starts from a copy of what the environment's verify
+    # compiled (the first test's: scan_perform, the linker's modules), g++ builds the rest
     env = testsuite.suite_environ(apply_edits(load_edits(prefix), ctx.environ, pathsep=os.pathsep),
-                                  folder, package="theano", compiledir=compiledir,
-                                  compiledir_flag=THEANO_SUITE.compiledir_flag)
+                                  folder, package="theano", compiledir=tmp_path / "compiledir",
+                                  compiledir_flag=THEANO_SUITE.compiledir_flag,
+                                  compiledir_seed=prefix / COMPILEDIR_IN_ENV)
     junit = tmp_path / "junit.xml"
 
     def run() -> tuple[tuple[str, str], ...]:
