@@ -181,7 +181,8 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
                                   folder, package=chosen.package,
                                   compiledir=run_dir / "compiledir",
                                   settings=suite.settings(subset),
-                                  compiledir_flag=suite.compiledir_flag)
+                                  compiledir_flag=suite.compiledir_flag,
+                                  compiledir_seed=Path(ctx.layout.compiledir))
     ctx.ui.info(f"running {suite.release_name} {release}'s {subset.name} tests ({count} "
                 f"workers, at most {bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
@@ -24,6 +25,9 @@ PACKAGE = os.environ.get("ENVFORGE_SUITE_PACKAGE", "")
 COMPILEDIR = os.environ.get("ENVFORGE_SUITE_COMPILEDIR", "")
 # VARIABLE:key: the framework's setting for its compile folder (Theano's THEANO_FLAGS key).
 COMPILEDIR_FLAG = os.environ.get("ENVFORGE_SUITE_COMPILEDIR_FLAG", "")
+# The environment's own compile folder (verify's probe has just filled it): each worker's
+# folder starts as its copy, so g++ builds only what the worker's tests add.
+COMPILEDIR_SEED = os.environ.get("ENVFORGE_SUITE_COMPILEDIR_SEED", "")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
@@ -50,6 +54,20 @@ class TestsFinder(MetaPathFinder):
         return None
 
 
+def seed_compiledir(seed: Path, own: Path) -> None:
+    """``own`` made a copy of ``seed`` (never its ``lock_dir``), whole or not at all: Theano
+    takes over a copied compile folder (it re-points each module's ``key.pkl``; docs in
+    envforge/packs/theano/compilecache.py), so its first compile of the linker's modules,
+    scan_perform and the probe's ops is not done again once per worker. A copy that fails
+    leaves the folder to Theano to fill, as without a seed."""
+    partial = own.with_name(f"{own.name}.partial-{os.getpid()}")
+    try:
+        shutil.copytree(str(seed), str(partial), ignore=shutil.ignore_patterns("lock_dir"))
+        partial.rename(own)
+    except OSError:
+        shutil.rmtree(str(partial), ignore_errors=True)
+
+
 if SOURCE and PACKAGE:
     sys.meta_path.insert(0, TestsFinder(SOURCE, PACKAGE))
 if COMPILEDIR and ":" in COMPILEDIR_FLAG:
@@ -57,7 +75,10 @@ if COMPILEDIR and ":" in COMPILEDIR_FLAG:
     # seconds at a time, so workers sharing one cache mostly wait for each other.
     # Theano reads THEANO_FLAGS at its first import, which comes after this plugin's.
     VARIABLE, _, KEY = COMPILEDIR_FLAG.partition(":")
-    flag = f"{KEY}=" + str(Path(COMPILEDIR, WORKER))
+    OWN = Path(COMPILEDIR, WORKER)
+    if COMPILEDIR_SEED and Path(COMPILEDIR_SEED).is_dir() and not OWN.exists():
+        seed_compiledir(Path(COMPILEDIR_SEED), OWN)
+    flag = f"{KEY}=" + str(OWN)
     os.environ[VARIABLE] = ",".join(f for f in (os.environ.get(VARIABLE), flag) if f)
 
 

@@ -168,10 +168,12 @@ def pytest_args(folder: SuiteFolder, subset: SuiteSubset, *, junit: Path,
 
 def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
                   compiledir: Path, settings: tuple[str, Mapping[str, str]] | None = None,
-                  compiledir_flag: tuple[str, str] | None = None) -> dict[str, str]:
+                  compiledir_flag: tuple[str, str] | None = None,
+                  compiledir_seed: Path | None = None) -> dict[str, str]:
     """The environment's variables plus the runner; nothing of the caller's pytest setup.
     ``compiledir_flag`` (the suite's ``FrameworkSuite.compiledir_flag``) gives each worker
-    its own compile folder under ``compiledir``.
+    its own compile folder under ``compiledir``, made as a copy of ``compiledir_seed`` (the
+    environment's own) where that is a folder and the worker's does not exist yet.
     ``settings`` (a subset's: the framework's variable, e.g. THEANO_FLAGS, and its pairs)
     come after the environment's own value of that variable, comma-joined: they win."""
     env = {k: v for k, v in base.items()
@@ -181,6 +183,8 @@ def suite_environ(base: Mapping[str, str], folder: SuiteFolder, *, package: str,
                PYTHONDONTWRITEBYTECODE="1")
     if compiledir_flag is not None:
         env["ENVFORGE_SUITE_COMPILEDIR_FLAG"] = ":".join(compiledir_flag)
+        if compiledir_seed is not None:
+            env["ENVFORGE_SUITE_COMPILEDIR_SEED"] = str(compiledir_seed)
     if settings is not None:
         variable, pairs = settings
         flags = [env.get(variable, ""), *(f"{k}={v}" for k, v in pairs.items())]

@@ -1,6 +1,7 @@
 """The suite's plugin gives each pytest worker its own compile folder through the setting
 the framework's pack names (Theano: THEANO_FLAGS' base_compiledir), after the variable's
-own value; a framework with no such setting gets nothing."""
+own value, made as a copy of the environment's own; a framework with no such setting gets
+nothing."""
 
 from __future__ import annotations
 
@@ -36,6 +37,27 @@ def test_each_worker_compiles_in_its_own_folder(tmp_path: Path) -> None:
     env["PYTEST_XDIST_WORKER"] = "gw3"
     after = _environ_after_plugin(env)
     assert after["THEANO_FLAGS"] == f"device=cpu,base_compiledir={tmp_path / 'c' / 'gw3'}"
+
+
+def test_a_worker_s_new_folder_is_a_copy_of_the_seed_and_an_existing_one_is_kept(
+        tmp_path: Path) -> None:
+    seed = tmp_path / "env-compiledir"
+    (seed / "compiledir_X" / "tmpabc").mkdir(parents=True)
+    (seed / "compiledir_X" / "tmpabc" / "key.pkl").write_bytes(b"key")
+    (seed / "compiledir_X" / "lock_dir").mkdir()  # another process's lock: never copied
+    folder = SuiteFolder(tmp_path, tmp_path / "runner", tmp_path / "source")
+    env = suite_environ(_host(), folder, package="theano", compiledir=tmp_path / "c",
+                        compiledir_flag=THEANO_SUITE.compiledir_flag, compiledir_seed=seed)
+    kept = tmp_path / "c" / "gw1"
+    kept.mkdir(parents=True)
+    for worker in ("gw0", "gw1"):
+        _environ_after_plugin({**env, "PYTEST_XDIST_WORKER": worker})
+    made = tmp_path / "c" / "gw0"
+    assert sorted(p.relative_to(made).as_posix() for p in made.rglob("*")) == [
+        "compiledir_X", "compiledir_X/tmpabc", "compiledir_X/tmpabc/key.pkl"]
+    assert (made / "compiledir_X" / "tmpabc" / "key.pkl").read_bytes() == b"key"
+    assert list(kept.iterdir()) == []  # a folder of an earlier run is its own
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["gw0", "gw1"]  # no partial
 
 
 def test_a_package_without_a_compile_setting_gets_none(tmp_path: Path) -> None:

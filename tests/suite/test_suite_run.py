@@ -14,6 +14,7 @@ import pytest
 
 from envforge.app.context import prepare
 from envforge.cli import main
+from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.envvars import apply_edits
 from envforge.packs.theano.knowledge import SuiteSubsetRow, known_bad_tests, suite_subset
 from envforge.packs.theano.suite import THEANO_SUITE
@@ -91,9 +92,12 @@ def test_a_planted_break_fails_the_suite_naming_the_tests(applied: tuple[Path, P
     scan = "theano/scan_module/tests/test_scan.py::TestScan::test_one_sequence_one_output_weights"
     subset = SuiteSubsetRow(theano="==1.0.5", name="scan", device="cpu", time_limit_s=300,
                             tests=(scan,), source="this test")
+    # as verify --suite does: the run starts from a copy of what the environment's verify
+    # compiled (the first test's: scan_perform, the linker's modules), g++ builds the rest
     env = testsuite.suite_environ(apply_edits(load_edits(prefix), ctx.environ, pathsep=os.pathsep),
                                   folder, package="theano", compiledir=tmp_path / "compiledir",
-                                  compiledir_flag=THEANO_SUITE.compiledir_flag)
+                                  compiledir_flag=THEANO_SUITE.compiledir_flag,
+                                  compiledir_seed=prefix / COMPILEDIR_IN_ENV)
     junit = tmp_path / "junit.xml"
 
     def run() -> tuple[tuple[str, str], ...]:
