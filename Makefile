@@ -6,12 +6,17 @@ INDEX := https://pypi.org/simple
 
 .PHONY: setup test test-gpu test-fast test-windows test-fleet fleet-setup fleet-deps lint demo bench clean knowledge-check
 
+# The package's bytecode is written at setup, as a wheel's install writes it: otherwise each
+# package folder's first __pycache__, made by whichever test imports it first, moves that
+# folder's mtime, which the no-op and status stamps read as envforge changing (a fresh
+# clone's test_status failed so beside the tests importing envforge's modules for the first time).
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q --index-url $(INDEX) -e '.[dev]'
+	$(BIN)/python -m compileall -q envforge
 	touch $@
 
 lint: setup
