@@ -13,7 +13,6 @@ import gzip
 import io
 import lzma
 import os
-import re
 import shutil
 import stat
 import tarfile
@@ -30,8 +29,6 @@ from envforge.host.unarchive import tar_members
 _AR_MAGIC = b"!<arch>\n"
 _AR_HEADER = 60
 _MAX_HOPS = 40  # symlinks followed while resolving one path, as the kernel's limit
-LIB_DIRS = ("lib", "lib64", "usr/lib", "usr/lib64", "usr/local/lib")
-_VERSIONED_LIB = re.compile(r"^(lib.+\.so)\.(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -391,32 +388,3 @@ def _undo(written: list[Path]) -> None:
                 path.unlink()
         except OSError:
             pass  # best effort: the original error is what the caller needs to see
-
-
-# --- unversioned library names ------------------------------------------------------------
-
-def missing_dev_links(root: Path) -> list[tuple[Path, str]]:
-    """Links ``libX.so -> libX.so.N`` to create where only the versioned name exists.
-
-    Debian's runtime packages ship ``libopenblas.so.0`` but not ``libopenblas.so``, which
-    ``-lopenblas`` needs (GPU.md). Only names whose target resolves are proposed; where
-    several majors exist the highest wins. Reads the tree; the caller makes the links.
-    """
-    links: dict[Path, tuple[int, str]] = {}
-    for lib_dir in LIB_DIRS:
-        top = root / lib_dir
-        if not top.is_dir() or top.is_symlink():
-            continue
-        for folder, _dirs, files in os.walk(top):
-            for name in files:
-                match = _VERSIONED_LIB.match(name)
-                if match is None:
-                    continue
-                here = Path(folder)
-                link = here / match[1]
-                if os.path.lexists(link) or not (here / name).exists():
-                    continue
-                major = int(match[2])
-                if link not in links or links[link][0] < major:
-                    links[link] = (major, name)
-    return sorted((link, name) for link, (_, name) in links.items())

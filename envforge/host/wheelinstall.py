@@ -14,10 +14,8 @@ is written by ``installer`` (RECORD, INSTALLER, entry-point scripts, ``#!python`
 
 from __future__ import annotations
 
-import csv
 import json
 import os
-import shutil
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
@@ -36,12 +34,13 @@ from installer.sources import WheelFile
 from installer.utils import SCHEME_NAMES, Scheme, parse_entrypoints, parse_metadata_file
 from installer.utils import parse_wheel_filename as installer_wheel_name
 from packaging.tags import compatible_tags, cpython_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
 from envforge.host.unpacked import CachedFile, UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.wheelremove import remove_distribution
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
@@ -378,48 +377,3 @@ class _Destination(SchemeDictionaryDestination):
         self.linker.submit(todo)
         self.linker.record_later(partial(SchemeDictionaryDestination.finalize_installation,
                                          self, scheme, record_file_path, list(records)))
-
-
-def installed_dist_infos(scheme: TargetScheme, name: str) -> list[Path]:
-    wanted = canonicalize_name(name)
-    found = []
-    for site in dict.fromkeys((scheme.purelib, scheme.platlib)):
-        if site.is_dir():
-            found += [d for d in site.glob("*.dist-info")
-                      if canonicalize_name(d.name.partition("-")[0]) == wanted]
-    return sorted(found)
-
-
-def remove_distribution(scheme: TargetScheme, name: str) -> list[Path]:
-    """Uninstall ``name`` by its RECORD, touching nothing outside the environment's prefix."""
-    removed: list[Path] = []
-    prefix = scheme.prefix.resolve()
-    for dist_info in installed_dist_infos(scheme, name):
-        site = dist_info.parent.resolve()
-        record = dist_info / "RECORD"
-        rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines())) \
-            if record.is_file() else []
-        for row in rows:
-            if not row:
-                continue
-            path = (site / row[0]).resolve()
-            if not (path.is_relative_to(prefix) and path.is_file()):
-                continue
-            path.unlink()
-            removed.append(path)
-            if path.suffix == ".py":  # the target's own bytecode is not in RECORD
-                for cached in path.parent.glob(f"__pycache__/{path.stem}.*.pyc"):
-                    cached.unlink()
-                _prune(path.parent / "__pycache__", site)
-            _prune(path.parent, site)
-        shutil.rmtree(dist_info, ignore_errors=True)
-        removed.append(dist_info)
-    return removed
-
-
-def _prune(folder: Path, site: Path) -> None:
-    """Remove folders left empty by an uninstall, up to the site folder."""
-    while folder != site and folder.is_relative_to(site) and folder.is_dir() \
-            and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from envforge.confine import inside
-from envforge.host.debunpack import missing_dev_links, unpack_deb
+from envforge.host.debunpack import unpack_deb
+from envforge.host.devlinks import missing_dev_links
 from envforge.host.fetch import FileRef
 from envforge.host.unpacked import unpacked_deb
 from envforge.journal import Transaction

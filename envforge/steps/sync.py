@@ -39,7 +39,8 @@ class SyncStep:
                             for name in changed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        from envforge.host.wheelinstall import install_wheels, remove_distribution, target_scheme
+        from envforge.host.wheelinstall import install_wheels, target_scheme
+        from envforge.host.wheelremove import remove_distribution
 
         drift = _drift(ctx)
         names = {canonicalize_name(item.split(":")[0]) for item in drift.modified}

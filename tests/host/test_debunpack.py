@@ -16,7 +16,8 @@ import pytest
 
 from envforge.bundle.sources import bundle_lookup
 from envforge.errors import ArtifactError
-from envforge.host.debunpack import missing_dev_links, unpack_deb
+from envforge.host.debunpack import unpack_deb
+from envforge.host.devlinks import missing_dev_links
 from envforge.host.fetch import FileRef, obtain
 from envforge.host.proc import run
 

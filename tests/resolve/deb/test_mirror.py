@@ -16,7 +16,8 @@ import pytest
 
 from envforge.errors import ResolveError
 from envforge.host.archives import sha256_file
-from envforge.host.debunpack import missing_dev_links, unpack_deb
+from envforge.host.debunpack import unpack_deb
+from envforge.host.devlinks import missing_dev_links
 from envforge.host.proc import run
 from envforge.resolve.deb.mirror import HttpFetch, resolve_debs
 from envforge.resolve.deb.versions import split_version
