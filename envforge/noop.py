@@ -66,21 +66,21 @@ class NoopProbe:
         site = Path(ctx.layout.site_packages)
         skip = [prefix / COMPILEDIR_IN_ENV]
         state = ctx.state_dir
+        # both the stamp and the record stat these (each a walk of a folder tree): read once
+        statted = [*noopstamp.own_files(), *gxx, *(_offline_reads(ctx) if ctx.offline else ())]
         paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
                  *watched, os.path.realpath(ctx.layout.python),
-                 *noopstamp.environment_files(prefix, site, skip=skip),
-                 *noopstamp.own_files(), *gxx,
-                 *(_offline_reads(ctx) if ctx.offline else ())]
+                 *noopstamp.environment_files(prefix, site, skip=skip), *statted]
         quiet = bool(getattr(self.args, "quiet", False))
         loose = noopstamp.loose_folders(prefix, site, skip)
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
                         environ=os.environ, message=message, quiet=quiet, loose=loose)
         self._record(ctx, [str(Path(p).absolute()) for p in paths], loose, watched=watched,
-                     gxx=gxx)
+                     statted=statted)
 
     def _record(self, ctx: StepContext, stamp_paths: list[str], loose: dict[str, object], *,
-                watched: list[str], gxx: list[str]) -> None:
+                watched: list[str], statted: list[str]) -> None:
         """The record ``host/noopcheck.py`` decides from the next time, for the steps the
         stamp takes (the core's that observe files, g++ found on PATH, the packs'
         ``WatchesFiles``): what their plans read, as that module's docstring lists it."""
@@ -101,8 +101,7 @@ class NoopProbe:
             digested=[spec, lock, str(state / "applied.json"), str(state / "journal.jsonl"),
                       str(ctx.prefix / "pyvenv.cfg"), *map(str, written), *map(str, blocks),
                       *watched],
-            statted=[os.path.realpath(python), *noopstamp.own_files(), *gxx,
-                     *(_offline_reads(ctx) if ctx.offline else ())],
+            statted=[os.path.realpath(python), *statted],
             exists=[prefix, python,
                     *(str(marker_path(Path(ctx.layout.deb_root), d)) for d in ctx.lock.deb)],
             stamp_paths=stamp_paths, loose=loose)

@@ -177,7 +177,7 @@ def test_a_later_process_takes_a_settled_cache_file_without_hashing_it(
 
 @pytest.mark.posix_only("on Windows the check is kept per process only: ctime is creation")
 @pytest.mark.parametrize("how", ["a byte flipped, mtime set back", "replaced by a copy",
-                                 "the record rewritten for another file"])
+                                 "the record names another sha256"])
 def test_a_cache_file_changed_since_its_record_is_hashed_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     ref, target = _cached(tmp_path, b"wheel bytes", age_s=60.0)
