@@ -18,6 +18,10 @@ from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
 from tests.testing.conda_channel import serve, shared_channel
 from tests.testing.packs import REGISTRY
+from tests.testing.winespawn import retry_spawns
+
+if sys.platform == "win32":
+    retry_spawns()
 
 
 @pytest.fixture(scope="session")
