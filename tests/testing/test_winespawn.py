@@ -31,7 +31,7 @@ def winapi(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
 
     fake.CreateProcess = create_process
     monkeypatch.setitem(sys.modules, "_winapi", fake)
-    monkeypatch.setattr(winespawn.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
     winespawn.retry_spawns()
     return fake
 

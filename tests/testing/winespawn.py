@@ -5,6 +5,7 @@ call again rather than failing a test that never ran envforge."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
@@ -16,9 +17,8 @@ def retry_spawns() -> None:
     """Wrap ``_winapi.CreateProcess`` (win32 only), which subprocess calls with the pipe
     handles still open: a retry there, unlike one around ``Popen._execute_child`` (whose
     ``finally`` closes the child's ends), starts the same child again."""
-    import _winapi  # type: ignore[import-not-found]  # Windows only
-
-    create = _winapi.CreateProcess
+    winapi = importlib.import_module("_winapi")  # Windows only
+    create = winapi.CreateProcess
 
     def create_process(*args: Any) -> Any:
         for attempt in range(1, TRIES + 1):
@@ -30,4 +30,4 @@ def retry_spawns() -> None:
                 time.sleep(0.2 * attempt)
         raise AssertionError("unreachable")
 
-    _winapi.CreateProcess = create_process
+    winapi.CreateProcess = create_process
