@@ -30,4 +30,4 @@ def retry_spawns() -> None:
                 time.sleep(0.2 * attempt)
         raise AssertionError("unreachable")
 
-    winapi.CreateProcess = create_process
+    winapi.CreateProcess = create_process  # type: ignore[attr-defined]
