@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import assert_never
 
 from envforge.errors import EnvforgeError, StepError, ToolError
 from envforge.host import proc
+from envforge.host.atomicfile import write_atomic
 from envforge.platforms import Os, TargetPlatform, host_platform
 
 _VERSION_SCRIPT = ("import json, sys; print(json.dumps({'version': "
@@ -143,15 +143,7 @@ def _keep_query(cache: Path, key: str, answer: dict[str, str]) -> None:
                if k.partition("|")[0] != key.partition("|")[0]}  # the path's older answers go
     queries[key] = answer
     with contextlib.suppress(OSError):
-        cache.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".interpreters-", dir=cache)
-        tmp = Path(name)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(queries, out)
-            tmp.replace(cache / _QUERIES)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomic(cache / _QUERIES, json.dumps(queries).encode("utf-8"))
 
 
 def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,

@@ -27,6 +27,7 @@ from envforge.host.uv import uv_binary, uv_environ
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
+from envforge.resolve import sdistmeta
 from envforge.spec import Platform
 
 
@@ -122,8 +123,6 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         req_in.write_text("\n".join(reqs) + "\n", encoding="utf-8")
         out = Path(tmp) / "pylock.toml"
         seed = preference_pylock(preferences)
-        if seed:
-            out.write_text(seed, encoding="utf-8")
         args = [
             uv_binary(), "pip", "compile", str(req_in), "--quiet", "--no-header",
             "--format", "pylock.toml", "--output-file", str(out),
@@ -152,17 +151,40 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             args += ["--exclude-newer", as_of.isoformat()]
             for name in (*BUILD_BACKENDS, *exact_names(reqs)):
                 args += ["--exclude-newer-package", f"{name}=false"]
-        done = proc.run(args, env=uv_environ(), check=False)
-        if done.returncode != 0:
+        cache = envforge_dirs().cache
+        kept = sdistmeta.known(cache, index, python) if not links and not extra_indexes else {}
+        done, pylock = _compile(args, out, seed, kept)
+        if pylock is not None and sdistmeta.stale(pylock, kept):  # the index's file changed
+            kept = {}
+            done, pylock = _compile(args, out, seed, kept)
+        if pylock is None:
             where = f"PyPI resolution for {platform} (Python {python})"
             if "No solution found" in done.stderr:
                 raise UnsatisfiableError(requirements=tuple(reqs), platform=platform,
                                          python=python, index=index, as_of=as_of,
                                          uv_output=done.stderr)
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
-        pylock = tomllib.loads(out.read_text(encoding="utf-8"))
+        if not links and not extra_indexes:
+            sdistmeta.keep_built(pylock, uv_cache or cache / "uv", cache, index, python, kept)
     return pick_files(pylock, platform=platform, python=python, find_links=links,
                       git_file=archive_git_dependency, controls=controls)
+
+
+def _compile(args: list[str], out: Path, seed: str,
+             kept: Mapping[str, sdistmeta.BuiltMetadata],
+             ) -> tuple[proc.Completed, dict[str, Any] | None]:
+    """One ``uv pip compile`` into ``out`` (seeded with the preferences first), given the
+    kept sdists' metadata; the run, and its PEP 751 result when it succeeded."""
+    if seed:
+        out.write_text(seed, encoding="utf-8")
+    else:
+        out.unlink(missing_ok=True)
+    config = sdistmeta.uv_config(kept.values(), out.parent)
+    done = proc.run([*args, *(["--config-file", str(config)] if config else [])],
+                    env=uv_environ(), check=False)
+    if done.returncode != 0:
+        return done, None
+    return done, tomllib.loads(out.read_text(encoding="utf-8"))
 
 
 def preference_pylock(files: Iterable[LockedPypiFile]) -> str:

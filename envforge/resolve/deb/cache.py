@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 
+from envforge.host.atomicfile import write_atomic
 from envforge.resolve.deb.index import DebStanza
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` whole or not at all: a temporary file beside it, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
 
 PARSED_FORMAT = 1
 

@@ -18,10 +18,11 @@ import requests
 
 from envforge.errors import ResolveError
 from envforge.host import proc
+from envforge.host.atomicfile import write_atomic
 from envforge.host.http import session
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
-from envforge.resolve.deb.cache import parsed_cache, read_parsed, write_atomic, write_parsed
+from envforge.resolve.deb.cache import parsed_cache, read_parsed, write_parsed
 from envforge.resolve.deb.index import (
     DebStanza,
     ReleaseFile,

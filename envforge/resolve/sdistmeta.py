@@ -1,0 +1,196 @@
+"""Metadata uv built from sdists, kept by envforge and handed back to uv as static metadata.
+
+uv keeps an sdist's built metadata per HTTP revision of its download. Where the index's
+responses cannot be cached (a proxy that strips caching headers, as this project's does) and
+across envforge's per-platform uv caches, each lock downloaded and built the same sdist again
+(Theano-PyMC 1.0.5: 3 MB and a setup.py run, about a second of CPU per uv run). envforge
+keeps what uv built, per index, name, version and Python minor, beside the sha256 of the sdist
+it was built from, and gives it to uv as ``dependency-metadata`` (uv's own setting for
+metadata known beforehand). A result whose sdist for that version has another sha256 (the
+index changed its file) is resolved again without it, and the entry is taken again.
+
+Only PyPI's own index is kept: uv's cache folder for it (``sdists-v11/pypi``) names the package
+and version; another index's folder is a digest of its URL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from envforge.host.atomicfile import write_atomic
+from envforge.spec import PYPI_SIMPLE
+
+UV_BUCKET = "sdists-v11"  # uv's cache folder for sdists (its version, not envforge's)
+
+
+@dataclass(frozen=True)
+class BuiltMetadata:
+    """What uv built from one sdist: the core metadata its resolver reads."""
+
+    name: str
+    version: str
+    sha256: str  # the sdist it was built from
+    requires_dist: tuple[str, ...]
+    requires_python: str | None
+    provides_extras: tuple[str, ...]
+
+    def as_uv_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.name, "version": self.version,
+                                 "requires-dist": list(self.requires_dist),
+                                 "provides-extras": list(self.provides_extras)}
+        if self.requires_python is not None:
+            entry["requires-python"] = self.requires_python
+        return entry
+
+
+def store_folder(cache: Path, index: str) -> Path | None:
+    """Where entries for ``index`` live; None for an index other than PyPI's."""
+    return cache / "sdist-metadata" / "pypi" if index.rstrip("/") == PYPI_SIMPLE else None
+
+
+def _minor(python: str) -> str:
+    return ".".join(python.split(".")[:2])
+
+
+def known(cache: Path, index: str, python: str) -> dict[str, BuiltMetadata]:
+    """The kept entries for ``index`` and ``python``'s minor, by ``name==version``; an
+    unreadable entry is left out (uv builds it again)."""
+    folder = store_folder(cache, index)
+    if folder is None or not folder.is_dir():
+        return {}
+    found: dict[str, BuiltMetadata] = {}
+    for path in folder.glob(f"*/*/py{_minor(python)}.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            meta = BuiltMetadata(
+                name=str(data["name"]), version=str(data["version"]),
+                sha256=str(data["sha256"]),
+                requires_dist=tuple(str(r) for r in data["requires_dist"]),
+                requires_python=None if data["requires_python"] is None
+                else str(data["requires_python"]),
+                provides_extras=tuple(str(e) for e in data["provides_extras"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        found[_key(meta.name, meta.version)] = meta
+    return found
+
+
+def _key(name: str, version: str) -> str:
+    return f"{canonicalize_name(name)}=={version}"
+
+
+def uv_config(entries: Iterable[BuiltMetadata], folder: Path) -> Path | None:
+    """A uv.toml in ``folder`` giving uv the entries; None without any."""
+    import tomli_w
+
+    listed = [meta.as_uv_entry() for meta in entries]
+    if not listed:
+        return None
+    path = folder / "uv.toml"
+    path.write_text(tomli_w.dumps({"dependency-metadata": listed}), encoding="utf-8")
+    return path
+
+
+def stale(pylock: Mapping[str, Any], supplied: Mapping[str, BuiltMetadata]) -> bool:
+    """Whether uv's result names, for a version it was given metadata for, an sdist other
+    than the one that metadata was built from."""
+    for package in pylock.get("packages", []):
+        meta = supplied.get(_key(package["name"], package["version"]))
+        if meta is None:
+            continue
+        sdist = package.get("sdist") or {}
+        if sdist.get("hashes", {}).get("sha256") != meta.sha256:
+            return True
+    return False
+
+
+def keep_built(pylock: Mapping[str, Any], uv_cache: Path, cache: Path, index: str,
+               python: str, supplied: Mapping[str, BuiltMetadata]) -> None:
+    """Take, into envforge's store, the metadata uv built for the result's sdists this run
+    (those it was not given): read from uv's cache folder for the version, where every
+    revision there must agree, else the version is left to uv."""
+    folder = store_folder(cache, index)
+    if folder is None:
+        return
+    for package in pylock.get("packages", []):
+        name, version = canonicalize_name(package["name"]), str(package["version"])
+        sha = (package.get("sdist") or {}).get("hashes", {}).get("sha256")
+        if not sha or _key(name, version) in supplied:
+            continue
+        built = _read_uv_built(uv_cache / UV_BUCKET / "pypi" / name / version)
+        if built is None or canonicalize_name(built[0]) != name or built[1] != version:
+            continue
+        write_atomic(folder / name / version / f"py{_minor(python)}.json", json.dumps({
+            "name": name, "version": version, "sha256": sha, "requires_dist": built[2],
+            "requires_python": built[3], "provides_extras": built[4]},
+            sort_keys=True).encode("utf-8"))
+
+
+def _read_uv_built(folder: Path) -> tuple[str, str, list[str], str | None, list[str]] | None:
+    """uv's metadata for one version (``ResolutionMetadata``, a MessagePack array: name,
+    version, requires_dist, requires_python, provides_extras, dynamic), the same in every
+    revision folder; None where there is none, one does not read, or they differ."""
+    try:
+        revisions = [decode_msgpack(p.read_bytes()) for p in folder.glob("*/metadata.msgpack")]
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not revisions or any(r != revisions[0] for r in revisions):
+        return None
+    found = revisions[0]
+    if not (isinstance(found, list) and len(found) == 6 and isinstance(found[0], str)
+            and isinstance(found[1], str) and isinstance(found[2], list)
+            and all(isinstance(r, str) for r in found[2])
+            and (found[3] is None or isinstance(found[3], str))
+            and isinstance(found[4], list) and all(isinstance(e, str) for e in found[4])):
+        return None
+    return found[0], found[1], found[2], found[3], found[4]
+
+
+def decode_msgpack(data: bytes) -> Any:
+    """The MessagePack subset uv writes for metadata: nil, booleans, small integers,
+    strings and arrays; anything else is a ValueError."""
+    pos = 0
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if pos + n > len(data):
+            raise ValueError("MessagePack: truncated")
+        chunk = data[pos:pos + n]
+        pos += n
+        return chunk
+
+    def length(width: int) -> int:
+        return int.from_bytes(take(width), "big")
+
+    def value() -> Any:
+        first = take(1)[0]
+        if first <= 0x7F:
+            return first
+        if first == 0xC0:
+            return None
+        if first in (0xC2, 0xC3):
+            return first == 0xC3
+        if 0xA0 <= first <= 0xBF:
+            return take(first & 0x1F).decode("utf-8")
+        if first in _STR_WIDTH:
+            return take(length(_STR_WIDTH[first])).decode("utf-8")
+        if 0x90 <= first <= 0x9F:
+            return [value() for _ in range(first & 0x0F)]
+        if first in _ARRAY_WIDTH:
+            return [value() for _ in range(length(_ARRAY_WIDTH[first]))]
+        raise ValueError(f"MessagePack: type 0x{first:02x} is not read here")
+
+    found = value()
+    if pos != len(data):
+        raise ValueError("MessagePack: bytes after the value")
+    return found
+
+
+_STR_WIDTH = {0xD9: 1, 0xDA: 2, 0xDB: 4}
+_ARRAY_WIDTH = {0xDC: 2, 0xDD: 4}
