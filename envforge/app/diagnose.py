@@ -11,7 +11,15 @@ from pathlib import Path
 from envforge.app.context import default_prefix
 from envforge.app.packs import installed_packs
 from envforge.app.project import Project
-from envforge.doctor import Expected, Finding, HostFacts, diagnose, expected_from_lock, observe
+from envforge.doctor import (
+    Expected,
+    Finding,
+    HostFacts,
+    diagnose,
+    expected_from_lock,
+    judged,
+    observe,
+)
 from envforge.doctor.model import Evidence, Fix, sort_findings
 from envforge.errors import InputError
 from envforge.host.windows import host_registry
@@ -75,5 +83,6 @@ def examine(spec: str | None, prefix: Path | None, *, environ: dict[str, str], c
                     prefix_from="spec" if spec else "--prefix",
                     python=python, expected_settings=expected.settings if expected else None,
                     registry=host_registry(), packs=packs)
+    facts = judged(facts, expected, packs)  # shown too: which framework wants the GPU
     findings = sort_findings([*lock_findings, *diagnose(facts, expected, packs=packs)])
     return facts, findings, expected

@@ -16,7 +16,7 @@ from envforge.doctor.fixes import fix_steps
 from envforge.doctor.model import Evidence, FileCopy, Finding, Fix, FixAction, has_errors
 from envforge.doctor.observe import observe
 from envforge.doctor.report import doctor_report_markdown
-from envforge.doctor.rules import RULES, all_rules, diagnose
+from envforge.doctor.rules import RULES, all_rules, diagnose, judged
 
 __all__ = [
     "RULES",
@@ -33,5 +33,6 @@ __all__ = [
     "expected_from_lock",
     "fix_steps",
     "has_errors",
+    "judged",
     "observe",
 ]

@@ -147,8 +147,9 @@ class FrameworkPack(Protocol):
         -> how a group of them becomes the steps ``doctor --fix`` runs."""
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
-        """Whether the framework's own settings on this host (a device flag) ask for a GPU:
-        doctor's GPU rules then apply."""
+        """Whether the framework's own settings on this host (a device flag) ask for an NVIDIA
+        GPU through CUDA: doctor's driver and GPU rules (all NVIDIA's) then apply. A device
+        of another vendor's (OpenCL) is the pack's own rules' business."""
 
     @property
     def config_model(self) -> type[FrameworkConfig]:

@@ -49,6 +49,7 @@ def test_findings_as_json_and_the_exit_code(tmp_path: Path) -> None:
     assert {"config.invalid-value", "config.blog-form"} <= found
     assert data["errors"] == sum(f["severity"] == "error" for f in data["findings"])
     assert "SECRET_TOKEN" not in json.dumps(data["facts"])
+    assert data["facts"]["gpu_frameworks"] == ["theano"]  # device = gpu: the GPU is wanted
     (Path(env["HOME"]) / ".theanorc").write_text("[global]\nfloatX = float32\n")
     assert doctor(env, cwd=tmp_path).returncode == 0
 
@@ -97,6 +98,7 @@ def test_with_a_spec_and_its_lock(tmp_path: Path) -> None:
     data = _json(done)
     not_applied = [f for f in data["findings"] if f["id"] == "env.not-applied"]
     assert len(not_applied) == 1
+    assert data["facts"]["gpu_frameworks"] == []  # device = cpu
     assert not_applied[0]["fix"]["text"] == f"envforge apply {Path('specs/theano-cpu.toml')}"
     assert data["facts"]["env"]["prefix"] == str(
         Path(env["ENVFORGE_HOME"]) / "data" / "envs" / "theano-cpu")

@@ -90,6 +90,19 @@ def test_no_driver_where_the_gpu_is_wanted(tmp_path: Path) -> None:
     assert only(judge(look(tmp_path, env)), "driver.missing").severity == "info"
 
 
+@pytest.mark.posix_only("its stand-in nvidia-smi, nvcc or g++ is an sh script")
+def test_an_opencl_device_wants_no_nvidia_driver(tmp_path: Path) -> None:
+    """Theano's opencl0:0 runs on another vendor's OpenCL: no NVIDIA driver is an info, not
+    an error, though Theano's own GPU rules (libgpuarray) still apply."""
+    from envforge.packs.theano.doctor_common import gpu_intended as theano_gpu
+
+    nvidia_smi(tmp_path / "bin", fails=SMI_NO_DRIVER)
+    rc = home(tmp_path, "[global]\ndevice = opencl0:0\n")
+    facts = look(tmp_path, {"PATH": str(tmp_path / "bin"), "HOME": str(rc)})
+    assert only(judge(facts), "driver.missing").severity == "info"
+    assert judged(facts, None, REGISTRY).gpu_frameworks == () and theano_gpu(facts, None)
+
+
 def test_the_packs_answer_travels_in_the_facts(tmp_path: Path) -> None:
     """diagnose asks each pack once whether its own settings mean a GPU and hands the rules
     the answer inside the facts, nothing in scope: Theano's device flag here."""

@@ -28,7 +28,7 @@ def installed(facts: HostFacts, expected: Expected | None,
 def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
     """Whether this host is meant to run on a GPU: the lock's device, or a framework whose
     own settings ask for one (``HostFacts.gpu_frameworks``, as ``diagnose`` asked the packs)."""
-    if expected is not None and expected.device.startswith(("cuda", "opencl")):
+    if expected is not None and expected.device.startswith("cuda"):  # OpenCL: not NVIDIA's
         return True
     return bool(facts.gpu_frameworks)
 

@@ -132,9 +132,9 @@ class TheanoPack(ModulePack):
                 cudnn_rules, config_rules)
 
     def gpu_intended(self, facts: HostFacts, expected: Expected | None) -> bool:
-        from envforge.packs.theano.doctor_common import gpu_intended
+        from envforge.packs.theano.doctor_common import cuda_intended
 
-        return gpu_intended(facts, expected)
+        return cuda_intended(facts, expected)
 
     def dlopen_names(self) -> tuple[str, ...]:
         from envforge.packs.theano.libgpuarray import linux_loader_names

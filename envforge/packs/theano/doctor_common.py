@@ -104,15 +104,29 @@ def flag_value(eff: dict[str, Setting], rules: TheanoRules | None, name: str) ->
 
 
 def gpu_intended(facts: HostFacts, expected: Expected | None) -> bool:
-    """Whether Theano means to use a GPU here (the pack's ``gpu_intended``): its effective
-    device flag names one, or its GPU back-end, pygpu, is installed (or locked)."""
-    if installed(facts, expected, "pygpu") is not None:
-        return True
+    """Whether Theano means to use a GPU here, CUDA or OpenCL (what libgpuarray and Theano's
+    own GPU rules need): its effective device flag names one, or its GPU back-end, pygpu, is
+    installed (or locked)."""
+    return installed(facts, expected, "pygpu") is not None or \
+        _device(facts, expected).startswith(("cuda", "opencl", "gpu"))
+
+
+def cuda_intended(facts: HostFacts, expected: Expected | None) -> bool:
+    """Whether Theano means to use an NVIDIA GPU (the pack's ``gpu_intended``, which turns
+    on doctor's NVIDIA driver and GPU rules): a device flag of ``cuda*`` or the old back-end's
+    ``gpu*``, or pygpu installed with no OpenCL device named (the device flag's row in
+    theano.toml: cpu, cuda* and opencl*, whose OpenCL devices need no NVIDIA driver)."""
+    device = _device(facts, expected)
+    if device.startswith("opencl"):
+        return False
+    return device.startswith(("cuda", "gpu")) or installed(facts, expected, "pygpu") is not None
+
+
+def _device(facts: HostFacts, expected: Expected | None) -> str:
     release = theano_release(facts, expected)
     if release.rules is None:
-        return False
-    device = flag_value(effective(facts, release.rules), release.rules, "device")
-    return device.startswith(("cuda", "opencl", "gpu"))
+        return ""
+    return flag_value(effective(facts, release.rules), release.rules, "device")
 
 
 class TheanoConfig(FrameworkConfig):
