@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from rich.cells import cell_len
-from rich.console import Console
-from rich.text import Text
 
 from envforge import __version__
 
-if TYPE_CHECKING:  # rich's progress and table are imported where a bar or table is drawn:
-    from rich.progress import Progress  # a quiet or piped run (apply -q) draws neither
+# rich is imported where something is printed: its import and a console cost ~20 ms, which
+# a quiet run (apply -q) that prints nothing need not pay.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.text import Text
 
 REPORT_EVERY = 100 << 20  # piped, a download's progress is a line per 100 MiB
 PIPED_WIDTH = 200  # columns of a table printed to a pipe or file, unless COLUMNS says
@@ -34,30 +35,54 @@ class UI:
 
     json: bool = False
     quiet: bool = False
-    out: Console = field(default_factory=lambda: Console(highlight=False, soft_wrap=True))
-    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False,
-                                                         soft_wrap=True))
+    # None: stdout's and stderr's, made when first printed to (``stdout()``, ``stderr()``)
+    out: Console | None = None
+    err: Console | None = None
+
+    def stdout(self) -> Console:
+        """The console tables go to."""
+        with _MAKING:
+            if self.out is None:
+                self.out = _console(stderr=False)
+            return self.out
+
+    def stderr(self) -> Console:
+        """The console messages, progress and downloads go to."""
+        with _MAKING:
+            if self.err is None:
+                self.err = _console(stderr=True)
+            return self.err
 
     def info(self, message: str) -> None:
         """Plain text: never read as markup, so ``[global]`` in a diff stays."""
         if not (self.quiet or self.json):
-            self.err.print(Text(message))
+            from rich.text import Text
+
+            self.stderr().print(Text(message))
 
     def success(self, message: str) -> None:
         if not (self.quiet or self.json):
-            self.err.print(Text(message, style="green"))
+            from rich.text import Text
+
+            self.stderr().print(Text(message, style="green"))
 
     def next(self, command: str) -> None:
         """The command to run next (or what to look at), the last line on stderr."""
         if not (self.quiet or self.json):
-            self.err.print(Text.assemble(("next: ", "bold"), command))
+            from rich.text import Text
+
+            self.stderr().print(Text.assemble(("next: ", "bold"), command))
 
     def warn(self, message: str) -> None:
         if not self.json:
-            self.err.print(Text.assemble(("warning: ", "yellow"), message))
+            from rich.text import Text
+
+            self.stderr().print(Text.assemble(("warning: ", "yellow"), message))
 
     def error(self, message: str) -> None:
-        self.err.print(Text.assemble(("error: ", "red"), message))
+        from rich.text import Text
+
+        self.stderr().print(Text.assemble(("error: ", "red"), message))
 
     def confirm(self, question: str, *, what: str) -> bool:
         """Ask ``question [y/N]`` on a terminal; with no terminal, say that ``what`` are
@@ -71,18 +96,20 @@ class UI:
         if self.json or self.quiet:
             return
         from rich.table import Table
+        from rich.text import Text
 
+        out = self.stdout()
         table = Table(title=Text(title), title_justify="left", header_style="bold")
         cells = [[_cell(cell) for cell in row] for row in rows]
-        widths = piped_widths(self.out, columns, cells)
+        widths = piped_widths(out, columns, cells)
         fixed: list[int | None] = list(widths) if widths else [None] * len(columns)
         for column, width in zip(columns, fixed, strict=True):
             table.add_column(column, overflow="fold", width=width)
         for row in cells:
             table.add_row(*row)
         if widths is not None:  # print's own width is capped at the console's
-            self.out.width = max(self.out.width, sum(widths) + 3 * len(widths) + 1)
-        self.out.print(table)
+            out.width = max(out.width, sum(widths) + 3 * len(widths) + 1)
+        out.print(table)
 
     def document(self, kind: str, payload: dict[str, Any]) -> None:
         """One versioned JSON envelope on stdout (for --json)."""
@@ -93,7 +120,7 @@ class UI:
     @contextmanager
     def progress(self, description: str, total: float | None = None) -> Iterator[ProgressHook]:
         """A progress bar on stderr for long work; silent when quiet, json or not a terminal."""
-        if self.quiet or self.json or not self.err.is_terminal:
+        if self.quiet or self.json or not self.stderr().is_terminal:
             yield ProgressHook(None, None)
             return
         from rich.progress import (
@@ -106,7 +133,7 @@ class UI:
 
         bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                        TextColumn("{task.completed:.0f}/{task.total:.0f}"), TimeElapsedColumn(),
-                       console=self.err, transient=True)
+                       console=self.stderr(), transient=True)
         with bar:
             task = bar.add_task(description, total=total)
             yield ProgressHook(bar, task)
@@ -121,7 +148,7 @@ class UI:
             yield lambda amount: None
             return
         started = time.monotonic()
-        if self.err.is_terminal:
+        if self.stderr().is_terminal:
             from rich.progress import (
                 BarColumn,
                 DownloadColumn,
@@ -132,7 +159,7 @@ class UI:
             )
 
             bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                           TransferSpeedColumn(), TimeRemainingColumn(), console=self.err,
+                           TransferSpeedColumn(), TimeRemainingColumn(), console=self.stderr(),
                            transient=True)
             with bar:
                 task = bar.add_task(name, total=size, completed=have)
@@ -149,6 +176,15 @@ class UI:
                     self.info(f"  {name}: {_size(done[0])} of {_size(size)}")
             yield advance
         self.info(f"downloaded {name} ({_size(size)} in {time.monotonic() - started:.1f} s)")
+
+
+_MAKING = threading.Lock()  # downloads report from worker threads: one console each
+
+
+def _console(*, stderr: bool) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def _size(size: int | None) -> str:
@@ -184,6 +220,8 @@ def piped_widths(console: Console, columns: Sequence[str],
     rich's 80 columns cut names mid-word (``kernel.train.c`` / ``hecksum``): the table fits
     ``COLUMNS`` if set, else ``PIPED_WIDTH``, narrowing the widest columns first but none below
     its longest word (rich narrows past it). None on a terminal: rich fits its width."""
+    from rich.cells import cell_len
+
     if console.is_terminal:
         return None
     try:
@@ -217,6 +255,8 @@ def _narrowed(widths: list[int], least: Sequence[int], room: int) -> list[int]:
 
 def _cell(value: Any) -> Text:
     """A table cell, cut at CELL_LIMIT with how much was left out (the JSON has it whole)."""
+    from rich.text import Text
+
     text = value if isinstance(value, Text) else Text(str(value))
     extra = len(text.plain) - CELL_LIMIT
     if extra > 0:

@@ -1,7 +1,10 @@
-"""cli.main's one handler: Ctrl-C is 130, an unexpected error is one line with a log path."""
+"""cli.main's one handler: Ctrl-C is 130, an unexpected error is one line with a log path; the
+garbage collector is left as main found it."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,14 @@ def test_an_unwritable_log_leaves_the_traceback_on_stderr(
 def test_a_file_missing_offline_is_bad_input() -> None:
     """What the user must bring (a bundle, --artifact, the network) is exit 2, as preflight."""
     assert OfflineError("x").exit_code == ExitCode.BAD_INPUT == 2
+
+
+@pytest.mark.parametrize("words", [["lock", "specs/x.toml"], ["--help"], ["lock", "--nope"]])
+def test_main_leaves_the_garbage_collector_as_it_found_it(
+        words: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's modules are imported with the collector paused and then frozen: a caller
+    that goes on (these tests) gets it back running, with nothing left frozen."""
+    monkeypatch.setattr(lock_command, "run_lock", lambda *_, **__: 0)
+    with contextlib.suppress(SystemExit):
+        cli.main(words)
+    assert gc.isenabled() and gc.get_freeze_count() == 0

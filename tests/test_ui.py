@@ -1,8 +1,11 @@
-"""The UI's tables: a huge cell is cut, so a long requirement cannot stall the command."""
+"""The UI's tables: a huge cell is cut, so a long requirement cannot stall the command; a quiet
+run does not import rich."""
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 
 import pytest
@@ -69,3 +72,15 @@ def test_a_download_on_a_terminal_is_a_bar_then_one_line_and_nothing_in_json() -
     with UI(json=True, err=Console(file=err)).download("x.whl", None) as advance:
         advance(10)
     assert err.getvalue() == ""
+
+
+def test_a_quiet_run_never_imports_rich() -> None:
+    """apply -q prints nothing, so it need not pay rich's import (~20 ms of its start-up)."""
+    code = ("import sys\nfrom envforge.ui import UI\nui = UI(quiet=True)\n"
+            "ui.info('i'); ui.success('s'); ui.next('n'); ui.table('t', ['a'], [['b']])\n"
+            "with ui.progress('p', 2) as hook:\n    hook.advance()\n"
+            "with ui.download('d.whl', 10) as advance:\n    advance(10)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "[]"

@@ -15,8 +15,6 @@ from functools import partial
 from pathlib import Path
 
 from envforge.bundle.buildcache import BuiltWheel
-from envforge.bundle.check import check_bundle
-from envforge.bundle.manifest import bundle_index, read_manifest
 from envforge.bundle.wheelcheck import check_built_wheel
 from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, sdist_label
 from envforge.confine import inside
@@ -55,6 +53,8 @@ class LockedSources:
 
 def in_bundle(bundle: Path, ref: FileRef) -> Path | None:
     """The bundle's copy of ``ref`` (unchecked): by sha256 through its manifest, else by name."""
+    from envforge.bundle.manifest import bundle_index  # a bundle's only: apply without one
+
     listed = bundle_index(bundle).get(ref.sha256)
     named = inside(bundle, ref.filename, what="locked file name")
     for candidate in (listed, named, bundle / named.name):
@@ -79,6 +79,8 @@ def preflight(ctx: StepContext, lock: Lockfile) -> dict[str, Path]:
 
 
 def _preflight_bundle(ctx: StepContext, lock: Lockfile, bundle: Path) -> dict[str, Path]:
+    from envforge.bundle.check import check_bundle  # its models: a bundle's only
+
     result = check_bundle(bundle, ctx.registry, lock=lock, platform=ctx.platform)
     if not result.ok:
         raise ArtifactError(f"bundle {bundle} cannot provision {lock.meta.spec_name} for "
@@ -286,6 +288,8 @@ def pypi_wheels(ctx: StepContext, files: Sequence[LockedPypiFile]) -> list[Wheel
             wheels.append(WheelToInstall(path, f.sha256))
             continue
         if ctx.bundle is not None:
+            from envforge.bundle.manifest import read_manifest
+
             carried = read_manifest(ctx.bundle).built_wheel_for(f.sha256)
             if carried is not None:
                 wheel = inside(ctx.bundle, carried.path, what="bundle path")
