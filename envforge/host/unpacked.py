@@ -52,6 +52,7 @@ from envforge.host.archives import (
     verify_artifact,
 )
 from envforge.host.debunpack import decompress_data_tar
+from envforge.host.wheelplan import WheelPlan, plan_wheel
 from envforge.platforms import Os, host_platform
 
 _VERSION = 1
@@ -82,10 +83,12 @@ class CachedFile:
 
 @dataclass(frozen=True)
 class UnpackedWheel:
-    """An entry checked against its manifest: ``root / path`` holds each member's bytes."""
+    """An entry checked against its manifest: ``root / path`` holds each member's bytes;
+    a wheel's also says how it installs (``host/wheelplan.py``)."""
 
     root: Path
     files: tuple[CachedFile, ...]
+    plan: WheelPlan | None = None
 
 
 def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
@@ -101,38 +104,45 @@ def unpacked_wheel(cache: Path, wheel: Path, sha256: str, *,
     """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
     altered (then the wheel is hashed first, unless ``checked``: the caller's ``obtain``
     hashed it just now; and its member names checked)."""
-    def make(root: Path) -> list[CachedFile]:
+    def make(root: Path) -> tuple[list[CachedFile], WheelPlan]:
         if not checked:
             verify_artifact(wheel, sha256)
-        return _extract(wheel, root)
-    return _entry(entry_path(cache, sha256), make)
+        files = _extract(wheel, root)
+        return files, plan_wheel(wheel.name, [(f.path, f.sha256, f.size) for f in files],
+                                 lambda path: (root / path).read_text(encoding="utf-8"))
+    return _entry(entry_path(cache, sha256), make, wheel=True)
 
 
 def unpacked_deb(cache: Path, deb: Path, sha256: str, *, checked: bool = False) -> Path:
     """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
     as a wheel's entry is."""
-    def make(root: Path) -> list[CachedFile]:
+    def make(root: Path) -> tuple[list[CachedFile], None]:
         if not checked:
             verify_artifact(deb, sha256)
-        return _decompress(deb, root)
-    entry = _entry(entry_path(cache, sha256, "debs"), make)
+        return _decompress(deb, root), None
+    entry = _entry(entry_path(cache, sha256, "debs"), make, wheel=False)
     return entry.root / _DATA_TAR
 
 
-def _entry(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
-    found = _checked(entry)
+_Make = Callable[[Path], tuple[list[CachedFile], WheelPlan | None]]
+
+
+def _entry(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
+    found = _checked(entry, wheel=wheel)
     if found is not None:
         return found
     if entry.exists():
         _discard(entry)
-    return _make(entry, make)
+    return _make(entry, make, wheel=wheel)
 
 
-def _checked(entry: Path) -> UnpackedWheel | None:
-    """The entry if every file stats as its manifest says; None when missing or altered."""
+def _checked(entry: Path, *, wheel: bool) -> UnpackedWheel | None:
+    """The entry if every file stats as its manifest says; None when missing or altered (or
+    a wheel's has no plan: an entry made before plans were kept is made again)."""
     try:
-        rows = json.loads((entry / _MANIFEST).read_bytes())["files"]
-        files = tuple(CachedFile(*row) for row in rows)
+        manifest = json.loads((entry / _MANIFEST).read_bytes())
+        files = tuple(CachedFile(*row) for row in manifest["files"])
+        plan = WheelPlan.from_json(manifest["wheel"], len(files)) if wheel else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     root = entry / _FILES
@@ -146,23 +156,25 @@ def _checked(entry: Path) -> UnpackedWheel | None:
                 or st.st_size != cached.size or st.st_mtime_ns != cached.mtime_ns \
                 or st.st_ino != cached.inode:
             return None
-    return UnpackedWheel(root, files)
+    return UnpackedWheel(root, files, plan)
 
 
-def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
+def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     entry.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
-        files = make(scratch / _FILES)
+        files, plan = make(scratch / _FILES)
         _set_times(files, scratch / _FILES)
-        (scratch / _MANIFEST).write_text(
-            json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
+        manifest: dict[str, object] = {"files": [list(vars(f).values()) for f in files]}
+        if plan is not None:
+            manifest["wheel"] = plan.to_json()
+        (scratch / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         try:
             scratch.rename(entry)
         except OSError as exc:  # another apply made it first: keep theirs if it is whole
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
-            theirs = _checked(entry)
+            theirs = _checked(entry, wheel=wheel)
             if theirs is None:
                 raise ArtifactError(f"{entry}: a cache entry appeared mid-way and does not "
                                     "match its manifest; remove it and apply again") from None
@@ -170,7 +182,7 @@ def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWhee
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
-    return UnpackedWheel(entry / _FILES, tuple(files))
+    return UnpackedWheel(entry / _FILES, tuple(files), plan)
 
 
 def _extract(wheel: Path, root: Path) -> list[CachedFile]:
