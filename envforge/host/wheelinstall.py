@@ -16,6 +16,7 @@ RECORD from the entry's plan (``host/wheelplan.py``: its rows, sorted and spelle
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -108,13 +109,14 @@ def target_scheme(python: Path) -> TargetScheme:
                         f"{done.stdout.strip()[:500]}") from None
 
 
-def accepted_tags(version: tuple[int, int]) -> set[tuple[str, str]]:
+@functools.cache  # asked once a wheel
+def accepted_tags(version: tuple[int, int]) -> frozenset[tuple[str, str]]:
     """(interpreter, abi) pairs a CPython of ``version`` installs; platforms are the lock's job."""
     major, minor = version
     abi = f"cp{major}{minor}{'m' if version < (3, 8) else ''}"
     tags = chain(cpython_tags(version, abis=[abi, "abi3", "none"], platforms=["any"]),
                  compatible_tags(version, f"cp{major}{minor}", platforms=["any"]))
-    return {(t.interpreter, t.abi) for t in tags}
+    return frozenset((t.interpreter, t.abi) for t in tags)
 
 
 def check_fits(wheel: Path, version: tuple[int, int]) -> tuple[str, str]:
