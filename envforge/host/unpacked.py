@@ -43,7 +43,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from envforge.errors import ArtifactError
 from envforge.host.archives import (
@@ -71,24 +71,27 @@ _NO_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EACCES, errn
 
 
 class CachedFile(NamedTuple):
-    """One unpacked member: its archive path, the RECORD-style hash, and the stat it had
-    (a named tuple: made from each manifest row on every use, 3x faster than a dataclass)."""
+    """One member as it is unpacked: its archive path, the RECORD-style hash, its stat."""
 
     path: str
     size: int
     sha256: str  # urlsafe base64, no padding, as RECORD spells it
     executable: bool
-    mtime_ns: int
     inode: int
 
 
 @dataclass(frozen=True)
 class UnpackedWheel:
-    """An entry checked against its manifest: ``root / path`` holds each member's bytes;
-    a wheel's also says how it installs (``host/wheelplan.py``)."""
+    """An entry checked against its manifest: ``root / paths[i]`` holds member i's bytes;
+    a wheel's also says how it installs (``host/wheelplan.py``). Columns, as the manifest
+    keeps them, not an object a member: an entry is read on every use, and ml75's 12,300
+    rows were most of the check's Python (json's lists, their garbage collection)."""
 
     root: Path
-    files: tuple[CachedFile, ...]
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    sha256: tuple[str, ...]  # urlsafe base64, no padding, as RECORD spells it
+    executable: frozenset[int]  # the members' indexes
     plan: WheelPlan | None = None
 
 
@@ -139,25 +142,36 @@ def _entry(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
 
 def _checked(entry: Path, *, wheel: bool) -> UnpackedWheel | None:
     """The entry if every file stats as its manifest says; None when missing or altered (or
-    a wheel's has no plan: an entry made before plans were kept is made again)."""
+    its manifest is of an older form: a wheel's without a plan, one a row a member)."""
     try:
         manifest = json.loads((entry / _MANIFEST).read_bytes())
-        files = tuple(map(CachedFile._make, manifest["files"]))
-        plan = WheelPlan.from_json(manifest["wheel"], len(files)) if wheel else None
+        found = _unpacked(entry / _FILES, manifest, wheel=wheel)
+        inodes, mtime_ns = manifest["inodes"], manifest["mtime_ns"]
+        if len(inodes) != len(found.paths):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    root = entry / _FILES
-    prefix = f"{root}/"  # a str: pathlib's parsing would cost more than the stat
-    for cached in files:
+    prefix = f"{found.root}/"  # a str: pathlib's parsing would cost more than the stat
+    lstat = os.lstat
+    for path, size, inode in zip(found.paths, found.sizes, inodes, strict=True):
         try:
-            st = os.lstat(prefix + cached.path)
+            st = lstat(prefix + path)
         except OSError:
             return None
-        if st.st_mode | 0o111 != _EXECUTABLE \
-                or st.st_size != cached.size or st.st_mtime_ns != cached.mtime_ns \
-                or st.st_ino != cached.inode:
+        if st.st_mode | 0o111 != _EXECUTABLE or st.st_size != size \
+                or st.st_mtime_ns != mtime_ns or st.st_ino != inode:
             return None
-    return UnpackedWheel(root, files, plan)
+    return found
+
+
+def _unpacked(root: Path, manifest: dict[str, Any], *, wheel: bool) -> UnpackedWheel:
+    """ValueError, KeyError or TypeError where the manifest is not an entry's."""
+    paths, sizes, sha256 = (tuple(manifest[k]) for k in ("paths", "sizes", "sha256"))
+    executable = frozenset(manifest["executable"])
+    if not len(paths) == len(sizes) == len(sha256):
+        raise ValueError("columns of different lengths")
+    plan = WheelPlan.from_json(manifest["wheel"], len(paths)) if wheel else None
+    return UnpackedWheel(root, paths, sizes, sha256, executable, plan)
 
 
 def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
@@ -165,8 +179,11 @@ def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
         files, plan = make(scratch / _FILES)
-        _set_times(files, scratch / _FILES)
-        manifest: dict[str, object] = {"files": [list(f) for f in files]}
+        manifest: dict[str, Any] = {
+            "paths": [f.path for f in files], "sizes": [f.size for f in files],
+            "sha256": [f.sha256 for f in files],
+            "executable": [i for i, f in enumerate(files) if f.executable],
+            "inodes": [f.inode for f in files], "mtime_ns": _set_times(files, scratch / _FILES)}
         if plan is not None:
             manifest["wheel"] = plan.to_json()
         (scratch / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
@@ -183,7 +200,7 @@ def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
-    return UnpackedWheel(entry / _FILES, tuple(files), plan)
+    return _unpacked(entry / _FILES, manifest, wheel=wheel)
 
 
 def _extract(wheel: Path, root: Path) -> list[CachedFile]:
@@ -227,18 +244,18 @@ def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> Ca
     target.chmod(stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY))
     st = os.lstat(target)
     digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
-    return CachedFile(name, st.st_size, digest, executable, 0, st.st_ino)
+    return CachedFile(name, st.st_size, digest, executable, st.st_ino)
 
 
-def _set_times(files: list[CachedFile], root: Path) -> None:
+def _set_times(files: list[CachedFile], root: Path) -> int:
     """Give every file one mtime, a whole second before now: a later write sets the clock's
     time, so it is seen even within the clock tick the entry was made in; an entry's own
     time (not a fixed one) keeps Python's (mtime, size) check of a ``.pyc`` apart across
-    versions of a module."""
+    versions of a module. Returns it: the manifest keeps it once."""
     mtime_ns = (time.time_ns() // 10**9 - 1) * 10**9
-    for i, cached in enumerate(files):
+    for cached in files:
         os.utime(f"{root}/{cached.path}", ns=(mtime_ns, mtime_ns))
-        files[i] = cached._replace(mtime_ns=mtime_ns)
+    return mtime_ns
 
 
 def _discard(entry: Path) -> None:

@@ -42,7 +42,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import CachedFile, UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
 from envforge.host.wheelplan import WheelPlan
 from envforge.host.wheelremove import remove_distribution
 from envforge.platforms import Os, host_platform
@@ -288,21 +288,21 @@ def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination)
                       RuntimeWarning, stacklevel=2)
     scripts = [destination.write_script(name=name, module=module, attr=attr, section=section)
                for name, module, attr, section in plan.scripts]
-    root, files = str(entry.root), entry.files
     data, done = [], 0
     for member in plan.data:  # in the archive's order, as installer writes them
-        destination.link_members(plan.root, root, files, range(done, member.index),
-                                 plan.unlinked)
+        destination.link_members(plan.root, entry, range(done, member.index), plan.unlinked)
         done = member.index + 1
-        cached = files[member.index]
-        source = f"{root}/{cached.path}"
+        i = member.index
+        source = f"{entry.root}/{entry.paths[i]}"
         if member.scheme == "scripts":  # a #!python shebang names the target
             with open(source, "rb") as real:
                 data.append(destination.write_file(member.scheme, member.inside, real,
-                                                   cached.executable))
+                                                   i in entry.executable))
         else:
-            data.append(destination.link(member.scheme, member.inside, source, cached))
-    destination.link_members(plan.root, root, files, range(done, len(files)), plan.unlinked)
+            data.append(destination.link(member.scheme, member.inside, source,
+                                         (entry.sha256[i], entry.sizes[i],
+                                          i in entry.executable)))
+    destination.link_members(plan.root, entry, range(done, len(entry.paths)), plan.unlinked)
     destination.finish_entry(plan, scripts, data)
 
 
@@ -320,25 +320,28 @@ class _Destination(SchemeDictionaryDestination):
                    is_executable: bool) -> RecordEntry:
         return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
 
-    def link(self, scheme: Scheme, path: str, source: str, member: CachedFile) -> RecordEntry:
-        """Queue a cache entry's member for ``linker``; its RECORD row is the manifest's."""
+    def link(self, scheme: Scheme, path: str, source: str,
+             member: tuple[str, int, bool]) -> RecordEntry:
+        """Queue a cache entry's member (its sha256, size, whether executable) for
+        ``linker``; its RECORD row is the manifest's."""
         assert self.linker is not None
         # Strings, not Paths: pathlib's parsing was a second of ml30's 10,000 files. The
         # entry's member names were made safe (relative, no "..") when it was made.
         target = f"{self.scheme_dict[scheme]}/{path}"
         self._wait_for(target)
-        self._todo.append((source, target, member.executable))
+        sha256, size, executable = member
+        self._todo.append((source, target, executable))
         self.linker.queued.add(target)
-        return RecordEntry(path, Hash("sha256", member.sha256), member.size)
+        return RecordEntry(path, Hash("sha256", sha256), size)
 
-    def link_members(self, scheme: Scheme, root: str, files: Sequence[CachedFile],
-                     indexes: range, skip: frozenset[int]) -> None:
+    def link_members(self, scheme: Scheme, entry: UnpackedWheel, indexes: range,
+                     skip: frozenset[int]) -> None:
         """Queue the entry's members at ``indexes`` (less ``skip``) for ``linker``, each to
         its own path in ``scheme``: ``link`` without a RECORD row (the plan has them)."""
         assert self.linker is not None
-        folder = self.scheme_dict[scheme]
-        todo = [(f"{root}/{f.path}", f"{folder}/{f.path}", f.executable)
-                for i, f in zip(indexes, files[indexes.start:indexes.stop], strict=True)
+        root, folder, executable = str(entry.root), self.scheme_dict[scheme], entry.executable
+        todo = [(f"{root}/{path}", f"{folder}/{path}", i in executable)
+                for i, path in enumerate(entry.paths[indexes.start:indexes.stop], indexes.start)
                 if i not in skip]
         targets = [target for _, target, _ in todo]
         if not self.linker.queued.isdisjoint(targets):
