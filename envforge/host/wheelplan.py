@@ -13,6 +13,7 @@ installer's stable sort by path puts them.
 
 from __future__ import annotations
 
+import configparser
 import csv
 import io
 import os
@@ -120,13 +121,18 @@ def plan_wheel(wheel: str, members: Sequence[tuple[str, str, int]],
         raise ArtifactError(f"{wheel}: not one .dist-info folder ({dist_infos})")
     dist_info = dist_infos[0]
     paths = {path for path, _, _ in members}
-    wheel_meta = parse_metadata_file(read(f"{dist_info}/WHEEL"))
+    if f"{dist_info}/WHEEL" not in paths:
+        raise ArtifactError(f"{wheel}: no WHEEL file in {dist_info}")
+    try:
+        wheel_meta = parse_metadata_file(read(f"{dist_info}/WHEEL"))
+        entry_points = f"{dist_info}/entry_points.txt"
+        scripts = tuple(parse_entrypoints(read(entry_points))) if entry_points in paths else ()
+    except (UnicodeDecodeError, ValueError, configparser.Error) as exc:
+        raise ArtifactError(f"{wheel}: unreadable {dist_info} ({exc})") from None
     if not (wheel_meta["Wheel-Version"] or "").startswith("1."):
         raise ArtifactError(f"{wheel}: Wheel-Version {wheel_meta['Wheel-Version']}, only "
                             "1.x is supported")
     root = Scheme("purelib" if wheel_meta["Root-Is-Purelib"] == "true" else "platlib")
-    entry_points = f"{dist_info}/entry_points.txt"
-    scripts = tuple(parse_entrypoints(read(entry_points))) if entry_points in paths else ()
     parsed = installer_wheel_name(wheel)
     data_dir = f"{parsed.distribution}-{parsed.version}.data/"
     record_path = f"{dist_info}/RECORD"

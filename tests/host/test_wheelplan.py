@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from envforge.errors import ArtifactError
 from envforge.host.archives import sha256_file
 from envforge.host.unpacked import entry_path, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall, install_wheels
@@ -91,3 +93,15 @@ def test_an_entry_made_before_plans_were_kept_is_made_again(
     assert "wheel" in json.loads(manifest.read_text(encoding="utf-8"))
     assert run(tmp_path / "env" / "bin" / "python", "import old_ef; old_ef.main()") == \
         "hi from (3, 7)"
+
+
+def test_a_wheel_without_a_wheel_file_is_refused_and_no_entry_is_made(tmp_path: Path) -> None:
+    built = tmp_path / "bare_ef-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(built, "w") as archive:
+        archive.writestr("bare_ef/__init__.py", "")
+        archive.writestr("bare_ef-1.0.dist-info/METADATA", "Name: bare_ef\nVersion: 1.0\n")
+    cache = tmp_path / "cache"
+
+    with pytest.raises(ArtifactError, match=r"no WHEEL file in bare_ef-1\.0\.dist-info"):
+        unpacked_wheel(cache, built, sha256_file(built))
+    assert not entry_path(cache, sha256_file(built)).exists()
