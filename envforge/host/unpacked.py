@@ -165,7 +165,8 @@ def _checked(entry: Path, *, wheel: bool) -> UnpackedWheel | None:
 
 
 def _unpacked(root: Path, manifest: dict[str, Any], *, wheel: bool) -> UnpackedWheel:
-    """ValueError, KeyError or TypeError where the manifest is not an entry's."""
+    """The entry a manifest describes; ValueError, KeyError or TypeError where it is not an
+    entry's manifest (the check then makes the entry again)."""
     paths, sizes, sha256 = (tuple(manifest[k]) for k in ("paths", "sizes", "sha256"))
     executable = frozenset(manifest["executable"])
     if not len(paths) == len(sizes) == len(sha256):
