@@ -20,13 +20,14 @@ import os
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from installer.records import Hash, RecordEntry
 from installer.utils import SCHEME_NAMES, Scheme, parse_entrypoints, parse_metadata_file
 from installer.utils import parse_wheel_filename as installer_wheel_name
 
 from envforge.errors import ArtifactError
+from envforge.platforms import Os, host_platform
 
 ScriptSection = Literal["console", "gui"]  # installer's, named only when type-checking
 _SECTIONS: dict[str, ScriptSection] = {"console": "console", "gui": "gui"}
@@ -167,9 +168,14 @@ def _prefix(schemes: Mapping[str, str], root: Scheme, scheme: Scheme) -> str | N
     """installer's ``prefix_for_scheme``: how RECORD names a file outside the root scheme."""
     if scheme == root:
         return None
-    if os.name == "nt":
-        return os.path.abspath(schemes[scheme]) + "/"  # noqa: PTH100 (installer's own)
-    return os.path.relpath(schemes[scheme], start=schemes[root]) + "/"
+    host = host_platform().os
+    match host:
+        case Os.WINDOWS:
+            return os.path.abspath(schemes[scheme]) + "/"  # noqa: PTH100 (installer's own)
+        case Os.LINUX:
+            return os.path.relpath(schemes[scheme], start=schemes[root]) + "/"
+        case _:
+            assert_never(host)
 
 
 class _Lines:
