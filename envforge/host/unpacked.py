@@ -41,8 +41,9 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from envforge.errors import ArtifactError
 from envforge.host.archives import (
@@ -52,6 +53,7 @@ from envforge.host.archives import (
     verify_artifact,
 )
 from envforge.host.debunpack import decompress_data_tar
+from envforge.host.wheelplan import WheelPlan, plan_wheel
 from envforge.platforms import Os, host_platform
 
 _VERSION = 1
@@ -68,24 +70,29 @@ _NO_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EACCES, errn
                       errno.EOPNOTSUPP, errno.ENOSYS})
 
 
-@dataclass(frozen=True)
-class CachedFile:
-    """One unpacked member: its archive path, the RECORD-style hash, and the stat it had."""
+class CachedFile(NamedTuple):
+    """One member as it is unpacked: its archive path, the RECORD-style hash, its stat."""
 
     path: str
     size: int
     sha256: str  # urlsafe base64, no padding, as RECORD spells it
     executable: bool
-    mtime_ns: int
     inode: int
 
 
 @dataclass(frozen=True)
 class UnpackedWheel:
-    """An entry checked against its manifest: ``root / path`` holds each member's bytes."""
+    """An entry checked against its manifest: ``root / paths[i]`` holds member i's bytes;
+    a wheel's also says how it installs (``host/wheelplan.py``). Columns, as the manifest
+    keeps them, not an object a member: an entry is read on every use, and ml75's 12,300
+    rows were most of the check's Python (json's lists, their garbage collection)."""
 
     root: Path
-    files: tuple[CachedFile, ...]
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    sha256: tuple[str, ...]  # urlsafe base64, no padding, as RECORD spells it
+    executable: frozenset[int]  # the members' indexes
+    plan: WheelPlan | None = None
 
 
 def entry_path(cache: Path, sha256: str, kind: str = "wheels") -> Path:
@@ -101,68 +108,92 @@ def unpacked_wheel(cache: Path, wheel: Path, sha256: str, *,
     """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
     altered (then the wheel is hashed first, unless ``checked``: the caller's ``obtain``
     hashed it just now; and its member names checked)."""
-    def make(root: Path) -> list[CachedFile]:
+    def make(root: Path) -> tuple[list[CachedFile], WheelPlan]:
         if not checked:
             verify_artifact(wheel, sha256)
-        return _extract(wheel, root)
-    return _entry(entry_path(cache, sha256), make)
+        files = _extract(wheel, root)
+        return files, plan_wheel(wheel.name, [(f.path, f.sha256, f.size) for f in files],
+                                 lambda path: (root / path).read_text(encoding="utf-8"))
+    return _entry(entry_path(cache, sha256), make, wheel=True)
 
 
 def unpacked_deb(cache: Path, deb: Path, sha256: str, *, checked: bool = False) -> Path:
     """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
     as a wheel's entry is."""
-    def make(root: Path) -> list[CachedFile]:
+    def make(root: Path) -> tuple[list[CachedFile], None]:
         if not checked:
             verify_artifact(deb, sha256)
-        return _decompress(deb, root)
-    entry = _entry(entry_path(cache, sha256, "debs"), make)
+        return _decompress(deb, root), None
+    entry = _entry(entry_path(cache, sha256, "debs"), make, wheel=False)
     return entry.root / _DATA_TAR
 
 
-def _entry(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
-    found = _checked(entry)
+_Make = Callable[[Path], tuple[list[CachedFile], WheelPlan | None]]
+
+
+def _entry(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
+    found = _checked(entry, wheel=wheel)
     if found is not None:
         return found
     if entry.exists():
         _discard(entry)
-    return _make(entry, make)
+    return _make(entry, make, wheel=wheel)
 
 
-def _checked(entry: Path) -> UnpackedWheel | None:
-    """The entry if every file stats as its manifest says; None when missing or altered."""
+def _checked(entry: Path, *, wheel: bool) -> UnpackedWheel | None:
+    """The entry if every file stats as its manifest says; None when missing or altered (or
+    its manifest is of an older form: a wheel's without a plan, one a row a member)."""
     try:
-        rows = json.loads((entry / _MANIFEST).read_bytes())["files"]
-        files = tuple(CachedFile(*row) for row in rows)
+        manifest = json.loads((entry / _MANIFEST).read_bytes())
+        found = _unpacked(entry / _FILES, manifest, wheel=wheel)
+        inodes, mtime_ns = manifest["inodes"], manifest["mtime_ns"]
+        if len(inodes) != len(found.paths):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    root = entry / _FILES
-    prefix = f"{root}/"  # a str: pathlib's parsing would cost more than the stat
-    for cached in files:
+    prefix = f"{found.root}/"  # a str: pathlib's parsing would cost more than the stat
+    lstat = os.lstat
+    for path, size, inode in zip(found.paths, found.sizes, inodes, strict=True):
         try:
-            st = os.lstat(prefix + cached.path)
+            st = lstat(prefix + path)
         except OSError:
             return None
-        if st.st_mode | 0o111 != _EXECUTABLE \
-                or st.st_size != cached.size or st.st_mtime_ns != cached.mtime_ns \
-                or st.st_ino != cached.inode:
+        if st.st_mode | 0o111 != _EXECUTABLE or st.st_size != size \
+                or st.st_mtime_ns != mtime_ns or st.st_ino != inode:
             return None
-    return UnpackedWheel(root, files)
+    return found
 
 
-def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWheel:
+def _unpacked(root: Path, manifest: dict[str, Any], *, wheel: bool) -> UnpackedWheel:
+    """The entry a manifest describes; ValueError, KeyError or TypeError where it is not an
+    entry's manifest (the check then makes the entry again)."""
+    paths, sizes, sha256 = (tuple(manifest[k]) for k in ("paths", "sizes", "sha256"))
+    executable = frozenset(manifest["executable"])
+    if not len(paths) == len(sizes) == len(sha256):
+        raise ValueError("columns of different lengths")
+    plan = WheelPlan.from_json(manifest["wheel"], len(paths)) if wheel else None
+    return UnpackedWheel(root, paths, sizes, sha256, executable, plan)
+
+
+def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     entry.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
-        files = make(scratch / _FILES)
-        _set_times(files, scratch / _FILES)
-        (scratch / _MANIFEST).write_text(
-            json.dumps({"files": [list(vars(f).values()) for f in files]}), encoding="utf-8")
+        files, plan = make(scratch / _FILES)
+        manifest: dict[str, Any] = {
+            "paths": [f.path for f in files], "sizes": [f.size for f in files],
+            "sha256": [f.sha256 for f in files],
+            "executable": [i for i, f in enumerate(files) if f.executable],
+            "inodes": [f.inode for f in files], "mtime_ns": _set_times(files, scratch / _FILES)}
+        if plan is not None:
+            manifest["wheel"] = plan.to_json()
+        (scratch / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         try:
             scratch.rename(entry)
         except OSError as exc:  # another apply made it first: keep theirs if it is whole
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
-            theirs = _checked(entry)
+            theirs = _checked(entry, wheel=wheel)
             if theirs is None:
                 raise ArtifactError(f"{entry}: a cache entry appeared mid-way and does not "
                                     "match its manifest; remove it and apply again") from None
@@ -170,7 +201,7 @@ def _make(entry: Path, make: Callable[[Path], list[CachedFile]]) -> UnpackedWhee
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
-    return UnpackedWheel(entry / _FILES, tuple(files))
+    return _unpacked(entry / _FILES, manifest, wheel=wheel)
 
 
 def _extract(wheel: Path, root: Path) -> list[CachedFile]:
@@ -214,18 +245,18 @@ def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> Ca
     target.chmod(stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY))
     st = os.lstat(target)
     digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
-    return CachedFile(name, st.st_size, digest, executable, 0, st.st_ino)
+    return CachedFile(name, st.st_size, digest, executable, st.st_ino)
 
 
-def _set_times(files: list[CachedFile], root: Path) -> None:
+def _set_times(files: list[CachedFile], root: Path) -> int:
     """Give every file one mtime, a whole second before now: a later write sets the clock's
     time, so it is seen even within the clock tick the entry was made in; an entry's own
     time (not a fixed one) keeps Python's (mtime, size) check of a ``.pyc`` apart across
-    versions of a module."""
+    versions of a module. Returns it: the manifest keeps it once."""
     mtime_ns = (time.time_ns() // 10**9 - 1) * 10**9
-    for i, cached in enumerate(files):
+    for cached in files:
         os.utime(f"{root}/{cached.path}", ns=(mtime_ns, mtime_ns))
-        files[i] = replace(cached, mtime_ns=mtime_ns)
+    return mtime_ns
 
 
 def _discard(entry: Path) -> None:

@@ -9,20 +9,23 @@ No bytecode is compiled: this interpreter's would not fit the target's.
 
 Given envforge's cache, each wheel is unzipped once into it (``host/unpacked.py``) and
 installed by hard-linking its files from there on a few threads; only what depends on the target
-is written by ``installer`` (RECORD, INSTALLER, entry-point scripts, ``#!python`` shebangs).
+is written: entry-point scripts and ``#!python`` shebangs by ``installer``, INSTALLER and
+RECORD from the entry's plan (``host/wheelplan.py``: its rows, sorted and spelled once).
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
 import json
 import os
 import warnings
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from io import BytesIO
 from itertools import chain
 from pathlib import Path
 from typing import BinaryIO, Literal, assert_never
@@ -31,7 +34,7 @@ from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.records import Hash, RecordEntry
 from installer.sources import WheelFile
-from installer.utils import SCHEME_NAMES, Scheme, parse_entrypoints, parse_metadata_file
+from installer.utils import Scheme
 from installer.utils import parse_wheel_filename as installer_wheel_name
 from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -39,11 +42,14 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import CachedFile, UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.wheelplan import WheelPlan
 from envforge.host.wheelremove import remove_distribution
 from envforge.platforms import Os, host_platform
 
 INSTALLER_NAME = b"envforge"
+_INSTALLER_SHA256 = base64.urlsafe_b64encode(hashlib.sha256(INSTALLER_NAME).digest()) \
+    .decode("ascii").rstrip("=")  # RECORD's spelling, as installer's write_to_fs hashes
 _THREADS = 8  # links and copies wait on the kernel, not the GIL
 
 # Runs in the target: stdlib only, Python 3.6+ syntax.
@@ -103,13 +109,14 @@ def target_scheme(python: Path) -> TargetScheme:
                         f"{done.stdout.strip()[:500]}") from None
 
 
-def accepted_tags(version: tuple[int, int]) -> set[tuple[str, str]]:
+@functools.cache  # asked once a wheel
+def accepted_tags(version: tuple[int, int]) -> frozenset[tuple[str, str]]:
     """(interpreter, abi) pairs a CPython of ``version`` installs; platforms are the lock's job."""
     major, minor = version
     abi = f"cp{major}{minor}{'m' if version < (3, 8) else ''}"
     tags = chain(cpython_tags(version, abis=[abi, "abi3", "none"], platforms=["any"]),
                  compatible_tags(version, f"cp{major}{minor}", platforms=["any"]))
-    return {(t.interpreter, t.abi) for t in tags}
+    return frozenset((t.interpreter, t.abi) for t in tags)
 
 
 def check_fits(wheel: Path, version: tuple[int, int]) -> tuple[str, str]:
@@ -266,74 +273,45 @@ def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
 
 def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination) -> None:
     """installer's ``install()`` for an unpacked cache entry, without its per-file machinery:
-    the entry's manifest already holds each member's RECORD hash and size (taken when the
-    entry was made from the hash-checked archive), so members are queued for linking by
-    path and only what depends on the target is written (entry-point and ``.data/scripts``
-    scripts, whose shebang names the interpreter; INSTALLER; RECORD once the links land).
-    Where each member goes, what RECORD holds and in what order are installer's own."""
-    parsed = installer_wheel_name(wheel.name)
-    dist_info = _dist_info_dir(entry, wheel)
-    root = str(entry.root)
-    wheel_meta = parse_metadata_file(_read(root, f"{dist_info}/WHEEL"))
-    if not (wheel_meta["Wheel-Version"] or "").startswith("1."):
-        raise ArtifactError(f"{wheel}: Wheel-Version {wheel_meta['Wheel-Version']}, only "
-                            "1.x is supported")
-    root_scheme = Scheme("purelib" if wheel_meta["Root-Is-Purelib"] == "true" else "platlib")
-    records: list[tuple[Scheme, RecordEntry]] = []
-    entry_points = f"{dist_info}/entry_points.txt"
-    if any(f.path == entry_points for f in entry.files):
-        for name, module, attr, section in parse_entrypoints(_read(root, entry_points)):
-            records.append((Scheme("scripts"), destination.write_script(
-                name=name, module=module, attr=attr, section=section)))
-    record_path = f"{dist_info}/RECORD"
-    data_dir = f"{parsed.distribution}-{parsed.version}.data/"
-    for f in entry.files:
-        path = f.path
-        if path == record_path:
-            continue
-        if "__pycache__" in path.split("/")[:-1]:
-            warnings.warn(f"Skip installing {path} from {parsed.distribution}: files in a "
-                          "__pycache__ directory should not be in a wheel", RuntimeWarning,
-                          stacklevel=2)
-            continue
-        scheme, inside = root_scheme, path
-        if path.startswith(data_dir):
-            name, _, inside = path[len(data_dir):].partition("/")
-            if name not in SCHEME_NAMES or not inside:
-                raise ArtifactError(f"{wheel}: {path} is not in a valid .data subfolder")
-            scheme = Scheme(name)
-        source = f"{root}/{path}"
-        if scheme == "scripts":  # a #!python shebang names the target
+    the entry's plan (``host/wheelplan.py``, made with the entry from the hash-checked
+    archive) holds what WHEEL and entry_points.txt say and every member's RECORD row, so
+    members are queued for linking by path and only what depends on the target is written
+    (entry-point and ``.data/scripts`` scripts, whose shebang names the interpreter;
+    INSTALLER and RECORD once the links land). Where each member goes, what RECORD holds
+    and in what order are installer's own."""
+    plan = entry.plan
+    if plan is None:
+        raise ArtifactError(f"{wheel}: its cache entry has no install plan")
+    for path in plan.pycache:
+        warnings.warn(f"Skip installing {path} from {installer_wheel_name(wheel.name)[0]}: "
+                      "files in a __pycache__ directory should not be in a wheel",
+                      RuntimeWarning, stacklevel=2)
+    scripts = [destination.write_script(name=name, module=module, attr=attr, section=section)
+               for name, module, attr, section in plan.scripts]
+    data, done = [], 0
+    for member in plan.data:  # in the archive's order, as installer writes them
+        destination.link_members(plan.root, entry, range(done, member.index), plan.unlinked)
+        done = member.index + 1
+        i = member.index
+        source = f"{entry.root}/{entry.paths[i]}"
+        if member.scheme == "scripts":  # a #!python shebang names the target
             with open(source, "rb") as real:
-                records.append((scheme, destination.write_file(scheme, inside, real,
-                                                               f.executable)))
+                data.append(destination.write_file(member.scheme, member.inside, real,
+                                                   i in entry.executable))
         else:
-            records.append((scheme, destination.link(scheme, inside, source, f)))
-    with BytesIO(INSTALLER_NAME) as installer_file:
-        records.append((root_scheme, destination.write_file(
-            root_scheme, f"{dist_info}/INSTALLER", installer_file, is_executable=False)))
-    records.append((root_scheme, RecordEntry(record_path, None, None)))
-    destination.finalize_installation(root_scheme, record_path, records)
-
-
-def _dist_info_dir(entry: UnpackedWheel, wheel: Path) -> str:
-    tops = {f.path.partition("/")[0] for f in entry.files}
-    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
-    if len(dist_infos) != 1:
-        raise ArtifactError(f"{wheel}: not one .dist-info folder ({dist_infos})")
-    return dist_infos[0]
-
-
-def _read(root: str, path: str) -> str:
-    with open(f"{root}/{path}", encoding="utf-8") as file:
-        return file.read()
+            data.append(destination.link(member.scheme, member.inside, source,
+                                         (entry.sha256[i], entry.sizes[i],
+                                          i in entry.executable)))
+    destination.link_members(plan.root, entry, range(done, len(entry.paths)), plan.unlinked)
+    destination.finish_entry(plan, scripts, data)
 
 
 @dataclass
 class _Destination(SchemeDictionaryDestination):
     """Scripts are made executable whatever mode the archive stored, as pip does; a file
     already there is unlinked, never written through (it may be a link); members of a cache
-    entry are linked by ``linker`` (``link``), which writes RECORD once they are."""
+    entry are linked by ``linker`` (``link``, ``link_members``), which writes INSTALLER and
+    RECORD once they are (``finish_entry``)."""
 
     linker: _Linker | None = None
     _todo: list[tuple[str, str, bool]] = field(default_factory=list)  # source, target, +x
@@ -342,23 +320,45 @@ class _Destination(SchemeDictionaryDestination):
                    is_executable: bool) -> RecordEntry:
         return super().write_file(scheme, path, stream, is_executable or scheme == "scripts")
 
-    def link(self, scheme: Scheme, path: str, source: str, member: CachedFile) -> RecordEntry:
-        """Queue a cache entry's member for ``linker``; its RECORD row is the manifest's."""
+    def link(self, scheme: Scheme, path: str, source: str,
+             member: tuple[str, int, bool]) -> RecordEntry:
+        """Queue a cache entry's member (its sha256, size, whether executable) for
+        ``linker``; its RECORD row is the manifest's."""
         assert self.linker is not None
         # Strings, not Paths: pathlib's parsing was a second of ml30's 10,000 files. The
         # entry's member names were made safe (relative, no "..") when it was made.
         target = f"{self.scheme_dict[scheme]}/{path}"
         self._wait_for(target)
-        self._todo.append((source, target, member.executable))
+        sha256, size, executable = member
+        self._todo.append((source, target, executable))
         self.linker.queued.add(target)
-        return RecordEntry(path, Hash("sha256", member.sha256), member.size)
+        return RecordEntry(path, Hash("sha256", sha256), size)
+
+    def link_members(self, scheme: Scheme, entry: UnpackedWheel, indexes: range,
+                     skip: frozenset[int]) -> None:
+        """Queue the entry's members at ``indexes`` (less ``skip``) for ``linker``, each to
+        its own path in ``scheme``: ``link`` without a RECORD row (the plan has them)."""
+        assert self.linker is not None
+        root, folder, executable = str(entry.root), self.scheme_dict[scheme], entry.executable
+        todo = [(f"{root}/{path}", f"{folder}/{path}", i in executable)
+                for i, path in enumerate(entry.paths[indexes.start:indexes.stop], indexes.start)
+                if i not in skip]
+        targets = [target for _, target, _ in todo]
+        if not self.linker.queued.isdisjoint(targets):
+            self._land_queued()
+        self.linker.queued.update(targets)
+        self._todo += todo
 
     def _wait_for(self, target: str) -> None:
         """A target an earlier link is queued for: let every queued link land first."""
         if self.linker is not None and target in self.linker.queued:
-            todo, self._todo = self._todo, []
-            self.linker.submit(todo)
-            self.linker.drain()
+            self._land_queued()
+
+    def _land_queued(self) -> None:
+        assert self.linker is not None
+        todo, self._todo = self._todo, []
+        self.linker.submit(todo)
+        self.linker.drain()
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO,
                     is_executable: bool) -> RecordEntry:
@@ -368,12 +368,34 @@ class _Destination(SchemeDictionaryDestination):
             target.unlink()
         return super().write_to_fs(scheme, path, stream, is_executable)
 
-    def finalize_installation(self, scheme: Scheme, record_file_path: str,
-                              records: Iterable[tuple[Scheme, RecordEntry]]) -> None:
-        if self.linker is None:
-            super().finalize_installation(scheme, record_file_path, records)
-            return
+    def finish_entry(self, plan: WheelPlan, scripts: Sequence[RecordEntry],
+                     data: Sequence[RecordEntry]) -> None:
+        """Submit the entry's queued links; INSTALLER and RECORD are written once every
+        link has landed (``_Linker.finish``)."""
+        assert self.linker is not None
         todo, self._todo = self._todo, []
         self.linker.submit(todo)
-        self.linker.record_later(partial(SchemeDictionaryDestination.finalize_installation,
-                                         self, scheme, record_file_path, list(records)))
+        info = f"{self.scheme_dict[plan.root]}/{plan.dist_info}"
+        installer = RecordEntry(f"{plan.dist_info}/INSTALLER",
+                                Hash("sha256", _INSTALLER_SHA256), len(INSTALLER_NAME))
+        record = plan.record(self.scheme_dict, scripts, data, installer)
+        self.linker.record_later(partial(_write_new, f"{info}/INSTALLER", INSTALLER_NAME))
+        self.linker.record_later(partial(_write_new, f"{info}/RECORD", record))
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Write ``data`` into a new file at ``path`` as installer's ``write_to_fs`` does (mode
+    0666 less the umask); a file there is unlinked, never written through (it may be a
+    link). A system call a step: these are two files a wheel."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        os.unlink(path)  # noqa: PTH108 (a str, as the links' are)
+        fd = os.open(path, flags, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

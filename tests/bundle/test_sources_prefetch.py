@@ -27,6 +27,7 @@ def _wheel(folder: Path, name: str) -> Path:
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(f"{name}/__init__.py", "VALUE = 1\n")
         zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Name: {name}\nVersion: 1.0\n")
+        zf.writestr(f"{name}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n")
         zf.writestr(f"{name}-1.0.dist-info/RECORD", "")
     return path
 

@@ -80,8 +80,17 @@ else:  # the k-th file installer writes whose path holds FAULT_WHERE ("/" is any
                 milestone()
             return written
         return write
+    def counted_members(original):  # a cache entry's members, queued a run at a time
+        def link_members(self, scheme, entry, indexes, skip):
+            original(self, scheme, entry, indexes, skip)
+            for i in indexes:
+                if i not in skip and where in "/" + entry.paths[i]:
+                    milestone()
+        return link_members
     wheelinstall._Destination.write_file = counted(wheelinstall._Destination.write_file)
     wheelinstall._Destination.link = counted(wheelinstall._Destination.link)  # cache entries
+    wheelinstall._Destination.link_members = counted_members(
+        wheelinstall._Destination.link_members)
 from envforge.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -8,7 +8,9 @@ two versions or a foreign tag need no index. The six wheel is the real one from 
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
 import os
 import subprocess
 import zipfile
@@ -48,12 +50,13 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], *,
         members[f"{info}/entry_points.txt"] = entry_points
     for script, text in (scripts or {}).items():
         members[f"{dist}.data/scripts/{script}"] = text
-    record = []
+    record = io.StringIO(newline="")
+    writer = csv.writer(record, lineterminator="\n")  # a name with a comma is quoted
     for member, text in members.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{member},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{info}/RECORD,,")
-    members[f"{info}/RECORD"] = "\n".join(record) + "\n"
+        writer.writerow([member, f"sha256={digest.decode()}", len(text.encode())])
+    writer.writerow([f"{info}/RECORD", "", ""])
+    members[f"{info}/RECORD"] = record.getvalue()
     path = folder / f"{dist}-{tag}.whl"
     with zipfile.ZipFile(path, "w") as archive:
         for member, text in members.items():
