@@ -10,10 +10,20 @@ cannot hang a lock. Proxies (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles
 (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) come from the environment, read as requests
 reads them. Imported only where a request is made: requests
 costs 0.1 s of start-up that a no-op apply does not pay.
+
+The first session also gives this process's own DNS lookups the quick retry uv gets
+(``host/dnsretry.py``): glibc waits 5 s for a lost reply, and on this machine's network one
+warm lock in two waited 5 s for the Debian archive's address (0.7 s -> 5.4 s). glibc reads
+``RES_OPTIONS`` from the C environment when a thread first resolves, so it is set there with
+``os.putenv`` before any session exists (every lookup here goes through a session), and not in
+``os.environ``, from which the commands envforge runs for the user (``envforge run``) take
+their variables.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping
 
 import requests
@@ -22,6 +32,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from envforge import __version__
+from envforge.host.dnsretry import host_retry_options
 
 RETRIES = 3
 BACKOFF = 0.5  # seconds; urllib3 sleeps BACKOFF * 2 ** (n - 1) before the n-th retry, n > 1
@@ -60,9 +71,24 @@ def retry_rule() -> Retry:
                   respect_retry_after_header=True)
 
 
+_RESOLVER = threading.Lock()
+_resolver_set = False
+
+
+def _quick_dns_retry() -> None:
+    """RES_OPTIONS for this process's resolver, once, before its first lookup."""
+    global _resolver_set
+    with _RESOLVER:
+        if not _resolver_set:
+            for name, value in host_retry_options(os.environ).items():
+                os.putenv(name, value)
+            _resolver_set = True
+
+
 def session() -> requests.Session:
     """A new session with the retry rule, the default timeout and envforge's user agent.
     Not shared between threads (requests does not promise that a session is thread-safe)."""
+    _quick_dns_retry()
     http = requests.Session()
     adapter = _Adapter(max_retries=retry_rule())
     http.mount("https://", adapter)

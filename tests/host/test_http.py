@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -236,3 +238,33 @@ def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_r
     with http.session() as client:
         assert client.get(f"{url}/x").content == BODY
 
+
+
+RESOLVER_PROBE = """
+import os, subprocess, sys
+from envforge.host.http import session
+session()
+child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('RES_OPTIONS'))"],
+                       capture_output=True, text=True, check=True)
+print(os.environ.get("RES_OPTIONS"), child.stdout.strip(), sep="|")
+"""
+
+
+@pytest.mark.posix_only("glibc's resolver reads RES_OPTIONS; Windows has none")
+def test_the_first_session_gives_this_process_the_quick_dns_retry_and_leaves_os_environ(
+        ) -> None:
+    """Set in the C environment (what glibc, and a child spawned with no env of its own, read),
+    not in os.environ, from which `envforge run` builds the user's command's variables."""
+    from envforge.host.dnsretry import QUICK_RETRY, RESOLV_CONF, retry_options
+
+    conf = RESOLV_CONF.read_text(encoding="utf-8") if RESOLV_CONF.is_file() else None
+    if not retry_options({}, conf):
+        pytest.skip("this host's resolv.conf sets its own timeout or attempts")
+    env = {k: v for k, v in os.environ.items() if k != "RES_OPTIONS"}
+    done = subprocess.run([sys.executable, "-c", RESOLVER_PROBE], env=env, capture_output=True,
+                          text=True, check=True, timeout=60)
+    assert done.stdout.strip() == f"None|{QUICK_RETRY}"
+    kept = subprocess.run([sys.executable, "-c", RESOLVER_PROBE],
+                          env={**env, "RES_OPTIONS": ""}, capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert kept.stdout.strip() == "|"  # the user's own choice, even empty, stays
