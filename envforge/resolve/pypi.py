@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -152,7 +153,10 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             for name in (*BUILD_BACKENDS, *exact_names(reqs)):
                 args += ["--exclude-newer-package", f"{name}=false"]
         cache = envforge_dirs().cache
-        kept = sdistmeta.known(cache, index, python) if not links and not extra_indexes else {}
+        # kept per Python minor: only where the builder is known to be of the target's
+        keeping = interpreter is not None and not links and not extra_indexes
+        kept = sdistmeta.known(cache, index, python) if keeping else {}
+        started = time.time()
         done, pylock = _compile(args, out, seed, kept)
         if pylock is not None and sdistmeta.stale(pylock, kept):  # the index's file changed
             kept = {}
@@ -164,8 +168,9 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                                          python=python, index=index, as_of=as_of,
                                          uv_output=done.stderr)
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
-        if not links and not extra_indexes:
-            sdistmeta.keep_built(pylock, uv_cache or cache / "uv", cache, index, python, kept)
+        if keeping:
+            sdistmeta.keep_built(pylock, uv_cache or cache / "uv", cache, index, python, kept,
+                                 since=started)
     return pick_files(pylock, platform=platform, python=python, find_links=links,
                       git_file=archive_git_dependency, controls=controls)
 

@@ -27,6 +27,9 @@ from envforge.host.atomicfile import write_atomic
 from envforge.spec import PYPI_SIMPLE
 
 UV_BUCKET = "sdists-v11"  # uv's cache folder for sdists (its version, not envforge's)
+# A file's mtime may lag time.time() by the kernel's coarse clock; where it lags more (a file
+# system of 1 s or 2 s steps) nothing is kept, and uv builds as it did before.
+_CLOCK_SLACK_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,12 @@ def stale(pylock: Mapping[str, Any], supplied: Mapping[str, BuiltMetadata]) -> b
 
 
 def keep_built(pylock: Mapping[str, Any], uv_cache: Path, cache: Path, index: str,
-               python: str, supplied: Mapping[str, BuiltMetadata]) -> None:
+               python: str, supplied: Mapping[str, BuiltMetadata], *, since: float) -> None:
     """Take, into envforge's store, the metadata uv built for the result's sdists this run
-    (those it was not given): read from uv's cache folder for the version, where every
-    revision there must agree, else the version is left to uv."""
+    (those it was not given; ``since``: the run's start, as ``time.time()``): read from the
+    revisions of uv's cache folder for the version written since then, which must agree
+    (an older revision may be another Python's build: its extras come in another order),
+    else the version is left to uv."""
     folder = store_folder(cache, index)
     if folder is None:
         return
@@ -123,7 +128,7 @@ def keep_built(pylock: Mapping[str, Any], uv_cache: Path, cache: Path, index: st
         sha = (package.get("sdist") or {}).get("hashes", {}).get("sha256")
         if not sha or _key(name, version) in supplied:
             continue
-        built = _read_uv_built(uv_cache / UV_BUCKET / "pypi" / name / version)
+        built = _read_uv_built(uv_cache / UV_BUCKET / "pypi" / name / version, since)
         if built is None or canonicalize_name(built[0]) != name or built[1] != version:
             continue
         write_atomic(folder / name / version / f"py{_minor(python)}.json", json.dumps({
@@ -132,12 +137,15 @@ def keep_built(pylock: Mapping[str, Any], uv_cache: Path, cache: Path, index: st
             sort_keys=True).encode("utf-8"))
 
 
-def _read_uv_built(folder: Path) -> tuple[str, str, list[str], str | None, list[str]] | None:
+def _read_uv_built(folder: Path, since: float,
+                   ) -> tuple[str, str, list[str], str | None, list[str]] | None:
     """uv's metadata for one version (``ResolutionMetadata``, a MessagePack array: name,
     version, requires_dist, requires_python, provides_extras, dynamic), the same in every
-    revision folder; None where there is none, one does not read, or they differ."""
+    revision folder written since ``since``; None where there is none, one does not read,
+    or they differ."""
     try:
-        revisions = [decode_msgpack(p.read_bytes()) for p in folder.glob("*/metadata.msgpack")]
+        revisions = [decode_msgpack(p.read_bytes()) for p in folder.glob("*/metadata.msgpack")
+                     if p.stat().st_mtime >= since - _CLOCK_SLACK_S]
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not revisions or any(r != revisions[0] for r in revisions):

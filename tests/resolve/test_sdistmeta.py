@@ -5,10 +5,14 @@ run), and the store's rules on what it keeps and trusts."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from envforge.errors import StepError
+from envforge.host.interpreters import find_interpreter
 from envforge.resolve import sdistmeta
 from envforge.resolve.pypi import resolve_pypi
 from envforge.resolve.sdistmeta import decode_msgpack
@@ -27,9 +31,16 @@ def _revisions(cache: Path) -> int:
     return len(list(folder.glob("*/metadata.msgpack")))
 
 
-def _resolve() -> dict[str, str]:
+def _python37() -> str:
+    try:
+        return str(find_interpreter("3.7").executable)
+    except StepError:
+        pytest.skip("no Python 3.7 here: the metadata is kept only as built by the target's")
+
+
+def _resolve(interpreter: str | None) -> dict[str, str]:
     files = resolve_pypi(["Theano-PyMC==1.0.5"], platform="linux-64", python="3.7.16",
-                         index=PYPI_SIMPLE)
+                         index=PYPI_SIMPLE, interpreter=interpreter)
     return {f.name: f.sha256 for f in files}
 
 
@@ -38,26 +49,29 @@ def test_a_built_sdist_is_kept_and_uv_is_not_made_to_build_it_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
     cache = tmp_path / "home" / "cache"
-    first = _resolve()
+    python37 = _python37()
+    assert _resolve(None)["theano-pymc"] == THEANO_SDIST_SHA  # built by whichever uv found:
+    assert not (cache / "sdist-metadata").exists()  # not kept as Python 3.7's
+    first = _resolve(python37)
     assert first["theano-pymc"] == THEANO_SDIST_SHA and {"numpy", "scipy", "six"} <= set(first)
     built = _revisions(cache)
     assert built >= 1
     kept = sdistmeta.known(cache, PYPI_SIMPLE, "3.7.16")["theano-pymc==1.0.5"]
     assert kept.sha256 == THEANO_SDIST_SHA and "six>=1.9.0" in kept.requires_dist
     assert sdistmeta.known(cache, PYPI_SIMPLE, "3.8.10") == {}  # another Python's build
-    assert _resolve() == first
+    assert _resolve(python37) == first
     assert _revisions(cache) == built  # uv took the kept metadata: no download, no build
 
     entry = next((cache / "sdist-metadata").rglob("py3.7.json"))
     data = json.loads(entry.read_text(encoding="utf-8"))
     entry.write_text(json.dumps({**data, "sha256": "0" * 64}), encoding="utf-8")
-    assert _resolve() == first  # kept for another file: resolved again without it
+    assert _resolve(python37) == first  # kept for another file: resolved again without it
     assert _revisions(cache) == built + 1
     assert json.loads(entry.read_text(encoding="utf-8"))["sha256"] == THEANO_SDIST_SHA
 
     entry.write_text("{not json", encoding="utf-8")
     assert sdistmeta.known(cache, PYPI_SIMPLE, "3.7.16") == {}
-    assert _resolve() == first
+    assert _resolve(python37) == first
     assert _revisions(cache) == built + 2
 
 
@@ -89,14 +103,22 @@ PYLOCK = {"packages": [{"name": "pkg", "version": "1.0",
                         "sdist": {"url": "u", "hashes": {"sha256": "c" * 64}}}]}
 
 
-def test_only_metadata_every_revision_agrees_on_is_kept(tmp_path: Path) -> None:
+def test_only_metadata_this_runs_revisions_agree_on_is_kept(tmp_path: Path) -> None:
     store = tmp_path / "envforge-cache"
     other = UV_METADATA.replace(b">=3.6", b">=3.7")
     sdistmeta.keep_built(PYLOCK, _uv_cache_with(tmp_path / "a", UV_METADATA, other),
-                         store, PYPI_SIMPLE, "3.7.16", {})
+                         store, PYPI_SIMPLE, "3.7.16", {}, since=0.0)
     assert sdistmeta.known(store, PYPI_SIMPLE, "3.7.16") == {}
+    # an older revision (another Python's build, say) is not this run's: left out
+    uv_cache = _uv_cache_with(tmp_path / "c", other, UV_METADATA)
+    old = next(uv_cache.rglob("rev0/metadata.msgpack"))
+    os.utime(old, (old.stat().st_atime - 3600, old.stat().st_mtime - 3600))
+    sdistmeta.keep_built(PYLOCK, uv_cache, store, PYPI_SIMPLE, "3.7.16", {},
+                         since=time.time() - 60)
+    assert sdistmeta.known(store, PYPI_SIMPLE, "3.7.16")["pkg==1.0"].requires_python == ">=3.6"
+    (store / "sdist-metadata").rename(tmp_path / "kept-from-c")
     sdistmeta.keep_built(PYLOCK, _uv_cache_with(tmp_path / "b", UV_METADATA, UV_METADATA),
-                         store, PYPI_SIMPLE, "3.7.16", {})
+                         store, PYPI_SIMPLE, "3.7.16", {}, since=0.0)
     kept = sdistmeta.known(store, PYPI_SIMPLE, "3.7.16")["pkg==1.0"]
     assert kept.requires_dist == ("numpy>=1.9.1", "pytest ; extra == 'test'")
     assert (kept.requires_python, kept.provides_extras, kept.sha256) == (
@@ -108,7 +130,7 @@ def test_only_metadata_every_revision_agrees_on_is_kept(tmp_path: Path) -> None:
 def test_another_index_is_not_kept(tmp_path: Path) -> None:
     store = tmp_path / "envforge-cache"
     sdistmeta.keep_built(PYLOCK, _uv_cache_with(tmp_path, UV_METADATA), store,
-                         "https://mirror.example/simple", "3.7.16", {})
+                         "https://mirror.example/simple", "3.7.16", {}, since=0.0)
     assert not (store / "sdist-metadata").exists()
     assert sdistmeta.known(store, "https://mirror.example/simple", "3.7.16") == {}
 
