@@ -13,7 +13,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
+from envforge.host.atomicfile import write_atomic
 from envforge.platforms import Os, host_platform
 
 if TYPE_CHECKING:
@@ -146,13 +147,9 @@ class _CheckedRecord:
         return text == self._line(seen)
 
     def keep(self, seen: tuple[int, ...]) -> None:
-        """Written atomically; one that cannot be written costs the next apply a hash."""
-        scratch = self._file.with_name(f"{self._file.name}.{time.time_ns()}.tmp")
-        try:
-            scratch.write_text(self._line(seen), encoding="ascii")
-            scratch.replace(self._file)
-        except OSError:
-            scratch.unlink(missing_ok=True)
+        """Written whole; one that cannot be written costs the next apply a hash."""
+        with suppress(OSError):
+            write_atomic(self._file, self._line(seen).encode("ascii"))
 
     def _line(self, seen: tuple[int, ...]) -> str:
         return f"{self.sha256} {' '.join(map(str, seen))}\n"

@@ -15,25 +15,27 @@ and version; another index's folder is a digest of its URL.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from pydantic import ValidationError
 
 from envforge.host.atomicfile import write_atomic
+from envforge.model import Frozen
 from envforge.spec import PYPI_SIMPLE
 
-UV_BUCKET = "sdists-v11"  # uv's cache folder for sdists (its version, not envforge's)
+# uv's cache folder for sdists (its CacheBucket::SourceDistributions), PyPI's part named
+# "pypi": as uv 0.13.9 writes it here (tests/resolve/test_sdistmeta.py runs the real uv on
+# it); a uv that moves it leaves this store empty, and uv builds as before
+UV_BUCKET = "sdists-v11"
 # A file's mtime may lag time.time() by the kernel's coarse clock; where it lags more (a file
 # system of 1 s or 2 s steps) nothing is kept, and uv builds as it did before.
 _CLOCK_SLACK_S = 0.1
 
 
-@dataclass(frozen=True)
-class BuiltMetadata:
+class BuiltMetadata(Frozen):
     """What uv built from one sdist: the core metadata its resolver reads."""
 
     name: str
@@ -70,15 +72,8 @@ def known(cache: Path, index: str, python: str) -> dict[str, BuiltMetadata]:
     found: dict[str, BuiltMetadata] = {}
     for path in folder.glob(f"*/*/py{_minor(python)}.json"):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            meta = BuiltMetadata(
-                name=str(data["name"]), version=str(data["version"]),
-                sha256=str(data["sha256"]),
-                requires_dist=tuple(str(r) for r in data["requires_dist"]),
-                requires_python=None if data["requires_python"] is None
-                else str(data["requires_python"]),
-                provides_extras=tuple(str(e) for e in data["provides_extras"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            meta = BuiltMetadata.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError):
             continue
         found[_key(meta.name, meta.version)] = meta
     return found
@@ -131,10 +126,10 @@ def keep_built(pylock: Mapping[str, Any], uv_cache: Path, cache: Path, index: st
         built = _read_uv_built(uv_cache / UV_BUCKET / "pypi" / name / version, since)
         if built is None or canonicalize_name(built[0]) != name or built[1] != version:
             continue
-        write_atomic(folder / name / version / f"py{_minor(python)}.json", json.dumps({
-            "name": name, "version": version, "sha256": sha, "requires_dist": built[2],
-            "requires_python": built[3], "provides_extras": built[4]},
-            sort_keys=True).encode("utf-8"))
+        meta = BuiltMetadata(name=name, version=version, sha256=sha, requires_dist=built[2],
+                             requires_python=built[3], provides_extras=built[4])
+        write_atomic(folder / name / version / f"py{_minor(python)}.json",
+                     meta.model_dump_json().encode("utf-8"))
 
 
 def _read_uv_built(folder: Path, since: float,
