@@ -19,6 +19,7 @@ from envforge import __version__
 from envforge.cli import main
 from envforge.host import noopcheck, noopstamp
 from tests.testing.homes import home_sharing
+from tests.testing.imports import imported_after
 
 REPO = Path(__file__).resolve().parents[2]
 Undo = Callable[[], object]
@@ -43,14 +44,11 @@ def test_parse_leaves_anything_else_to_the_real_path(words: list[str]) -> None:
 
 
 def test_the_check_imports_nothing_heavy() -> None:
-    code = ("import os, sys\nfrom envforge.host.noopcheck import try_check\n"
+    code = ("import os\nfrom envforge.host.noopcheck import try_check\n"
             "try_check(['apply', 'nothing.toml', '-y'], cwd=os.getcwd(), environ=os.environ,"
-            " version='0')\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'rich', "
-            "'envforge.spec', 'envforge.commands', 'argparse', 'hashlib', 'subprocess'))))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=60)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+            " version='0')")
+    assert imported_after(code, ["pydantic", "rich", "envforge.spec", "envforge.commands",
+                                 "argparse", "hashlib", "subprocess"]) == []
 
 
 @pytest.fixture(scope="module")
