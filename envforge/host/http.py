@@ -13,11 +13,11 @@ costs 0.1 s of start-up that a no-op apply does not pay.
 
 The first session also gives this process's own DNS lookups the quick retry uv gets
 (``host/dnsretry.py``): glibc waits 5 s for a lost reply, and on this machine's network one
-warm lock in two waited 5 s for the Debian archive's address (0.7 s -> 5.4 s). glibc reads
-``RES_OPTIONS`` from the C environment when a thread first resolves, so it is set there with
-``os.putenv`` before any session exists (every lookup here goes through a session), and not in
-``os.environ``, from which the commands envforge runs for the user (``envforge run``) take
-their variables.
+warm lock in two waited 5 s for the Debian archive's address (0.7 s -> 5.4 s:
+bench/results/lock-dns-stall.md). glibc reads ``RES_OPTIONS`` from the C environment when a
+thread first resolves, so it is set there with ``os.putenv`` before any session exists (every
+lookup here goes through a session), and not in ``os.environ``, from which the commands
+envforge runs for the user (``envforge run``) take their variables.
 """
 
 from __future__ import annotations
