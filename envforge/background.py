@@ -20,7 +20,8 @@ from envforge.platforms import threads_have_own_priority
 P = ParamSpec("P")
 T = TypeVar("T")
 
-YIELDING_NICE = 10  # the nice value of work that must not take the CPU from the critical path
+YIELDING_NICE = 10  # added to the nice value of work that must not take the CPU from the
+# critical path, as ``nice -n 10`` adds it: relative, so work already niced is never raised
 
 
 def in_background(name: str, fn: Callable[P, T], /, *args: P.args,
@@ -36,15 +37,18 @@ def in_background(name: str, fn: Callable[P, T], /, *args: P.args,
 
 def yielding(fn: Callable[P, T]) -> Callable[P, T]:
     """``fn`` run at a lower CPU priority, for ``in_background`` work beside the critical
-    path (lock's Debian index and kernel references beside uv's runs): on a loaded machine
-    uv's builds get the CPU first, and this work takes what they leave. On Linux a thread
-    has a nice value of its own (and ``in_background``'s worker ends with its one task);
-    elsewhere a priority is the whole process's, and ``fn`` runs as it is."""
+    path (lock's Debian index, the kernels' references and the suite's runner beside uv's
+    runs): on a loaded machine uv's builds get the CPU first, and this work takes what they
+    leave. A process it starts inherits the priority. On Linux a thread has a nice value of
+    its own (and ``in_background``'s worker ends with its one task); elsewhere a priority
+    is the whole process's, and ``fn`` runs as it is."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         if threads_have_own_priority():
             with contextlib.suppress(OSError):  # a priority refused costs only the yield
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), YIELDING_NICE)
+                me = threading.get_native_id()
+                os.setpriority(os.PRIO_PROCESS, me,
+                               min(19, os.getpriority(os.PRIO_PROCESS, me) + YIELDING_NICE))
         return fn(*args, **kwargs)
 
     return run
