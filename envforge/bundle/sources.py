@@ -14,13 +14,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+from envforge.background import in_background
 from envforge.bundle.buildcache import BuiltWheel
 from envforge.bundle.wheelcheck import check_built_wheel
-from envforge.bundle.wheels import build_sdist_wheel, cached_built_wheel, sdist_label
+from envforge.bundle.wheels import (
+    build_interpreter,
+    build_sdist_wheel,
+    cached_built_wheel,
+    sdist_label,
+)
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
+from envforge.host.interpreters import Interpreter
 from envforge.host.unpacked import unpacked_deb, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
@@ -152,11 +159,17 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
     (a new one per file cost ml75 a TLS handshake each, through this host's proxy)."""
     supplied = _supplied(ctx)
     unpacked = unpacked_cache(ctx)
+    # the Python a build runs with, searched for while the sdists download (running each
+    # candidate took a cold apply a tenth of a second between the sdist and its build)
+    builder = in_background("python", build_interpreter, ctx.lock.python, ctx.environ,
+                            cache=ctx.dirs.cache) \
+        if any(f.kind == "sdist" for f in ctx.lock.pypi) else None
     jobs: list[tuple[str | None, FileRef, Callable[[Path], object] | None]] = []
     for f in ctx.lock.pypi:
         ref = FileRef(f.url, f.sha256, f.filename, f.size)
         then = partial(unpacked_wheel, unpacked, sha256=f.sha256, checked=True) \
-            if f.kind == "wheel" else partial(_build_and_unpack, ctx, f, unpacked)
+            if f.kind == "wheel" else partial(_build_and_unpack, ctx, f, unpacked,
+                                              builder=builder)
         jobs.append((None, ref, then))
     jobs += [(None, FileRef(c.url, c.sha256, c.filename, c.size), None) for c in ctx.lock.conda]
     jobs += [(None, FileRef(d.url, d.sha256, d.filename, d.size),
@@ -194,8 +207,9 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
 
 
 def _build_and_unpack(ctx: StepContext, sdist: LockedPypiFile, unpacked: Path,
-                      archive: Path) -> None:
-    built = _built_or_build(ctx, sdist, archive)
+                      archive: Path, *, builder: Future[tuple[Interpreter, bool]] | None,
+                      ) -> None:
+    built = _built_or_build(ctx, sdist, archive, builder=builder)
     unpacked_wheel(unpacked, built.path, built.sha256)
 
 
@@ -313,9 +327,11 @@ def _check(ctx: StepContext, sdist: LockedPypiFile, wheel: Path, archive: Path |
 
 
 def _built_or_build(ctx: StepContext, sdist: LockedPypiFile, archive: Path | None, *,
-                    offline: bool = False) -> BuiltWheel:
-    """The host's cached build of ``sdist`` for this target (checked), else a build now,
-    announced on stderr; offline or with no sdist at hand, an OfflineError."""
+                    offline: bool = False,
+                    builder: Future[tuple[Interpreter, bool]] | None = None) -> BuiltWheel:
+    """The host's cached build of ``sdist`` for this target (checked), else a build now
+    (with ``builder``'s Python when one was searched for already), announced on stderr;
+    offline or with no sdist at hand, an OfflineError."""
     cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python, ctx.lock.build,
                                 ctx.platform)
     if cached is not None:
@@ -328,4 +344,4 @@ def _built_or_build(ctx: StepContext, sdist: LockedPypiFile, archive: Path | Non
     ctx.ui.info(f"building {sdist_label(sdist)} from source…")
     return build_sdist_wheel(sdist, archive, target_python=ctx.lock.python,
                              platform=ctx.platform, cache=ctx.dirs.cache, environ=ctx.environ,
-                             build=ctx.lock.build)
+                             build=ctx.lock.build, builder=builder)

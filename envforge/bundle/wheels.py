@@ -18,6 +18,7 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -73,14 +74,18 @@ def build_interpreter(target_python: str, environ: Mapping[str, str], *,
 
 def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
                       platform: Platform, cache: Path, environ: Mapping[str, str],
-                      build: PypiBuild | None = None) -> BuiltWheel:
+                      build: PypiBuild | None = None,
+                      builder: Future[tuple[Interpreter, bool]] | None = None) -> BuiltWheel:
     """A wheel for the target built from the (verified) sdist in the build environment the
-    lock's ``build`` pins, checked (``check_built_wheel``) before it enters the cache."""
+    lock's ``build`` pins, checked (``check_built_wheel``) before it enters the cache.
+    ``builder``: ``build_interpreter``'s answer, asked for already (apply starts the search
+    with the downloads, so the build starts as soon as the sdist has landed)."""
     key = build_key(build, target_python, platform)
     cached = read_entry(cache, sdist.sha256, key)
     if cached is not None:
         return cached
-    interpreter, exact = build_interpreter(target_python, environ, cache=cache)
+    interpreter, exact = builder.result() if builder is not None \
+        else build_interpreter(target_python, environ, cache=cache)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,

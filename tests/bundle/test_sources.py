@@ -16,11 +16,16 @@ import re
 import subprocess
 import sys
 import tarfile
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import envforge.bundle.sources as sources
 from envforge.bundle.manifest import read_manifest
+from envforge.cli import main
+from envforge.host.fetch import FileRef
 from tests.testing.specs import venv_spec_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
@@ -116,6 +121,32 @@ def test_a_build_requirement_comes_from_the_locks_pins(tmp_path: Path) -> None:
         == "Pool"
     [record] = (home / "cache" / "built").glob("*/*/built.json")
     assert "cython==0.29.36" in json.loads(record.read_text())["build_requires"]
+
+
+def test_the_build_python_is_searched_for_while_the_sdist_downloads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each candidate Python runs once to say what it is (a tenth of a second cold): that
+    search has begun before the sdist is fetched, so the build starts once it lands."""
+    spec = project(tmp_path, "six", 'packages = ["six==1.16.0"]\nno_binary = ["six"]\n')
+    searching = threading.Event()
+    began: list[bool] = []
+    search, fetch = sources.build_interpreter, sources.obtain
+
+    def build_interpreter(*args: Any, **kwargs: Any) -> Any:
+        searching.set()
+        return search(*args, **kwargs)
+
+    def obtain(ref: FileRef, **kwargs: Any) -> Path:
+        if ref.filename.endswith(".tar.gz"):
+            began.append(searching.wait(timeout=30))
+        return fetch(ref, **kwargs)
+
+    monkeypatch.setattr(sources, "build_interpreter", build_interpreter)
+    monkeypatch.setattr(sources, "obtain", obtain)
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    assert main(["apply", str(spec), "--yes", "--quiet", "--prefix", str(tmp_path / "env")]) == 0
+    assert began and all(began)  # every sdist the lock holds
+    assert imports(tmp_path / "env", "import six; print(six.__version__)") == "1.16.0"
 
 
 BROKEN_SETUP = """\
