@@ -4,6 +4,10 @@ A .deb is an ``ar`` archive whose ``data.tar.*`` member holds the files. Every m
 checked before the first byte is written, and the paths are resolved as if the target
 folder were ``/``: absolute symlink targets (Debian ships ``/etc/alternatives/...`` ones)
 are rewritten to relative ones that stay inside it. Maintainer scripts are not run.
+
+From envforge's cache (``host/unpacked.py``) the checks read the cached data.tar's headers as
+they would the archive's, and each regular file is hard-linked from the entry's unpacked copy,
+found by the member's checked name.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import IO, Any, Protocol
 
 from envforge.errors import ArtifactError
 from envforge.host.archives import Rules, check_unpacked_size, scan_members
+from envforge.host.filelink import link_file
 from envforge.host.unarchive import tar_members
 
 _AR_MAGIC = b"!<arch>\n"
@@ -37,6 +42,15 @@ class UnpackResult:
 
     written: tuple[Path, ...]
     dangling: tuple[tuple[Path, str], ...]  # (link, its target as written) not found in root
+
+
+@dataclass(frozen=True)
+class CachedDeb:
+    """A .deb's entry in the unpacked cache, checked: its data.tar decompressed, and each of
+    its regular files at ``files / NAME`` (NAME as ``scan_members`` gives it), read-only."""
+
+    data_tar: Path
+    files: Path
 
 
 # --- reading the archive ---------------------------------------------------------------
@@ -134,6 +148,27 @@ def decompress_data_tar(deb: Path, scratch: IO[bytes]) -> None:
     scratch.seek(0)
 
 
+def regular_files(deb: Path, handle: IO[bytes]) -> Iterator[tuple[str, int, IO[bytes]]]:
+    """The decompressed data.tar's regular files, each as (its name as the scan checked it,
+    its mode, its bytes): the members an unpack's scan lets through, the name the unpack
+    finds them by in the cache (``host/unpacked.py``)."""
+    try:
+        with tarfile.open(fileobj=handle, mode="r:") as tar:
+            for scanned in scan_members(deb, tar_members(tar), packed=deb.stat().st_size,
+                                        rules=_RULES):
+                if scanned.member.kind != "file":
+                    continue
+                info = scanned.member.handle
+                assert isinstance(info, tarfile.TarInfo)
+                source = tar.extractfile(info)
+                if source is None:
+                    raise ArtifactError(f"{deb}: cannot read {info.name} from the package")
+                with source:
+                    yield scanned.name, info.mode, source
+    except tarfile.TarError as exc:
+        raise ArtifactError(f"{deb}: corrupt data.tar: {exc}") from None
+
+
 # --- planning: every check happens before anything is written ----------------------------
 
 @dataclass(frozen=True)
@@ -142,6 +177,7 @@ class _Entry:
     path: str  # physical path inside the root, no symlink components
     member: tarfile.TarInfo
     link: str = ""  # symlink text to write, or the hardlink's physical source
+    name: str = ""  # a file's member name as scanned: where a cache entry keeps its bytes
 
 
 _RULES = Rules(through_links=True, rooted=True, setuid=True)  # set-uid bits are dropped
@@ -226,7 +262,7 @@ def _plan(tar: tarfile.TarFile, root: Path, deb: Path, replace: bool) -> list[_E
                 raise ArtifactError(f"{deb}: {name} already exists in {root}")
         if member.kind == "file":
             tree.planned[path] = ("file", "")
-            entries.append(_Entry("file", path, info))
+            entries.append(_Entry("file", path, info, name=name))
         elif member.kind == "symlink":
             text = scanned.link or "."
             tree.planned[path] = ("symlink", text)
@@ -268,25 +304,27 @@ def _links_to_dir(tree: _Tree, path: str) -> bool:
 # --- writing -------------------------------------------------------------------------------
 
 def unpack_deb(deb: Path, root: Path, *, replace: bool = False,
-               data_tar: Path | None = None) -> UnpackResult:
+               cached: CachedDeb | None = None) -> UnpackResult:
     """Extract the .deb's files under ``root`` and list what was written.
 
     Nothing is written if any member is unsafe. Setuid, setgid and sticky bits are dropped;
     folders stay writable by their owner so a rollback can remove their contents. An
     existing file is an error unless ``replace`` (then it is overwritten, and listed).
     If writing fails midway, what this call wrote is removed before the error is raised.
-    ``data_tar`` is the package's data.tar already decompressed (``host/unpacked.py``).
+    ``cached`` is the package's checked entry in the unpacked cache (``host/unpacked.py``):
+    its data.tar is read instead of the archive's, and regular files are linked from it.
     """
     root = root.resolve()
-    if data_tar is not None:
-        with open(data_tar, "rb") as handle:
-            return _unpack_tar(deb, handle, root, replace)
+    if cached is not None:
+        with open(cached.data_tar, "rb") as handle:
+            return _unpack_tar(deb, handle, root, replace, cached.files)
     with tempfile.TemporaryFile() as scratch:
         decompress_data_tar(deb, scratch)
-        return _unpack_tar(deb, scratch, root, replace)
+        return _unpack_tar(deb, scratch, root, replace, None)
 
 
-def _unpack_tar(deb: Path, handle: IO[bytes], root: Path, replace: bool) -> UnpackResult:
+def _unpack_tar(deb: Path, handle: IO[bytes], root: Path, replace: bool,
+                files: Path | None) -> UnpackResult:
     try:
         with tarfile.open(fileobj=handle, mode="r:") as tar:
             entries = _plan(tar, root, deb, replace)
@@ -294,7 +332,7 @@ def _unpack_tar(deb: Path, handle: IO[bytes], root: Path, replace: bool) -> Unpa
             try:
                 _make_dirs(root, written)
                 for entry in entries:
-                    _write(tar, handle, entry, root, written)
+                    _write(tar, handle, entry, root, written, files)
             except OSError as exc:  # ENOSPC, EROFS, EACCES...: one line, nothing left
                 _undo(written)
                 raise ArtifactError(f"{deb}: cannot unpack into {root}: "
@@ -310,7 +348,13 @@ def _unpack_tar(deb: Path, handle: IO[bytes], root: Path, replace: bool) -> Unpa
 
 
 def _write(tar: tarfile.TarFile, handle: IO[bytes], entry: _Entry, root: Path,
-           written: list[Path]) -> None:
+           written: list[Path], files: Path | None) -> None:
+    """Write one planned member. A regular file from a cache entry (``files``) is a hard
+    link to the entry's file and is left as it is: it is the entry's inode, so a chmod or
+    utime here would change the mode and mtime the entry's check reads (the entry would be
+    made again on its next use) and the deb's mode could make it writable. It keeps the
+    entry's read-only mode (execute bits as the deb's) and time; a copy, where no link can
+    be made, is this tree's own file and gets the deb's mode and time."""
     target = root / entry.path
     _make_dirs(target.parent, written)
     mode = stat.S_IMODE(entry.member.mode) & 0o777
@@ -328,6 +372,11 @@ def _write(tar: tarfile.TarFile, handle: IO[bytes], entry: _Entry, root: Path,
     elif entry.kind == "hardlink":
         os.link(root / entry.link, target)
         written.append(target)
+    elif files is not None:
+        written.append(target)  # before the link, so a failed copy is undone too
+        if not link_file(f"{files}/{entry.name}", str(target), executable=bool(mode & 0o111)):
+            target.chmod(mode)
+            os.utime(target, (entry.member.mtime, entry.member.mtime))
     else:
         source = tar.extractfile(entry.member)
         if source is None:

@@ -1,5 +1,6 @@
 """Wheels unpacked once into envforge's cache, keyed by the archive's sha256 (uv's model);
-likewise each .deb's data.tar, decompressed.
+likewise each .deb: its data.tar decompressed (an unpack checks its headers) and the tar's
+regular files unpacked beside it, named by their checked member names (an unpack links them).
 
 An entry is made only from a wheel whose sha256 was just checked against the lock: each
 member is written into a temporary folder while its sha256 and size are taken, a manifest
@@ -16,13 +17,15 @@ misses is a write that sets mtime back on purpose, by someone who can write to e
 cache; the archives themselves are hashed against the lock again whenever their stat
 differs from their last hash's (``host/fetch.py``), which setting mtime back does too.
 
-Installs hard-link an entry's files into the environment (``link_file``, uv's default on
-Linux): one system call a file. They stay read-only there, so an edit made in the
-environment needs a chmod or root; one that happens anyway reaches the entry, is seen by the
-stat check on the entry's next use, and the entry is made again (the environments linked to
-it keep the edit, as uv's do). Where a link cannot be made (another file system, too many
-links, Windows, whose read-only files cannot be removed) the file is copied
-(``clone_file``: a reflink where the file system shares blocks, else ``copy_file_range``).
+Installs hard-link an entry's files into the environment (``host/filelink.py``, uv's
+default on Linux): one system call a file; a deb's once the data.tar's headers have passed
+the checks the archive's would (``host/debunpack.py``). They stay read-only there, so an
+edit made in the environment needs a chmod or root; one that happens anyway reaches the
+entry, is seen by the stat check on the entry's next use, and the entry is made again (the
+environments linked to it keep the edit, as uv's do). Where a link cannot be made (another
+file system, too many links, Windows, whose read-only files cannot be removed) the file is
+copied (``clone_file``: a reflink where the file system shares blocks, else
+``copy_file_range``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import functools
 import hashlib
 import json
 import os
@@ -52,22 +54,18 @@ from envforge.host.archives import (
     sha256_file,
     verify_artifact,
 )
-from envforge.host.debunpack import decompress_data_tar
+from envforge.host.debunpack import CachedDeb, decompress_data_tar, regular_files
 from envforge.host.wheelplan import WheelPlan, plan_wheel
-from envforge.platforms import Os, host_platform
 
 _VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MANIFEST = "manifest.json"
 _DATA_TAR = "data.tar"
 _FILES = "files"
+_TREE = "tree"  # a deb entry's regular files, under files/ beside its data.tar
 _READ_ONLY = stat.S_IFREG | 0o444
 _EXECUTABLE = stat.S_IFREG | 0o555
-_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 _CHUNK = 1 << 20
-# A link is not made for these: the file is copied instead.
-_NO_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EACCES, errno.ENOTSUP,
-                      errno.EOPNOTSUPP, errno.ENOSYS})
 
 
 class CachedFile(NamedTuple):
@@ -117,15 +115,18 @@ def unpacked_wheel(cache: Path, wheel: Path, sha256: str, *,
     return _entry(entry_path(cache, sha256), make, wheel=True)
 
 
-def unpacked_deb(cache: Path, deb: Path, sha256: str, *, checked: bool = False) -> Path:
-    """The .deb's data.tar decompressed (lzma is most of an unpack's time), checked and made
-    as a wheel's entry is."""
+def unpacked_deb(cache: Path, deb: Path, sha256: str, *,
+                 checked: bool = False) -> CachedDeb:
+    """The .deb's data.tar decompressed (lzma is most of an unpack's time) and its regular
+    files unpacked, checked and made as a wheel's entry is. The kind is "debtrees": the
+    "debs" entries of older envforges held the data.tar alone, and one sharing this cache
+    would take these for altered ones (and this one theirs), each making them again."""
     def make(root: Path) -> tuple[list[CachedFile], None]:
         if not checked:
             verify_artifact(deb, sha256)
         return _decompress(deb, root), None
-    entry = _entry(entry_path(cache, sha256, "debs"), make, wheel=False)
-    return entry.root / _DATA_TAR
+    entry = _entry(entry_path(cache, sha256, "debtrees"), make, wheel=False)
+    return CachedDeb(entry.root / _DATA_TAR, entry.root / _TREE)
 
 
 _Make = Callable[[Path], tuple[list[CachedFile], WheelPlan | None]]
@@ -233,11 +234,28 @@ def _extract(wheel: Path, root: Path) -> list[CachedFile]:
 
 
 def _decompress(deb: Path, root: Path) -> list[CachedFile]:
+    """The data.tar, then each regular file the scan let through at ``tree/NAME``: the
+    name is the checked one (``host/archives.py``), never the tar's own spelling."""
     root.mkdir()
     target = root / _DATA_TAR
-    with open(target, "xb") as out:
+    with open(target, "x+b") as out:
         decompress_data_tar(deb, out)
-    return [_finish(target, _DATA_TAR, sha256_file(target), executable=False)]
+        files = [_finish(target, _DATA_TAR, sha256_file(target), executable=False)]
+        for name, mode, source in regular_files(deb, out):
+            member = root / _TREE / name
+            digest = hashlib.sha256()
+            try:
+                member.parent.mkdir(parents=True, exist_ok=True)
+                with open(member, "xb") as written:
+                    while chunk := source.read(_CHUNK):
+                        digest.update(chunk)
+                        written.write(chunk)
+            except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                raise ArtifactError(f"{deb}: {name} is inside another file of the package, "
+                                    "or holds one") from None
+            files.append(_finish(member, f"{_TREE}/{name}", digest.hexdigest(),
+                                 executable=bool(mode & 0o111)))
+    return files
 
 
 def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> CachedFile:
@@ -265,74 +283,3 @@ def _discard(entry: Path) -> None:
     with contextlib.suppress(FileNotFoundError):  # another apply removed it first
         entry.rename(aside / "entry")
     shutil.rmtree(aside, ignore_errors=True)
-
-
-def link_file(source: str, target: str, *, executable: bool) -> None:
-    """Hard-link an entry's file at ``target`` (a file there is replaced: unlinked, never
-    written through); a copy (``clone_file``) where the link cannot be made. The link is
-    tried first: into a new environment nothing is there, and the unlink it would not need
-    was a failed system call and a raised exception a file."""
-    if _links():
-        try:
-            try:
-                os.link(source, target)
-            except FileExistsError:
-                os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
-                os.link(source, target)
-        except OSError as exc:
-            if exc.errno not in _NO_LINK:
-                raise
-        else:
-            return
-    clone_file(source, target, executable=executable)
-
-
-@functools.cache
-def _links() -> bool:
-    """Windows refuses to remove a read-only file: a linked one would block uninstalls."""
-    return host_platform().os is not Os.WINDOWS
-
-
-def clone_file(source: str | Path, target: str | Path, *, executable: bool) -> None:
-    """Write ``source``'s bytes into a new file at ``target`` (any file there is unlinked
-    first, so nothing is written through a link), mode 0666 or 0777 less the umask."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(target)  # noqa: PTH108 (a str from a hot loop)
-    mode = 0o777 if executable else 0o666
-    with open(source, "rb") as src, \
-            open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as dst:
-        if not (_reflink(src.fileno(), dst.fileno())
-                or _copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)):
-            shutil.copyfileobj(src, dst, _CHUNK)
-
-
-def _reflink(src: int, dst: int) -> bool:
-    """Share the blocks (btrfs, XFS); False where the file system cannot (ext4, tmpfs)."""
-    if host_platform().os is Os.WINDOWS:
-        return False
-    import fcntl  # POSIX only
-
-    try:
-        fcntl.ioctl(dst, _FICLONE, src)
-    except OSError:
-        return False
-    return True
-
-
-def _copy_range(src: int, dst: int, size: int) -> bool:
-    """Copy inside the kernel; False (nothing written) where it cannot, across devices say."""
-    if not hasattr(os, "copy_file_range"):
-        return False
-    left = size
-    try:
-        while left > 0:
-            done = os.copy_file_range(src, dst, left)
-            if done == 0:
-                break
-            left -= done
-    except OSError as exc:
-        if left != size or exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP,
-                                             errno.EINVAL):
-            raise
-        return False
-    return True

@@ -42,7 +42,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
-from envforge.host.unpacked import UnpackedWheel, link_file, unpacked_wheel
+from envforge.host.filelink import link_file
+from envforge.host.unpacked import UnpackedWheel, unpacked_wheel
 from envforge.host.wheelplan import WheelPlan
 from envforge.host.wheelremove import remove_distribution
 from envforge.platforms import Os, host_platform

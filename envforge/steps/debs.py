@@ -1,6 +1,8 @@
 """Debian packages unpacked into ``<prefix>/deb`` with no root and no dpkg.
 
-Each package's data.tar is decompressed once into envforge's cache (``host/unpacked.py``).
+Each package's data.tar is decompressed once into envforge's cache, its regular files
+unpacked beside it (``host/unpacked.py``); an unpack checks the data.tar's members and
+hard-links the files.
 Each unpacked package leaves a marker naming its version, so a re-apply sees what is
 there without reading any archive. The unversioned ``libX.so`` names that ``-lX`` needs
 (runtime packages lack them) are added as links beside the libraries.
@@ -43,9 +45,9 @@ class DebUnpackStep:
         files = [ctx.sources.obtain(ctx, FileRef(d.url, d.sha256, d.filename, d.size))
                  for d in wanted]
         for deb, path in zip(wanted, files, strict=True):
-            data_tar = unpacked_deb(unpacked_cache(ctx), path, deb.sha256)
+            cached = unpacked_deb(unpacked_cache(ctx), path, deb.sha256)
             unpack_deb(path, root, replace=True,  # inside the prefix: a re-run after a crash
-                       data_tar=data_tar)
+                       cached=cached)
             marker = marker_path(root, deb)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{deb.sha256}\n", encoding="utf-8")

@@ -36,18 +36,24 @@ def test_damaged_entries_are_made_again_and_never_installed(world: World, tmp_pa
     unpacked = world.efhome / "cache" / "unpacked"
     six = next(unpacked.glob("wheels-v1/*/*/files/six.py"))
     theano_init = next(unpacked.glob("wheels-v1/*/*/files/theano/__init__.py"))
-    data_tar = next(unpacked.glob("debs-v1/*/*/files/data.tar"))
-    good = {p: p.read_bytes() for p in (six, theano_init, data_tar)}
+    data_tar = next(unpacked.glob("debtrees-v1/*/*/files/data.tar"))
+    library = next(unpacked.glob("debtrees-v1/*/*/files/tree/usr/lib/*/libquadmath.so.0.*"))
+    good = {p: p.read_bytes() for p in (six, theano_init, data_tar, library)}
     site = "lib/python3.7/site-packages"
+    deb_lib = f"deb/{library.relative_to(library.parents[3])}"
     names = ("six.py", "theano/__init__.py")
     first = {name: (tmp_path / "first" / site / name).read_bytes() for name in names}
+    first_lib = (tmp_path / "first" / deb_lib).read_bytes()
     _flip(six)  # the first environment's six.py is the same file: it sees the flip
     theano_init.unlink()
     _flip(data_tar)
+    _apply(world, tmp_path / "again")  # the deb's entry made again, its files linked anew
+    _flip(library)  # the first and this environment's library: the same file as the entry's
 
     _apply(world, tmp_path / "second")
 
     assert {name: (tmp_path / "second" / site / name).read_bytes() for name in names} == first
+    assert (tmp_path / "second" / deb_lib).read_bytes() == first_lib
     assert {p: p.read_bytes() for p in good} == good  # made again from the archives
     count("unpacked cache: flipped byte, removed file: made again, not installed")
 

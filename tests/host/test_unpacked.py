@@ -1,11 +1,12 @@
-"""The unpacked cache: an entry made once from a checked wheel (or a .deb's data.tar),
-installed from by hard links (a copy where a link cannot be made), and an altered entry
-detected and made again, never installed from (real Python 3.7 venvs, real dpkg-deb
+"""The unpacked cache: an entry made once from a checked wheel (or a .deb: its data.tar and
+its files), installed from by hard links (a copy where a link cannot be made), and an altered
+entry detected and made again, never installed from (real Python 3.7 venvs, real dpkg-deb
 packages)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -15,14 +16,9 @@ import pytest
 from envforge.errors import ArtifactError
 from envforge.host.archives import sha256_file
 from envforge.host.debunpack import unpack_deb
+from envforge.host.filelink import clone_file, link_file
 from envforge.host.interpreters import find_interpreter
-from envforge.host.unpacked import (
-    clone_file,
-    entry_path,
-    link_file,
-    unpacked_deb,
-    unpacked_wheel,
-)
+from envforge.host.unpacked import entry_path, unpacked_deb, unpacked_wheel
 from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
 from tests.host.test_debunpack import build_deb, needs_dpkg_deb
 from tests.host.test_wheelinstall import make_wheel, run
@@ -264,30 +260,115 @@ def test_installing_over_a_hard_linked_file_leaves_the_link_target_alone(
     assert (folder / "hello_ef" / "__init__.py").read_text() == MODULE
 
 
+def _demo_deb(folder: Path) -> Path:
+    return build_deb(folder, "libdemo1", "1.0-1",
+                     files={"usr/lib/libdemo.so.1.0": b"\x7fELF", "usr/bin/demo": b"#!/bin/sh\n",
+                            "usr/share/doc/libdemo1/copyright": b"public domain\n"},
+                     modes={"usr/bin/demo": 0o755},
+                     symlinks={"usr/lib/libdemo.so.1": "libdemo.so.1.0",
+                               "usr/bin/demo-abs": "/usr/bin/demo"})
+
+
 @needs_dpkg_deb
-@pytest.mark.parametrize("damage", [None, "flip", "remove"])
-def test_a_deb_unpacks_from_its_cached_data_tar_as_from_the_archive(
+def test_a_deb_s_files_are_hard_linked_from_its_entry(tmp_path: Path) -> None:
+    """Regular files are the entry's (same inode, its read-only mode and time, the deb's
+    execute bits); folders and symlinks are written as from the archive, and every file
+    holds the deb's bytes."""
+    demo_deb = _demo_deb(tmp_path)
+    cached = unpacked_deb(tmp_path / "cache", demo_deb, sha256_file(demo_deb))
+    unpack_deb(demo_deb, tmp_path / "direct")
+    result = unpack_deb(demo_deb, tmp_path / "cached", cached=cached)
+
+    root = tmp_path / "cached"
+    for name in ("usr/lib/libdemo.so.1.0", "usr/bin/demo", "usr/share/doc/libdemo1/copyright"):
+        linked, entry = (root / name).stat(), (cached.files / name).stat()
+        assert linked.st_ino == entry.st_ino and linked.st_nlink >= 2, name
+        assert linked.st_mtime_ns == entry.st_mtime_ns, name
+        assert (root / name).read_bytes() == (tmp_path / "direct" / name).read_bytes(), name
+    assert stat.S_IMODE((root / "usr/bin/demo").stat().st_mode) == 0o555
+    assert stat.S_IMODE((root / "usr/lib/libdemo.so.1.0").stat().st_mode) == 0o444
+    assert (root / "usr/bin/demo-abs").readlink() == Path("../../usr/bin/demo")
+    assert (root / "usr/lib/libdemo.so.1").readlink() == Path("libdemo.so.1.0")
+    assert {k: v[0] for k, v in _listing(root).items()} == \
+        {k: v[0] for k, v in _listing(tmp_path / "direct").items()}
+    assert root / "usr/bin/demo" in result.written
+
+    assert unpacked_deb(tmp_path / "cache", demo_deb, sha256_file(demo_deb)) == cached  # kept
+    assert (cached.files / "usr/bin/demo").stat().st_ino == (root / "usr/bin/demo").stat().st_ino
+
+
+@needs_dpkg_deb
+@pytest.mark.parametrize("damage", [None, "flip", "flip-data-tar", "remove"])
+def test_an_altered_deb_entry_is_made_again_and_never_linked_from(
         tmp_path: Path, damage: str | None) -> None:
-    demo_deb = build_deb(tmp_path, "libdemo1", "1.0-1",
-                         files={"usr/lib/libdemo.so.1.0": b"\x7fELF",
-                                "usr/bin/demo": b"#!/bin/sh\n"},
-                         modes={"usr/bin/demo": 0o755},
-                         symlinks={"usr/lib/libdemo.so.1": "libdemo.so.1.0",
-                                   "usr/bin/demo-abs": "/usr/bin/demo"})
+    demo_deb = _demo_deb(tmp_path)
     sha256 = sha256_file(demo_deb)
     cache = tmp_path / "cache"
-    data_tar = unpacked_deb(cache, demo_deb, sha256)
+    cached = unpacked_deb(cache, demo_deb, sha256)
+    library = cached.files / "usr/lib/libdemo.so.1.0"
+    held = tmp_path / "held"  # the first entry's file: its inode is not freed for reuse
+    os.link(library, held)
     if damage == "flip":
-        _corrupt_by_flipping_a_byte(data_tar)
+        _corrupt_by_flipping_a_byte(library)
+    elif damage == "flip-data-tar":
+        _corrupt_by_flipping_a_byte(cached.data_tar)
     elif damage == "remove":
-        data_tar.unlink()
+        library.unlink()
 
     again = unpacked_deb(cache, demo_deb, sha256)
     unpack_deb(demo_deb, tmp_path / "direct")
-    unpack_deb(demo_deb, tmp_path / "cached", data_tar=again)
+    unpack_deb(demo_deb, tmp_path / "cached", cached=again)
 
-    assert _listing(tmp_path / "cached") == _listing(tmp_path / "direct")
-    assert stat.S_IMODE(again.stat().st_mode) == 0o444
+    assert {k: v[0] for k, v in _listing(tmp_path / "cached").items()} == \
+        {k: v[0] for k, v in _listing(tmp_path / "direct").items()}
+    assert stat.S_IMODE(again.data_tar.stat().st_mode) == 0o444
+    assert stat.S_IMODE((again.files / "usr/lib/libdemo.so.1.0").stat().st_mode) == 0o444
+    linked = (tmp_path / "cached" / "usr/lib/libdemo.so.1.0").stat().st_ino
+    assert linked == (again.files / "usr/lib/libdemo.so.1.0").stat().st_ino
+    assert (linked == held.stat().st_ino) is (damage is None)  # never from a damaged entry
+    if damage == "flip":
+        assert library.read_bytes() == b"\x7fELF"  # made again from the deb
+
+
+@needs_dpkg_deb
+def test_a_deb_s_file_is_copied_with_the_deb_s_mode_where_no_link_can_be_made(
+        tmp_path: Path) -> None:
+    """Across file systems (EXDEV): the cache on /dev/shm, a tmpfs, the tree elsewhere. A copy
+    is the tree's own file: it gets the deb's mode and time, as an unpack from the archive."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a second file system")
+    demo_deb = _demo_deb(tmp_path)
+    cache = shm / f"envforge-debcache-{os.getpid()}"
+    try:
+        cached = unpacked_deb(cache, demo_deb, sha256_file(demo_deb))
+        unpack_deb(demo_deb, tmp_path / "direct")
+        unpack_deb(demo_deb, tmp_path / "cached", cached=cached)
+
+        assert _listing(tmp_path / "cached") == _listing(tmp_path / "direct")  # modes too
+        for name in ("usr/bin/demo", "usr/lib/libdemo.so.1.0"):
+            copied, direct = (tmp_path / "cached" / name).stat(), \
+                (tmp_path / "direct" / name).stat()
+            assert copied.st_nlink == 1 and copied.st_mtime == direct.st_mtime, name
+        assert stat.S_IMODE((cached.files / "usr/bin/demo").stat().st_mode) == 0o555
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+@needs_dpkg_deb
+def test_a_link_that_fails_midway_leaves_nothing(tmp_path: Path) -> None:
+    """An entry's file gone after its check (another apply discarding it): the unpack stops
+    and removes what it wrote, as a failed copy does."""
+    demo_deb = _demo_deb(tmp_path)
+    cached = unpacked_deb(tmp_path / "cache", demo_deb, sha256_file(demo_deb))
+    (cached.files / "usr/share/doc/libdemo1/copyright").unlink()
+    root = tmp_path / "root"
+
+    with pytest.raises(ArtifactError, match="No such file or directory; nothing was left"):
+        unpack_deb(demo_deb, root, cached=cached)
+
+    assert not root.exists()
+    assert (cached.files / "usr/bin/demo").stat().st_nlink == 1
 
 
 def _listing(root: Path) -> dict[str, tuple[str, int]]:
