@@ -121,19 +121,29 @@ def exit_status(returncode: int) -> int:
 
 
 def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run ``argv`` to completion, passing SIGINT/SIGTERM on; returns its exit status."""
-    child = subprocess.Popen(list(argv), env=dict(env))
+    """Run ``argv`` to completion, passing SIGINT/SIGTERM on; returns its exit status. The
+    handlers are in place before the child starts: a signal in between would otherwise end
+    envforge by its default action and leave the child running, holding envforge's output
+    (a CI run saw it under load). One that arrives before the child exists reaches it once
+    it does."""
     skip_sigint = terminal_sends_sigint()
+    child: subprocess.Popen[bytes] | None = None
+    early: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if signum == signal.SIGINT and skip_sigint:
             return
-        if child.poll() is None:
+        if child is None:
+            early.append(signum)
+        elif child.poll() is None:
             child.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED
                 if host_platform().os is not Os.WINDOWS or sig == signal.SIGINT}
     try:
+        child = subprocess.Popen(list(argv), env=dict(env))
+        for signum in early:
+            child.send_signal(signum)
         return exit_status(child.wait())
     finally:
         for sig, handler in previous.items():

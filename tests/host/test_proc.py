@@ -1,8 +1,11 @@
-"""proc.run: a failure keeps its command, status and output as fields; odd bytes do not crash."""
+"""proc.run: a failure keeps its command, status and output as fields; odd bytes do not crash.
+proc.run_child: a signal reaches the child however early it comes."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,25 @@ def test_a_long_log_keeps_the_tools_headline_ahead_of_its_tail() -> None:
     assert message.splitlines()[-1].strip() == "line 29"
     short = describe_failure(Completed(("uv",), 1, "", "error: no\nmore"))
     assert short == "uv exited 1:\n    error: no\n    more"
+
+
+@pytest.mark.posix_only("SIGTERM is forwarded on POSIX only")
+def test_a_sigterm_before_the_child_exists_reaches_it_once_it_does() -> None:
+    """The forwarding is in place before the child starts: a signal in that gap used to end
+    envforge by default and leave the child running with envforge's output (seen in CI)."""
+    script = textwrap.dedent("""
+        import os, signal, subprocess
+        from envforge.host import proc
+
+        start = subprocess.Popen
+
+        def popen(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)  # lands before the child exists
+            return start(*args, **kwargs)
+
+        subprocess.Popen = popen
+        print(proc.run_child(["sleep", "30"], dict(os.environ)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "143"), done.stderr
