@@ -43,6 +43,25 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _envforge_home_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that names no ENVFORGE_HOME gets the run's, shared by every xdist worker,
+    never the user's own folders: those held 2 GB of test runs' downloads, and a test's
+    time hung on what earlier runs had left there (a bullseye lock took 95 s on a fresh
+    machine). A caller's own ENVFORGE_HOME is kept."""
+    if os.environ.get("ENVFORGE_HOME"):
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    home = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envforge-home"
+    home.mkdir(exist_ok=True)
+    os.environ["ENVFORGE_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        os.environ.pop("ENVFORGE_HOME", None)
+
+
 @pytest.fixture(scope="session")
 def conda_channel_http(conda_channel: Path) -> Iterator[str]:
     """The same channel served over HTTP on localhost."""
