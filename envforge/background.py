@@ -37,11 +37,14 @@ def in_background(name: str, fn: Callable[P, T], /, *args: P.args,
 
 def yielding(fn: Callable[P, T]) -> Callable[P, T]:
     """``fn`` run at a lower CPU priority, for ``in_background`` work beside the critical
-    path (lock's Debian index, the kernels' references and the suite's runner beside uv's
-    runs): on a loaded machine uv's builds get the CPU first, and this work takes what they
-    leave. A process it starts inherits the priority. On Linux a thread has a nice value of
-    its own (and ``in_background``'s worker ends with its one task); elsewhere a priority
-    is the whole process's, and ``fn`` runs as it is."""
+    path (lock's Debian index beside uv's runs): uv's builds get the CPU first, and this work
+    takes what they leave. A process it starts inherits the priority. Only for short work:
+    a nice value yields to every process on the machine, not only to envforge's own, so
+    under outside load the work starves while the lock waits for it (the kernels'
+    references child and the suite's runner, tried: a bullseye lock beside four busy loops
+    took 100-230 s instead of 25-31 s). On Linux a thread has a nice value of its own (and
+    ``in_background``'s worker ends with its one task); elsewhere a priority is the whole
+    process's, and ``fn`` runs as it is."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         if threads_have_own_priority():

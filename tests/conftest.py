@@ -47,8 +47,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _envforge_home_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A test that names no ENVFORGE_HOME gets the run's, shared by every xdist worker,
     never the user's own folders: those held 2 GB of test runs' downloads, and a test's
-    time hung on what earlier runs had left there (a bullseye lock took 95 s on a fresh
-    machine). A caller's own ENVFORGE_HOME is kept."""
+    time hung on what earlier runs had left there. A caller's own ENVFORGE_HOME is kept."""
     if os.environ.get("ENVFORGE_HOME"):
         yield
         return

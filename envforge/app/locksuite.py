@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envforge.background import in_background, yielding
+from envforge.background import in_background
 from envforge.errors import ResolveError
 from envforge.lockfile import LockedPypiFile, PlatformLock, SuiteLock
 from envforge.packapi import Registry
@@ -26,11 +26,10 @@ def runner_in_background(pspec: PlatformSpec, registry: Registry[FrameworkPack],
                          uv_cache: Path | None = None,
                          preferences: Sequence[LockedPypiFile] = (),
                          ) -> Future[Runner] | None:
-    """The suite's runner for a framework the spec pins exactly, resolved now in a thread
-    that yields the CPU to the environment's own resolution, without the environment's pins
-    (not known yet); ``lock_suite`` keeps it only where every package it shares with the
-    environment has the environment's version: the pins, met already, could not have
-    changed it."""
+    """The suite's runner for a framework the spec pins exactly, resolved now in a thread,
+    without the environment's pins (not known yet); ``lock_suite`` keeps it only where every
+    package it shares with the environment has the environment's version: the pins, met
+    already, could not have changed it."""
     from envforge.suite.framework import pinned_suite
 
     found = pinned_suite(pspec.pypi.packages, registry)
@@ -41,14 +40,10 @@ def runner_in_background(pspec: PlatformSpec, registry: Registry[FrameworkPack],
     row = found[0].runner(found[1])
     if row is None:
         return None
-
-    def resolve() -> Runner:
-        return row.requirements, python, resolve_pypi(
-            row.requirements, platform=pspec.platform, python=python,
-            index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
-            interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)
-
-    return in_background("runner", yielding(resolve))  # beside the environment's own uv run
+    return in_background("runner", lambda: (row.requirements, python, resolve_pypi(
+        row.requirements, platform=pspec.platform, python=python,
+        index=pspec.pypi.index, exclude=pspec.pypi.provided_elsewhere,
+        interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)))
 
 
 def lock_suite(pspec: PlatformSpec, registry: Registry[FrameworkPack],

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from envforge import __version__
-from envforge.background import in_background, yielding
+from envforge.background import in_background
 from envforge.lockfile import KernelExpectation
 from envforge.paths import envforge_dirs
 from envforge.spec import VerifySection
@@ -49,8 +49,7 @@ class CancelledError(Exception):
 
 class BackgroundReferences:
     """The kernels' references of one lock, each missing cache entry computed by a child
-    process started now, at a lower CPU priority than uv's runs beside it (``yielding``);
-    ``get`` waits for it and reads the entry, ``cancel`` kills them."""
+    process started now; ``get`` waits for it and reads the entry, ``cancel`` kills them."""
 
     def __init__(self) -> None:
         self._jobs: dict[tuple[str, str], Future[None]] = {}
@@ -65,8 +64,8 @@ class BackgroundReferences:
             if (key in self._jobs or self._cancelled
                     or _read(_entry(verify, float_x, packs)) is not None):
                 return
-            self._jobs[key] = in_background("kernels", yielding(self._compute), verify,
-                                            float_x, [pack.name for pack in packs])
+            self._jobs[key] = in_background("kernels", self._compute, verify, float_x,
+                                            [pack.name for pack in packs])
 
     def _compute(self, verify: VerifySection, float_x: str, packs: list[str]) -> None:
         request = json.dumps({"verify": verify.model_dump(mode="json"), "float_x": float_x,

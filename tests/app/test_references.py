@@ -3,16 +3,13 @@ when the entry is damaged or the inputs differ; a lock's child process writes th
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from envforge.app.references import BackgroundReferences, CancelledError, kernel_references
-from envforge.background import YIELDING_NICE
 from envforge.expectations import kernel_expectations
-from envforge.platforms import threads_have_own_priority
 from envforge.spec import VerifySection
 from tests.testing.packs import REGISTRY
 
@@ -63,35 +60,3 @@ def test_a_child_process_writes_the_entry_and_a_cancelled_get_raises(
     references.cancel()
     with pytest.raises(CancelledError):
         references.get(VERIFY, "float64", REGISTRY)
-
-
-def _children_running(module: str) -> list[int]:
-    """This process's children whose command line names ``module`` (Linux's /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rpartition(")")[2].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and module.encode() in command:
-            found.append(int(stat.parent.name))
-    return found
-
-
-@pytest.mark.skipif(not threads_have_own_priority(), reason="a thread has no nice value of "
-                    "its own here: the child starts at the caller's priority")
-def test_the_child_computing_references_yields_the_cpu_to_uvs_runs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path))
-    caller = os.getpriority(os.PRIO_PROCESS, 0)
-    references = BackgroundReferences()
-    references.start(VERIFY, "float64", list(REGISTRY))
-    deadline = time.monotonic() + 60
-    while not (children := _children_running("envforge.app.references")):
-        assert time.monotonic() < deadline, "no child computing the references was seen"
-        time.sleep(0.005)
-    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in children} \
-        == {min(19, caller + YIELDING_NICE)}
-    assert references.get(VERIFY, "float64", REGISTRY) == kernel_expectations(VERIFY, "float64",
-                                                                             REGISTRY)
