@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -65,10 +66,15 @@ def _comparable(trees: list[dict[str, tuple[bytes, int, int]]]) -> tuple[
                   for name, (data, mode, _) in tree.items()} for tree in trees)
 
 
-def test_this_host_s_launchers_and_scheme_prefixes_match_installer_s(tmp_path: Path) -> None:
+def test_this_host_s_launchers_and_scheme_prefixes_match_installer_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No target interpreter: the same scheme folders, installer's ``install()`` from the zip
     then the entry's plan, on this host's launcher kind (``.exe`` ones on Windows, whose
-    RECORD names folders outside the root scheme by absolute path)."""
+    RECORD names folders outside the root scheme by absolute path). A Windows launcher ends
+    in a zip that installer writes with the clock's time (a tick is two seconds): one clock
+    for both installs, which the Windows lane once saw a tick apart under load."""
+    clock = time.time()
+    monkeypatch.setattr(time, "time", lambda: clock)
     wheel = _tricky_wheel(tmp_path)
     folder = tmp_path / "target"
     schemes = {name: str(folder / name) for name in ("purelib", "platlib", "scripts",
