@@ -20,8 +20,9 @@ from envforge.platforms import threads_have_own_priority
 P = ParamSpec("P")
 T = TypeVar("T")
 
-YIELDING_NICE = 10  # added to the nice value of work that must not take the CPU from the
-# critical path, as ``nice -n 10`` adds it: relative, so work already niced is never raised
+# Added to the nice value of work beside the critical path, as ``nice -n 10`` adds it:
+# relative, so work already niced is never raised.
+YIELDING_NICE = 10
 
 
 def in_background(name: str, fn: Callable[P, T], /, *args: P.args,

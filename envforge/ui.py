@@ -56,33 +56,29 @@ class UI:
     def info(self, message: str) -> None:
         """Plain text: never read as markup, so ``[global]`` in a diff stays."""
         if not (self.quiet or self.json):
-            from rich.text import Text
-
-            self.stderr().print(Text(message))
+            self._say(message)
 
     def success(self, message: str) -> None:
         if not (self.quiet or self.json):
-            from rich.text import Text
-
-            self.stderr().print(Text(message, style="green"))
+            self._say((message, "green"))
 
     def next(self, command: str) -> None:
         """The command to run next (or what to look at), the last line on stderr."""
         if not (self.quiet or self.json):
-            from rich.text import Text
-
-            self.stderr().print(Text.assemble(("next: ", "bold"), command))
+            self._say(("next: ", "bold"), command)
 
     def warn(self, message: str) -> None:
         if not self.json:
-            from rich.text import Text
-
-            self.stderr().print(Text.assemble(("warning: ", "yellow"), message))
+            self._say(("warning: ", "yellow"), message)
 
     def error(self, message: str) -> None:
+        self._say(("error: ", "red"), message)
+
+    def _say(self, *parts: str | tuple[str, str]) -> None:
+        """One line on stderr from plain text (never read as markup) and (text, style) parts."""
         from rich.text import Text
 
-        self.stderr().print(Text.assemble(("error: ", "red"), message))
+        self.stderr().print(Text.assemble(*parts))
 
     def confirm(self, question: str, *, what: str) -> bool:
         """Ask ``question [y/N]`` on a terminal; with no terminal, say that ``what`` are

@@ -22,8 +22,8 @@ envforge runs for the user (``envforge run``) take their variables.
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 from collections.abc import Mapping
 
 import requests
@@ -71,18 +71,12 @@ def retry_rule() -> Retry:
                   respect_retry_after_header=True)
 
 
-_RESOLVER = threading.Lock()
-_resolver_set = False
-
-
+@functools.cache
 def _quick_dns_retry() -> None:
-    """RES_OPTIONS for this process's resolver, once, before its first lookup."""
-    global _resolver_set
-    with _RESOLVER:
-        if not _resolver_set:
-            for name, value in host_retry_options(os.environ).items():
-                os.putenv(name, value)
-            _resolver_set = True
+    """RES_OPTIONS for this process's resolver, before its first lookup (once: two threads
+    that both set it set the same value)."""
+    for name, value in host_retry_options(os.environ).items():
+        os.putenv(name, value)
 
 
 def session() -> requests.Session:
