@@ -42,10 +42,10 @@ def yielding(fn: Callable[P, T]) -> Callable[P, T]:
     takes what they leave. A process it starts inherits the priority. Only for short work:
     a nice value yields to every process on the machine, not only to envforge's own, so
     under outside load the work starves while the lock waits for it (the kernels'
-    references child and the suite's runner, tried: a bullseye lock beside four busy loops
-    took 100-230 s instead of 25-31 s). On Linux a thread has a nice value of its own (and
-    ``in_background``'s worker ends with its one task); elsewhere a priority is the whole
-    process's, and ``fn`` runs as it is."""
+    references child and the suite's runner, tried: a cold bullseye lock beside four busy
+    loops took 235-242 s instead of 32-37 s: bench/results/lock-under-load.md). On Linux a
+    thread has a nice value of its own (and ``in_background``'s worker ends with its one
+    task); elsewhere a priority is the whole process's, and ``fn`` runs as it is."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
         if threads_have_own_priority():
