@@ -12,6 +12,7 @@ backend when a wheel is at hand.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -46,6 +47,14 @@ def missing_files(ctx: StepContext,
     return [f for f in ctx.lock.pypi if installed.get(canonicalize_name(f.name)) != f.version]
 
 
+def say_skipped_pycache(ctx: StepContext, skipped: Mapping[str, int]) -> None:
+    """One line per wheel that carried compiled files under ``__pycache__/``: skipped, as
+    pypa's installer skips them (bytecode no RECORD ties to its source; pip copies them)."""
+    for distribution, count in sorted(skipped.items()):
+        ctx.ui.info(f"{distribution}: {count} file(s) its wheel carries under __pycache__/ "
+                    "not installed (compiled bytecode: Python writes its own)")
+
+
 class PypiInstallStep:
     name = "pypi-packages"
 
@@ -62,7 +71,9 @@ class PypiInstallStep:
         todo = missing_files(ctx)
         if not todo:
             return
-        from envforge.host.wheelinstall import install_wheels
+        from envforge.host.wheelinstall import install_wheels, skipped_pycache
 
-        install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
-                       cache=unpacked_cache(ctx))
+        with skipped_pycache() as skipped:
+            install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
+                           cache=unpacked_cache(ctx))
+        say_skipped_pycache(ctx, skipped)

@@ -18,6 +18,7 @@ from envforge.drift import Drift, find_drift
 from envforge.errors import StepError
 from envforge.journal import Transaction
 from envforge.steps.base import Change, StepContext, unpacked_cache
+from envforge.steps.pypi import say_skipped_pycache
 
 
 def _drift(ctx: StepContext) -> Drift:
@@ -39,7 +40,7 @@ class SyncStep:
                             for name in changed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        from envforge.host.wheelinstall import install_wheels, target_scheme
+        from envforge.host.wheelinstall import install_wheels, skipped_pycache, target_scheme
         from envforge.host.wheelremove import remove_distribution
 
         drift = _drift(ctx)
@@ -52,7 +53,9 @@ class SyncStep:
             for item in drift.extra:
                 remove_distribution(scheme, item.split()[0])
         if wheels:
-            install_wheels(wheels, python, cache=unpacked_cache(ctx))
+            with skipped_pycache() as skipped:
+                install_wheels(wheels, python, cache=unpacked_cache(ctx))
+            say_skipped_pycache(ctx, skipped)
         left = _drift(ctx)
         if left.extra or left.modified:
             raise StepError(f"sync left {left.summary()} in {ctx.prefix}")
