@@ -130,13 +130,12 @@ def test_every_scheme_and_section_lands_where_installer_puts_it(
 
 
 def test_skipped_pycache_counts_the_skips_and_passes_other_warnings_on() -> None:
-    with pytest.warns(DeprecationWarning, match="something else"):
-        with skipped_pycache() as skipped:
-            for name in ("a", "b"):
-                warnings.warn(f"Skip installing yaml/__pycache__/{name}.cpython-37.pyc from "
-                              "zope.interface. Installing files in a __pycache__ directory "
-                              "poses a security risk.", RuntimeWarning, stacklevel=1)
-            warnings.warn("something else", DeprecationWarning, stacklevel=1)
+    with pytest.warns(DeprecationWarning, match="something else"), skipped_pycache() as skipped:
+        for name in ("a", "b"):
+            warnings.warn(f"Skip installing yaml/__pycache__/{name}.cpython-37.pyc from "
+                          "zope.interface. Installing files in a __pycache__ directory "
+                          "poses a security risk.", RuntimeWarning, stacklevel=1)
+        warnings.warn("something else", DeprecationWarning, stacklevel=1)
     assert skipped == {"zope.interface": 2}
 
 
