@@ -34,13 +34,41 @@ from envforge.spec import Platform
 SCHEMES = frozenset({"purelib", "platlib", "scripts", "data", "headers"})
 
 
+# The checks this process passed, with the stat of the wheel and sdist then: apply checks
+# a built wheel at preflight and again at its install step.
+_PASSED: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = {}
+
+
 def check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None, *,
                       target_python: str, platform: Platform) -> None:
     """Refuse (ArtifactError, naming the wheel) a wheel that is not a build of ``sdist`` for
     the target: another name or version than the sdist's, a member outside the install
     scheme, or tags the target's Python or platform cannot use. ``archive`` is the verified
     sdist when at hand: its ``PKG-INFO`` must agree too (a git dependency's archive is the
-    commit's tree, with no PKG-INFO: the lock's entry names what its wheel must be)."""
+    commit's tree, with no PKG-INFO: the lock's entry names what its wheel must be). Asked
+    again in this process with both files as they were (same stat), it is not redone."""
+    key = (str(wheel), sdist.model_dump_json(), str(archive), target_python, platform)
+    seen = _stats(wheel, archive)  # before the check: a write during it is seen next time
+    if seen is not None and _PASSED.get(key) == seen:
+        return
+    _check_built_wheel(wheel, sdist, archive, target_python=target_python, platform=platform)
+    if seen is not None:
+        _PASSED[key] = seen
+
+
+def _stats(*paths: Path | None) -> tuple[tuple[int, ...], ...] | None:
+    """Each file's (size, mtime, ctime, inode, device); None when one cannot be read (the
+    check then says why)."""
+    try:
+        stats = [path.stat() for path in paths if path is not None]
+    except OSError:
+        return None
+    return tuple((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+                 for st in stats)
+
+
+def _check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None, *,
+                       target_python: str, platform: Platform) -> None:
     expected: set[tuple[str, str]] = {(canonicalize_name(sdist.name),
                                        canonicalize_version(sdist.version))}
     if archive is not None and sdist.origin != "git":  # a commit's `git archive` has none

@@ -134,3 +134,19 @@ def test_a_manylinux_or_pure_wheel_fits_linux(tmp_path: Path) -> None:
     archive = sdist(tmp_path / "demo-1.0.tar.gz")
     for filename in ("demo-1.0-cp37-cp37m-manylinux2014_x86_64.whl", "demo-1.0-py3-none-any.whl"):
         check(wheel(tmp_path / filename), locked(archive), archive)
+
+
+def test_a_wheel_replaced_after_it_passed_is_checked_again(tmp_path: Path) -> None:
+    """apply checks a built wheel twice (preflight, install); the second is skipped only while
+    the wheel and its sdist are the files that passed."""
+    archive = sdist(tmp_path / "demo-1.0.tar.gz")
+    whl = wheel(tmp_path / COMPILED)
+    check(whl, locked(archive), archive)
+    check(whl, locked(archive), archive)
+    other = wheel(tmp_path / "other.whl", name="other")
+    other.replace(whl)  # a new inode under the same name
+    with pytest.raises(ArtifactError, match=r"names other 1\.0"):
+        check(whl, locked(archive), archive)
+    whl.unlink()
+    with pytest.raises(ArtifactError, match="not a readable wheel"):
+        check(whl, locked(archive), archive)
