@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 # This machine's settings for uv and pip (a local mirror, find-links): no tool may read
 # them. PYTHONDONTWRITEBYTECODE (set here) would make every run byte-compile again.
@@ -45,6 +45,7 @@ def clean_environ(**extra: str) -> dict[str, str]:
 class Sample:
     seconds: float
     peak_mb: float
+    cpu_seconds: float = 0.0  # user + system, the command's and its children's
 
 
 def timed(cmd: Sequence[str | Path], *, env: dict[str, str], cwd: Path | None = None,
@@ -69,12 +70,13 @@ def timed(cmd: Sequence[str | Path], *, env: dict[str, str], cwd: Path | None = 
             out.seek(0)
             tail = out.read().decode("utf-8", "replace").strip()[-1500:]
             raise BenchError(f"exit {child.returncode}: {shlex.join(argv)}\n{tail}")
-    return Sample(elapsed, usage.ru_maxrss / 1024)
+    return Sample(elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 def summed(samples: Sequence[Sample]) -> Sample:
     """Commands run one after the other: times add up, peak memory is the largest."""
-    return Sample(sum(s.seconds for s in samples), max(s.peak_mb for s in samples))
+    return Sample(sum(s.seconds for s in samples), max(s.peak_mb for s in samples),
+                  sum(s.cpu_seconds for s in samples))
 
 
 @dataclass
@@ -92,13 +94,14 @@ class Row:
 @dataclass(frozen=True)
 class Goal:
     """``numerator / denominator`` per round, judged by its median against ``limit``
-    (None: reported, no goal)."""
+    (None: reported, no goal); of the samples' ``quantity``: wall seconds, peak memory or
+    CPU seconds (where a wall-time ratio is bound by the machine's 2 cores)."""
 
     label: str
     numerator: str
     denominator: str
     limit: float | None
-    memory: bool = False
+    quantity: Literal["seconds", "peak_mb", "cpu_seconds"] = "seconds"
 
 
 @dataclass
@@ -143,9 +146,9 @@ class Bench:
         num, den = self.rows.get(goal.numerator), self.rows.get(goal.denominator)
         if num is None or den is None or num.error or den.error:
             return []
-        pick = (lambda s: s.peak_mb) if goal.memory else (lambda s: s.seconds)
-        return [pick(a) / pick(b) for a, b in zip(num.samples, den.samples, strict=False)
-                if pick(b) > 0]
+        values = [(getattr(a, goal.quantity), getattr(b, goal.quantity))
+                  for a, b in zip(num.samples, den.samples, strict=False)]
+        return [a / b for a, b in values if b > 0]
 
     def judged(self) -> list[dict[str, Any]]:
         out = []
@@ -154,7 +157,7 @@ class Bench:
             median = statistics.median(values) if values else None
             out.append({"label": goal.label, "numerator": goal.numerator,
                         "denominator": goal.denominator, "limit": goal.limit,
-                        "memory": goal.memory, "n": len(values),
+                        "quantity": goal.quantity, "n": len(values),
                         "min": min(values) if values else None, "median": median,
                         "max": max(values) if values else None,
                         "met": None if goal.limit is None or median is None
@@ -194,19 +197,21 @@ def markdown(bench: Bench, header: Sequence[str]) -> str:
         lines.append(f"| {j['label']} | {j['min']:.2f}× | {j['median']:.2f}× | "
                      f"{j['max']:.2f}× | {j['n']} | {limit} | {verdict(j)} |")
     for section, keys in bench.sections.items():
-        lines += ["", f"## {section}", "", "| measurement | median | min | max | peak memory "
-                  "(median) | n | command |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += ["", f"## {section}", "", "| measurement | median | min | max | CPU "
+                  "(median) | peak memory (median) | n | command |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
         for key in keys:
             row = bench.rows[key]
             if row.error or not row.samples:
                 reason = (row.error or "no samples").splitlines()[0]
-                lines.append(f"| {row.label} | failed: {reason} | | | | 0 | `{row.command}` |")
+                lines.append(f"| {row.label} | failed: {reason} | | | | | 0 | `{row.command}` |")
                 continue
             secs = row.seconds()
             peak = statistics.median(s.peak_mb for s in row.samples)
+            cpu = statistics.median(s.cpu_seconds for s in row.samples)
             lines.append(f"| {row.label} | {fmt_s(statistics.median(secs))} | "
-                         f"{fmt_s(min(secs))} | {fmt_s(max(secs))} | {peak:.0f} MB | "
-                         f"{len(secs)} | `{row.command}` |")
+                         f"{fmt_s(min(secs))} | {fmt_s(max(secs))} | {fmt_s(cpu)} | "
+                         f"{peak:.0f} MB | {len(secs)} | `{row.command}` |")
     if bench.notes:
         lines += ["", "## Notes", "", *(f"- {n}" for n in bench.notes)]
     return "\n".join(lines) + "\n"

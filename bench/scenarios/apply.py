@@ -61,6 +61,8 @@ def run_apply(bench: Bench, tools: Tools, scratch: Path, project: Project, *, ro
     bench.goals += [
         Goal(f"apply {size}, cold ÷ venv + uv pip install cold", f"apply-cold-{size}",
              f"uv-install-cold-{size}", 1.2),
+        Goal(f"apply {size}, cold, CPU ÷ venv + uv pip install cold, CPU",
+             f"apply-cold-{size}", f"uv-install-cold-{size}", None, quantity="cpu_seconds"),
         Goal(f"apply {size}, warm ÷ venv + uv pip install warm (both offline)",
              f"apply-warm-{size}", f"uv-install-warm-{size}", 3.0)]
 
