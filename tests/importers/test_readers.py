@@ -174,6 +174,9 @@ def test_conda_names_in_pip_files_are_mapped() -> None:
     assert map_requirement("sklearn==0.0", REGISTRY)[0] == "scikit-learn"
     mapped, why = map_requirement("opencv3==3.1.0", REGISTRY)
     assert mapped == "opencv-python" and "was opencv3==3.1.0" in why
+    # richzhang/PerceptualSimilarity's requirements.txt: PyPI has no project "opencv"
+    mapped, why = map_requirement("opencv>=2.4.11", REGISTRY)
+    assert mapped == "opencv-python" and "was opencv>=2.4.11" in why
     assert conda_to_pypi("librosa") == ("librosa", "")  # a Python package, not a lib*
     assert conda_to_pypi("libpysal") == ("libpysal", "")
     assert conda_to_pypi("libgcc-ng")[0] is None
