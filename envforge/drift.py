@@ -46,7 +46,9 @@ def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
     others = {canonicalize_name(n) for n in also_expected}
     drift = Drift()
     seen: set[str] = set()
-    for info in sorted(site_packages.glob("*.dist-info")):
+    infos = sorted(site_packages.glob("*.dist-info"))
+    shipped = _shipped(infos, site_packages)
+    for info in infos:
         name, _, version = info.name.removesuffix(".dist-info").partition("-")
         key = canonicalize_name(name)
         seen.add(key)
@@ -54,7 +56,8 @@ def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
             if not _same_version(wanted[key], version):
                 drift.other_version.append(f"{name}: locked {wanted[key]}, found {version}")
             else:
-                drift.modified += [f"{name}: {p}" for p in changed_files(info, site_packages)]
+                drift.modified += [f"{name}: {p}" for p in changed_files(info, site_packages,
+                                                                         shipped)]
         elif key not in others and not (others and _installer(info) == "conda"):
             drift.extra.append(f"{name} {version}")
     drift.missing = sorted(n for n in wanted if n not in seen)
@@ -75,21 +78,37 @@ def _installer(info: Path) -> str:
         return ""
 
 
-def changed_files(info: Path, site_packages: Path) -> list[str]:
-    """Files RECORD lists with a sha256 that is no longer theirs (or that are gone)."""
+def _records(info: Path) -> list[tuple[str, str]]:
+    """RECORD's (path, urlsafe-base64 sha256) rows that carry a hash."""
     record = info / "RECORD"
     if not record.is_file():
         return []
-    changed = []
     with record.open(newline="", encoding="utf-8") as handle:
-        for row in csv.reader(handle):
-            if len(row) < 2 or not row[1].startswith("sha256="):
-                continue
-            path = (site_packages / row[0]).resolve()
-            if not path.is_file():
-                changed.append(row[0])
-                continue
-            digest = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest())
-            if digest.rstrip(b"=").decode() != row[1].removeprefix("sha256="):
-                changed.append(row[0])
+        return [(row[0], row[1].removeprefix("sha256=")) for row in csv.reader(handle)
+                if len(row) >= 2 and row[1].startswith("sha256=")]
+
+
+def _shipped(infos: Iterable[Path], site_packages: Path) -> dict[Path, set[str]]:
+    """Every hash any installed RECORD gives each file: one path can be written twice, by
+    one wheel (qtconsole 4.7.7's ``jupyter-qtconsole`` script and entry point) or by two
+    (jupyter 1.0.0 and jupyter_core both ship ``jupyter.py``), the later write winning."""
+    shipped: dict[Path, set[str]] = {}
+    for info in infos:
+        for path, digest in _records(info):
+            shipped.setdefault((site_packages / path).resolve(), set()).add(digest)
+    return shipped
+
+
+def changed_files(info: Path, site_packages: Path,
+                  shipped: dict[Path, set[str]] | None = None) -> list[str]:
+    """Files RECORD lists whose bytes no installed RECORD hashes so (or that are gone)."""
+    changed = []
+    for name, digest in _records(info):
+        path = (site_packages / name).resolve()
+        if not path.is_file():
+            changed.append(name)
+            continue
+        found = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest())
+        if found.rstrip(b"=").decode() not in {digest, *(shipped or {}).get(path, ())}:
+            changed.append(name)
     return changed

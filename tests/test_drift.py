@@ -65,6 +65,25 @@ def test_a_conda_part_under_another_name_is_not_extra_but_a_hand_install_is(
     assert find_drift(tmp_path, []).extra == ["toml 0.10.2", "torch 1.4.0"]
 
 
+def test_a_file_written_twice_is_judged_by_its_last_writer(tmp_path: Path) -> None:
+    """PerceptualSimilarity's lock: qtconsole 4.7.7's RECORD lists ``bin/jupyter-qtconsole``
+    twice (the wheel's script, then its entry point's), and jupyter 1.0.0 and jupyter_core
+    4.6.3 both ship ``jupyter.py``; neither file was changed after install."""
+    site = tmp_path / "site-packages"
+    _dist(site, "jupyter", "1.0.0", {"jupyter.py": "metapackage\n"})
+    _dist(site, "jupyter_core", "4.6.3", {"jupyter.py": "core\n"})
+    _dist(site, "qtconsole", "4.7.7", {"../bin/jupyter-qtconsole": "script\n"})
+    record = site / "qtconsole-4.7.7.dist-info" / "RECORD"
+    launcher = base64.urlsafe_b64encode(hashlib.sha256(b"launcher\n").digest()).rstrip(b"=")
+    record.write_text(f"{record.read_text()}../bin/jupyter-qtconsole,sha256={launcher.decode()},9\n")
+    (site / ".." / "bin" / "jupyter-qtconsole").write_text("launcher\n")
+    lock = [_locked("jupyter", "1.0.0"), _locked("jupyter-core", "4.6.3"),
+            _locked("qtconsole", "4.7.7")]
+    assert find_drift(site, lock).clean
+    (site / "jupyter.py").write_text("edited\n")
+    assert find_drift(site, lock).modified == ["jupyter: jupyter.py", "jupyter_core: jupyter.py"]
+
+
 def test_versions_compare_as_versions(tmp_path: Path) -> None:
     _dist(tmp_path, "lasagne", "0.2.dev1", {"lasagne/__init__.py": "l\n"})
     assert find_drift(tmp_path, [_locked("Lasagne", "0.2.dev01")]).clean
