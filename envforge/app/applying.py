@@ -203,6 +203,17 @@ def perform(planned: Planned) -> list[str]:
     return execute(ctx, planned.steps, record=dict(planned.record), plan=plan)
 
 
+def unfinished(planned: Planned) -> bool:
+    """An earlier apply stopped before it recorded the environment complete (killed after its
+    last action, or a ``--sync`` that failed): even a plan with nothing left to do is performed
+    then, which records it complete; otherwise apply's "nothing to do" would leave verify and
+    run refusing it as unfinished."""
+    from envforge.executor import read_record
+
+    record = read_record(planned.ctx.state_dir)
+    return record is not None and not record.get("complete")
+
+
 def writable(targets: Sequence[Path]) -> None:
     """Refuse (OSError, one line, exit 1) before the first change when a place apply will
     write is on a read-only file system or not writable: nothing half-done."""

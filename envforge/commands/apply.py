@@ -19,6 +19,7 @@ from envforge.app.applying import (
     perform,
     plan_spec,
     save_plan,
+    unfinished,
 )
 from envforge.commands import Common
 from envforge.errors import ExitCode, InputError
@@ -82,7 +83,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
         ui.info(f"wrote the plan to {output}: `envforge apply {output}` applies exactly it")
     if dry:
         return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
-    if not plan.pending:
+    if not plan.pending and not unfinished(planned):
         ui.success(f"{args.spec}: nothing to do ({ctx.prefix})")
         probe.save(ctx, planned.steps, f"{args.spec}: nothing to do ({ctx.prefix})")
         if ui.json:
@@ -101,7 +102,8 @@ def _perform(planned: Planned, what: str, ui: UI, *, spec: str,
     if ui.json:
         ui.document("apply", {"prefix": str(planned.ctx.prefix), "ran": ran,
                               "changed": bool(ran)})
-    ui.success(f"applied {what} into {planned.ctx.prefix} ({', '.join(ran)})")
+    ui.success(f"applied {what} into {planned.ctx.prefix} ({', '.join(ran)})" if ran else
+               f"{what}: nothing left to do; {planned.ctx.prefix} recorded complete")
     ui.next(verify_next(spec, prefix))
     return 0
 

@@ -64,6 +64,27 @@ def test_kill_at_every_journal_line_of_a_step(step: str, world: World, tmp_path:
         count("kill -9 at a journal line, re-apply, rollback")
 
 
+def test_apply_after_a_kill_past_the_last_line_records_the_environment_complete(
+        world: World, tmp_path: Path) -> None:
+    """Killed after its last journal line, before it recorded the environment complete: apply
+    again has nothing left to change, and records it complete, so run takes it. (It said
+    "nothing to do" and left it unfinished, which run and verify refuse naming `apply`: a
+    loop a failed `apply --sync` also led into.)"""
+    prefix = tmp_path / "envs" / "p"
+    spec = str(world.spec("a"))
+    lines = _full_journal(world, prefix)
+    child = faulty(["apply", spec, "--yes", "--prefix", str(prefix)], env=world.env,
+                   at=len(lines), action="kill")
+    child.communicate(timeout=300)
+    assert child.returncode == -signal.SIGKILL
+    run = ["run", spec, "--prefix", str(prefix), "--", "python", "-c", "import six"]
+    assert main(run) == 2
+    assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
+    assert main(run) == 0
+    assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
+    assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0
+
+
 @pytest.mark.parametrize("step", ["prefix", "theanorc"])
 def test_rollback_right_after_kill(step: str, world: World, tmp_path: Path) -> None:
     """No re-apply in between: rollback alone undoes a killed apply exactly."""
