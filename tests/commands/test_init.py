@@ -255,6 +255,21 @@ def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: 
            "is the nearest release it admits with a wheel for Python 3.7" in out.read_text()
 
 
+@pytest.mark.network
+def test_a_keras_back_end_no_section_mounts_is_no_success(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepMoji pins Keras==2.0.9 and leaves TensorFlow to its README: the PyPI draft resolves,
+    but lock refuses [keras] backend = "tensorflow" with no [tensorflow] section; init says
+    so (exit 1) rather than "it resolves"."""
+    root = git_repo(tmp_path / "deepmoji", "Keras==2.0.9\n", "2018-09-09")
+    out = tmp_path / "deepmoji.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "it resolves" not in err
+    assert 'does not resolve yet: ' in err and "the spec has no [tensorflow] section" in err
+    assert main(["lock", str(out)]) == 2
+
+
 SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
              "792b5a01506781dbcf25c91daf11/six-1.16.0-py2.py3-none-any.whl")
 
