@@ -58,6 +58,12 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
 def culprit_message(requirement: Requirement, releases: Sequence[Release], *, python: str,
                     as_of: date | None, platform: str) -> str | None:
     """The message when no usable release satisfies ``requirement``; None when one does."""
+    if not releases:  # the index answered 404 (``opencv``, ``keras-contrib``): no date helps
+        return (f"{requirement} cannot be installed: the index lists no release of "
+                f"{requirement.name} at all (no such project, or every release yanked); fix: "
+                "the name the index gives it (a conda package's PyPI name can differ: conda's "
+                "opencv is opencv-python), a `NAME @ git+URL` line for a project never "
+                "published, or remove it")
     fit = usable(releases, python, as_of)
     if any(requirement.specifier.contains(r.version, prereleases=True) for r in fit):
         return None

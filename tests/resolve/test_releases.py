@@ -65,6 +65,15 @@ def test_a_version_that_never_existed_says_so() -> None:
     assert message is not None and "no release matching ==9.9 at all" in message
 
 
+def test_a_project_the_index_does_not_have_says_so() -> None:
+    """Keras-GAN's keras-contrib==2.0.8 was only ever on GitHub: no release to date or to
+    move to, so the fix is the name or a git line, not as_of."""
+    message = culprit_message(Requirement("keras-contrib==2.0.8"), [], python="3.7.16",
+                              as_of=date(2019, 5, 1), platform="linux-64")
+    assert message is not None and "lists no release of keras-contrib at all" in message
+    assert "as_of" not in message and "`NAME @ git+URL`" in message
+
+
 def test_uv_reason_and_line() -> None:
     output = ("error: No solution found when resolving dependencies\n"
               "  cause: Because a==1 depends on b>2 and b>2 has no version,\n"
