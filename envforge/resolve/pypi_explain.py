@@ -35,11 +35,15 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
 
         lookup = index_releases
     text = _spec_text(spec.source)
+    newer: list[tuple[date, str]] = []  # exact pins of after as_of: taken whatever their day
     for requirement in _suspects(exc.requirements, exc.uv_output):
         releases = lookup(exc.index, requirement.name)
         if releases is None:
             continue
         dated = canonicalize_name(requirement.name) not in exact_names(exc.requirements)
+        day = None if dated else _pinned_day(requirement, releases)
+        if day is not None and exc.as_of is not None and day > exc.as_of:
+            newer.append((day, str(requirement)))
         message = culprit_message(requirement, releases, python=exc.python,
                                   as_of=exc.as_of if dated else None, platform=exc.platform)
         if message is not None:
@@ -48,11 +52,22 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
             return SpecError(spec.source, message, line=requirement_line(text, raw),
                              key="pypi.packages")
     reason = uv_reason(exc.uv_output)
+    fix = "relax or change one of these pins, set [pypi] as_of to the project's era, or " \
+        "another [python] version"
+    if newer:
+        day, pin = max(newer)
+        fix = f"set [pypi] as_of to {day} or later ({pin} is of {day}: an exact pin is taken " \
+            f"whatever its day, its dependencies only as of {exc.as_of}); or {fix}"
     return SpecError(spec.source, f"[pypi] packages cannot be installed together on Python "
-                     f"{exc.python} ({exc.platform}): {reason}; fix: relax or change one of "
-                     "these pins, set [pypi] as_of to the project's era, or another "
-                     "[python] version", line=line_of(key_lines(text), ("pypi", "packages")),
-                     key="pypi.packages")
+                     f"{exc.python} ({exc.platform}): {reason}; fix: {fix}",
+                     line=line_of(key_lines(text), ("pypi", "packages")), key="pypi.packages")
+
+
+def _pinned_day(requirement: Requirement, releases: Sequence[Release]) -> date | None:
+    """The upload day of the newest release an exact pin admits."""
+    days = [r.uploaded for r in releases if r.uploaded is not None
+            and requirement.specifier.contains(r.version, prereleases=True)]
+    return max(days) if days else None
 
 
 def culprit_message(requirement: Requirement, releases: Sequence[Release], *, python: str,

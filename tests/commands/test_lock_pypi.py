@@ -95,6 +95,21 @@ def test_an_unsatisfiable_pin_is_one_line_with_file_line_versions_and_fix(
 
 
 @pytest.mark.network
+def test_an_exact_pin_newer_than_as_of_names_its_day_as_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepMoji's era (2018-09) with tensorflow==1.13.1 (the first TensorFlow 1.x with a cp37
+    wheel, of 2019-02-26) added: the pin is taken whatever its day, its keras-applications
+    only as of 2018-09-14; the fix is the pin's day, which uv's reason does not name."""
+    path = write(tmp_path, "dm", spec_text("dm", ["Keras==2.0.9", "tensorflow==1.13.1"],
+                                           python="3.7.16", as_of="2018-09-14"))
+    assert main(["lock", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "keras-applications" in err
+    assert "fix: set [pypi] as_of to 2019-02-26 or later (tensorflow==1.13.1 is of " \
+           "2019-02-26" in err
+
+
+@pytest.mark.network
 @pytest.mark.slow
 def test_as_of_resolves_deepsurv_in_its_era(tmp_path: Path) -> None:
     """Without a date, tensorboard_logger gets protobuf 4.x (whose generated code it cannot
