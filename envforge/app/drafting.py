@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
@@ -102,6 +103,7 @@ def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Prop
     """A framework pack bound to a release line (TensorFlow 1.x) caps the requirements it
     mounts for (``tensorflow`` -> ``tensorflow<2``) and the Python (at most 3.7), each
     change in the pin's note and the Python's reason (knowledge/legacy_names.toml)."""
+    repo = _with_backends(repo)
     rows = framework_sections([f.requirement for f in repo.imported.requirements],
                               installed_packs())
     changed: list[Found] = []
@@ -118,6 +120,28 @@ def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Prop
             python = Proposal(row.python_max, f"{python.why}, at most {row.python_max} for "
                               f"[{row.section}] ({row.source})")
     return Repository(repo.files, replace(repo.imported, requirements=changed)), python
+
+
+def _with_backends(repo: Repository) -> Repository:
+    """The requirements with each mounted section's back-end added where no requirement
+    mounts it (``Keras==2.0.9`` alone: ``tensorflow<2``, so [tensorflow] is mounted too and the
+    era's TensorFlow resolved), noted on the line that named the framework."""
+    found = repo.imported.requirements
+    rows = framework_sections([f.requirement for f in found], installed_packs())
+    mounted = {row.section for row in rows}
+    added: list[Found] = []
+    for row in rows:
+        backend = row.keys.get("backend")
+        if row.adds is None or backend is None or backend in mounted:
+            continue
+        named = next(f for f in found if canonicalize_name(Requirement(f.requirement).name)
+                     in {canonicalize_name(n) for n in row.names})
+        added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
+                           f"\"{backend}\", which no requirement names", True))
+        mounted.add(backend)
+    if not added:
+        return repo
+    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
 
 
 def _minor_tuple(version: str) -> tuple[int, int]:

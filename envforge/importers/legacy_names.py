@@ -71,6 +71,9 @@ class FrameworkRow(Frozen):
     below: str | None = None  # and only where every such requirement excludes this release
     cap: str | None = None
     python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
+    # what init adds where the section's back-end (``keys.backend``) is mounted by no
+    # requirement: Keras named alone runs on TensorFlow 1.x, which its users installed by hand
+    adds: str | None = None
     reason: str
     source: str
     where: str = "knowledge/legacy_names.toml"  # the file the row came from, for init's comment

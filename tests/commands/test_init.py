@@ -256,18 +256,39 @@ def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: 
 
 
 @pytest.mark.network
-def test_a_keras_back_end_no_section_mounts_is_no_success(
+def test_keras_named_alone_gets_its_back_end_tensorflow_1x(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """DeepMoji pins Keras==2.0.9 and leaves TensorFlow to its README: the PyPI draft resolves,
-    but lock refuses [keras] backend = "tensorflow" with no [tensorflow] section; init says
-    so (exit 1) rather than "it resolves"."""
+    """DeepMoji pins Keras==2.0.9 and leaves TensorFlow to its README ("install one of its
+    backend engines"): init adds tensorflow<2 on Keras's line and mounts [tensorflow], the
+    day widens to TensorFlow's first wheels for Python 3.7, and the spec locks."""
     root = git_repo(tmp_path / "deepmoji", "Keras==2.0.9\n", "2018-09-09")
-    out = tmp_path / "deepmoji.toml"
-    assert main(["init", str(root), "-o", str(out)]) == 1
-    err = capsys.readouterr().err
-    assert "it resolves" not in err
-    assert 'does not resolve yet: ' in err and "the spec has no [tensorflow] section" in err
-    assert main(["lock", str(out)]) == 2
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "deepmoji.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert "it resolves" in capsys.readouterr().err
+    text = out.read_text()
+    assert '"tensorflow<2",  # requirements.txt:1; added: [keras] backend = "tensorflow", ' \
+           "which no requirement names" in text
+    spec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert {"tensorflow", "keras"} <= set(spec.packs)
+    assert main(["lock", str(out)]) == 0
+    locked = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "deepmoji.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert locked["keras"] == "2.0.9" and locked["tensorflow"].startswith("1.")
+
+
+def test_a_spec_lock_would_refuse_is_no_success(tmp_path: Path) -> None:
+    """init says "it resolves" only of a spec whose packs' rules hold (lock's offline check):
+    [keras] backend = "tensorflow" with no [tensorflow] section is named as the failure."""
+    from envforge.commands.init import _incompatible
+
+    text = ('[project]\nname = "k"\nplatforms = ["linux-64"]\n[python]\nversion = "3.7"\n'
+            '[environment]\nkind = "venv"\n[pypi]\npackages = ["Keras==2.0.9"]\n'
+            '[keras]\nbackend = "tensorflow"\nkeras_json = "home"\n')
+    assert "the spec has no [tensorflow] section" in (
+        _incompatible(text, tmp_path / "k.toml") or "")
+    assert _incompatible(text.replace('"tensorflow"', '"theano"') + "[theano]\n",
+                         tmp_path / "k.toml") is None
 
 
 SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"
