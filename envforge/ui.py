@@ -138,8 +138,10 @@ class UI:
     def download(self, name: str, size: int | None, have: int = 0) -> Iterator[Callable[[int],
                                                                                          None]]:
         """One file's download (host/fetch.py's ``Report``): a bar with sizes and speed on a
-        terminal; piped, a line as it starts and one each ``REPORT_EVERY`` bytes, so a CI log
-        shows a gigabyte moving; nothing when quiet or json."""
+        terminal; piped, a line as it ends, and for a file of ``REPORT_EVERY`` bytes or more
+        (or of no known size) one as it starts and one each ``REPORT_EVERY`` bytes, so a CI
+        log shows a gigabyte moving while a small wheel is one line, not two; nothing when
+        quiet or json."""
         if self.quiet or self.json:
             yield lambda amount: None
             return
@@ -161,8 +163,9 @@ class UI:
                 task = bar.add_task(name, total=size, completed=have)
                 yield lambda amount: bar.advance(task, amount)
         else:
-            self.info(f"downloading {name} ({_size(size)}"
-                      f"{f', resuming at {_size(have)}' if have else ''})")
+            if size is None or size - have >= REPORT_EVERY:
+                self.info(f"downloading {name} ({_size(size)}"
+                          f"{f', resuming at {_size(have)}' if have else ''})")
             done = [have, have]  # bytes so far, bytes at the last line
 
             def advance(amount: int) -> None:

@@ -111,6 +111,11 @@ def test_a_piped_download_shows_its_size_as_it_starts_goes_and_ends(
         obtain(ref, cache=tmp_path / "cache", report=ui.download)  # the cache's: no download
         assert err.getvalue() == ""
         UI(quiet=True).download("x.whl", 1)
+        monkeypatch.setattr(ui_module, "REPORT_EVERY", 4 << 20)  # a small file: one line
+        err.seek(0)
+        obtain(ref, cache=tmp_path / "again", report=ui.download)
+        (line,) = err.getvalue().splitlines()
+        assert line.startswith("downloaded x.whl (2.0 MiB in ")
     finally:
         server.shutdown()
 
