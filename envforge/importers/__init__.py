@@ -48,9 +48,13 @@ class Imported:
     skipped: list[Skipped] = field(default_factory=list)
     python: list[tuple[str, str]] = field(default_factory=list)  # (version or range, origin)
     index: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
+    extra_indexes: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
+    find_links: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
 
     def extend(self, other: Imported) -> None:
         self.requirements += other.requirements
         self.skipped += other.skipped
         self.python += other.python
         self.index += other.index
+        self.extra_indexes += other.extra_indexes
+        self.find_links += other.find_links

@@ -61,6 +61,13 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
             out.index.append((words[1], origin))
         elif option.startswith("--index-url="):
             out.index.append((option.split("=", 1)[1], origin))
+        elif (where := _source_option(option, words)) is not None:
+            kind, url = where
+            if not re.match(r"^https?://", url):
+                out.skipped.append(Skipped(line, origin, "a local folder: give its absolute "
+                                           f"path in [pypi] {kind} if the project needs it"))
+            else:
+                getattr(out, kind).append((url, origin))
         elif option in ("-e", "--editable"):
             out.skipped.append(Skipped(line, origin, _editable_reason(words[1:])))
         elif option.startswith("-"):
@@ -68,6 +75,20 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
         else:
             add_requirement(line.split(" --hash", 1)[0].strip(), origin, out)
     return out
+
+
+def _source_option(option: str, words: list[str]) -> tuple[str, str] | None:
+    """``("find_links" | "extra_indexes", URL)`` for pip's ``-f``/``--find-links`` and
+    ``--extra-index-url`` (PyTorch's ``-f https://download.pytorch.org/whl/torch_stable.html``
+    for its ``+cpu`` and ``+cu101`` builds), else None."""
+    for kind, names in (("find_links", ("-f", "--find-links")),
+                        ("extra_indexes", ("--extra-index-url",))):
+        if option in names and len(words) > 1:
+            return kind, words[1]
+        for name in names:
+            if name.startswith("--") and option.startswith(f"{name}="):
+                return kind, option.split("=", 1)[1]
+    return None
 
 
 def _include(name: str, raw: str) -> str:

@@ -49,6 +49,13 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
               "", "[environment]", 'kind = "venv"', "", "[pypi]"]
     if draft.index:
         lines.append(f"index = {json.dumps(draft.index)}")
+    for key, option, places in (("extra_indexes", "--extra-index-url",
+                                 repo.imported.extra_indexes),
+                                ("find_links", "-f", repo.imported.find_links)):
+        urls = list(dict.fromkeys(url for url, _ in places))
+        if urls:
+            origins = ", ".join(dict.fromkeys(origin for _, origin in places))
+            lines += [_comment(f"# pip's {option} at {origins}"), f"{key} = {json.dumps(urls)}"]
     if draft.as_of.value is not None:
         lines.append(f"# resolve as of {draft.as_of.why}")
         lines += _as_of_steps(draft)

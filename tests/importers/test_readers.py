@@ -6,6 +6,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from envforge.cli import main
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
 from envforge.importers.legacy_names import (
     conda_to_pypi,
@@ -20,6 +21,7 @@ from envforge.importers.pyfiles import (
     read_setup_py,
 )
 from envforge.importers.repository import read_repository
+from envforge.spec import load_spec
 from tests.testing.packs import REGISTRY
 
 DATA = Path(__file__).parent / "data"
@@ -78,6 +80,27 @@ def test_requirements_includes_options_continuations_and_hashes() -> None:
     reasons = [s.reason for s in got.skipped]
     assert "the repository itself (editable): not a dependency" in reasons
     assert any("--trusted-host" in r for r in reasons)
+
+
+def test_find_links_and_extra_indexes_are_kept_for_the_spec(tmp_path: Path) -> None:
+    """PyTorch 1.x repositories pin ``torch==1.5.0+cu101`` beside ``-f`` PyTorch's page: init
+    dropped the line ("pip option -f: not imported") and the pin could not lock."""
+    page = "https://download.pytorch.org/whl/torch_stable.html"
+    text = (f"-f {page}\n--find-links={page}\n--extra-index-url https://x.example/simple\n"
+            "-f ./wheels\ntorch==1.5.0+cu101\n")
+    got = read_requirements("requirements.txt", text, lambda _: None)
+    assert got.find_links == [(page, "requirements.txt:1"), (page, "requirements.txt:2")]
+    assert got.extra_indexes == [("https://x.example/simple", "requirements.txt:3")]
+    assert [(s.origin, s.reason) for s in got.skipped] == [(
+        "requirements.txt:4", "a local folder: give its absolute path in [pypi] find_links if "
+        "the project needs it")]
+    (tmp_path / "requirements.txt").write_text(text)
+    assert main(["init", str(tmp_path), "-o", str(tmp_path / "t.toml"), "--offline"]) == 0
+    pypi = load_spec(tmp_path / "t.toml", REGISTRY).for_platform("linux-64").pypi
+    assert (pypi.find_links, pypi.extra_indexes, pypi.packages) == (
+        (page,), ("https://x.example/simple",), ("torch==1.5.0+cu101",))
+    assert "# pip's -f at requirements.txt:1, requirements.txt:2\n" in (
+        tmp_path / "t.toml").read_text()
 
 
 def test_setup_py_literal_and_computed() -> None:
