@@ -96,7 +96,8 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             "not_imported": [{"what": s.what, "origin": s.origin, "reason": s.reason}
                              for s in imported.skipped],
             "resolved": resolved, "locks": failure is None if resolved else None,
-            "error": failure, "next": f"envforge lock {output}"})
+            "error": failure, "next": f"envforge lock {output}" if failure is None
+            else f"edit {output} as the error says, then envforge lock {output}"})
         return
     ui.table(f"{output}: from {', '.join(draft.repository.files)}",
              ["requirement", "from", "note"],
@@ -121,7 +122,9 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
         ui.success(f"wrote {output}; it resolves")
     else:
         ui.error(f"wrote {output}, but it does not resolve yet: {failure}")
-    ui.info(f"next: envforge lock {output}")
+        ui.next(f"edit {output} as the reason above says, then envforge lock {output}")
+        return
+    ui.next(f"envforge lock {output}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:

@@ -172,10 +172,13 @@ def test_a_day_that_does_not_resolve_is_widened_never_dropped(
 
 
 @pytest.mark.network
-def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(tmp_path: Path) -> None:
+def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = git_repo(tmp_path / "never", "six>=99\n", "2019-08-15")
     out = tmp_path / "never.toml"
     assert main(["init", str(root), "-o", str(out)]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"next: edit {out} as the reason above says, then envforge lock {out}"
     text = out.read_text()
     assert "\nas_of = 2019-08-15\n" in text
     assert "# does not resolve as of 2019-08-15, 2020-02-15, 2020-08-15, 2021-02-15, " \
