@@ -5,12 +5,13 @@ apart."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
 from tests.testing.conda_channel import serve, shared_channel
 from tests.testing.packs import REGISTRY
+from tests.testing.testcache import hold, kept_cache
 from tests.testing.winespawn import retry_spawns
 
 if sys.platform == "win32":
@@ -30,13 +32,29 @@ def conda_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared_channel(tmp_path_factory)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The run (the xdist controller, not each worker) holds the kept cache's shared lock,
+    emptying it first when it is due (tests/testing/testcache.py)."""
+    cache = kept_cache()
+    if cache is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
+        config.stash[_KEPT_LOCK] = hold(cache)
+
+
+_KEPT_LOCK = pytest.StashKey[IO[bytes]]()
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One envforge cache for the run, every xdist worker's included, for tests that apply or
     verify a real environment but test neither a cold nor a damaged cache: each wheel, deb,
-    index, kernel reference and Theano compiled module is made once, not once per test.
-    envforge's cache is made to be shared (a file lock per download, every entry written
-    whole by rename); ``home_sharing`` links a home's ``cache`` to it."""
+    index, kernel reference and Theano compiled module is made once, not once per test, and
+    kept for the next run (tests/testing/testcache.py; ENVFORGE_TEST_CACHE=off: this run's
+    own). envforge's cache is made to be shared (a file lock per download, every entry
+    written whole by rename); ``home_sharing`` links a home's ``cache`` to it."""
+    kept = kept_cache()
+    if kept is not None:
+        kept.mkdir(parents=True, exist_ok=True)
+        return kept
     base = tmp_path_factory.getbasetemp()
     cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
     cache.mkdir(exist_ok=True)
@@ -54,6 +72,11 @@ def _envforge_home_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Itera
     base = tmp_path_factory.getbasetemp()
     home = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envforge-home"
     home.mkdir(exist_ok=True)
+    kept = kept_cache()
+    if kept is not None:  # its data and state stay the run's
+        kept.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another worker linked it
+            (home / "cache").symlink_to(kept, target_is_directory=True)
     os.environ["ENVFORGE_HOME"] = str(home)
     try:
         yield
