@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
 from envforge.importers import Found
-from envforge.importers.legacy_names import capped, framework_sections
+from envforge.importers.legacy_names import capped, framework_sections, section_names
 from envforge.importers.propose import (
     Proposal,
     era_for_python,
@@ -124,21 +124,22 @@ def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Prop
 
 def _with_backends(repo: Repository) -> Repository:
     """The requirements with each mounted section's back-end added where no requirement
-    mounts it (``Keras==2.0.9`` alone: ``tensorflow<2``, so [tensorflow] is mounted too and the
+    names it (``Keras==2.0.9`` alone: ``tensorflow<2``, so [tensorflow] is mounted too and the
     era's TensorFlow resolved), noted on the line that named the framework."""
     found = repo.imported.requirements
     rows = framework_sections([f.requirement for f in found], installed_packs())
-    mounted = {row.section for row in rows}
+    held: set[str] = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     for row in rows:
         backend = row.keys.get("backend")
-        if row.adds is None or backend is None or backend in mounted:
+        if row.adds is None or backend is None or \
+                not held.isdisjoint(section_names(backend, installed_packs())):
             continue
         named = next(f for f in found if canonicalize_name(Requirement(f.requirement).name)
                      in {canonicalize_name(n) for n in row.names})
         added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
                            f"\"{backend}\", which no requirement names", True))
-        mounted.add(backend)
+        held |= section_names(backend, installed_packs())
     if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))

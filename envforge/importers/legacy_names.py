@@ -195,6 +195,13 @@ def framework_sections(requirements: Iterable[str],
     return list(chosen.values())
 
 
+def section_names(section: str, packs: Iterable[InitPack]) -> set[str]:
+    """Every distribution name a row of ``section`` mounts it for, canonical (TensorFlow's:
+    tensorflow, tensorflow-gpu, tensorflow-cpu)."""
+    return {canonicalize_name(name) for row in (*legacy_names().framework, *_pack_rows(packs))
+            if row.section == section for name in row.names}
+
+
 def _pack_rows(packs: Iterable[InitPack]) -> tuple[FrameworkRow, ...]:
     """Each pack's own rows (``FrameworkPack.init_frameworks``), after the core file's."""
     return tuple(FrameworkRow.model_validate({**row, "where": f"the {pack.name} pack"})

@@ -32,6 +32,7 @@ def test_keras_alone_gets_tensorflow_1x_and_python_3_7_at_most(tmp_path: Path) -
     "Keras==2.0.9\ntensorflow-gpu==1.4.0\n",  # the GPU build names the back-end
     "keras==2.1.6\nTheano==1.0.4\n",  # Theano mounts: backend = "theano"
     "keras==2.4.3\n",  # past multi-back-end Keras: no [keras] section, nothing to add
+    "keras==2.3.1\ntensorflow>=2.0\n",  # TensorFlow 2 mounts no [tensorflow]: it is named
     "torch==1.4.0\n",  # a framework with no back-end key
 ])
 def test_nothing_is_added_where_the_back_end_is_named_or_none_is_needed(
