@@ -13,7 +13,6 @@ next run)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import sys
@@ -43,6 +42,8 @@ def kept_cache(environ: dict[str, str] | None = None) -> Path | None:
 def hold(cache: Path, *, now: float | None = None) -> IO[bytes]:
     """The run's shared lock on ``cache`` (kept open for the run), the cache emptied first
     when it is due and no other run holds it; the cache exists afterwards."""
+    import fcntl  # POSIX: Windows keeps no test cache (kept_cache), and has no fcntl
+
     cache.parent.mkdir(parents=True, exist_ok=True)
     handle = (cache.parent / f"{cache.name}.lock").open("ab")
     if _due(cache, time.time() if now is None else now):
