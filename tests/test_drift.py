@@ -76,11 +76,11 @@ def test_a_file_written_twice_is_judged_by_its_last_writer(tmp_path: Path) -> No
     record = site / "qtconsole-4.7.7.dist-info" / "RECORD"
     launcher = base64.urlsafe_b64encode(hashlib.sha256(b"launcher\n").digest()).rstrip(b"=")
     record.write_text(f"{record.read_text()}../bin/jupyter-qtconsole,sha256={launcher.decode()},9\n")
-    (site / ".." / "bin" / "jupyter-qtconsole").write_text("launcher\n")
+    (site / ".." / "bin" / "jupyter-qtconsole").write_bytes(b"launcher\n")  # no CRLF on Windows
     lock = [_locked("jupyter", "1.0.0"), _locked("jupyter-core", "4.6.3"),
             _locked("qtconsole", "4.7.7")]
     assert find_drift(site, lock).clean
-    (site / "jupyter.py").write_text("edited\n")
+    (site / "jupyter.py").write_bytes(b"edited\n")
     assert find_drift(site, lock).modified == ["jupyter: jupyter.py", "jupyter_core: jupyter.py"]
 
 
