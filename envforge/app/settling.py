@@ -29,6 +29,7 @@ from envforge.host import proc
 from envforge.importers import Found
 from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
+from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
 Say = Callable[[str], None]
@@ -49,7 +50,8 @@ def _left(deadline: float | None) -> float | None:
 
 def try_lock(text: str, source: str, platform: Platform) -> str | None:
     """Resolve the draft for ``platform`` once; None when it locks, else the reason (the
-    resolver's own words, never its command line)."""
+    resolver's own words, never its command line). UnknownProjectError where a requirement's
+    project is not on the index at all: no other day resolves it."""
     from envforge.app.lockplatform import lock_platform
     from envforge.resolve.pypi import UnsatisfiableError
     from envforge.resolve.pypi_explain import explain_unsatisfiable
@@ -58,7 +60,10 @@ def try_lock(text: str, source: str, platform: Platform) -> str | None:
     try:
         lock_platform(spec.for_platform(platform), installed_packs())
     except UnsatisfiableError as exc:
-        return trim(str(explain_unsatisfiable(spec, exc)))
+        explained = explain_unsatisfiable(spec, exc)
+        if isinstance(explained, UnknownProjectError):
+            raise explained from None  # settle stops: no other day helps
+        return trim(str(explained))
     except EnvforgeError as exc:
         return failure_reason(str(exc))
     return None
@@ -143,6 +148,9 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         try:
             failure = _bounded(functools.partial(try_lock, text, source, platform),
                                None if share is None else time.monotonic() + share)
+        except UnknownProjectError as exc:  # no day, repair or left-out URL makes it appear
+            failure = trim(str(exc))
+            break
         except DraftTimeoutError:
             if deadline is not None and time.monotonic() >= deadline - 0.5:
                 failure = f"init's time bound ran out while resolving {what} (try {attempt} " \

@@ -26,6 +26,11 @@ Lookup = Callable[[str, str], "list[Release] | None"]
 _SHOWN = 4  # newest usable versions named in the message
 
 
+class UnknownProjectError(SpecError):
+    """A requirement names a project the index lists no release of: no other day, Python or
+    pin of the others resolves it (init stops widening its day)."""
+
+
 def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
                           lookup: Lookup | None = None) -> SpecError:
     """The error to show; ``lookup(index, name)`` lists a project's releases (default: the
@@ -49,8 +54,9 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
         if message is not None:
             raw = next(r for r in exc.requirements if _name(r) == canonicalize_name(
                 requirement.name))
-            return SpecError(spec.source, message, line=requirement_line(text, raw),
-                             key="pypi.packages")
+            kind = SpecError if releases else UnknownProjectError
+            return kind(spec.source, message, line=requirement_line(text, raw),
+                        key="pypi.packages")
     reason = uv_reason(exc.uv_output)
     fix = "relax or change one of these pins, set [pypi] as_of to the project's era, or " \
         "another [python] version"

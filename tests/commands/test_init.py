@@ -259,6 +259,20 @@ def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: 
 
 
 @pytest.mark.network
+def test_a_project_the_index_lacks_stops_the_widening_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """keras-contrib 2.0.8 was never on PyPI: init tried five days before saying so; no day
+    makes a project appear."""
+    root = git_repo(tmp_path / "contrib", "six==1.16.0\nkeras-contrib==2.0.8\n", "2019-08-15")
+    out = tmp_path / "contrib.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "(try 1 of 5)" in err and "(try 2 of 5)" not in err
+    assert "the index lists no release of keras-contrib at all" in err
+    assert "did not resolve" not in out.read_text()  # no day tried past the proposed one
+
+
+@pytest.mark.network
 def test_keras_named_alone_gets_its_back_end_tensorflow_1x(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """DeepMoji pins Keras==2.0.9 and leaves TensorFlow to its README ("install one of its
