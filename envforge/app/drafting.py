@@ -34,6 +34,7 @@ from envforge.importers.propose import (
     release_files,
     repair_pin,
 )
+from envforge.importers.pycode import code_syntax
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, read_repository
 from envforge.resolve.releases import releases_from_files
@@ -96,7 +97,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     repo = repaired
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
-                 index=index if index and index != PYPI_SIMPLE else None)
+                 index=index if index and index != PYPI_SIMPLE else None,
+                 code=code_syntax(root, _minor_tuple(minor)))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:

@@ -19,7 +19,7 @@ from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.host.outputs import check_output
-from envforge.importers.render import Draft, render_spec, sections
+from envforge.importers.render import Draft, code_note, render_spec, sections
 from envforge.spec import Platform, parse_spec
 from envforge.ui import UI
 
@@ -95,6 +95,10 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
                          for r in mounted],
             "not_imported": [{"what": s.what, "origin": s.origin, "reason": s.reason}
                              for s in imported.skipped],
+            "code": None if draft.code is None else {
+                "files": draft.code.files, "note": code_note(draft),
+                "not_parsed": [{"path": p, "line": n, "message": m}
+                               for p, n, m in draft.code.failing]},
             "resolved": resolved, "locks": failure is None if resolved else None,
             "error": failure, "next": f"envforge lock {output}" if failure is None
             else f"edit {output} as the error says, then envforge lock {output}"})
@@ -110,6 +114,9 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
         keys = ", ".join(f"{k} = {v}" for k, v in sorted(row.keys.items()))
         ui.info(f"[{row.section}]{' ' + keys if keys else ''}: {row.reason}")
     ui.info(f"python {draft.python.value} ({draft.python.why})")
+    note = code_note(draft)
+    if note is not None:
+        ui.warn(note)
     if draft.as_of.value is None:
         ui.info(f"as_of - ({draft.as_of.why})")
     else:

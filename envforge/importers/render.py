@@ -10,6 +10,7 @@ from typing import Protocol
 
 from envforge.importers.legacy_names import FrameworkRow, InitPack, framework_sections
 from envforge.importers.propose import Proposal
+from envforge.importers.pycode import CodeSyntax
 from envforge.importers.repository import Repository
 from envforge.packapi import Registry
 from envforge.spec import excluded_by_python_marker
@@ -29,6 +30,7 @@ class Draft:
     as_of_failure: str | None = None  # why the last day tried did not resolve
     left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
+    code: CodeSyntax | None = None  # the repository's own .py files, parsed for the Python
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -45,7 +47,8 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
     lines += ["[project]", f"name = {json.dumps(draft.name)}",
               f"platforms = [{json.dumps(draft.platform)}]",
               f"description = {json.dumps('imported from ' + ', '.join(repo.files))}", "",
-              "[python]", f"# {draft.python.why}", f"version = {json.dumps(draft.python.value)}",
+              "[python]", f"# {draft.python.why}", *_code_note(draft),
+              f"version = {json.dumps(draft.python.value)}",
               "", "[environment]", 'kind = "venv"', "", "[pypi]"]
     if draft.index:
         lines.append(f"index = {json.dumps(draft.index)}")
@@ -81,6 +84,18 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines += ["", f"[{row.section}]", _comment(f"# {row.reason} ({row.where})")]
         lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
     return "\n".join(lines) + "\n"
+
+
+def code_note(draft: Draft) -> str | None:
+    """What the repository's code says of the Python proposed (Python 2 code), or None."""
+    if draft.code is None or draft.python.value is None:
+        return None
+    return draft.code.summary(".".join(draft.python.value.split(".")[:2]))
+
+
+def _code_note(draft: Draft) -> list[str]:
+    note = code_note(draft)
+    return [] if note is None else [_comment(f"# {note}")]
 
 
 def left_out(draft: Draft) -> dict[str, str]:

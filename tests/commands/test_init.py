@@ -3,6 +3,7 @@ from, reports what it left out, and (network) locks and applies."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -256,6 +257,24 @@ def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: 
     assert packages == ("numpy==1.16.0", "tensorflow==1.15.4")
     assert "was numpy==1.15.4: tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; 1.16.0 " \
            "is the nearest release it admits with a wheel for Python 3.7" in out.read_text()
+
+
+def test_python_2_code_is_named_in_the_report_and_the_spec(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepMoji's tokenizer.py holds ``ur'[0-9]+'``: its spec locked and applied, and the
+    code failed only at its first import."""
+    root = tmp_path / "py2"
+    root.mkdir()
+    (root / "requirements.txt").write_text("six\n")
+    (root / "tokenizer.py").write_text("RE_NUM = ur'[0-9]+'\n")
+    out = tmp_path / "py2.toml"
+    assert main(["init", str(root), "-o", str(out), "--offline"]) == 0
+    note = "1 of 1 .py files do not parse as Python 3.7 (first: tokenizer.py:1: "
+    assert f"warning: {note}" in capsys.readouterr().err
+    assert f"\n# {note}" in out.read_text()
+    assert main(["init", str(root), "-o", str(out), "--offline", "--force", "--json"]) == 0
+    code = json.loads(capsys.readouterr().out)["code"]
+    assert code["files"] == 1 and code["not_parsed"][0]["path"] == "tokenizer.py"
 
 
 @pytest.mark.network

@@ -1,0 +1,69 @@
+"""Whether a repository's own code is Python 3: envforge provisions Python 3 only, and Python 2
+code (DeepMoji's ``ur'[0-9]+'``, a ``print x`` statement) fails when it is imported, whatever
+the environment holds. init reads the code as text and never runs it; what does not parse
+for the proposed Python is said, so the user learns it before the first run."""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILES = 500  # a repository's own modules; more is vendored code or data
+MAX_BYTES = 1 << 20  # as for the dependency files init reads
+_SKIPPED_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class CodeSyntax:
+    files: int  # .py files read
+    failing: tuple[tuple[str, int, str], ...]  # (path, line, message) that do not parse
+
+    def summary(self, python: str) -> str | None:
+        """One line for the spec's comment and init's report; None when all parse."""
+        if not self.failing:
+            return None
+        path, line, message = self.failing[0]
+        return (f"{len(self.failing)} of {self.files} .py files do not parse as Python "
+                f"{python} (first: {path}:{line}: {message}): Python 2 code? envforge "
+                "provisions Python 3 only; port it (2to3) before it runs")
+
+
+def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
+    """The repository's ``.py`` files (its own: hidden folders, installed packages and links
+    are not followed; at most MAX_FILES, each at most MAX_BYTES) parsed for ``python``."""
+    failing: list[tuple[str, int, str]] = []
+    read = 0
+    for path in _modules(root):
+        try:
+            if path.is_symlink() or path.stat().st_size > MAX_BYTES:
+                continue
+            source = path.read_bytes()
+        except OSError:
+            continue
+        read += 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
+                ast.parse(source, feature_version=python)
+        except SyntaxError as exc:
+            failing.append((path.relative_to(root).as_posix(), exc.lineno or 0,
+                            exc.msg))
+        except ValueError as exc:  # a NUL byte
+            failing.append((path.relative_to(root).as_posix(), 0, str(exc)))
+        if read >= MAX_FILES:
+            break
+    return CodeSyntax(read, tuple(failing))
+
+
+def _modules(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, subfolders, names in os.walk(root):  # links to folders are not followed
+        subfolders[:] = sorted(d for d in subfolders
+                               if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+        found += [Path(folder) / n for n in sorted(names) if n.endswith(".py")]
+        if len(found) >= MAX_FILES:
+            break
+    return found

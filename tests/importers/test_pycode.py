@@ -1,0 +1,35 @@
+"""init reads the repository's own code as text for its Python: Python 2 code is named
+before it fails at import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envforge.importers.pycode import MAX_BYTES, code_syntax
+
+
+def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "ok.py").write_text("import os\nprint(os.sep)\n")
+    (tmp_path / "pkg" / "tokenizer.py").write_text("import re\nRE_NUM = ur'[0-9]+'\n")  # DeepMoji
+    (tmp_path / "train.py").write_text("print 'epoch', 1\n")
+    (tmp_path / "escapes.py").write_text("PATTERN = '\\d+'\n")  # a warning, not an error
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "hook.py").write_text("print 'hidden'\n")
+    (tmp_path / "big.py").write_bytes(b"print 'x'\n" + b"#" * MAX_BYTES)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
+    outside.write_text("print 'not the repository'\n")
+    (tmp_path / "link.py").symlink_to(outside)
+    found = code_syntax(tmp_path, (3, 7))
+    assert found.files == 4
+    assert [(p, n) for p, n, _ in found.failing] == [("train.py", 1), ("pkg/tokenizer.py", 2)]
+    note = found.summary("3.7")
+    assert note is not None and note.startswith(
+        "2 of 4 .py files do not parse as Python 3.7 (first: train.py:1: ")
+    assert code_syntax(tmp_path / "pkg", (3, 7)).failing[0][0] == "tokenizer.py"
+
+
+def test_async_as_a_name_is_python_3_6_code_not_3_7s(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("async = True\n")
+    assert code_syntax(tmp_path, (3, 6)).summary("3.6") is None
+    assert code_syntax(tmp_path, (3, 7)).failing
