@@ -441,6 +441,18 @@ def test_blas_row_fails_on_the_numpy_fallback() -> None:
     assert _rows(report, expect)["blas"].status == "fail"
 
 
+def test_with_no_blas_asked_for_the_numpy_fallback_is_said_not_failed() -> None:
+    """pm-prophet's init spec: no blas_ldflags; Theano warned at each import, verify said
+    nothing of it."""
+    expect = _expect(theano_flags={"device": "cuda", "floatX": "float32"})
+    report = _report(expect)
+    report["blas"] = {"implementation": "numpy-c-api", "libraries": []}
+    row = _rows(report, expect)["blas"]
+    assert row.status == "skip" and "NumPy's C API" in row.why
+    report["blas"] = {"implementation": "c-blas", "libraries": ["openblas"]}
+    assert _rows(report, expect)["blas"].status == "pass"
+
+
 def test_versions_match_by_release_prefix_and_specifier() -> None:
     expect = _expect(versions={"python": "3.11", "numpy": ">=1.23,<1.24", "theano": "1.0.5"})
     report = _report(expect)

@@ -68,8 +68,7 @@ def _config_rows(report: Mapping[str, Any], expect: Expectations,
             wanted = wanted.replace("{prefix}", prefix)
         rows.append(_compare_flag(name, wanted, config, config_errors))
     ldflags = _expected_flag(expect, "blas.ldflags", prefix)
-    if ldflags:
-        rows.append(_blas_row(report))
+    rows.append(_blas_row(report) if ldflags else _unasked_blas_row(report))
     return rows
 
 
@@ -122,6 +121,20 @@ def _blas_row(report: Mapping[str, Any]) -> CheckRow:
         return CheckRow("blas", "C BLAS through blas.ldflags", found, "pass")
     why = str(blas.get("error") or "Theano's GEMMs do not link a BLAS library")
     return CheckRow("blas", "C BLAS through blas.ldflags", found or "unknown", "fail", why)
+
+
+def _unasked_blas_row(report: Mapping[str, Any]) -> CheckRow:
+    """No blas.ldflags in the spec (init's Theano specs): a BLAS Theano found by itself passes
+    (NumPy's blas_opt_info on Windows); without one it is said, not failed: Theano's GEMMs
+    then call NumPy's C API, slower, and Theano warns so at each import."""
+    blas = _map(report.get("blas"))
+    found = f"{blas.get('implementation') or 'unknown'} {blas.get('libraries') or ''}".strip()
+    if blas.get("implementation") == "c-blas" and blas.get("libraries"):
+        return CheckRow("blas", "a C BLAS Theano finds by itself", found, "pass")
+    return CheckRow("blas", "a C BLAS Theano finds by itself", found, "skip",
+                    "none: Theano's GEMMs call NumPy's C API (slower; Theano warns at each "
+                    "import); set [theano] blas_ldflags to link one, as specs/theano-cpu.toml "
+                    "links Debian's OpenBLAS")
 
 
 def _cudnn_row(report: Mapping[str, Any], expect: Expectations,
