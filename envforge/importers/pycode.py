@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,8 @@ def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
     read = 0
     for path in _modules(root):
         try:
-            if path.is_symlink() or path.stat().st_size > MAX_BYTES:
+            st = path.lstat()  # a link is not followed; a FIFO would block the read
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
                 continue
             source = path.read_bytes()
         except OSError:

@@ -3,11 +3,15 @@ before it fails at import."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from envforge.importers.pycode import MAX_BYTES, code_syntax
 
 
+@pytest.mark.posix_only(reason="a FIFO and a symbolic link among the files")
 def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "ok.py").write_text("import os\nprint(os.sep)\n")
@@ -20,6 +24,7 @@ def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> Non
     outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
     outside.write_text("print 'not the repository'\n")
     (tmp_path / "link.py").symlink_to(outside)
+    os.mkfifo(tmp_path / "fifo.py")  # read, it would block init for ever
     found = code_syntax(tmp_path, (3, 7))
     assert found.files == 4
     assert [(p, n) for p, n, _ in found.failing] == [("train.py", 1), ("pkg/tokenizer.py", 2)]
