@@ -40,6 +40,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_KEPT_LOCK] = hold(cache)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    held = config.stash.get(_KEPT_LOCK, None)
+    if held is not None:
+        held.close()  # the run's shared lock: another run may empty the cache once all end
+
+
 _KEPT_LOCK = pytest.StashKey[IO[bytes]]()
 
 

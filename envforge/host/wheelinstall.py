@@ -195,17 +195,20 @@ def skipped_pycache() -> Iterator[Counter[str]]:
     it skipped (installer warns once per file: PyPI's PyYAML 5.4.1 wheels carry 17), for the
     step to say in one line; every other warning passes through as before."""
     skipped: Counter[str] = Counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield skipped
-    for warning in caught:
-        found = _SKIPPED_PYCACHE.match(str(warning.message)) \
-            if issubclass(warning.category, RuntimeWarning) else None
-        if found:
-            skipped[found[1]] += 1
-        else:
-            warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                   warning.lineno, source=warning.source)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield skipped
+    finally:  # an install that failed midway still passes its other warnings on
+        for warning in caught:
+            found = _SKIPPED_PYCACHE.match(str(warning.message)) \
+                if issubclass(warning.category, RuntimeWarning) else None
+            if found:
+                skipped[found[1]] += 1
+            else:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno, source=warning.source)
 
 
 class _Linker:

@@ -139,6 +139,13 @@ def test_skipped_pycache_counts_the_skips_and_passes_other_warnings_on() -> None
     assert skipped == {"zope.interface": 2}
 
 
+def test_an_install_that_fails_midway_still_passes_its_warnings_on() -> None:
+    with pytest.warns(DeprecationWarning, match="kept"), pytest.raises(ValueError), \
+            skipped_pycache():
+        warnings.warn("kept", DeprecationWarning, stacklevel=1)
+        raise ValueError
+
+
 def test_an_entry_is_made_once_read_only_and_reused(python37: Path, tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     cache = tmp_path / "cache"
