@@ -74,16 +74,22 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if output is not None:
         save_plan(output, planned, spec, options)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
+    # an earlier apply that stopped before recording the environment complete: even with no
+    # step left to change, apply has that to do, and run and verify refuse it until then
+    pending = plan.pending or unfinished(planned)
     if ui.json and dry:
-        document = {"plan": plan.model_dump(mode="json"), "pending": plan.pending}
+        document = {"plan": plan.model_dump(mode="json"), "pending": pending}
         ui.document("plan", {**document, "saved": str(output)} if output else document)
     elif dry or not args.yes:
         show_plan(plan, ui)
     if output is not None:
         ui.info(f"wrote the plan to {output}: `envforge apply {output}` applies exactly it")
     if dry:
-        return int(ExitCode.PENDING if plan.pending else ExitCode.OK)
-    if not plan.pending and not unfinished(planned):
+        if pending and not plan.pending:
+            ui.info(f"{ctx.prefix}: an earlier apply did not finish; `envforge apply` records "
+                    "it complete (no step has anything left to change)")
+        return int(ExitCode.PENDING if pending else ExitCode.OK)
+    if not pending:
         ui.success(f"{args.spec}: nothing to do ({ctx.prefix})")
         probe.save(ctx, planned.steps, f"{args.spec}: nothing to do ({ctx.prefix})")
         if ui.json:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
+from envforge.errors import ExitCode
 from tests.faults.conftest import World, count
 from tests.faults.harness import faulty, journal_lines, snapshot
 
@@ -79,8 +80,11 @@ def test_apply_after_a_kill_past_the_last_line_records_the_environment_complete(
     assert child.returncode == -signal.SIGKILL
     run = ["run", spec, "--prefix", str(prefix), "--", "python", "-c", "import six"]
     assert main(run) == 2
+    plan = ["plan", spec, "--prefix", str(prefix), "-q"]
+    assert main(plan) == ExitCode.PENDING  # not "nothing to do": apply has the record to write
     assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
     assert main(run) == 0
+    assert main(plan) == ExitCode.OK
     assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
     assert main(["rollback", spec, "--prefix", str(prefix), "-q"]) == 0
 
