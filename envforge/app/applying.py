@@ -57,6 +57,18 @@ class Planned:
     plan: Plan
     record: dict[str, str]
 
+    def pending(self) -> bool:
+        """Something for apply to do: a step's change, or an environment an earlier apply
+        left unfinished (killed after its last action, or a ``--sync`` that failed), which
+        performing even an empty plan records complete; "nothing to do" would leave verify
+        and run refusing it."""
+        from envforge.executor import read_record
+
+        if self.plan.pending:
+            return True
+        record = read_record(self.ctx.state_dir)
+        return record is not None and not record.get("complete")
+
 
 def parse_artifacts(values: Sequence[str]) -> dict[str, Path]:
     """``ROLE=PATH`` values -> {role: resolved file}; InputError for an unknown or repeated
@@ -201,17 +213,6 @@ def perform(planned: Planned) -> list[str]:
         ctx = replace(ctx, artifacts={**fetched, **{r: p for r, p in ctx.artifacts.items()
                                                     if r in checked}})
     return execute(ctx, planned.steps, record=dict(planned.record), plan=plan)
-
-
-def unfinished(planned: Planned) -> bool:
-    """An earlier apply stopped before it recorded the environment complete (killed after its
-    last action, or a ``--sync`` that failed): even a plan with nothing left to do is performed
-    then, which records it complete; otherwise apply's "nothing to do" would leave verify and
-    run refusing it as unfinished."""
-    from envforge.executor import read_record
-
-    record = read_record(planned.ctx.state_dir)
-    return record is not None and not record.get("complete")
 
 
 def writable(targets: Sequence[Path]) -> None:

@@ -24,7 +24,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envforge.app.packs import installed_packs
-from envforge.errors import EnvforgeError
+from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found
 from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
@@ -49,14 +49,18 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 def try_lock(text: str, source: str, platform: Platform) -> str | None:
-    """Resolve the draft for ``platform`` once; None when it locks, else the reason (the
-    resolver's own words, never its command line). UnknownProjectError where a requirement's
-    project is not on the index at all: no other day resolves it."""
+    """Resolve the draft for ``platform`` once, as lock does; None when it locks, else the
+    reason (the resolver's own words, never its command line). What no other day changes is
+    raised: the spec's own compatibility rules (CompatibilityError, as lock checks them
+    before resolving: DeepMoji's Keras with no TensorFlow named) and a requirement whose
+    project the index lacks (UnknownProjectError)."""
     from envforge.app.lockplatform import lock_platform
+    from envforge.compat import ensure_compatible
     from envforge.resolve.pypi import UnsatisfiableError
     from envforge.resolve.pypi_explain import explain_unsatisfiable
 
     spec = parse_spec(text, source=source, registry=installed_packs())
+    ensure_compatible(spec, installed_packs())
     try:
         lock_platform(spec.for_platform(platform), installed_packs())
     except UnsatisfiableError as exc:
@@ -148,8 +152,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         try:
             failure = _bounded(functools.partial(try_lock, text, source, platform),
                                None if share is None else time.monotonic() + share)
-        except UnknownProjectError as exc:  # no day, repair or left-out URL makes it appear
-            failure = trim(str(exc))
+        except (UnknownProjectError, CompatibilityError) as exc:
+            failure = trim(str(exc))  # no other day, repair or left-out URL changes these
             break
         except DraftTimeoutError:
             if deadline is not None and time.monotonic() >= deadline - 0.5:

@@ -19,7 +19,6 @@ from envforge.app.applying import (
     perform,
     plan_spec,
     save_plan,
-    unfinished,
 )
 from envforge.commands import Common
 from envforge.errors import ExitCode, InputError
@@ -74,9 +73,7 @@ def run_apply(args: argparse.Namespace, ui: UI) -> int:
     if output is not None:
         save_plan(output, planned, spec, options)
     dry = getattr(args, "dry_run", False) or args.command == "plan"
-    # an earlier apply that stopped before recording the environment complete: even with no
-    # step left to change, apply has that to do, and run and verify refuse it until then
-    pending = plan.pending or unfinished(planned)
+    pending = planned.pending()
     if ui.json and dry:
         document = {"plan": plan.model_dump(mode="json"), "pending": pending}
         ui.document("plan", {**document, "saved": str(output)} if output else document)
@@ -134,7 +131,7 @@ def run_saved(args: argparse.Namespace, ui: UI) -> int:
     plan, ctx = planned.plan, planned.ctx
     if not args.yes:
         show_plan(plan, ui)
-    if not plan.pending:
+    if not planned.pending():
         ui.success(f"{path}: nothing to do ({ctx.prefix})")
         if ui.json:
             ui.document("apply", {"prefix": str(ctx.prefix), "ran": [], "changed": False})

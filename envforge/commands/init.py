@@ -56,26 +56,10 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
         settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline,
                          lookup=lookup)
         draft, text, failure = settled.draft, settled.text, settled.failure
-        failure = failure or _incompatible(text, output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     _report(draft, output, failure, ui, resolved=not offline)
     return 0 if failure is None else 1
-
-
-def _incompatible(text: str, output: Path) -> str | None:
-    """What lock's offline compatibility check refuses in the spec (a [keras] back-end that no
-    section mounts, as for DeepMoji's Keras 2.0.9 with no TensorFlow named), else None: init
-    says "it resolves" only of a spec that locks."""
-    from envforge.compat import ensure_compatible
-    from envforge.errors import CompatibilityError
-
-    try:
-        ensure_compatible(parse_spec(text, source=str(output), registry=installed_packs()),
-                          installed_packs())
-    except CompatibilityError as exc:
-        return str(exc)
-    return None
 
 
 def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,

@@ -313,18 +313,19 @@ def test_keras_named_alone_gets_its_back_end_tensorflow_1x(
     assert locked["keras"] == "2.0.9" and locked["tensorflow"].startswith("1.")
 
 
-def test_a_spec_lock_would_refuse_is_no_success(tmp_path: Path) -> None:
-    """init says "it resolves" only of a spec whose packs' rules hold (lock's offline check):
-    [keras] backend = "tensorflow" with no [tensorflow] section is named as the failure."""
-    from envforge.commands.init import _incompatible
+def test_a_spec_lock_would_refuse_is_refused_by_the_draft_check_before_resolving(
+        tmp_path: Path) -> None:
+    """init says "it resolves" only of a spec that locks: its check runs lock's offline
+    compatibility rules first, as lock does ([keras] backend = "tensorflow" with no
+    [tensorflow] section), and raises them, as no day changes them (settle stops)."""
+    from envforge.app.settling import try_lock
+    from envforge.errors import CompatibilityError
 
     text = ('[project]\nname = "k"\nplatforms = ["linux-64"]\n[python]\nversion = "3.7"\n'
             '[environment]\nkind = "venv"\n[pypi]\npackages = ["Keras==2.0.9"]\n'
             '[keras]\nbackend = "tensorflow"\nkeras_json = "home"\n')
-    assert "the spec has no [tensorflow] section" in (
-        _incompatible(text, tmp_path / "k.toml") or "")
-    assert _incompatible(text.replace('"tensorflow"', '"theano"') + "[theano]\n",
-                         tmp_path / "k.toml") is None
+    with pytest.raises(CompatibilityError, match=r"the spec has no \[tensorflow\] section"):
+        try_lock(text, str(tmp_path / "k.toml"), "linux-64")
 
 
 SIX_WHEEL = ("https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d"

@@ -65,12 +65,14 @@ def test_kill_at_every_journal_line_of_a_step(step: str, world: World, tmp_path:
         count("kill -9 at a journal line, re-apply, rollback")
 
 
+@pytest.mark.parametrize("how", ["spec", "saved plan"])
 def test_apply_after_a_kill_past_the_last_line_records_the_environment_complete(
-        world: World, tmp_path: Path) -> None:
+        how: str, world: World, tmp_path: Path) -> None:
     """Killed after its last journal line, before it recorded the environment complete: apply
-    again has nothing left to change, and records it complete, so run takes it. (It said
-    "nothing to do" and left it unfinished, which run and verify refuse naming `apply`: a
-    loop a failed `apply --sync` also led into.)"""
+    again (of the spec, or of a plan saved by ``plan -o``) has nothing left to change, and
+    records it complete, so run takes it. (It said "nothing to do" and left it unfinished,
+    which run and verify refuse naming `apply`: a loop a failed `apply --sync` also led
+    into.)"""
     prefix = tmp_path / "envs" / "p"
     spec = str(world.spec("a"))
     lines = _full_journal(world, prefix)
@@ -82,7 +84,12 @@ def test_apply_after_a_kill_past_the_last_line_records_the_environment_complete(
     assert main(run) == 2
     plan = ["plan", spec, "--prefix", str(prefix), "-q"]
     assert main(plan) == ExitCode.PENDING  # not "nothing to do": apply has the record to write
-    assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
+    if how == "spec":
+        assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
+    else:
+        saved = tmp_path / "plan.json"
+        assert main([*plan, "-o", str(saved)]) == ExitCode.PENDING
+        assert main(["apply", str(saved), "--yes", "-q"]) == 0
     assert main(run) == 0
     assert main(plan) == ExitCode.OK
     assert main(["apply", spec, "--yes", "--prefix", str(prefix), "-q"]) == 0
