@@ -46,9 +46,9 @@ def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
     others = {canonicalize_name(n) for n in also_expected}
     drift = Drift()
     seen: set[str] = set()
-    infos = sorted(site_packages.glob("*.dist-info"))
-    shipped = _shipped(infos, site_packages)
-    for info in infos:
+    records = {info: _records(info) for info in sorted(site_packages.glob("*.dist-info"))}
+    shipped = _shipped(records.values(), site_packages)
+    for info, rows in records.items():
         name, _, version = info.name.removesuffix(".dist-info").partition("-")
         key = canonicalize_name(name)
         seen.add(key)
@@ -56,8 +56,8 @@ def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
             if not _same_version(wanted[key], version):
                 drift.other_version.append(f"{name}: locked {wanted[key]}, found {version}")
             else:
-                drift.modified += [f"{name}: {p}" for p in changed_files(info, site_packages,
-                                                                         shipped)]
+                drift.modified += [f"{name}: {p}" for p in _changed(rows, site_packages,
+                                                                    shipped)]
         elif key not in others and not (others and _installer(info) == "conda"):
             drift.extra.append(f"{name} {version}")
     drift.missing = sorted(n for n in wanted if n not in seen)
@@ -88,27 +88,29 @@ def _records(info: Path) -> list[tuple[str, str]]:
                 if len(row) >= 2 and row[1].startswith("sha256=")]
 
 
-def _shipped(infos: Iterable[Path], site_packages: Path) -> dict[Path, set[str]]:
+def _shipped(records: Iterable[list[tuple[str, str]]],
+             site_packages: Path) -> dict[Path, set[str]]:
     """Every hash any installed RECORD gives each file: one path can be written twice, by
     one wheel (qtconsole 4.7.7's ``jupyter-qtconsole`` script and entry point) or by two
     (jupyter 1.0.0 and jupyter_core both ship ``jupyter.py``), the later write winning."""
     shipped: dict[Path, set[str]] = {}
-    for info in infos:
-        for path, digest in _records(info):
+    for rows in records:
+        for path, digest in rows:
             shipped.setdefault((site_packages / path).resolve(), set()).add(digest)
     return shipped
 
 
-def changed_files(info: Path, site_packages: Path,
-                  shipped: dict[Path, set[str]] | None = None) -> list[str]:
-    """Files RECORD lists whose bytes no installed RECORD hashes so (or that are gone)."""
+def _changed(rows: list[tuple[str, str]], site_packages: Path,
+             shipped: dict[Path, set[str]]) -> list[str]:
+    """The files of a RECORD's ``rows`` whose bytes no installed RECORD hashes so (or that
+    are gone)."""
     changed = []
-    for name, digest in _records(info):
+    for name, _ in rows:
         path = (site_packages / name).resolve()
         if not path.is_file():
             changed.append(name)
             continue
         found = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest())
-        if found.rstrip(b"=").decode() not in {digest, *(shipped or {}).get(path, ())}:
+        if found.rstrip(b"=").decode() not in shipped[path]:
             changed.append(name)
     return changed
