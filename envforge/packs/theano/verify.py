@@ -68,7 +68,7 @@ def _config_rows(report: Mapping[str, Any], expect: Expectations,
             wanted = wanted.replace("{prefix}", prefix)
         rows.append(_compare_flag(name, wanted, config, config_errors))
     ldflags = _expected_flag(expect, "blas.ldflags", prefix)
-    rows.append(_blas_row(report) if ldflags else _unasked_blas_row(report))
+    rows.append(_blas_row(report, asked=bool(ldflags)))
     return rows
 
 
@@ -113,28 +113,24 @@ def _same_flag_value(wanted: str, found: Any) -> bool:
     return " ".join(wanted.split()) == " ".join(str(found).split())
 
 
-def _blas_row(report: Mapping[str, Any]) -> CheckRow:
+def _blas_row(report: Mapping[str, Any], *, asked: bool) -> CheckRow:
+    """The C BLAS Theano's GEMMs link. Asked for (blas.ldflags in the spec): none fails.
+    Not asked for (init's Theano specs): one Theano found by itself passes (NumPy's
+    blas_opt_info on Windows), and none is said, not failed: the GEMMs then call NumPy's C
+    API, slower, and Theano warns so at each import."""
     blas = _map(report.get("blas"))
     implementation = blas.get("implementation")
     found = f"{implementation} {blas.get('libraries') or ''}".strip()
+    expected = "C BLAS through blas.ldflags" if asked else "a C BLAS Theano finds by itself"
     if implementation == "c-blas" and blas.get("libraries"):
-        return CheckRow("blas", "C BLAS through blas.ldflags", found, "pass")
+        return CheckRow("blas", expected, found, "pass")
+    if not asked:
+        return CheckRow("blas", expected, found, "skip", "none: Theano's GEMMs call NumPy's "
+                        "C API (slower; Theano warns at each import); set [theano] "
+                        "blas_ldflags to link one, as specs/theano-cpu.toml links Debian's "
+                        "OpenBLAS")
     why = str(blas.get("error") or "Theano's GEMMs do not link a BLAS library")
-    return CheckRow("blas", "C BLAS through blas.ldflags", found or "unknown", "fail", why)
-
-
-def _unasked_blas_row(report: Mapping[str, Any]) -> CheckRow:
-    """No blas.ldflags in the spec (init's Theano specs): a BLAS Theano found by itself passes
-    (NumPy's blas_opt_info on Windows); without one it is said, not failed: Theano's GEMMs
-    then call NumPy's C API, slower, and Theano warns so at each import."""
-    blas = _map(report.get("blas"))
-    found = f"{blas.get('implementation') or 'unknown'} {blas.get('libraries') or ''}".strip()
-    if blas.get("implementation") == "c-blas" and blas.get("libraries"):
-        return CheckRow("blas", "a C BLAS Theano finds by itself", found, "pass")
-    return CheckRow("blas", "a C BLAS Theano finds by itself", found, "skip",
-                    "none: Theano's GEMMs call NumPy's C API (slower; Theano warns at each "
-                    "import); set [theano] blas_ldflags to link one, as specs/theano-cpu.toml "
-                    "links Debian's OpenBLAS")
+    return CheckRow("blas", expected, found or "unknown", "fail", why)
 
 
 def _cudnn_row(report: Mapping[str, Any], expect: Expectations,

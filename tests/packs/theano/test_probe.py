@@ -133,6 +133,8 @@ def test_cpu_float64_every_row_passes(cpu_float64: tuple[Expectations, dict[str,
         {"path": str(target.home / "probe.theanorc"), "exists": True}]
     assert report["theano"]["theano_flags_env"].endswith("device=cpu")
     assert report["blas"]["implementation"] == "numpy-c-api"  # no blas.ldflags given
+    (blas,) = [r for r in rows if r.name == "blas"]  # said, not failed: none was asked for
+    assert (blas.status, blas.found) == ("skip", "numpy-c-api") and "NumPy's C API" in blas.why
     assert report["import_errors"] == {"pygpu": "ModuleNotFoundError: No module named 'pygpu'"}
     assert report["gpu"]["pygpu_activated"] is False
     kernels = {k["name"]: k for k in report["kernels"]}
