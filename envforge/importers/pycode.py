@@ -51,16 +51,16 @@ def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
                 warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
                 ast.parse(source, feature_version=python)
         except SyntaxError as exc:
-            failing.append((path.relative_to(root).as_posix(), exc.lineno or 0,
-                            exc.msg))
-        except ValueError as exc:  # a NUL byte
-            failing.append((path.relative_to(root).as_posix(), 0, str(exc)))
-        if read >= MAX_FILES:
-            break
+            failing.append((path.relative_to(root).as_posix(), exc.lineno or 0, exc.msg))
+        except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting
+            # deeper than the parser goes (a 1 MiB file can make it raise either)
+            failing.append((path.relative_to(root).as_posix(), 0,
+                            str(exc) or type(exc).__name__))
     return CodeSyntax(read, tuple(failing))
 
 
 def _modules(root: Path) -> list[Path]:
+    """The first MAX_FILES ``.py`` paths, folder by folder."""
     found: list[Path] = []
     for folder, subfolders, names in os.walk(root):  # links to folders are not followed
         subfolders[:] = sorted(d for d in subfolders
@@ -68,4 +68,4 @@ def _modules(root: Path) -> list[Path]:
         found += [Path(folder) / n for n in sorted(names) if n.endswith(".py")]
         if len(found) >= MAX_FILES:
             break
-    return found
+    return found[:MAX_FILES]

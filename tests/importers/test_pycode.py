@@ -38,3 +38,13 @@ def test_async_as_a_name_is_python_3_6_code_not_3_7s(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("async = True\n")
     assert code_syntax(tmp_path, (3, 6)).summary("3.6") is None
     assert code_syntax(tmp_path, (3, 7)).failing
+
+
+def test_code_nested_past_the_parser_is_named_not_a_crash(tmp_path: Path) -> None:
+    """A file of the repository is input: 400 KB of ``1+1+…`` or ``-`` signs made ast.parse
+    raise RecursionError or MemoryError, which ended init with a traceback."""
+    (tmp_path / "sum.py").write_text("x = " + "+".join(["1"] * 200_000) + "\n")
+    (tmp_path / "signs.py").write_text("x = " + "-" * 200_000 + "1\n")
+    found = code_syntax(tmp_path, (3, 7))
+    assert found.files == 2
+    assert [(p, n) for p, n, _ in found.failing] == [("signs.py", 0), ("sum.py", 0)]
