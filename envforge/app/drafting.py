@@ -126,22 +126,25 @@ def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Prop
 
 def _with_backends(repo: Repository) -> Repository:
     """The requirements with each mounted section's back-end added where no requirement
-    names it (``Keras==2.0.9`` alone: ``tensorflow<2``, so [tensorflow] is mounted too and the
-    era's TensorFlow resolved), noted on the line that named the framework."""
+    names it (``Keras==2.0.9`` alone: ``tensorflow``, which [tensorflow]'s row then caps to
+    ``tensorflow<2``, and the era's TensorFlow is resolved), noted on the line that named
+    the framework."""
     found = repo.imported.requirements
     rows = framework_sections([f.requirement for f in found], installed_packs())
     held: set[str] = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     for row in rows:
         backend = row.keys.get("backend")
-        if row.adds is None or backend is None or \
-                not held.isdisjoint(section_names(backend, installed_packs())):
+        if row.adds is None or backend is None:
+            continue
+        backends = section_names(backend, installed_packs())
+        if not held.isdisjoint(backends):
             continue
         named = next(f for f in found if canonicalize_name(Requirement(f.requirement).name)
                      in {canonicalize_name(n) for n in row.names})
         added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
                            f"\"{backend}\", which no requirement names", True))
-        held |= section_names(backend, installed_packs())
+        held |= backends
     if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))

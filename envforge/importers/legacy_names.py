@@ -71,8 +71,9 @@ class FrameworkRow(Frozen):
     below: str | None = None  # and only where every such requirement excludes this release
     cap: str | None = None
     python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
-    # what init adds where the section's back-end (``keys.backend``) is mounted by no
-    # requirement: Keras named alone runs on TensorFlow 1.x, which its users installed by hand
+    # the requirement init adds where no requirement names the section's back-end
+    # (``keys.backend``): Keras named alone needs TensorFlow, which its users installed by
+    # hand; the back-end's own row then caps it to its release line (tensorflow<2)
     adds: str | None = None
     reason: str
     source: str
