@@ -58,8 +58,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     own). envforge's cache is made to be shared (a file lock per download, every entry
     written whole by rename); ``home_sharing`` links a home's ``cache`` to it."""
     kept = kept_cache()
-    if kept is not None:
-        kept.mkdir(parents=True, exist_ok=True)
+    if kept is not None:  # made by pytest_configure's hold
         return kept
     base = tmp_path_factory.getbasetemp()
     cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
@@ -68,21 +67,21 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _envforge_home_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A test that names no ENVFORGE_HOME gets the run's, shared by every xdist worker,
-    never the user's own folders: those held 2 GB of test runs' downloads, and a test's
-    time hung on what earlier runs had left there. A caller's own ENVFORGE_HOME is kept."""
+def _envforge_home_of_the_run(tmp_path_factory: pytest.TempPathFactory,
+                              shared_cache: Path) -> Iterator[None]:
+    """A test that names no ENVFORGE_HOME gets the run's, shared by every xdist worker, its
+    cache the shared one, never the user's own folders: those held 2 GB of test runs'
+    downloads, and a test's time hung on what earlier runs had left there. A caller's own
+    ENVFORGE_HOME is kept."""
     if os.environ.get("ENVFORGE_HOME"):
         yield
         return
     base = tmp_path_factory.getbasetemp()
     home = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envforge-home"
     home.mkdir(exist_ok=True)
-    kept = kept_cache()
-    if kept is not None:  # its data and state stay the run's
-        kept.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # another worker linked it
-            (home / "cache").symlink_to(kept, target_is_directory=True)
+    # its data and state stay the run's; FileExistsError: another worker linked it first
+    with contextlib.suppress(FileExistsError):
+        (home / "cache").symlink_to(shared_cache, target_is_directory=True)
     os.environ["ENVFORGE_HOME"] = str(home)
     try:
         yield
