@@ -1,8 +1,9 @@
 """The envforge cache that test runs keep between them, as pip's and uv's caches are kept
 between CI runs: the wheels, debs, builds, resolver caches and Theano compiled modules of the
-suite's real environments (a make test downloaded 1.6 GB and unpacked 4.5 GB into a cache
-of its own each time). It is never the user's envforge cache, and only tests that test
-neither a cold nor a damaged cache use it (the others make homes of their own).
+suite's real environments (a make test downloaded 1.6 GB and unpacked 4.5 GB into a cache of
+its own each time: ``du -sh`` of its basetemp's ``shared-cache/files`` and ``unpacked``).
+It is never the user's envforge cache; a test of a cold or damaged cache makes a home of its
+own.
 
 ``ENVFORGE_TEST_CACHE`` names it (default ``$XDG_CACHE_HOME/envforge-tests``, else
 ``~/.cache/envforge-tests``); ``ENVFORGE_TEST_CACHE=off`` gives each run a cold one of its
