@@ -12,8 +12,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from envforge.inputfile import DEPENDENCY_LIMIT
+
 MAX_FILES = 500  # a repository's own modules; more is vendored code or data
-MAX_BYTES = 1 << 20  # as for the dependency files init reads
 _SKIPPED_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
 
 
@@ -34,13 +35,14 @@ class CodeSyntax:
 
 def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
     """The repository's ``.py`` files (its own: hidden folders, installed packages and links
-    are not followed; at most MAX_FILES, each at most MAX_BYTES) parsed for ``python``."""
+    are not followed; at most MAX_FILES, each of at most DEPENDENCY_LIMIT, as a dependency
+    file) parsed for ``python``."""
     failing: list[tuple[str, int, str]] = []
     read = 0
     for path in _modules(root):
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
                 continue
             source = path.read_bytes()
         except OSError:

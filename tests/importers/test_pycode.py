@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envforge.importers.pycode import MAX_BYTES, code_syntax
+from envforge.importers.pycode import code_syntax
+from envforge.inputfile import DEPENDENCY_LIMIT
 
 
 @pytest.mark.posix_only(reason="a FIFO and a symbolic link among the files")
@@ -20,7 +21,7 @@ def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> Non
     (tmp_path / "escapes.py").write_text("PATTERN = '\\d+'\n")  # a warning, not an error
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "hook.py").write_text("print 'hidden'\n")
-    (tmp_path / "big.py").write_bytes(b"print 'x'\n" + b"#" * MAX_BYTES)
+    (tmp_path / "big.py").write_bytes(b"print 'x'\n" + b"#" * DEPENDENCY_LIMIT)
     outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
     outside.write_text("print 'not the repository'\n")
     (tmp_path / "link.py").symlink_to(outside)
