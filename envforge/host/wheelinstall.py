@@ -20,13 +20,11 @@ import functools
 import hashlib
 import json
 import os
-import re
 import warnings
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -55,8 +53,6 @@ INSTALLER_NAME = b"envforge"
 _INSTALLER_SHA256 = base64.urlsafe_b64encode(hashlib.sha256(INSTALLER_NAME).digest()) \
     .decode("ascii").rstrip("=")  # RECORD's spelling, as installer's write_to_fs hashes
 _THREADS = 8  # links and copies wait on the kernel, not the GIL
-# installer's words (and the entry install's) for each member it skips under __pycache__/
-_SKIPPED_PYCACHE = re.compile(r"^Skip installing \S*__pycache__/\S* from (\S+?)[.:](?: |$)")
 
 # Runs in the target: stdlib only, Python 3.6+ syntax.
 _SCHEME_SCRIPT = r"""
@@ -151,12 +147,16 @@ def verify_wheels(wheels: Sequence[WheelToInstall]) -> None:
 
 
 def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
-                   cache: Path | None = None) -> list[str]:
+                   cache: Path | None = None,
+                   skipped: Counter[str] | None = None) -> list[str]:
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
     (envforge's), wheels are unpacked there once and copied from there: an entry is made
     only from an archive hashed and scanned as here, so one already made needs neither;
-    its files are hard-linked (read-only) into the environment where they can be."""
+    its files are hard-linked (read-only) into the environment where they can be. Members
+    under ``__pycache__/`` are not installed, as installer skips them: an entry's are counted
+    per distribution in ``skipped`` where given (PyPI's PyYAML 5.4.1 wheels carry 17), else
+    warned of one by one, as installer warns."""
     if cache is None:
         verify_wheels(wheels)
         for wheel in wheels:
@@ -183,32 +183,10 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
                 with WheelFile.open(wheel.path) as source:
                     install(source, destination, {"INSTALLER": INSTALLER_NAME})
             else:
-                _install_entry(entry, wheel.path, destination)
+                _install_entry(entry, wheel.path, destination, skipped)
             installed.append(f"{name}=={version}")
         linker.finish()
     return installed
-
-
-@contextmanager
-def skipped_pycache() -> Iterator[Counter[str]]:
-    """Counts, per distribution, the members under ``__pycache__/`` that an install inside
-    it skipped (installer warns once per file: PyPI's PyYAML 5.4.1 wheels carry 17), for the
-    step to say in one line; every other warning passes through as before."""
-    skipped: Counter[str] = Counter()
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield skipped
-    finally:  # an install that failed midway still passes its other warnings on
-        for warning in caught:
-            found = _SKIPPED_PYCACHE.match(str(warning.message)) \
-                if issubclass(warning.category, RuntimeWarning) else None
-            if found:
-                skipped[found[1]] += 1
-            else:
-                warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                       warning.lineno, source=warning.source)
 
 
 class _Linker:
@@ -299,7 +277,8 @@ def install_wheels_into(wheels: Sequence[WheelToInstall], folder: Path,
     return installed
 
 
-def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination) -> None:
+def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination,
+                   skipped: Counter[str] | None = None) -> None:
     """installer's ``install()`` for an unpacked cache entry, without its per-file machinery:
     the entry's plan (``host/wheelplan.py``, made with the entry from the hash-checked
     archive) holds what WHEEL and entry_points.txt say and every member's RECORD row, so
@@ -310,10 +289,14 @@ def _install_entry(entry: UnpackedWheel, wheel: Path, destination: _Destination)
     plan = entry.plan
     if plan is None:
         raise ArtifactError(f"{wheel}: its cache entry has no install plan")
-    for path in plan.pycache:
-        warnings.warn(f"Skip installing {path} from {installer_wheel_name(wheel.name)[0]}: "
-                      "files in a __pycache__ directory should not be in a wheel",
-                      RuntimeWarning, stacklevel=2)
+    distribution = installer_wheel_name(wheel.name)[0]
+    if skipped is None:
+        for path in plan.pycache:
+            warnings.warn(f"Skip installing {path} from {distribution}: files in a "
+                          "__pycache__ directory should not be in a wheel", RuntimeWarning,
+                          stacklevel=2)
+    elif plan.pycache:
+        skipped[distribution] += len(plan.pycache)
     scripts = [destination.write_script(name=name, module=module, attr=attr, section=section)
                for name, module, attr, section in plan.scripts]
     data, done = [], 0

@@ -12,6 +12,7 @@ backend when a wheel is at hand.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -71,9 +72,9 @@ class PypiInstallStep:
         todo = missing_files(ctx)
         if not todo:
             return
-        from envforge.host.wheelinstall import install_wheels, skipped_pycache
+        from envforge.host.wheelinstall import install_wheels
 
-        with skipped_pycache() as skipped:
-            install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
-                           cache=unpacked_cache(ctx))
+        skipped: Counter[str] = Counter()
+        install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
+                       cache=unpacked_cache(ctx), skipped=skipped)
         say_skipped_pycache(ctx, skipped)

@@ -10,6 +10,7 @@ whole), so nothing here needs a backup.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -40,7 +41,7 @@ class SyncStep:
                             for name in changed))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
-        from envforge.host.wheelinstall import install_wheels, skipped_pycache, target_scheme
+        from envforge.host.wheelinstall import install_wheels, target_scheme
         from envforge.host.wheelremove import remove_distribution
 
         drift = _drift(ctx)
@@ -53,8 +54,8 @@ class SyncStep:
             for item in drift.extra:
                 remove_distribution(scheme, item.split()[0])
         if wheels:
-            with skipped_pycache() as skipped:
-                install_wheels(wheels, python, cache=unpacked_cache(ctx))
+            skipped: Counter[str] = Counter()
+            install_wheels(wheels, python, cache=unpacked_cache(ctx), skipped=skipped)
             say_skipped_pycache(ctx, skipped)
         left = _drift(ctx)
         if left.extra or left.modified:

@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,7 @@ from envforge.host.debunpack import unpack_deb
 from envforge.host.filelink import clone_file, link_file
 from envforge.host.interpreters import find_interpreter
 from envforge.host.unpacked import entry_path, unpacked_deb, unpacked_wheel
-from envforge.host.wheelinstall import (
-    WheelToInstall,
-    install_wheels,
-    install_wheels_into,
-    skipped_pycache,
-)
+from envforge.host.wheelinstall import WheelToInstall, install_wheels, install_wheels_into
 from tests.host.test_debunpack import build_deb, needs_dpkg_deb
 from tests.host.test_wheelinstall import make_wheel, run
 
@@ -104,14 +100,17 @@ def test_every_scheme_and_section_lands_where_installer_puts_it(
     from_zip = _venv(python37, tmp_path / "a" / "env")
     from_cache = _venv(python37, tmp_path / "b" / "env")
 
+    with pytest.warns(RuntimeWarning, match="__pycache__"):
+        install_wheels([wheel], from_zip)
+    with pytest.warns(RuntimeWarning, match="__pycache__"):
+        assert install_wheels([wheel], from_cache, cache=tmp_path / "cache") == \
+            ["every-ef==2.0"]
+    skipped: Counter[str] = Counter()
+    again = _venv(python37, tmp_path / "c" / "env")
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the skip is counted, not warned
-        with skipped_pycache() as by_installer:
-            install_wheels([wheel], from_zip)
-        with skipped_pycache() as by_entry:
-            assert install_wheels([wheel], from_cache, cache=tmp_path / "cache") == \
-                ["every-ef==2.0"]
-    assert by_installer == by_entry == {"every_ef": 1}
+        warnings.simplefilter("error")  # counted for the step's one line, not warned
+        install_wheels([wheel], again, cache=tmp_path / "cache", skipped=skipped)
+    assert skipped == {"every_ef": 1}
 
     trees = []
     for prefix in (tmp_path / "a" / "env", tmp_path / "b" / "env"):
@@ -127,23 +126,6 @@ def test_every_scheme_and_section_lands_where_installer_puts_it(
     assert not [name for name in trees[1] if "stale" in name]
     assert run(from_cache, "import every_pure, every_plat; print(every_pure.P + every_plat.Q)") \
         == "3"
-
-
-def test_skipped_pycache_counts_the_skips_and_passes_other_warnings_on() -> None:
-    with pytest.warns(DeprecationWarning, match="something else"), skipped_pycache() as skipped:
-        for name in ("a", "b"):
-            warnings.warn(f"Skip installing yaml/__pycache__/{name}.cpython-37.pyc from "
-                          "zope.interface. Installing files in a __pycache__ directory "
-                          "poses a security risk.", RuntimeWarning, stacklevel=1)
-        warnings.warn("something else", DeprecationWarning, stacklevel=1)
-    assert skipped == {"zope.interface": 2}
-
-
-def test_an_install_that_fails_midway_still_passes_its_warnings_on() -> None:
-    with pytest.warns(DeprecationWarning, match="kept"), pytest.raises(ValueError), \
-            skipped_pycache():
-        warnings.warn("kept", DeprecationWarning, stacklevel=1)
-        raise ValueError
 
 
 def test_an_entry_is_made_once_read_only_and_reused(python37: Path, tmp_path: Path) -> None:
