@@ -35,7 +35,8 @@ from envforge.steps.base import StepContext, unpacked_cache
 
 _PARALLEL_FETCHES = 16  # downloads wait on the network: uv keeps 50 going
 _PARALLEL_HASHES = 8
-_UNPACKS = 4  # unpacks and builds: zlib, lzma and hashing let go of the GIL
+_UNPACKS = 4  # unpacks: inflate, lzma and hashing let go of the GIL
+_BUILDS = 4  # builds wait on their own subprocess
 
 
 class LockedSources:
@@ -183,9 +184,12 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
                                                      -(jobs[i][1].size or 0)))
     found: dict[str, Path] = {}
     sessions = threading.local()
-    # the first failure in lock order is reported
-    with ThreadPoolExecutor(_PARALLEL_FETCHES) as fetches, ThreadPoolExecutor(_UNPACKS) as work:
-        futures = {i: fetches.submit(_fetch_then, ctx, jobs[i][1], jobs[i][2], sessions, work)
+    # the first failure in lock order is reported; a build waits on its own subprocess, so
+    # it starts as its sdist lands, never queued behind the unpacks (ml30's waited 0.3 s)
+    with ThreadPoolExecutor(_PARALLEL_FETCHES) as fetches, \
+            ThreadPoolExecutor(_UNPACKS) as work, ThreadPoolExecutor(_BUILDS) as builds:
+        futures = {i: fetches.submit(_fetch_then, ctx, jobs[i][1], jobs[i][2], sessions,
+                                     builds if jobs[i][1].sha256 in sdists else work)
                    for i in first}
         for i, (role_or_none, _, _) in enumerate(jobs):
             try:
@@ -193,13 +197,13 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
                 if after is not None:
                     after.result()
             except _RefusedError as refused:
-                _cancel(fetches, work)
+                _cancel(fetches, work, builds)
                 raise refused.error from None
             except ArtifactError as exc:
-                _cancel(fetches, work)
+                _cancel(fetches, work, builds)
                 raise ArtifactError(f"{exc}; nothing was changed") from None
             except EnvforgeError as exc:
-                _cancel(fetches, work)
+                _cancel(fetches, work, builds)
                 raise EnvforgeError(f"{exc}; nothing was changed") from None
             if role_or_none is not None:
                 found[role_or_none] = path

@@ -42,7 +42,7 @@ import stat
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,6 +56,7 @@ from envforge.host.archives import (
 )
 from envforge.host.debunpack import CachedDeb, decompress_data_tar, regular_files
 from envforge.host.wheelplan import WheelPlan, plan_wheel
+from envforge.host.zipread import mapped_zip
 
 _VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -66,6 +67,8 @@ _TREE = "tree"  # a deb entry's regular files, under files/ beside its data.tar
 _READ_ONLY = stat.S_IFREG | 0o444
 _EXECUTABLE = stat.S_IFREG | 0o555
 _CHUNK = 1 << 20
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+_BY_DESCRIPTOR = os.chmod in os.supports_fd and os.utime in os.supports_fd
 
 
 class CachedFile(NamedTuple):
@@ -106,10 +109,10 @@ def unpacked_wheel(cache: Path, wheel: Path, sha256: str, *,
     """The checked entry for the wheel whose sha256 must be ``sha256``, made if missing or
     altered (then the wheel is hashed first, unless ``checked``: the caller's ``obtain``
     hashed it just now; and its member names checked)."""
-    def make(root: Path) -> tuple[list[CachedFile], WheelPlan]:
+    def make(root: Path, mtime_ns: int) -> tuple[list[CachedFile], WheelPlan]:
         if not checked:
             verify_artifact(wheel, sha256)
-        files = _extract(wheel, root)
+        files = _extract(wheel, root, mtime_ns)
         return files, plan_wheel(wheel.name, [(f.path, f.sha256, f.size) for f in files],
                                  lambda path: (root / path).read_text(encoding="utf-8"))
     return _entry(entry_path(cache, sha256), make, wheel=True)
@@ -121,15 +124,15 @@ def unpacked_deb(cache: Path, deb: Path, sha256: str, *,
     files unpacked, checked and made as a wheel's entry is. The kind is "debtrees": the
     "debs" entries of older envforges held the data.tar alone, and one sharing this cache
     would take these for altered ones (and this one theirs), each making them again."""
-    def make(root: Path) -> tuple[list[CachedFile], None]:
+    def make(root: Path, mtime_ns: int) -> tuple[list[CachedFile], None]:
         if not checked:
             verify_artifact(deb, sha256)
-        return _decompress(deb, root), None
+        return _decompress(deb, root, mtime_ns), None
     entry = _entry(entry_path(cache, sha256, "debtrees"), make, wheel=False)
     return CachedDeb(entry.root / _DATA_TAR, entry.root / _TREE)
 
 
-_Make = Callable[[Path], tuple[list[CachedFile], WheelPlan | None]]
+_Make = Callable[[Path, int], tuple[list[CachedFile], WheelPlan | None]]
 
 
 def _entry(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
@@ -180,12 +183,13 @@ def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     entry.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
-        files, plan = make(scratch / _FILES)
+        mtime_ns = _entry_time()
+        files, plan = make(scratch / _FILES, mtime_ns)
         manifest: dict[str, Any] = {
             "paths": [f.path for f in files], "sizes": [f.size for f in files],
             "sha256": [f.sha256 for f in files],
             "executable": [i for i, f in enumerate(files) if f.executable],
-            "inodes": [f.inode for f in files], "mtime_ns": _set_times(files, scratch / _FILES)}
+            "inodes": [f.inode for f in files], "mtime_ns": mtime_ns}
         if plan is not None:
             manifest["wheel"] = plan.to_json()
         (scratch / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
@@ -205,42 +209,66 @@ def _make(entry: Path, make: _Make, *, wheel: bool) -> UnpackedWheel:
     return _unpacked(entry / _FILES, manifest, wheel=wheel)
 
 
-def _extract(wheel: Path, root: Path) -> list[CachedFile]:
+def _extract(wheel: Path, root: Path, mtime_ns: int) -> list[CachedFile]:
     files = []
     packed = wheel.stat().st_size
     total = 0
+    made: set[str] = set()  # folders made: one mkdir each, not one a member
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            for info in zf.infolist():
+        with mapped_zip(wheel) as archive:
+            for info in archive.infos:
                 if info.is_dir():
                     continue
                 name = safe_member_name(wheel, info.filename)
                 total += info.file_size
                 check_unpacked_size(wheel, packed, total)
-                target = root / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha256()
-                with zf.open(info) as source, open(target, "xb") as out:
-                    while chunk := source.read(_CHUNK):
-                        digest.update(chunk)
-                        out.write(chunk)
+                folder = name.rpartition("/")[0]
+                if folder not in made:
+                    os.makedirs(f"{root}/{folder}", exist_ok=True)  # noqa: PTH103 (a hot loop)
+                    made.add(folder)
                 mode = info.external_attr >> 16
                 executable = bool(mode and stat.S_ISREG(mode) and mode & 0o111)
-                files.append(_finish(target, name, digest.hexdigest(),
-                                     executable=executable))
+                files.append(_write(f"{root}/{name}", name, archive.read(info),
+                                    executable=executable, mtime_ns=mtime_ns))
     except (zipfile.BadZipFile, OSError) as exc:
         raise ArtifactError(f"{wheel}: not a readable wheel ({exc})") from None
     return files
 
 
-def _decompress(deb: Path, root: Path) -> list[CachedFile]:
+def _write(target: str, name: str, pieces: Iterable[bytes | memoryview], *, executable: bool,
+           mtime_ns: int) -> CachedFile:
+    """A new file of ``pieces``, read-only, of the entry's mtime, and its manifest row; by
+    its descriptor where the host allows (no path walk a call: Linux), else by its path."""
+    digest = hashlib.sha256()
+    mode = stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY)
+    fd = os.open(target, _CREATE, 0o644)
+    try:
+        for piece in pieces:
+            digest.update(piece)
+            done = os.write(fd, piece)
+            while done < len(piece):
+                done += os.write(fd, piece[done:])
+        if _BY_DESCRIPTOR:
+            os.utime(fd, ns=(mtime_ns, mtime_ns))
+            os.chmod(fd, mode)  # noqa: PTH101 (a descriptor)
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if not _BY_DESCRIPTOR:
+        os.utime(target, ns=(mtime_ns, mtime_ns))
+        os.chmod(target, mode)  # noqa: PTH101 (a str from a hot loop)
+    return CachedFile(name, st.st_size, _record_hash(digest.digest()), executable, st.st_ino)
+
+
+def _decompress(deb: Path, root: Path, mtime_ns: int) -> list[CachedFile]:
     """The data.tar, then each regular file the scan let through at ``tree/NAME``: the
     name is the checked one (``host/archives.py``), never the tar's own spelling."""
     root.mkdir()
     target = root / _DATA_TAR
     with open(target, "x+b") as out:
         decompress_data_tar(deb, out)
-        files = [_finish(target, _DATA_TAR, sha256_file(target), executable=False)]
+        files = [_finish(target, _DATA_TAR, sha256_file(target), executable=False,
+                         mtime_ns=mtime_ns)]
         for name, mode, source in regular_files(deb, out):
             member = root / _TREE / name
             digest = hashlib.sha256()
@@ -254,27 +282,30 @@ def _decompress(deb: Path, root: Path) -> list[CachedFile]:
                 raise ArtifactError(f"{deb}: {name} is inside another file of the package, "
                                     "or holds one") from None
             files.append(_finish(member, f"{_TREE}/{name}", digest.hexdigest(),
-                                 executable=bool(mode & 0o111)))
+                                 executable=bool(mode & 0o111), mtime_ns=mtime_ns))
     return files
 
 
-def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool) -> CachedFile:
-    """Make a written file read-only, and its manifest row (its mtime is set last)."""
+def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool,
+            mtime_ns: int) -> CachedFile:
+    """Give a written file the entry's mtime, make it read-only, and its manifest row."""
+    os.utime(target, ns=(mtime_ns, mtime_ns))
     target.chmod(stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY))
     st = os.lstat(target)
-    digest = base64.urlsafe_b64encode(bytes.fromhex(sha256_hex)).rstrip(b"=").decode("ascii")
-    return CachedFile(name, st.st_size, digest, executable, st.st_ino)
+    return CachedFile(name, st.st_size, _record_hash(bytes.fromhex(sha256_hex)), executable,
+                      st.st_ino)
 
 
-def _set_times(files: list[CachedFile], root: Path) -> int:
-    """Give every file one mtime, a whole second before now: a later write sets the clock's
-    time, so it is seen even within the clock tick the entry was made in; an entry's own
-    time (not a fixed one) keeps Python's (mtime, size) check of a ``.pyc`` apart across
-    versions of a module. Returns it: the manifest keeps it once."""
-    mtime_ns = (time.time_ns() // 10**9 - 1) * 10**9
-    for cached in files:
-        os.utime(f"{root}/{cached.path}", ns=(mtime_ns, mtime_ns))
-    return mtime_ns
+def _record_hash(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _entry_time() -> int:
+    """Every file of an entry gets one mtime, a whole second before the entry is begun: a
+    later write sets the clock's time, so it is seen even within the clock tick the entry
+    was made in; an entry's own time (not a fixed one) keeps Python's (mtime, size) check
+    of a ``.pyc`` apart across versions of a module. The manifest keeps it once."""
+    return (time.time_ns() // 10**9 - 1) * 10**9
 
 
 def _discard(entry: Path) -> None:
