@@ -25,7 +25,12 @@ from packaging.utils import canonicalize_name
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
 from envforge.importers import Found
-from envforge.importers.legacy_names import capped, framework_sections, section_names
+from envforge.importers.legacy_names import (
+    capped,
+    framework_sections,
+    legacy_names,
+    section_names,
+)
 from envforge.importers.propose import (
     Proposal,
     era_for_python,
@@ -34,7 +39,7 @@ from envforge.importers.propose import (
     release_files,
     repair_pin,
 )
-from envforge.importers.pycode import code_syntax
+from envforge.importers.pycode import CodeScan, scan_code
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, read_repository
 from envforge.resolve.releases import releases_from_files
@@ -94,11 +99,11 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     as_of = era_for_python(as_of, minor)
     repaired = _repaired(repo, pins, listings, minor)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
-    repo = repaired
+    code = scan_code(root, _minor_tuple(minor))
+    repo = _with_test_runners(repaired, code)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
-                 index=index if index and index != PYPI_SIMPLE else None,
-                 code=code_syntax(root, _minor_tuple(minor)))
+                 index=index if index and index != PYPI_SIMPLE else None, code=code)
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:
@@ -145,6 +150,27 @@ def _with_backends(repo: Repository) -> Repository:
         added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
                            f"\"{backend}\", which no requirement names", True))
         held |= backends
+    if not added:
+        return repo
+    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+
+
+def _with_test_runners(repo: Repository, code: CodeScan) -> Repository:
+    """The requirements with the test runner the repository's code shows its tests need
+    (``import pytest``, a ``conftest.py``) added where no requirement names it, from the
+    file and line that showed it (knowledge/legacy_names.toml's [[test_runner]] rows)."""
+    found = repo.imported.requirements
+    held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
+    added: list[Found] = []
+    for row in legacy_names().test_runner:
+        if canonicalize_name(Requirement(row.requirement).name) in held:
+            continue
+        shown = [code.imports[m] for m in row.modules if m in code.imports] + \
+            [code.named[f] for f in row.files if f in code.named]
+        if shown:
+            how = "that line imports it" if ":" in shown[0] else "it reads that file"
+            added.append(Found(row.requirement, shown[0], f"added: {row.reason} ({how}), "
+                               "and no requirement names it", True))
     if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))

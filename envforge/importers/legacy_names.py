@@ -94,6 +94,17 @@ class PythonReleaseRow(Frozen):
     source: str
 
 
+class TestRunnerRow(Frozen):
+    """A test runner the repository's own code shows its tests need: one of ``modules``
+    imported, or a file of ``files`` present (``importers/pycode.py`` reads them)."""
+
+    requirement: str
+    modules: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    reason: str
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -103,6 +114,7 @@ class LegacyNames(Frozen):
     framework: tuple[FrameworkRow, ...] = ()
     same_module: tuple[SameModuleRow, ...] = ()
     python_release: tuple[PythonReleaseRow, ...]
+    test_runner: tuple[TestRunnerRow, ...] = ()
 
 
 @functools.cache

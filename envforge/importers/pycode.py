@@ -1,7 +1,10 @@
-"""Whether a repository's own code is Python 3: envforge provisions Python 3 only, and Python 2
-code (DeepMoji's ``ur'[0-9]+'``, a ``print x`` statement) fails when it is imported, whatever
-the environment holds. init reads the code as text and never runs it; what does not parse
-for the proposed Python is said, so the user learns it before the first run."""
+"""What a repository's own code tells init, read as text and never run.
+
+Whether it is Python 3: envforge provisions Python 3 only, and Python 2 code (DeepMoji's
+``ur'[0-9]+'``, a ``print x`` statement) fails when it is imported, whatever the environment
+holds; what does not parse for the proposed Python is said, so the user learns it before the
+first run. And what it imports, and which file names it has: the test runner its tests need
+(``import pytest``, a ``conftest.py``) where no requirement names it."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import ast
 import os
 import stat
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envforge.inputfile import DEPENDENCY_LIMIT
@@ -19,9 +23,12 @@ _SKIPPED_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
 
 
 @dataclass(frozen=True)
-class CodeSyntax:
+class CodeScan:
     files: int  # .py files read
     failing: tuple[tuple[str, int, str], ...]  # (path, line, message) that do not parse
+    # each top-level module imported (absolute imports) -> where: "path:line"
+    imports: Mapping[str, str] = field(default_factory=dict)
+    named: Mapping[str, str] = field(default_factory=dict)  # file name -> its first path
 
     def summary(self, python: str) -> str | None:
         """One line for the spec's comment and init's report; None when all parse."""
@@ -33,13 +40,16 @@ class CodeSyntax:
                 "provisions Python 3 only; port it (2to3) before it runs")
 
 
-def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
+def scan_code(root: Path, python: tuple[int, int]) -> CodeScan:
     """The repository's ``.py`` files (its own: hidden folders, installed packages and links
     are not followed; at most MAX_FILES, each of at most DEPENDENCY_LIMIT, as a dependency
     file) parsed for ``python``."""
     failing: list[tuple[str, int, str]] = []
+    imports: dict[str, str] = {}
+    named: dict[str, str] = {}
     read = 0
     for path in _modules(root):
+        where = path.relative_to(root).as_posix()
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
             if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
@@ -48,17 +58,31 @@ def code_syntax(root: Path, python: tuple[int, int]) -> CodeSyntax:
         except OSError:
             continue
         read += 1
+        named.setdefault(path.name, where)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
-                ast.parse(source, feature_version=python)
+                tree = ast.parse(source, feature_version=python)
         except SyntaxError as exc:
-            failing.append((path.relative_to(root).as_posix(), exc.lineno or 0, exc.msg))
+            failing.append((where, exc.lineno or 0, exc.msg))
+            continue
         except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting
             # deeper than the parser goes (a 1 MiB file can make it raise either)
-            failing.append((path.relative_to(root).as_posix(), 0,
-                            str(exc) or type(exc).__name__))
-    return CodeSyntax(read, tuple(failing))
+            failing.append((where, 0, str(exc) or type(exc).__name__))
+            continue
+        for module, line in _imported(tree):
+            imports.setdefault(module, f"{where}:{line}")
+    return CodeScan(read, tuple(failing), imports, named)
+
+
+def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """(top-level module, line) of each absolute import, nested ones too (a test's own)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.partition(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.partition(".")[0], node.lineno
 
 
 def _modules(root: Path) -> list[Path]:

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from envforge.importers.legacy_names import FrameworkRow, InitPack, framework_sections
 from envforge.importers.propose import Proposal
-from envforge.importers.pycode import CodeSyntax
+from envforge.importers.pycode import CodeScan
 from envforge.importers.repository import Repository
 from envforge.packapi import Registry
 from envforge.spec import excluded_by_python_marker
@@ -30,7 +30,7 @@ class Draft:
     as_of_failure: str | None = None  # why the last day tried did not resolve
     left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
-    code: CodeSyntax | None = None  # the repository's own .py files, parsed for the Python
+    code: CodeScan | None = None  # the repository's own .py files, parsed for the Python
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:

@@ -38,3 +38,39 @@ def test_keras_alone_gets_tensorflow_1x_and_python_3_7_at_most(tmp_path: Path) -
 def test_nothing_is_added_where_the_back_end_is_named_or_none_is_needed(
         tmp_path: Path, text: str) -> None:
     assert not any(r.startswith("tensorflow<2") for r in _requirements(tmp_path, text))
+
+
+def _tests_importing(tmp_path: Path, line: str) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "model_test.py").write_text(f"import unittest\n{line}\n")
+
+
+def test_the_test_runner_the_tests_import_is_added_from_the_line_that_imports_it(
+        tmp_path: Path) -> None:
+    """pytorch-pretrained-BERT (2019-04-30): its tests import pytest, its requirements do
+    not name it, and its CI installed it by hand."""
+    _tests_importing(tmp_path, "import pytest")
+    (tmp_path / "requirements.txt").write_text("torch>=0.4.1\ntqdm\n")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=None, commit_day=date(2019, 4, 30))
+    added = draft.repository.imported.requirements[-1]
+    assert (added.requirement, added.origin, added.mapped) == (
+        "pytest", "tests/model_test.py:2", True)
+    assert "tests run under pytest" in added.note
+
+
+def test_a_conftest_alone_shows_pytest(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text("")
+    assert _requirements(tmp_path, "six\n")[-1] == "pytest"
+
+
+@pytest.mark.parametrize(("line", "text"), [
+    ("import pytest", "six\npytest==3.6.0\n"),  # named already: kept as the project pins it
+    ("import PyTest_helpers", "six\n"),  # not the runner's module
+    ("from . import pytest", "six\n"),  # a relative import is the repository's own module
+])
+def test_no_runner_is_added_where_one_is_named_or_none_is_imported(
+        tmp_path: Path, line: str, text: str) -> None:
+    _tests_importing(tmp_path, line)
+    requirements = _requirements(tmp_path, text)
+    assert requirements.count("pytest") == 0 and "nose" not in requirements

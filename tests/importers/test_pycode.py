@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.importers.pycode import code_syntax
+from envforge.importers.pycode import scan_code
 from envforge.inputfile import DEPENDENCY_LIMIT
 
 
@@ -26,19 +26,19 @@ def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> Non
     outside.write_text("print 'not the repository'\n")
     (tmp_path / "link.py").symlink_to(outside)
     os.mkfifo(tmp_path / "fifo.py")  # read, it would block init for ever
-    found = code_syntax(tmp_path, (3, 7))
+    found = scan_code(tmp_path, (3, 7))
     assert found.files == 4
     assert [(p, n) for p, n, _ in found.failing] == [("train.py", 1), ("pkg/tokenizer.py", 2)]
     note = found.summary("3.7")
     assert note is not None and note.startswith(
         "2 of 4 .py files do not parse as Python 3.7 (first: train.py:1: ")
-    assert code_syntax(tmp_path / "pkg", (3, 7)).failing[0][0] == "tokenizer.py"
+    assert scan_code(tmp_path / "pkg", (3, 7)).failing[0][0] == "tokenizer.py"
 
 
 def test_async_as_a_name_is_python_3_6_code_not_3_7s(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("async = True\n")
-    assert code_syntax(tmp_path, (3, 6)).summary("3.6") is None
-    assert code_syntax(tmp_path, (3, 7)).failing
+    assert scan_code(tmp_path, (3, 6)).summary("3.6") is None
+    assert scan_code(tmp_path, (3, 7)).failing
 
 
 def test_code_nested_past_the_parser_is_named_not_a_crash(tmp_path: Path) -> None:
@@ -46,6 +46,23 @@ def test_code_nested_past_the_parser_is_named_not_a_crash(tmp_path: Path) -> Non
     raise RecursionError or MemoryError, which ended init with a traceback."""
     (tmp_path / "sum.py").write_text("x = " + "+".join(["1"] * 200_000) + "\n")
     (tmp_path / "signs.py").write_text("x = " + "-" * 200_000 + "1\n")
-    found = code_syntax(tmp_path, (3, 7))
+    found = scan_code(tmp_path, (3, 7))
     assert found.files == 2
     assert [(p, n) for p, n, _ in found.failing] == [("signs.py", 0), ("sum.py", 0)]
+
+
+def test_imports_and_file_names_are_read_as_text(tmp_path: Path) -> None:
+    """The test runner init adds is shown by what the code imports (nested in a test too)
+    and by pytest's conftest.py; relative imports name no distribution."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text("def pytest_addoption(parser):\n    pass\n")
+    (tmp_path / "tests" / "model_test.py").write_text(
+        "import unittest\nfrom . import helpers\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_slow(self):\n        import pytest\n        from nose.tools import ok_\n")
+    (tmp_path / "train.py").write_text("import numpy.linalg as la\nfrom os import path\n")
+    found = scan_code(tmp_path, (3, 7))
+    assert found.imports == {"numpy": "train.py:1", "os": "train.py:2",
+                             "unittest": "tests/model_test.py:1",
+                             "pytest": "tests/model_test.py:7",
+                             "nose": "tests/model_test.py:8"}
+    assert found.named["conftest.py"] == "tests/conftest.py"
