@@ -40,6 +40,7 @@ from envforge.importers.propose import (
     repair_pin,
 )
 from envforge.importers.pycode import CodeScan, scan_code
+from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, read_repository
 from envforge.resolve.releases import releases_from_files
@@ -100,7 +101,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     repaired = _repaired(repo, pins, listings, minor)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
     code = scan_code(root, _minor_tuple(minor))
-    repo = _with_test_runners(repaired, code)
+    repo = _with_test_runners(repaired, code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code)
@@ -155,22 +156,35 @@ def _with_backends(repo: Repository) -> Repository:
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
 
 
-def _with_test_runners(repo: Repository, code: CodeScan) -> Repository:
+def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Repository:
     """The requirements with the test runner the repository's code shows its tests need
     (``import pytest``, a ``conftest.py``) added where no requirement names it, from the
-    file and line that showed it (knowledge/legacy_names.toml's [[test_runner]] rows)."""
+    file and line that showed it, and the pytest plugins its pytest configuration's addopts
+    need (``-n 2``: pytest-xdist) (knowledge/legacy_names.toml's [[test_runner]] and
+    [[pytest_plugin]] rows)."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     for row in legacy_names().test_runner:
-        if canonicalize_name(Requirement(row.requirement).name) in held:
-            continue
+        name = canonicalize_name(Requirement(row.requirement).name)
         shown = [code.imports[m] for m in row.modules if m in code.imports] + \
             [code.named[f] for f in row.files if f in code.named]
-        if shown:
+        if name not in held and shown:
             how = "that line imports it" if ":" in shown[0] else "it reads that file"
             added.append(Found(row.requirement, shown[0], f"added: {row.reason} ({how}), "
                                "and no requirement names it", True))
+            held.add(name)
+    config = pytest_addopts(root) if "pytest" in held else None
+    if config is not None:
+        file, words = config
+        for plugin in legacy_names().pytest_plugin:
+            option = next((o for o in plugin.options if passes(words, o)), None)
+            if option is None or canonicalize_name(plugin.requirement) in held:
+                continue
+            added.append(Found(plugin.requirement, f"{file}:{option_line(root, file, option)}",
+                               f"added: its pytest addopts pass {option}, which pytest takes "
+                               f"only with {plugin.requirement}, and no requirement names it",
+                               True))
     if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))

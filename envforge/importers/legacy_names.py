@@ -105,6 +105,15 @@ class TestRunnerRow(Frozen):
     source: str
 
 
+class PytestPluginRow(Frozen):
+    """A pytest plugin the repository's pytest configuration needs: one of ``options`` in
+    its addopts (``importers/pytestconfig.py`` reads them)."""
+
+    requirement: str
+    options: tuple[str, ...]
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -115,6 +124,7 @@ class LegacyNames(Frozen):
     same_module: tuple[SameModuleRow, ...] = ()
     python_release: tuple[PythonReleaseRow, ...]
     test_runner: tuple[TestRunnerRow, ...] = ()
+    pytest_plugin: tuple[PytestPluginRow, ...] = ()
 
 
 @functools.cache

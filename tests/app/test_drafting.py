@@ -74,3 +74,24 @@ def test_no_runner_is_added_where_one_is_named_or_none_is_imported(
     _tests_importing(tmp_path, line)
     requirements = _requirements(tmp_path, text)
     assert requirements.count("pytest") == 0 and "nose" not in requirements
+
+
+def test_a_plugin_the_pytest_configuration_needs_is_added_with_its_line(
+        tmp_path: Path) -> None:
+    """keras-rl (2018-12-08): pytest.ini's addopts pass ``-n 2``; without pytest-xdist
+    pytest exits with "unrecognized arguments: -n" before a test runs."""
+    _tests_importing(tmp_path, "import pytest")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts=-v\n        -n 2\n")
+    requirements = _requirements(tmp_path, "keras>=2.0.7\n")
+    assert requirements[-2:] == ("pytest", "pytest-xdist")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=None, commit_day=date(2018, 12, 8))
+    plugin = draft.repository.imported.requirements[-1]
+    assert plugin.origin == "pytest.ini:3" and "pass -n" in plugin.note
+
+
+def test_no_plugin_is_added_without_pytest_or_where_it_is_named(tmp_path: Path) -> None:
+    (tmp_path / "setup.cfg").write_text("[tool:pytest]\naddopts = -n 2\n")
+    assert "pytest-xdist" not in _requirements(tmp_path, "six\n")  # nothing runs pytest
+    (tmp_path / "conftest.py").write_text("")
+    assert _requirements(tmp_path, "six\npytest-xdist==1.28.0\n").count("pytest-xdist") == 0
