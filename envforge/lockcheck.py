@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envforge.errors import SpecError, StaleLockError
@@ -108,6 +109,16 @@ def _is_http(url: str) -> bool:
     return url.startswith(("https://", "http://"))
 
 
+def _applies(requirement: str, markers: dict[str, str]) -> bool:
+    """Whether a spec's requirement is one the platform installs: its marker, if any, holds
+    there (``appnope; sys_platform == "darwin"`` is never locked for linux-64)."""
+    try:
+        marker = Requirement(requirement).marker
+    except InvalidRequirement:  # the spec's own check names it
+        return True
+    return marker is None or marker.evaluate(markers)
+
+
 def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail,
                     registry: Registry[LockPlanPack], references: bool) -> None:
 
@@ -132,9 +143,11 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
     if needed:
         raise fail((*at, "artifacts"), f"no {sorted(needed)[0]} entry, which the spec needs")
     have_pypi = {canonicalize_name(f.name) for f in plock.pypi}
+    markers = PLATFORMS[pspec.platform].markers(plock.python)
     for requirement in pspec.pypi.packages:
         match = _PYPI_NAME.match(requirement)
-        if match and canonicalize_name(match[1]) not in have_pypi:
+        if match and canonicalize_name(match[1]) not in have_pypi \
+                and _applies(requirement, markers):
             raise fail((*at, "pypi"), f"no entry for {match[1]}, which the spec requires")
     if pspec.environment.kind == "conda":
         have_conda = {c.name for c in plock.conda}

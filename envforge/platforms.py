@@ -47,6 +47,8 @@ class TargetPlatform:
     case_insensitive_files: bool  # NTFS (as Windows mounts it): file names ignore case
     sys_platform: str  # PEP 508 ``sys_platform`` marker value
     platform_system: str  # PEP 508 ``platform_system`` marker value
+    os_name: str  # PEP 508 ``os_name`` marker value
+    platform_machine: str  # PEP 508 ``platform_machine`` marker value
     uv_triple: str  # uv's ``--python-platform`` value
     wheel_tags: tuple[str, ...]  # platform tags an interpreter there accepts, best first
     conda_subdir: str
@@ -89,6 +91,17 @@ class TargetPlatform:
         """Whether two file names name the same file there (NTFS ignores case)."""
         return a.casefold() == b.casefold() if self.case_insensitive_files else a == b
 
+    def markers(self, python: str) -> dict[str, str]:
+        """PEP 508's marker variables there, for a CPython of ``python`` (3.N or 3.N.N): what
+        a requirement's marker is evaluated against when the lock resolves for it."""
+        minor = ".".join(python.split(".")[:2])
+        return {"sys_platform": self.sys_platform, "platform_system": self.platform_system,
+                "os_name": self.os_name, "platform_machine": self.platform_machine,
+                "python_version": minor,
+                "python_full_version": python if python.count(".") == 2 else f"{minor}.0",
+                "implementation_name": "cpython", "platform_python_implementation": "CPython",
+                "implementation_version": python if python.count(".") == 2 else f"{minor}.0"}
+
     def __str__(self) -> str:
         return self.name
 
@@ -100,13 +113,16 @@ _LINUX = TargetPlatform(
     name="linux-64", os=Os.LINUX, arch=Arch.X86_64, pathsep=":", exe_suffix="",
     pure_path=PurePosixPath, library_path_var="LD_LIBRARY_PATH", case_insensitive_env=False,
     case_insensitive_files=False,
-    sys_platform="linux", platform_system="Linux", uv_triple="x86_64-manylinux_2_17",
+    sys_platform="linux", platform_system="Linux", os_name="posix", platform_machine="x86_64",
+    uv_triple="x86_64-manylinux_2_17",
     wheel_tags=("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_12_x86_64",
                 "manylinux2010_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64",
                 "linux_x86_64"),
     conda_subdir="linux-64", debian_arch="amd64",
     sources=MappingProxyType({
-        "sys_platform": _PEP508, "platform_system": _PEP508, "uv_triple": _UV,
+        "sys_platform": _PEP508, "platform_system": _PEP508, "os_name": _PEP508,
+        "platform_machine": _PEP508 + ", platform.machine(): x86_64 on 64-bit Linux",
+        "uv_triple": _UV,
         "wheel_tags": "PEP 600 (manylinux_2_17 = manylinux2014, PEP 599; manylinux_2_12 = "
                       "manylinux2010, PEP 571; manylinux_2_5 = manylinux1, PEP 513), PEP 425 "
                       "linux_x86_64; glibc 2.17 as uv's x86_64-manylinux_2_17 target",
@@ -120,10 +136,13 @@ _WINDOWS = TargetPlatform(
     name="win-64", os=Os.WINDOWS, arch=Arch.X86_64, pathsep=";", exe_suffix=".exe",
     pure_path=PureWindowsPath, library_path_var="PATH", case_insensitive_env=True,
     case_insensitive_files=True,
-    sys_platform="win32", platform_system="Windows", uv_triple="x86_64-pc-windows-msvc",
+    sys_platform="win32", platform_system="Windows", os_name="nt", platform_machine="AMD64",
+    uv_triple="x86_64-pc-windows-msvc",
     wheel_tags=("win_amd64",), conda_subdir="win-64", debian_arch=None,
     sources=MappingProxyType({
-        "sys_platform": _PEP508, "platform_system": _PEP508, "uv_triple": _UV,
+        "sys_platform": _PEP508, "platform_system": _PEP508, "os_name": _PEP508,
+        "platform_machine": _PEP508 + ", platform.machine(): AMD64 on 64-bit Windows",
+        "uv_triple": _UV,
         "wheel_tags": "PEP 425: distutils.util.get_platform() on 64-bit Windows is win-amd64",
         "conda_subdir": _CONDA,
         "debian_arch": "Debian builds no Windows packages",

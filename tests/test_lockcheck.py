@@ -139,3 +139,31 @@ def test_a_pack_tables_kernels_are_compared_by_their_inputs_alone_in_a_tuple_too
     assert blank != kernel and blank.seed == kernel.seed and blank.rtol == kernel.rtol
     table = Table(name="t", one=kernel, many=(kernel, kernel))
     assert _inputs(table, list(REGISTRY)) == Table(name="t", one=blank, many=(blank, blank))
+
+
+@pytest.mark.parametrize(("line", "refused_at"), [
+    ('"appnope==0.1.0; sys_platform == \\"darwin\\""', None),  # a 2015 Mac's pip freeze
+    ('"pywin32==224; platform_system == \\"Windows\\""', "platforms.win-64.pypi"),
+    ('"pytz==2015.4; sys_platform == \\"linux\\""', "platforms.linux-64.pypi"),
+    ('"appnope==0.1.0"', "platforms.linux-64.pypi"),
+])
+def test_a_requirement_whose_marker_excludes_the_platform_needs_no_entry(
+        tmp_path: Path, line: str, refused_at: str | None) -> None:
+    """init keeps ``appnope; sys_platform == "darwin"`` (rnn-tutorial-gru-lstm's
+    requirements.txt:1), and the resolver leaves it out for linux-64: apply refused the lock
+    ("no entry for appnope, which the spec requires") until the marker was evaluated for
+    each platform; where it holds (pywin32 on win-64), the entry is still required."""
+    text = (REPO / "specs" / "theano-cpu.toml").read_text(encoding="utf-8")
+    spec_path = tmp_path / "specs" / "theano-cpu.toml"
+    spec_path.parent.mkdir()
+    spec_path.write_text(text.replace('"six==1.16.0",', f'"six==1.16.0", {line},', 1),
+                         encoding="utf-8")
+    lock_path = tmp_path / "theano-cpu.lock"
+    lock_path.write_text(TEXT, encoding="utf-8")
+    spec = load_spec(spec_path, REGISTRY)
+    if refused_at is None:
+        check_lock(spec, load_lock(lock_path, REGISTRY), lock_path, REGISTRY)
+        return
+    with pytest.raises(SpecError, match="which the spec requires") as caught:
+        check_lock(spec, load_lock(lock_path, REGISTRY), lock_path, REGISTRY)
+    assert caught.value.key == refused_at

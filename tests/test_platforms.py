@@ -22,8 +22,8 @@ from envforge.host.uv import uv_binary
 from envforge.platforms import PLATFORMS, Os, Platform, TargetPlatform, host_platform, platform_of
 
 LINUX, WINDOWS = PLATFORMS["linux-64"], PLATFORMS["win-64"]
-SOURCED = ("sys_platform", "platform_system", "uv_triple", "wheel_tags", "conda_subdir",
-           "debian_arch", "library_path_var", "linker_files")
+SOURCED = ("sys_platform", "platform_system", "os_name", "platform_machine", "uv_triple",
+           "wheel_tags", "conda_subdir", "debian_arch", "library_path_var", "linker_files")
 
 
 def _knowledge(name: str) -> dict[str, object]:
@@ -151,3 +151,15 @@ def test_mypy_lists_every_place_a_new_os_must_handle(tmp_path: Path) -> None:
 def _assert_never_calls(path: Path) -> int:
     return sum(isinstance(node, ast.Call) and ast.unparse(node.func) == "assert_never"
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_the_host_s_markers_are_the_ones_packaging_reads_on_it() -> None:
+    """PEP 508's variables for the host's platform, as packaging's default_environment()
+    reads them from this interpreter (Linux here, Windows in the Wine lane)."""
+    from packaging.markers import default_environment
+
+    host = default_environment()
+    ours = host_platform().markers(host["python_full_version"])
+    keys = ("sys_platform", "platform_system", "os_name", "platform_machine",
+            "python_version", "python_full_version", "implementation_name")
+    assert {k: ours[k] for k in keys} == {k: host[k] for k in keys}
