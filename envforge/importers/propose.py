@@ -111,22 +111,29 @@ def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
                failed: str | None = None) -> Proposal | None:
     """For ``name==version`` that has no wheel for CPython ``minor`` (and no sdist that is
     known to build there, or whose sdist ``failed`` to build, the reason given), the nearest
-    later release of the same major that has one: the same minor first, then the next
-    minors. None when the pin installs as it is; a Proposal with value None when no release
-    of that major will do."""
+    later release that has one: of the same major first (the same minor, then the next
+    minors); where no release of that major has one (it ended before the Python came: scipy
+    0.x, matplotlib 1.x, pyzmq 14.x and Python 3.7), the earliest later release that has,
+    said to be of another major. None when the pin installs as it is; a Proposal with value
+    None when no later release will do."""
     why = failed or _needs_repair(release_files(listed, version), minor)
     if why is None:
         return None
     pinned = Version(version)
     later = sorted({r.version for r in releases_from_files(listed)
-                    if r.version > pinned and not r.version.is_prerelease
-                    and r.version.major == pinned.major})
+                    if r.version > pinned and not r.version.is_prerelease},
+                   key=lambda v: (v.major != pinned.major, v))
     for candidate in later:
-        if _wheel_for(release_files(listed, str(candidate)), minor)[0]:
+        if not _wheel_for(release_files(listed, str(candidate)), minor)[0]:
+            continue
+        if candidate.major == pinned.major:
             return Proposal(str(candidate), f"{why}; {candidate} is the nearest release with a "
                             f"wheel for Python {minor}")
-    return Proposal(None, f"{why}, and no later {pinned.major}.x release has a wheel for "
-                    f"Python {minor}")
+        return Proposal(str(candidate), f"{why}; no later {pinned.major}.x release has a "
+                        f"wheel for Python {minor} either: {candidate}, the earliest later "
+                        "release with one (another major may change the API: check the code "
+                        "against its release notes)")
+    return Proposal(None, f"{why}, and no later release has a wheel for Python {minor}")
 
 
 def _admits(requires: Any, minor: str) -> bool:

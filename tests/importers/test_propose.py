@@ -86,9 +86,34 @@ def test_a_pin_without_a_wheel_for_the_python_moves_to_the_nearest_release_with_
     assert moved is not None and moved.value == "1.14.5"
     assert "compiled wheels are for cp36, none for cp37" in moved.why
     assert repair_pin(NUMPY, "1.14.5", "3.7") is None  # it has one
-    assert repair_pin(NUMPY, "1.14.6", "3.8") == Proposal(
-        None, "its compiled wheels are for cp37, none for cp38, and no later 1.x release has "
-        "a wheel for Python 3.8")  # 2.0.0 is another major: not proposed
+    assert repair_pin(NUMPY, "1.14.6", "3.9") == Proposal(
+        None, "its compiled wheels are for cp37, none for cp39, and no later release has a "
+        "wheel for Python 3.9")
+
+
+SCIPY = [  # scipy 0.16.0 (2015) to 1.1.0 as PyPI lists them (a few files each)
+    _wheel("scipy-0.16.0-cp35-none-win_amd64.whl", "2015-07-24"),
+    _wheel("scipy-0.16.0.tar.gz", "2015-07-24"),
+    _wheel("scipy-0.19.1-cp36-cp36m-manylinux1_x86_64.whl", "2017-06-23"),
+    _wheel("scipy-1.0.0-cp36-cp36m-manylinux1_x86_64.whl", "2017-10-25"),
+    _wheel("scipy-1.1.0-cp37-cp37m-manylinux1_x86_64.whl", "2018-06-27"),
+    _wheel("scipy-1.5.0-cp37-cp37m-manylinux1_x86_64.whl", "2020-06-21"),
+]
+
+
+def test_a_major_with_no_wheel_for_the_python_moves_to_the_earliest_later_release_saying_so(
+        ) -> None:
+    """rnn-tutorial-gru-lstm (2015) pins scipy==0.16.0: no 0.x release has a cp37 wheel,
+    and its sdist needs a Fortran compiler and a BLAS to build; 1.1.0 is the first with
+    one. Its pyzmq==14.7.0 no longer compiles (gcc 12: "size of array element is not a
+    multiple of its alignment"), and 15.x and 16.x have no cp37 wheel: 17.1.0 has."""
+    moved = repair_pin(SCIPY, "0.16.0", "3.7")
+    assert moved is not None and moved.value == "1.1.0"
+    assert "no later 0.x release has a wheel for Python 3.7 either" in moved.why
+    assert "another major may change the API" in moved.why
+    skipped = repair_pin([*SCIPY[:3], _wheel("scipy-2.0.0-cp37-cp37m-manylinux1_x86_64.whl",
+                                             "2030-01-01"), *SCIPY[4:]], "0.16.0", "3.7")
+    assert skipped is not None and skipped.value == "1.1.0"  # the earliest, not a major's first
 
 
 def test_an_sdist_only_pin_stays_and_python2_only_ones_move() -> None:
@@ -97,7 +122,7 @@ def test_an_sdist_only_pin_stays_and_python2_only_ones_move() -> None:
            _wheel("mock-1.0.0.tar.gz", "2015-01-01"),
            _wheel("mock-2.0.0-py2.py3-none-any.whl", "2016-04-06")]
     moved = repair_pin(py2, "1.0.0", "3.7")
-    assert moved is not None and moved.value is None  # 2.0.0 is another major
+    assert moved is not None and moved.value == "2.0.0"  # 1.x has no other
     assert "only wheels are Python 2's" in moved.why
     absent = repair_pin(NUMPY, "1.13.9", "3.7")
     assert absent is not None and absent.value == "1.14.5"
