@@ -208,35 +208,46 @@ def _blames_url(failure: str, gits: Sequence[str]) -> bool:
 def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
                   ) -> tuple[Draft, str] | None:
     """The draft with the exact pin whose sdist failed to build (uv names it as
-    ``name==version`` or by its cache folder ``pypi/name/version``) moved to the nearest
-    later release with a wheel for the Python; None when no pin is to blame or none has one."""
-    from envforge.resolve.pypi_index import index_files
-
-    built = re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure) + \
-        re.findall(r"/pypi/([A-Za-z0-9_.-]+)/([0-9][^/\s]*)/", failure)
+    ``name==version`` or by its cache folder ``pypi/name/version``), or whose metadata
+    today's resolvers refuse (pandas 0.23.2's wheels require ``pytz (>=2011k)``, no PEP 440
+    version: uv says "has invalid metadata"), moved to the nearest later release with a
+    wheel for the Python; None when no pin is to blame or none has one."""
     minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    blamed = [(name, version, f"its sdist does not build for Python {minor}", "its sdist "
+               "does not build", False) for name, version in
+              re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+              + re.findall(r"/pypi/([A-Za-z0-9_.-]+)/([0-9][^/\s]*)/", failure)]
+    blamed += [(name, version, "its metadata is not valid for today's resolvers (uv: \"has "
+                "invalid metadata\")", "its metadata is invalid", True) for name, version in
+               re.findall(r"Because ([A-Za-z0-9_.-]+)==(\S+) has invalid metadata", failure)]
     found = draft.repository.imported.requirements
-    for name, version in built:
+    for name, version, why, short, metadata in blamed:
         at = next((i for i, f in enumerate(found) if _pins(f.requirement, name, version)), None)
         if at is None:
             continue
-        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
-        moved = repair_pin(listed or (), version, minor,
-                           failed=f"its sdist does not build for Python {minor}")
-        if moved is None or moved.value is None:
+        moved = _moved(draft, name, version, minor, why, lookup, metadata=metadata)
+        if moved is None:
             return None
         old = found[at]
         requirement = Requirement(old.requirement)
         requirement.specifier = SpecifierSet(f"=={moved.value}")
         note = f"was {old.requirement}: {moved.why} (the index's file list)"
-        changed = [*found[:at], Found(str(requirement), old.origin,
-                                      "; ".join(n for n in (old.note, note) if n), True),
-                   *found[at + 1:]]
-        imported = replace(draft.repository.imported, requirements=changed)
-        repository = replace(draft.repository, imported=imported)
-        return (replace(draft, repository=repository),
-                f"{old.requirement}: its sdist does not build; moved to {requirement}")
+        return (_with(draft, at, Found(str(requirement), old.origin,
+                                       "; ".join(n for n in (old.note, note) if n), True)),
+                f"{old.requirement}: {short}; moved to {requirement}")
     return None
+
+
+def _moved(draft: Draft, name: str, version: str, minor: str, why: str,
+           lookup: Lookup | None, *, metadata: bool) -> Proposal | None:
+    """``name==version``'s nearest later release with a wheel for Python ``minor`` (with
+    ``metadata``, also whose metadata the resolver reads: pandas 0.23.2 -> 0.25.0)."""
+    from envforge.resolve.pypi_index import index_files, metadata_parses
+
+    listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
+    moved = repair_pin(listed or (), version, minor, failed=why,
+                       accept=metadata_parses if metadata else None)
+    return None if moved is None or moved.value is None else moved
 
 
 _DEPENDS = re.compile(r"([A-Za-z0-9_.-]+)==(\S+?) depends on ([A-Za-z0-9_.-]+)"

@@ -7,7 +7,7 @@ files for, so a 2019 project gets 3.7, not a Python its pins never saw.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -108,14 +108,17 @@ def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
 
 
 def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
-               failed: str | None = None) -> Proposal | None:
+               failed: str | None = None,
+               accept: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
+               ) -> Proposal | None:
     """For ``name==version`` that has no wheel for CPython ``minor`` (and no sdist that is
     known to build there, or whose sdist ``failed`` to build, the reason given), the nearest
     later release that has one: of the same major first (the same minor, then the next
     minors); where no release of that major has one (it ended before the Python came: scipy
     0.x, matplotlib 1.x, pyzmq 14.x and Python 3.7), the earliest later release that has,
-    said to be of another major. None when the pin installs as it is; a Proposal with value
-    None when no later release will do."""
+    said to be of another major; ``accept`` (a release's files) passing too, where given.
+    None when the pin installs as it is; a Proposal with value None when no later release
+    will do."""
     why = failed or _needs_repair(release_files(listed, version), minor)
     if why is None:
         return None
@@ -124,7 +127,8 @@ def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
                     if r.version > pinned and not r.version.is_prerelease},
                    key=lambda v: (v.major != pinned.major, v))
     for candidate in later:
-        if not _wheel_for(release_files(listed, str(candidate)), minor)[0]:
+        files = release_files(listed, str(candidate))
+        if not _wheel_for(files, minor)[0] or (accept is not None and not accept(files)):
             continue
         if candidate.major == pinned.major:
             return Proposal(str(candidate), f"{why}; {candidate} is the nearest release with a "

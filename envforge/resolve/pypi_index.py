@@ -3,7 +3,8 @@ for error messages, never for resolution (uv does that)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zipfile
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envforge.resolve.releases import Release, releases_from_files
@@ -39,3 +40,48 @@ def index_releases(index: str, name: str) -> list[Release] | None:
     the list rather than fail a second time."""
     files = index_files(index, name)
     return None if files is None else releases_from_files(files)
+
+
+def metadata_parses(files: Sequence[Mapping[str, Any]], *, timeout: float = 30) -> bool:
+    """Whether a release's metadata is one today's resolvers read: its first wheel's core
+    metadata (the index's PEP 658 ``URL.metadata`` file, else read from the wheel by byte
+    ranges: ``resolve/remotewheel.py``) has every Requires-Dist and its Requires-Python valid
+    under PEP 508 and PEP 440 (pandas 0.23.2-0.24.2 require ``pytz (>=2011k)``, which uv
+    refuses: "has invalid metadata"). True where it cannot be told: the resolver then says."""
+    from email.parser import HeaderParser
+
+    import requests
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from envforge.host.http import session
+    from envforge.resolve.remotewheel import wheel_metadata
+
+    wheel = next((f for f in files if str(f.get("filename", "")).endswith(".whl")
+                  and f.get("url")), None)
+    if wheel is None:
+        return True
+    url = str(wheel["url"])
+    try:
+        with session() as http:
+            if wheel.get("core-metadata", wheel.get("dist-info-metadata")):
+                response = http.get(f"{url}.metadata", timeout=timeout)
+                response.raise_for_status()
+                text: str | None = response.content.decode("utf-8", "replace")
+            elif isinstance(wheel.get("size"), int):
+                text = wheel_metadata(http, url, int(wheel["size"]), timeout=timeout)
+            else:
+                return True
+    except (requests.RequestException, OSError, ValueError, zipfile.BadZipFile):
+        return True
+    if text is None:
+        return True
+    message = HeaderParser().parsestr(text)
+    try:
+        for line in message.get_all("Requires-Dist") or ():
+            Requirement(line)
+        if message.get("Requires-Python"):
+            SpecifierSet(message["Requires-Python"])
+    except (InvalidRequirement, InvalidSpecifier):
+        return False
+    return True

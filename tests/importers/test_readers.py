@@ -200,6 +200,9 @@ def test_conda_names_in_pip_files_are_mapped() -> None:
     # richzhang/PerceptualSimilarity's requirements.txt: PyPI has no project "opencv"
     mapped, why = map_requirement("opencv>=2.4.11", REGISTRY)
     assert mapped == "opencv-python" and "was opencv>=2.4.11" in why
+    # oarriaga/face_classification's REQUIREMENTS.txt: PyPI has no project "opencv2-python"
+    mapped, why = map_requirement("opencv2-python==3.2.0", REGISTRY)
+    assert mapped == "opencv-python" and "was opencv2-python==3.2.0" in why
     assert conda_to_pypi("librosa") == ("librosa", "")  # a Python package, not a lib*
     assert conda_to_pypi("libpysal") == ("libpysal", "")
     assert conda_to_pypi("libgcc-ng")[0] is None
