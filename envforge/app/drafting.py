@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envforge.app.packs import installed_packs
@@ -100,8 +101,10 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     as_of = era_for_python(as_of, minor)
     repaired = _repaired(repo, pins, listings, minor)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
-    code = scan_code(root, _minor_tuple(minor))
-    repo = _with_test_runners(repaired, code, root)
+    watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
+    code = scan_code(root, _minor_tuple(minor), watched)
+    repo = _with_test_runners(_with_imported(_capped_for_removed_apis(repaired, code), code),
+                              code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code)
@@ -151,6 +154,64 @@ def _with_backends(repo: Repository) -> Repository:
         added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
                            f"\"{backend}\", which no requirement names", True))
         held |= backends
+    if not added:
+        return repo
+    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+
+
+def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
+    """The requirements capped below the release that removed an API the repository's code
+    uses (``from scipy.misc import imread``: scipy<1.3), the distribution added so capped
+    where no requirement names it, and what the API needed besides (Pillow) added; a
+    requirement that does not admit the removing release (``scipy==1.1.0``, ``<1.2``) is
+    left as it is (knowledge/legacy_names.toml's [[removed_api]] rows)."""
+    found = list(repo.imported.requirements)
+    added: list[Found] = []
+    for row in legacy_names().removed_api:
+        used = sorted((code.uses[name], name) for name in row.names if name in code.uses)
+        if not used:
+            continue
+        where, name = used[0]
+        why = f"{where} uses {name}, which {row.requirement} {row.below} removed"
+        names = [canonicalize_name(Requirement(f.requirement).name) for f in [*found, *added]]
+        key = canonicalize_name(row.requirement)
+        if key not in names:
+            added.append(Found(f"{row.requirement}<{row.below}", where,
+                               f"added: that line uses {name}, which {row.requirement} "
+                               f"{row.below} removed, and no requirement names it", True))
+        elif key in names[:len(found)]:
+            at = names.index(key)
+            requirement = Requirement(found[at].requirement)
+            if requirement.url is None and requirement.specifier.contains(row.below, True):
+                requirement.specifier &= SpecifierSet(f"<{row.below}")
+                found[at] = Found(str(requirement), found[at].origin,
+                                  _joined(found[at].note, f"capped <{row.below}: {why}"), True)
+        for need in row.needs:
+            if canonicalize_name(need) not in names:
+                added.append(Found(need, where, f"added: {name} needs {need} (imported only "
+                                   "where it is installed), and no requirement names it", True))
+    if found == repo.imported.requirements and not added:
+        return repo
+    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+
+
+def _with_imported(repo: Repository, code: CodeScan) -> Repository:
+    """The requirements with each distribution the code imports by its known module name
+    (``cv2``, ``matplotlib``) added where no requirement names it or an alternative and the
+    repository defines no module of that name (knowledge/legacy_names.toml's
+    [[import_name]] rows)."""
+    found = repo.imported.requirements
+    held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
+    added: list[Found] = []
+    for row in legacy_names().import_name:
+        where = code.imports.get(row.module)
+        names = {canonicalize_name(n) for n in (row.requirement, *row.also)}
+        if where is None or row.module in code.local or not held.isdisjoint(names):
+            continue
+        added.append(Found(row.requirement, where, f"added: that line imports {row.module}, "
+                           f"which {row.requirement} installs, and no requirement names it",
+                           True))
+        held.add(canonicalize_name(row.requirement))
     if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))

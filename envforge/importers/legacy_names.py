@@ -114,6 +114,27 @@ class PytestPluginRow(Frozen):
     source: str
 
 
+class RemovedApiRow(Frozen):
+    """Names a release of ``requirement`` removed (``below``), and what they needed besides:
+    code that uses one caps the requirement below it (``importers/pycode.py`` finds uses)."""
+
+    requirement: str
+    names: tuple[str, ...]
+    below: str
+    needs: tuple[str, ...] = ()
+    source: str
+
+
+class ImportNameRow(Frozen):
+    """A distribution known by the module it installs (``cv2``: opencv-python), for code
+    that imports it while no requirement names it; ``also`` install the same module."""
+
+    module: str
+    requirement: str
+    also: tuple[str, ...] = ()
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -125,6 +146,8 @@ class LegacyNames(Frozen):
     python_release: tuple[PythonReleaseRow, ...]
     test_runner: tuple[TestRunnerRow, ...] = ()
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
+    removed_api: tuple[RemovedApiRow, ...] = ()
+    import_name: tuple[ImportNameRow, ...] = ()
 
 
 @functools.cache

@@ -29,6 +29,11 @@ class CodeScan:
     # each top-level module imported (absolute imports) -> where: "path:line"
     imports: Mapping[str, str] = field(default_factory=dict)
     named: Mapping[str, str] = field(default_factory=dict)  # file name -> its first path
+    # each watched dotted name the code uses (``scipy.misc.imread``, however imported or
+    # aliased: ``from scipy import misc; misc.imread``) -> where first: "path:line"
+    uses: Mapping[str, str] = field(default_factory=dict)
+    # module names the repository defines itself: its .py files' stems and their folders
+    local: frozenset[str] = frozenset()
 
     def summary(self, python: str) -> str | None:
         """One line for the spec's comment and init's report; None when all parse."""
@@ -40,16 +45,20 @@ class CodeScan:
                 "provisions Python 3 only; port it (2to3) before it runs")
 
 
-def scan_code(root: Path, python: tuple[int, int]) -> CodeScan:
+def scan_code(root: Path, python: tuple[int, int],
+              watch: frozenset[str] = frozenset()) -> CodeScan:
     """The repository's ``.py`` files (its own: hidden folders, installed packages and links
     are not followed; at most MAX_FILES, each of at most DEPENDENCY_LIMIT, as a dependency
-    file) parsed for ``python``."""
+    file) parsed for ``python``; the uses of each ``watch`` name found."""
     failing: list[tuple[str, int, str]] = []
     imports: dict[str, str] = {}
     named: dict[str, str] = {}
+    uses: dict[str, str] = {}
+    local: set[str] = set()
     read = 0
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
+        local.update([path.stem, *where.split("/")[:-1]])
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
             if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
@@ -72,7 +81,41 @@ def scan_code(root: Path, python: tuple[int, int]) -> CodeScan:
             continue
         for module, line in _imported(tree):
             imports.setdefault(module, f"{where}:{line}")
-    return CodeScan(read, tuple(failing), imports, named)
+        for name, line in _used(tree, watch) if watch else ():
+            uses.setdefault(name, f"{where}:{line}")
+    return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local))
+
+
+def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
+    """(watched dotted name, line) of each use: imported by name, or reached as an
+    attribute of a name the file's imports bind (aliases followed, not assignments)."""
+    bound: dict[str, str] = {}  # a local name -> the dotted name it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    root = alias.name.partition(".")[0]
+                    bound[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                bound[alias.asname or alias.name] = full
+                if full in watch:
+                    yield full, node.lineno
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        attributes: list[str] = []
+        inner: ast.expr = node
+        while isinstance(inner, ast.Attribute):
+            attributes.append(inner.attr)
+            inner = inner.value
+        if isinstance(inner, ast.Name) and inner.id in bound:
+            full = ".".join([bound[inner.id], *reversed(attributes)])
+            if full in watch:
+                yield full, node.lineno
 
 
 def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:

@@ -95,3 +95,32 @@ def test_no_plugin_is_added_without_pytest_or_where_it_is_named(tmp_path: Path) 
     assert "pytest-xdist" not in _requirements(tmp_path, "six\n")  # nothing runs pytest
     (tmp_path / "conftest.py").write_text("")
     assert _requirements(tmp_path, "six\npytest-xdist==1.28.0\n").count("pytest-xdist") == 0
+
+
+def _face_classification(tmp_path: Path, requirements: str) -> tuple[str, ...]:
+    """oarriaga/face_classification (2017): its code reads images with scipy.misc and plots
+    with matplotlib; its REQUIREMENTS.txt names neither, nor Pillow."""
+    (tmp_path / "src" / "utils").mkdir(parents=True)
+    (tmp_path / "src" / "utils" / "preprocessor.py").write_text(
+        "import numpy as np\nfrom scipy.misc import imread, imresize\n")
+    (tmp_path / "src" / "utils" / "inference.py").write_text(
+        "import cv2\nimport matplotlib.pyplot as plt\nfrom utils import preprocessor\n")
+    return _requirements(tmp_path, requirements)
+
+
+def test_an_api_the_code_uses_caps_its_distribution_below_the_release_that_removed_it(
+        tmp_path: Path) -> None:
+    requirements = _face_classification(tmp_path, "keras==2.0.5\nopencv-python\n")
+    assert requirements[-3:] == ("scipy<1.3", "Pillow", "matplotlib")
+    assert "utils" not in requirements  # the repository's own package
+
+
+@pytest.mark.parametrize(("named", "kept"), [
+    ("scipy>=0.19", "scipy<1.3,>=0.19"),  # capped where it admits 1.3
+    ("scipy==1.1.0", "scipy==1.1.0"),  # an exact pin stays
+    ("scipy<1.2", "scipy<1.2"),  # already below
+])
+def test_a_named_requirement_is_capped_only_where_it_admits_the_removing_release(
+        tmp_path: Path, named: str, kept: str) -> None:
+    requirements = _face_classification(tmp_path, f"{named}\nopencv-python\nmatplotlib\n")
+    assert requirements[0] == kept and requirements.count("matplotlib") == 1

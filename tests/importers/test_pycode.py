@@ -66,3 +66,22 @@ def test_imports_and_file_names_are_read_as_text(tmp_path: Path) -> None:
                              "pytest": "tests/model_test.py:7",
                              "nose": "tests/model_test.py:8"}
     assert found.named["conftest.py"] == "tests/conftest.py"
+
+
+def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> None:
+    """``from scipy.misc import imread`` (face_classification), ``from scipy import misc;
+    misc.imresize``, ``import numpy as np; np.float``; an unwatched name is not kept, and a
+    repository's own modules are known by name."""
+    (tmp_path / "src" / "utils").mkdir(parents=True)
+    (tmp_path / "src" / "utils" / "preprocessor.py").write_text(
+        "import numpy as np\nfrom scipy.misc import imread, imresize\n")
+    (tmp_path / "src" / "train.py").write_text(
+        "from scipy import misc\nimport numpy as np\n\n\ndef f(x):\n"
+        "    return misc.imresize(x, 2).astype(np.float), np.float64\n")
+    watch = frozenset({"scipy.misc.imread", "scipy.misc.imresize", "numpy.float"})
+    found = scan_code(tmp_path, (3, 7), watch)
+    assert found.uses == {"scipy.misc.imread": "src/utils/preprocessor.py:2",
+                          "scipy.misc.imresize": "src/train.py:6",  # src/ read first
+                          "numpy.float": "src/train.py:6"}
+    assert {"src", "utils", "preprocessor", "train"} <= found.local
+    assert scan_code(tmp_path, (3, 7)).uses == {}
