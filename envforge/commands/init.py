@@ -19,7 +19,7 @@ from envforge.app.settling import settle
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.host.outputs import check_output
-from envforge.importers.render import Draft, code_note, render_spec, sections
+from envforge.importers.render import Draft, code_note, debian, render_spec, sections
 from envforge.spec import Platform, parse_spec
 from envforge.ui import UI
 
@@ -66,6 +66,7 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             resolved: bool) -> None:
     imported = draft.repository.imported
     mounted = sections(draft, installed_packs())
+    added = debian(draft, installed_packs())
     if ui.json:
         ui.document("init", {
             "spec": str(output), "files": list(draft.repository.files),
@@ -77,6 +78,10 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             "left_out": dict(draft.left_out),
             "sections": [{"section": r.section, "keys": r.keys, "why": r.reason}
                          for r in mounted],
+            "debian": [{"section": a.section, "platform": a.row.platform,
+                        "suite": a.row.suite, "packages": list(a.row.packages),
+                        "keys": a.row.keys, "why": a.row.reason, "source": a.row.source}
+                       for a in added],
             "not_imported": [{"what": s.what, "origin": s.origin, "reason": s.reason}
                              for s in imported.skipped],
             "code": None if draft.code is None else {
@@ -97,6 +102,11 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
     for row in mounted:
         keys = ", ".join(f"{k} = {v}" for k, v in sorted(row.keys.items()))
         ui.info(f"[{row.section}]{' ' + keys if keys else ''}: {row.reason}")
+    for addition in added:
+        deb = addition.row
+        keys = "".join(f" and [{addition.section}.platform.{deb.platform}] {key}"
+                       for key in sorted(deb.keys))
+        ui.info(f"[debian] {deb.suite} {', '.join(deb.packages)}{keys} added: {deb.reason}")
     ui.info(f"python {draft.python.value} ({draft.python.why})")
     note = code_note(draft)
     if note is not None:

@@ -8,6 +8,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from envforge.importers.debian import (
+    DebianAddition,
+    DebianPack,
+    debian_additions,
+    debian_packages,
+    section_keys,
+)
 from envforge.importers.legacy_names import FrameworkRow, InitPack, framework_sections
 from envforge.importers.propose import Proposal
 from envforge.importers.pycode import CodeScan
@@ -78,12 +85,39 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
     note = next((n for n in (_compiler_note(f.requirement, registry)
                              for f in repo.imported.requirements
                              if f.requirement not in left_out(draft)) if n), None)
+    added = debian(draft, registry)
+    if added:
+        lines += ["", "[debian]"]
+        lines += [_comment(f"# for [{a.section}] on {draft.platform}: {a.row.reason} "
+                           f"({a.where})") for a in added]
+        lines += [f"suite = {json.dumps(added[0].row.suite)}",
+                  f"packages = {json.dumps(debian_packages(added))}"]
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
     for row in sections(draft, registry):
         lines += ["", f"[{row.section}]", _comment(f"# {row.reason} ({row.where})")]
         lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
+        lines += _platform_keys(added, row.section, draft.platform)
     return "\n".join(lines) + "\n"
+
+
+def debian(draft: Draft, registry: Registry[NotePack]) -> list[DebianAddition]:
+    """What the spec's [debian] holds: the mounted packs' rows for the draft's platform
+    (none where the platform is not one a pack has a row for)."""
+    return debian_additions(sections(draft, registry), draft.platform, registry)
+
+
+def _platform_keys(added: list[DebianAddition], section: str, platform: str) -> list[str]:
+    """``[SECTION.platform.P]`` with the keys the [debian] rows set: theirs on that platform
+    only, should the user add another platform to the spec."""
+    keys = section_keys(added, section)
+    if not keys:
+        return []
+    notes = dict.fromkeys(f"{a.row.note or a.row.reason} ({a.where})" for a in added
+                          if a.section == section and a.row.keys)
+    return ["", f"[{section}.platform.{platform}]",
+            *(_comment(f"# {note}") for note in notes),
+            *(f"{key} = {json.dumps(value)}" for key, value in sorted(keys.items()))]
 
 
 def code_note(draft: Draft) -> str | None:
@@ -137,8 +171,9 @@ def _comment(line: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", line).rstrip()
 
 
-class NotePack(InitPack, Protocol):
-    """What a draft asks of a pack: a note for a requirement of a framework that compiles."""
+class NotePack(InitPack, DebianPack, Protocol):
+    """What a draft asks of a pack: a note for a requirement of a framework that compiles,
+    and the Debian packages its section needs."""
 
     def compiler_note(self, requirement: str) -> str | None: ...
 

@@ -248,3 +248,17 @@ class UndeclaredImport(Row):
     imported_at: str
     needed_by: str
     note: str = ""
+
+
+class InitDebianRow(Row):
+    """Debian binary packages ``envforge init`` adds to a spec that mounts a pack's section
+    on ``platform`` (unpacked into the environment, no root), and that section's keys for the
+    platform that use them: a library a pack's framework needs and PyPI's wheels do not give
+    it (Theano's BLAS: NumPy's wheels keep their OpenBLAS to themselves)."""
+
+    platform: Platform
+    suite: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    packages: tuple[str, ...] = Field(min_length=1)
+    keys: dict[str, str] = Field(default_factory=dict)
+    reason: str  # why, for the [debian] comment and init's report
+    note: str = ""  # what the keys do, for their table's comment

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
-    from envforge.knowledge.models import UndeclaredImport
+    from envforge.knowledge.models import InitDebianRow, UndeclaredImport
     from envforge.lockfile import Expectations, LockedArtifact
     from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
@@ -42,6 +42,7 @@ class PackDefaults:
     spec_keys: Mapping[str, tuple[str, str]] = MappingProxyType({})
     suite: FrameworkSuite | None = None
     init_frameworks: Sequence[Mapping[str, Any]] = ()
+    init_debian: Sequence[InitDebianRow] = ()
     kernels: Mapping[str, Kernel] = MappingProxyType({})
     fix_kinds: Mapping[str, FixPlanner] = MappingProxyType({})
     artifact_roles: tuple[str, ...] = ()

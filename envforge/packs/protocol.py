@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
-    from envforge.knowledge.models import UndeclaredImport
+    from envforge.knowledge.models import InitDebianRow, UndeclaredImport
     from envforge.lockfile import Expectations, LockedArtifact
     from envforge.steps.base import CompilerNeed, Step, StepContext
     from envforge.suite.framework import FrameworkSuite
@@ -255,3 +255,12 @@ class FrameworkPack(Protocol):
         """``init``'s rows mounting the pack's section, shaped as ``[[framework]]`` rows of
         knowledge/legacy_names.toml (section, names, reason, source ...), tried after the
         core's: how a pack the core's file does not know gets mounted from requirements."""
+
+    @property
+    def init_debian(self) -> Sequence[InitDebianRow]:
+        """Debian packages ``init`` adds where it mounts the pack's section on a row's
+        platform, with the section's keys on that platform that use them (Theano on
+        linux-64: Debian's OpenBLAS, linked by ``blas_ldflags``, as NumPy's wheels keep
+        theirs to themselves): a library the framework needs that PyPI's wheels do not give
+        it. Written into the spec with the row's reason, so lock, apply and verify take them
+        as the user's own; the core picks the rows of the spec's platform."""

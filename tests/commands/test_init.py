@@ -13,11 +13,17 @@ from pathlib import Path
 import pytest
 
 from envforge.cli import main
+from envforge.commands.init import run_init
 from envforge.lockfile import load_lock
 from envforge.spec import load_spec
+from envforge.ui import UI
+from tests.packs.conftest import verify_json
+from tests.testing.homes import enter_home, home_sharing
 from tests.testing.packs import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "importers" / "data"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+REFERENCE = Path(__file__).resolve().parents[2] / "specs" / "theano-cpu.toml"
 
 
 def host_python(minor: str) -> str:
@@ -80,6 +86,60 @@ def test_conda_files_become_a_pypi_spec(tmp_path: Path) -> None:
     assert pspec.python.version == host_python("3.7")  # environment.yml's python=3.7 comes first
     assert "cudatoolkit" not in out.read_text() and "m2w64-toolchain: a native library" \
         in out.read_text()
+
+
+def corpus_copy(tmp_path: Path, name: str) -> Path:
+    """A corpus repository's dependency files (tests/corpus), without its SOURCE.toml."""
+    root = tmp_path / name
+    shutil.copytree(CORPUS / name, root, ignore=shutil.ignore_patterns("SOURCE.toml"))
+    return root
+
+
+def test_a_theano_repository_gets_debians_openblas_on_linux(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pm-prophet (PyMC3 on Theano): on Linux Theano finds no BLAS in NumPy's wheels, so the
+    spec init writes unpacks Debian's OpenBLAS and links it, as specs/theano-cpu.toml (whose
+    verify's blas row passes) does; the spec says why, and so does the report."""
+    root = corpus_copy(tmp_path, "luke14free__pm-prophet")
+    out = tmp_path / "pm-prophet.toml"
+    assert main(["init", str(root), "-o", str(out), "--offline", "--json"]) == 0
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    reference = load_spec(REFERENCE, REGISTRY).for_platform("linux-64")
+    assert pspec.debian is not None and reference.debian is not None
+    assert (pspec.debian.suite, pspec.debian.packages) == (reference.debian.suite,
+                                                           reference.debian.packages)
+    blas_ldflags = reference.packs["theano"].model_dump()["blas_ldflags"]
+    assert pspec.packs["theano"].model_dump()["blas_ldflags"] == blas_ldflags
+    text = out.read_text()
+    assert "\n[debian]\n# for [theano] on linux-64: Theano finds no BLAS in NumPy's wheels" in text
+    assert "\n[theano.platform.linux-64]\n# links [debian]'s OpenBLAS" in text
+    (added,) = json.loads(capsys.readouterr().out)["debian"]
+    assert added["section"] == "theano" and added["platform"] == "linux-64"
+    assert added["keys"] == {"blas_ldflags": blas_ldflags}
+    assert "NumPy's C API" in added["why"] and "packages.debian.org" in added["source"]
+    assert main(["init", str(root), "-o", str(out), "--offline", "--force"]) == 0
+    assert "[debian] bookworm libopenblas0-pthread, libgfortran5, libquadmath0 and " \
+           "[theano.platform.linux-64] blas_ldflags added: " in capsys.readouterr().err
+
+
+def test_no_openblas_where_the_platform_is_not_linux_or_theano_is_not_mounted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Debian row is linux-64's: a win-64 spec of the same repository gets neither
+    [debian] nor blas_ldflags (NumPy <= 1.21's blas_opt_info serves Theano there), and a
+    TensorFlow repository mounts no [theano] to add them for."""
+    root = corpus_copy(tmp_path, "luke14free__pm-prophet")
+    out = tmp_path / "win.toml"
+    assert run_init(root, output=out, name=None, force=False, offline=True,
+                    ui=UI(quiet=True), platform="win-64") == 0
+    pspec = load_spec(out, REGISTRY).for_platform("win-64")
+    assert "theano" in pspec.packs and pspec.debian is None
+    assert pspec.packs["theano"].model_dump()["blas_ldflags"] is None
+    assert "[debian]" not in out.read_text() and "blas_ldflags" not in out.read_text()
+    tf_out = tmp_path / "gcn.toml"
+    assert main(["init", str(corpus_copy(tmp_path, "tkipf__gcn")), "-o", str(tf_out),
+                 "--offline", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["debian"] == []
+    assert load_spec(tf_out, REGISTRY).for_platform("linux-64").debian is None
 
 
 def test_no_git_installed_is_no_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -390,6 +450,36 @@ def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
                            "print(theano.__version__)"], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "1.0.5"
+    assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's OpenBLAS")
+def test_a_theano_repositorys_spec_links_openblas_and_verify_passes_its_blas_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        shared_cache: Path) -> None:
+    """init -> lock -> apply -> verify of a small Theano repository (theano-cpu's pins, whose
+    wheels and debs the run's cache holds): Theano's GEMMs link the Debian OpenBLAS init
+    added, so the blas row passes instead of the skip a spec without it gets."""
+    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
+    root = tmp_path / "small"
+    root.mkdir()
+    (root / "setup.py").write_text(
+        'from setuptools import setup\n\nsetup(name="small", python_requires="==3.7.*",\n'
+        '      install_requires=["numpy==1.19.5", "scipy==1.7.3", "six==1.16.0",\n'
+        '                        "Theano==1.0.4"])\n')
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "small.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert load_spec(out, REGISTRY).for_platform("linux-64").debian is not None
+    assert main(["lock", str(out)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
+    code, document = verify_json(out, prefix, capsys)
+    rows = {row["name"]: row for row in document["rows"]}
+    assert rows["blas"]["status"] == "pass" and "openblas" in rows["blas"]["found"], rows["blas"]
+    assert code == 0, [row for row in document["rows"] if row["status"] == "fail"]
     assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
     from envforge.expectations import Kernel
-    from envforge.knowledge.models import UndeclaredImport
+    from envforge.knowledge.models import InitDebianRow, UndeclaredImport
     from envforge.lockfile import Expectations, LockedArtifact
     from envforge.packs.base import Migration
     from envforge.spec import Platform, PlatformSpec
@@ -218,6 +218,13 @@ class TheanoPack(ModulePack):
         from envforge.packs.theano.legacy import compiler_note
 
         return compiler_note(requirement)
+
+    @property
+    def init_debian(self) -> Sequence[InitDebianRow]:
+        """theano.toml's [[init_debian]]: Debian's OpenBLAS and blas_ldflags on linux-64."""
+        from envforge.packs.theano.knowledge import theano_knowledge
+
+        return theano_knowledge().init_debian
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.theano.knowledge import error_hints

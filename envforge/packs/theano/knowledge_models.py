@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from envforge.knowledge.models import Range, Row, UndeclaredImport, in_range
+from envforge.knowledge.models import InitDebianRow, Range, Row, UndeclaredImport, in_range
 from envforge.spec import Frozen, Platform
 
 Spelling = Literal["dots", "double-underscores"]
@@ -208,6 +208,7 @@ class TheanoFile(Frozen):
     preallocate: tuple[PreallocateRow, ...]
     distributions: tuple[DistributionRow, ...]
     error_hints: tuple[ErrorHintRow, ...]
+    init_debian: tuple[InitDebianRow, ...] = ()
 
 
 class TheanoRules(Frozen):

@@ -114,8 +114,9 @@ def _same_flag_value(wanted: str, found: Any) -> bool:
 
 
 def _blas_row(report: Mapping[str, Any], *, asked: bool) -> CheckRow:
-    """The C BLAS Theano's GEMMs link. Asked for (blas.ldflags in the spec): none fails.
-    Not asked for (init's Theano specs): one Theano found by itself passes (NumPy's
+    """The C BLAS Theano's GEMMs link. Asked for (blas.ldflags in the spec: init's Theano
+    specs on linux-64 link Debian's OpenBLAS): none fails. Not asked for (init's on win-64,
+    a spec the flags were taken out of): one Theano found by itself passes (NumPy's
     blas_opt_info on Windows), and none is said, not failed: the GEMMs then call NumPy's C
     API, slower, and Theano warns so at each import."""
     blas = _map(report.get("blas"))

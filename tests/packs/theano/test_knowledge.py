@@ -3,6 +3,8 @@ their sources are the ones KNOWLEDGE.md defines, and the flag tables agree with 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from envforge.packs.theano.knowledge import (
@@ -11,6 +13,7 @@ from envforge.packs.theano.knowledge import (
     theano_knowledge,
     theano_rules,
 )
+from envforge.spec import load_spec
 from tests.testing.packs import REGISTRY
 
 
@@ -53,3 +56,14 @@ def test_naming_theano_pymc_overrides_the_original_theano_out_of_the_resolution(
     # lock asks every pack: only Theano's answers here
     assert [line for pack in REGISTRY for line in pack.resolver_overrides(
         ["pymc3==3.4.1", "Theano-PyMC==1.0.5"])] == ["Theano ; sys_platform == 'never'"]
+
+
+def test_inits_debian_openblas_is_what_the_reference_spec_verifies_with() -> None:
+    """The row init writes (theano.toml [[init_debian]]) and specs/theano-cpu.toml, whose
+    verify's blas row passes with it, say the same: suite, packages, Linux's blas_ldflags."""
+    (row,) = theano_knowledge().init_debian
+    spec = load_spec(Path(__file__).resolve().parents[3] / "specs" / "theano-cpu.toml",
+                     REGISTRY).for_platform(row.platform)
+    assert spec.debian is not None
+    assert (row.suite, row.packages) == (spec.debian.suite, spec.debian.packages)
+    assert row.keys == {"blas_ldflags": spec.packs["theano"].model_dump()["blas_ldflags"]}
