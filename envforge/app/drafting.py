@@ -103,8 +103,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     as_of = _era_of_moved(as_of, repo, repaired, listings)
     watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
     code = scan_code(root, _minor_tuple(minor), watched)
-    repo = _with_test_runners(_with_imported(_capped_for_removed_apis(repaired, code), code),
-                              code, root)
+    repo = _capped_for_removed_apis(repaired, code)
+    repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code)
@@ -191,6 +191,30 @@ def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
                 added.append(Found(need, where, f"added: {name} needs {need} (imported only "
                                    "where it is installed), and no requirement names it", True))
     if found == repo.imported.requirements and not added:
+        return repo
+    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+
+
+def _with_extras(repo: Repository, code: CodeScan) -> Repository:
+    """The requirements with each of the project's optional ones (setup.py's
+    ``extras_require``) whose module the code imports (keras-rl's tests import gym, its
+    ``gym`` extra): the module by the distribution's name, or by its known one (sklearn for
+    scikit-learn: [[import_name]]); the repository's own modules never count."""
+    found = repo.imported.requirements
+    held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
+    known = {canonicalize_name(row.requirement): row.module
+             for row in legacy_names().import_name}
+    added: list[Found] = []
+    for extra in repo.imported.extras:
+        name = canonicalize_name(Requirement(extra.requirement).name)
+        module = next((m for m in (known.get(name), name.replace("-", "_"))
+                       if m is not None and m in code.imports and m not in code.local), None)
+        if module is None or name in held:
+            continue
+        added.append(Found(extra.requirement, extra.origin, f"added: the project's "
+                           f"{extra.note}; {code.imports[module]} imports {module}", True))
+        held.add(name)
+    if not added:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
 

@@ -50,6 +50,9 @@ class Imported:
     index: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
     extra_indexes: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
     find_links: list[tuple[str, str]] = field(default_factory=list)  # (URL, origin)
+    # the project's optional requirements (setup.py's extras_require), each noted with its
+    # extra: init adds those the code imports
+    extras: list[Found] = field(default_factory=list)
 
     def extend(self, other: Imported) -> None:
         self.requirements += other.requirements
@@ -58,3 +61,4 @@ class Imported:
         self.index += other.index
         self.extra_indexes += other.extra_indexes
         self.find_links += other.find_links
+        self.extras += other.extras

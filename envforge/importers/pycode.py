@@ -32,7 +32,8 @@ class CodeScan:
     # each watched dotted name the code uses (``scipy.misc.imread``, however imported or
     # aliased: ``from scipy import misc; misc.imread``) -> where first: "path:line"
     uses: Mapping[str, str] = field(default_factory=dict)
-    # module names the repository defines itself: its .py files' stems and their folders
+    # top-level module names the repository defines itself: a .py file's stem outside a
+    # package (a script's folder is on sys.path), a package whose folder is in no package
     local: frozenset[str] = frozenset()
 
     def summary(self, python: str) -> str | None:
@@ -58,7 +59,7 @@ def scan_code(root: Path, python: tuple[int, int],
     read = 0
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
-        local.update([path.stem, *where.split("/")[:-1]])
+        local.update(_top_level(root, path))
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
             if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
@@ -84,6 +85,18 @@ def scan_code(root: Path, python: tuple[int, int],
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, f"{where}:{line}")
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local))
+
+
+def _top_level(root: Path, path: Path) -> list[str]:
+    """The top-level module ``path`` makes importable: its stem where its folder is no
+    package, else the outermost package holding it (``utils/gym/prng.py`` in the package
+    ``utils``: ``utils``, not ``gym``)."""
+    folder = path.parent
+    if not (folder / "__init__.py").is_file():
+        return [path.stem]
+    while folder != root and (folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    return [folder.name]
 
 
 def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:

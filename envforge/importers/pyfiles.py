@@ -231,6 +231,9 @@ def _read_setup_py(name: str, text: str) -> Imported:
         out.skipped.append(Skipped(name, name, "no setup() call found"))
     for call in calls:
         for keyword in call.keywords:
+            if keyword.arg == "extras_require":
+                _read_extras(name, keyword.value, assigned, out)
+                continue
             if keyword.arg not in ("install_requires", "python_requires"):
                 continue
             value = keyword.value
@@ -254,6 +257,34 @@ def _read_setup_py(name: str, text: str) -> Imported:
                     if line.strip():
                         add_requirement(line.strip(), f"{name}:{value.lineno + offset}", out)
     return out
+
+
+def _read_extras(name: str, value: ast.expr, assigned: dict[str, ast.expr],
+                 out: Imported) -> None:
+    """``extras_require={"gym": ["gym"], ...}`` (a literal, or a name assigned one): each
+    requirement into ``out.extras`` noted with its extra; a computed one is passed over."""
+    if isinstance(value, ast.Name) and value.id in assigned:
+        value = assigned[value.id]
+    if not isinstance(value, ast.Dict):
+        return
+    for key, items in zip(value.keys, value.values, strict=True):
+        if isinstance(items, ast.Name) and items.id in assigned:
+            items = assigned[items.id]
+        try:
+            extra = ast.literal_eval(key) if key is not None else None
+            literal = ast.literal_eval(items)
+        except ValueError:
+            continue
+        texts = [literal] if isinstance(literal, str) else literal
+        if not isinstance(extra, str) or not isinstance(texts, (list, tuple)):
+            continue
+        elements = _elements(items) or [items] * len(texts)
+        for text, element in zip(texts, elements, strict=False):
+            extra_out = Imported()
+            add_requirement(str(text), f"{name}:{element.lineno}", extra_out)
+            out.extras += [Found(f.requirement, f.origin, "; ".join(
+                n for n in (f"extra [{extra}]", f.note) if n), True)
+                for f in extra_out.requirements]
 
 
 def _is_setup(func: ast.expr) -> bool:
@@ -284,6 +315,17 @@ def read_setup_cfg(name: str, text: str) -> Imported:
         item = item.split("#", 1)[0].strip()
         if item:
             add_requirement(item, f"{name}:{_line(text, item)}", out)
+    if parser.has_section("options.extras_require"):
+        for extra, value in parser["options.extras_require"].items():
+            for item in value.splitlines():
+                item = item.split("#", 1)[0].strip()
+                if not item:
+                    continue
+                extra_out = Imported()
+                add_requirement(item, f"{name}:{_line(text, item)}", extra_out)
+                out.extras += [Found(f.requirement, f.origin, "; ".join(
+                    n for n in (f"extra [{extra}]", f.note) if n), True)
+                    for f in extra_out.requirements]
     return out
 
 

@@ -124,3 +124,25 @@ def test_a_named_requirement_is_capped_only_where_it_admits_the_removing_release
         tmp_path: Path, named: str, kept: str) -> None:
     requirements = _face_classification(tmp_path, f"{named}\nopencv-python\nmatplotlib\n")
     assert requirements[0] == kept and requirements.count("matplotlib") == 1
+
+
+def test_an_extra_whose_module_the_code_imports_is_added_from_its_line(
+        tmp_path: Path) -> None:
+    """keras-rl (2018-12-08): ``extras_require={'gym': ['gym']}``, and its integration tests
+    import gym; its own ``utils/gym`` package is ``utils.gym``, not the module gym."""
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nsetup(install_requires=['six'],\n"
+        "      extras_require={'gym': ['gym'], 'plots': ['matplotlib>=2'], 'x': ['sphinx']})\n")
+    (tmp_path / "utils" / "gym").mkdir(parents=True)
+    for folder in ("utils", "utils/gym"):
+        (tmp_path / folder / "__init__.py").write_text("")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=None, commit_day=date(2018, 12, 8))
+    assert [f.requirement for f in draft.repository.imported.requirements] == ["six"]
+    _tests_importing(tmp_path, "import gym\nimport matplotlib.pyplot as plt")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=None, commit_day=date(2018, 12, 8))
+    added = draft.repository.imported.requirements[1:]
+    assert [(f.requirement, f.origin) for f in added] == [
+        ("gym", "setup.py:3"), ("matplotlib>=2", "setup.py:3")]  # the extra's, not a bare one
+    assert "the project's extra [gym]; tests/model_test.py:2 imports gym" in added[0].note

@@ -83,5 +83,7 @@ def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> 
     assert found.uses == {"scipy.misc.imread": "src/utils/preprocessor.py:2",
                           "scipy.misc.imresize": "src/train.py:6",  # src/ read first
                           "numpy.float": "src/train.py:6"}
-    assert {"src", "utils", "preprocessor", "train"} <= found.local
+    assert found.local == {"preprocessor", "train"}  # no package: scripts' folders
+    (tmp_path / "src" / "utils" / "__init__.py").write_text("")
+    assert scan_code(tmp_path, (3, 7)).local == {"utils", "train"}
     assert scan_code(tmp_path, (3, 7)).uses == {}

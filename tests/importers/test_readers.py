@@ -121,6 +121,25 @@ def test_setup_py_is_never_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def test_setup_py_extras_are_read_apart_noted_with_their_extra() -> None:
+    """keras-rl's ``extras_require={'gym': ['gym']}``: optional, so not a requirement; init
+    adds the ones the code imports (tests/app/test_drafting.py)."""
+    text = ("from setuptools import setup\nTESTS = ['pytest>=3.6', 'mock']\n"
+            "setup(install_requires=['keras>=2.0.7'],\n"
+            "      extras_require={'gym': ['gym'],\n"
+            "                      'tests': TESTS, 'docs': 'sphinx',\n"
+            "                      'computed': make_list()})\n")
+    got = read_setup_py("setup.py", text)
+    assert _pins(got) == [("keras>=2.0.7", "setup.py:3")]
+    assert [(f.requirement, f.origin, f.note) for f in got.extras] == [
+        ("gym", "setup.py:4", "extra [gym]"), ("pytest>=3.6", "setup.py:2", "extra [tests]"),
+        ("mock", "setup.py:2", "extra [tests]"), ("sphinx", "setup.py:5", "extra [docs]")]
+    cfg = read_setup_cfg("setup.cfg", "[options]\ninstall_requires =\n    six\n"
+                         "[options.extras_require]\ngym =\n    gym>=0.10\n")
+    assert [(f.requirement, f.origin, f.note) for f in cfg.extras] == [
+        ("gym>=0.10", "setup.cfg:6", "extra [gym]")]
+
+
 def test_setup_cfg() -> None:
     got = read_setup_cfg("setup.cfg", _text("cfgpkg/setup.cfg"))
     assert _pins(got) == [("numpy<1.20,>=1.16", "setup.cfg:8"),
