@@ -9,19 +9,23 @@ from pathlib import Path
 import pytest
 
 from envforge.app.drafting import draft_spec
+from envforge.importers.render import Draft
+
+
+def _draft(root: Path, commit_day: date) -> Draft:
+    return draft_spec(root, source=str(root), name="r", platform="linux-64", lookup=None,
+                      commit_day=commit_day)
 
 
 def _requirements(tmp_path: Path, text: str) -> tuple[str, ...]:
     (tmp_path / "requirements.txt").write_text(text)
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2018, 9, 9))
+    draft = _draft(tmp_path, date(2018, 9, 9))
     return tuple(f.requirement for f in draft.repository.imported.requirements)
 
 
 def test_keras_alone_gets_tensorflow_1x_and_python_3_7_at_most(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("Keras==2.2.4\nnumpy\n")
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2018, 9, 9))
+    draft = _draft(tmp_path, date(2018, 9, 9))
     added = draft.repository.imported.requirements[-1]
     assert (added.requirement, added.origin, added.mapped) == (
         "tensorflow<2", "requirements.txt:1", True)
@@ -51,8 +55,7 @@ def test_the_test_runner_the_tests_import_is_added_from_the_line_that_imports_it
     not name it, and its CI installed it by hand."""
     _tests_importing(tmp_path, "import pytest")
     (tmp_path / "requirements.txt").write_text("torch>=0.4.1\ntqdm\n")
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2019, 4, 30))
+    draft = _draft(tmp_path, date(2019, 4, 30))
     added = draft.repository.imported.requirements[-1]
     assert (added.requirement, added.origin, added.mapped) == (
         "pytest", "tests/model_test.py:2", True)
@@ -84,8 +87,7 @@ def test_a_plugin_the_pytest_configuration_needs_is_added_with_its_line(
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts=-v\n        -n 2\n")
     requirements = _requirements(tmp_path, "keras>=2.0.7\n")
     assert requirements[-2:] == ("pytest", "pytest-xdist")
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2018, 12, 8))
+    draft = _draft(tmp_path, date(2018, 12, 8))
     plugin = draft.repository.imported.requirements[-1]
     assert plugin.origin == "pytest.ini:3" and "pass -n" in plugin.note
 
@@ -136,12 +138,10 @@ def test_an_extra_whose_module_the_code_imports_is_added_from_its_line(
     (tmp_path / "utils" / "gym").mkdir(parents=True)
     for folder in ("utils", "utils/gym"):
         (tmp_path / folder / "__init__.py").write_text("")
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2018, 12, 8))
+    draft = _draft(tmp_path, date(2018, 12, 8))
     assert [f.requirement for f in draft.repository.imported.requirements] == ["six"]
     _tests_importing(tmp_path, "import gym\nimport matplotlib.pyplot as plt")
-    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
-                       lookup=None, commit_day=date(2018, 12, 8))
+    draft = _draft(tmp_path, date(2018, 12, 8))
     added = draft.repository.imported.requirements[1:]
     assert [(f.requirement, f.origin) for f in added] == [
         ("gym", "setup.py:3"), ("matplotlib>=2", "setup.py:3")]  # the extra's, not a bare one
