@@ -120,7 +120,10 @@ class MappedZip:
             raise zipfile.BadZipFile(f"{info.filename}: encrypted")
         begin = offset + _LOCAL.size
         raw = self._mapped[begin:begin + name_length]
-        name = raw.decode("utf-8" if flags & _UTF8 else "cp437")
+        try:
+            name = raw.decode("utf-8" if flags & _UTF8 else "cp437")
+        except UnicodeDecodeError:
+            raise zipfile.BadZipFile(f"{info.filename}: its header's name is not UTF-8") from None
         if name != info.orig_filename:
             raise zipfile.BadZipFile(f"file name in directory {info.orig_filename!r} and "
                                      f"header {name!r} differ")

@@ -106,6 +106,15 @@ def test_a_local_header_naming_another_file_is_refused(tmp_path: Path) -> None:
         _read_all(archive)
 
 
+def test_a_header_name_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    archive = _zip(tmp_path / "a.zip", {"ünï.txt": (b"hello", zipfile.ZIP_DEFLATED)})
+    blob = archive.read_bytes()
+    local_name = "ünï.txt".encode()
+    archive.write_bytes(blob.replace(local_name, b"\xff\xfe" + local_name[2:], 1))
+    with pytest.raises(zipfile.BadZipFile, match="not UTF-8"):
+        _read_all(archive)
+
+
 def test_a_corrupt_wheel_makes_no_entry(tmp_path: Path) -> None:
     wheel = _zip(tmp_path / "demo-1.0-py3-none-any.whl",
                  {"demo/__init__.py": (COMPRESSIBLE, zipfile.ZIP_DEFLATED)})
