@@ -33,6 +33,7 @@ from envforge.importers.legacy_names import (
     section_names,
 )
 from envforge.importers.propose import (
+    CANDIDATES,
     Proposal,
     era_for_python,
     propose_as_of,
@@ -107,7 +108,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
-                 index=index if index and index != PYPI_SIMPLE else None, code=code)
+                 index=index if index and index != PYPI_SIMPLE else None, code=code,
+                 python_fallback=_older(python, as_of))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:
@@ -351,6 +353,19 @@ def _era_of_moved(as_of: Proposal, before: Repository, after: Repository,
 
 def _joined(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
+
+
+def _older(python: Proposal, as_of: Proposal) -> Proposal | None:
+    """The Python one minor older than a Python proposed as the newest of the day (none for
+    a Python the repository states, or the oldest envforge runs): the day's wheels of the
+    newest Python are often few (Python 3.8 of 2019-10: torch's first cp38 wheels came in
+    2020-01), and the older one keeps the day where widening it would change every release."""
+    if python.value is None or not python.why.startswith("the newest Python released by") \
+            or python.value not in CANDIDATES[1:]:
+        return None
+    older = CANDIDATES[CANDIDATES.index(python.value) - 1]
+    return _full_python(Proposal(older, f"Python {python.value}, the newest released by "
+                                 f"{as_of.value}, did not resolve on that day; {older} did"))
 
 
 def _full_python(python: Proposal) -> Proposal:

@@ -139,6 +139,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     failure: str | None = None
     candidate = draft
     attempt, position = 0, 0
+    newest: Proposal | None = None  # the Python proposed, while its fallback is tried
     while position < len(days):
         day = days[position]
         attempt += 1
@@ -178,6 +179,15 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             say(f"{repaired[1]}")
             candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
             continue  # the same day again, with the pin moved
+        if position == 0 and candidate.python_fallback is not None:
+            say(f"Python {candidate.python.value} did not resolve as of the proposed day; "
+                f"trying {candidate.python_fallback.value}")
+            newest, tries = candidate.python, tries + 1
+            candidate = replace(candidate, python=candidate.python_fallback,
+                                python_fallback=None)
+            continue  # the same day again, with the older Python
+        if newest is not None:  # the older Python did not resolve either: the newest, widened
+            candidate, newest = replace(candidate, python=newest), None
         if day is not None:
             tried.append(day.isoformat())
         position += 1

@@ -35,6 +35,9 @@ class Draft:
     as_of: Proposal
     as_of_tried: tuple[str, ...] = ()  # days that did not resolve, before as_of (widened)
     as_of_failure: str | None = None  # why the last day tried did not resolve
+    # the Python one minor older, tried on the proposed day before the day is widened (the
+    # newest Python of a day often has few of that day's wheels: Python 3.8 in late 2019)
+    python_fallback: Proposal | None = None
     left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
     code: CodeScan | None = None  # the repository's own .py files, parsed for the Python

@@ -495,3 +495,21 @@ def test_init_o_onto_a_file_it_reads_or_a_folder_is_refused_and_nothing_changes(
         err = capsys.readouterr().err
         assert err.startswith(f"error: -o {output}: ") and err.count("\n") == 1, err
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == untouched
+
+
+@pytest.mark.network
+def test_the_newest_python_of_the_day_gives_way_to_the_one_before_not_the_day(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenNMT-py (2019-12-31): Python 3.8 was the newest released by then, but no
+    torchvision of that day has a wheel for it (0.5.0, of 2020-01-15, was the first); the day
+    was widened six months, to torch 1.5. Python 3.7 resolves on the repository's own day."""
+    root = git_repo(tmp_path / "onmt", "torch>=1.2\ntorchvision\n", "2019-12-31")
+    out = tmp_path / "onmt.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert "Python 3.8.18 did not resolve as of the proposed day; trying 3.7" in \
+        capsys.readouterr().err.replace(host_python("3.8"), "3.8.18")
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.python.version == host_python("3.7")
+    assert str(pspec.pypi.as_of) == "2019-12-31"
+    assert "Python 3.8, the newest released by 2019-12-31, did not resolve on that day" in \
+        out.read_text()
