@@ -64,6 +64,22 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, registry: Registry[L
         _check_file_urls(spec.for_platform(platform), plock, ("platforms", platform), fail)
 
 
+def platform_is_current(pspec: PlatformSpec, plock: PlatformLock,
+                        registry: Registry[LockPlanPack]) -> bool:
+    """Whether a platform's lock says what its spec locks with this envforge's knowledge:
+    lock reuses only such a platform. One locked before the knowledge changed (a CUDA build
+    now known for its torch wheel) would be refused by apply as edited, and locked again
+    it keeps its versions."""
+    def fail(path: Iterable[str | int], message: str) -> SpecError:
+        return SpecError("lock", message)
+
+    try:
+        _check_platform(pspec, plock, ("platforms", pspec.platform), fail, registry, False)
+    except SpecError:
+        return False
+    return True
+
+
 def _key_lines_of(lock_path: Path) -> dict[KeyPath, int]:
     """Each key's line in the lock, read for an error only: mapping every key of a lock of
     two platforms was most of the check's time on an apply."""

@@ -167,3 +167,24 @@ def test_a_requirement_whose_marker_excludes_the_platform_needs_no_entry(
     with pytest.raises(SpecError, match="which the spec requires") as caught:
         check_lock(spec, load_lock(lock_path, REGISTRY), lock_path, REGISTRY)
     assert caught.value.key == refused_at
+
+
+def test_a_platform_whose_derived_table_is_stale_is_not_current(tmp_path: Path) -> None:
+    """A table lock derives from the spec with envforge's knowledge (Theano's flags here;
+    torch's CUDA build of a wheel the knowledge learnt later, as for torch 1.1.0): a lock
+    written before the knowledge changed is not current, so `envforge lock` locks that
+    platform again instead of calling it unchanged and leaving apply to refuse it."""
+    from envforge.lockcheck import platform_is_current
+
+    path = tmp_path / "theano-cpu.lock"
+    path.write_text(TEXT, encoding="utf-8")
+    lock = load_lock(path, REGISTRY)
+    assert platform_is_current(SPEC.for_platform("linux-64"), lock.platforms["linux-64"],
+                               REGISTRY)
+    stale = TEXT.replace('allow_gc = "True"', 'allow_gc = "False"', 1)
+    assert stale != TEXT
+    path.write_text(stale, encoding="utf-8")
+    lock = load_lock(path, REGISTRY)
+    assert not platform_is_current(SPEC.for_platform("linux-64"), lock.platforms["linux-64"],
+                                   REGISTRY)
+    assert platform_is_current(SPEC.for_platform("win-64"), lock.platforms["win-64"], REGISTRY)

@@ -17,6 +17,7 @@ from envforge import __version__
 from envforge.app.lockplatform import find_pythons_beside, lock_platform
 from envforge.app.locksuite import suite_missing
 from envforge.errors import CompatibilityError, InputError, ResolveError
+from envforge.lockcheck import platform_is_current
 from envforge.lockfile import Lockfile, LockMeta, PlatformLock
 from envforge.packapi import Registry
 from envforge.packs import FrameworkPack
@@ -41,7 +42,9 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
     again = upgrade or bool(upgrade_packages)
     todo = [p for p in spec.project.platforms if p in wanted and (again or not (
         reusable and previous is not None and p in previous.platforms
-        and not suite_missing(previous.platforms[p], registry)))]
+        and not suite_missing(previous.platforms[p], registry)
+        and platform_is_current(spec.for_platform(p), _completed(previous, p, spec, registry),
+                                registry)))]
     find_pythons_beside([spec.for_platform(p) for p in todo])
     ensure_compatible(spec, registry)
     if upgrade_packages and previous is not None:
@@ -74,10 +77,7 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
         if platform in fresh:
             locked[platform] = fresh[platform]
         elif reusable and previous is not None and platform in previous.platforms:
-            from envforge.lockplan import completed
-
-            locked[platform] = completed(previous.platforms[platform],
-                                         spec.for_platform(platform), registry)
+            locked[platform] = _completed(previous, platform, spec, registry)
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(
@@ -94,6 +94,13 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
         ),
         platforms=locked,
     )
+
+
+def _completed(previous: Lockfile, platform: Platform, spec: Spec,
+               registry: Registry[FrameworkPack]) -> PlatformLock:
+    from envforge.lockplan import completed
+
+    return completed(previous.platforms[platform], spec.for_platform(platform), registry)
 
 
 def _ensure_locked(names: Collection[str], previous: Lockfile, lock_path: Path | None) -> None:

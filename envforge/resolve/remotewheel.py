@@ -14,11 +14,14 @@ _LIMIT = 1 << 20  # a METADATA larger than this is not read
 _AHEAD = 64 << 10  # read ahead of a member's local header
 
 
-class _RangeFile(io.RawIOBase):
-    """A remote file of known size, read by range requests; the tail fetched once."""
+class RangeFile(io.RawIOBase):
+    """A remote file of known size, read by range requests for zipfile; the tail fetched
+    once; a read of more than ``limit`` bytes refused (None: no limit)."""
 
-    def __init__(self, http: Any, url: str, size: int, timeout: float) -> None:
+    def __init__(self, http: Any, url: str, size: int, timeout: float,
+                 limit: int | None = _LIMIT) -> None:
         self._http, self._url, self._size, self._timeout = http, url, size, timeout
+        self._limit = limit
         self._pos = 0
         start = max(0, size - _TAIL)
         self._tail_start, self._tail = start, self._fetch(start, size)
@@ -48,7 +51,7 @@ class _RangeFile(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         end = self._size if size is None or size < 0 else min(self._size, self._pos + size)
-        if end - self._pos > _LIMIT:
+        if self._limit is not None and end - self._pos > self._limit:
             raise OSError(f"{self._url}: a read of {end - self._pos} bytes; refused")
         if self._pos >= self._tail_start:
             data = self._tail[self._pos - self._tail_start:end - self._tail_start]
@@ -67,7 +70,7 @@ class _RangeFile(io.RawIOBase):
 
 def wheel_metadata(http: Any, url: str, size: int, *, timeout: float = 30) -> str | None:
     """The text of the wheel's ``*.dist-info/METADATA``; None where the wheel holds none."""
-    with zipfile.ZipFile(_RangeFile(http, url, size, timeout)) as wheel:
+    with zipfile.ZipFile(RangeFile(http, url, size, timeout)) as wheel:
         for info in wheel.infolist():
             parts = info.filename.split("/")
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA" \

@@ -390,3 +390,29 @@ def test_upgrading_a_package_the_lock_does_not_hold_is_refused_before_any_work(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--upgrade-package nmupy: not in" in err
     assert "pygpu" not in err.split("not in")[0] and lock.read_bytes() == before
+
+
+@pytest.mark.network
+def test_a_platform_locked_with_older_knowledge_is_locked_again_keeping_its_versions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table lock derives with envforge's knowledge differs from the one the lock holds
+    (as torch 1.1.0's CUDA build did once the torch pack learnt it): `envforge lock` said
+    "unchanged" and apply refused the lock as edited; now that platform is locked again,
+    its versions kept, and the other platform reused."""
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "locks").mkdir()
+    spec = tmp_path / "specs" / "theano-cpu.toml"
+    shutil.copy(REPO / "specs" / "theano-cpu.toml", spec)
+    committed = (REPO / "locks" / "theano-cpu.lock").read_text()
+    lock_file = tmp_path / "locks" / "theano-cpu.lock"
+    lock_file.write_text(committed.replace('allow_gc = "True"', 'allow_gc = "False"', 1))
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "env")]) == 2
+    assert "allow_gc" in capsys.readouterr().err
+    assert main(["lock", str(spec), "-q"]) == 0
+    relocked = load_lock(lock_file, REGISTRY)
+    before = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
+    for platform in ("linux-64", "win-64"):
+        assert relocked.platforms[platform].expect.versions == \
+            before.platforms[platform].expect.versions
+    assert 'allow_gc = "True"' in lock_file.read_text()
+    assert main(["plan", str(spec), "--prefix", str(tmp_path / "env")]) in (0, 3)
