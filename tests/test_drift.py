@@ -139,3 +139,39 @@ def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> 
     assert synced["drift"]["summary"] == "as locked"
     assert "# edited by hand" not in six.read_text()
     assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_sync_removing_a_distribution_leaves_the_files_a_locked_one_shares(
+        tmp_path: Path) -> None:
+    """tensorflow_gpu 1.13.1 left in an environment whose lock now names tensorflow 1.13.1
+    (both hold tensorflow/): `apply --sync` removed tensorflow_gpu by its RECORD, deleting
+    tensorflow's 5,725 files with it, and stopped with the environment unfinished. Here a
+    distribution the lock does not name installs six.py too."""
+    from envforge.host.uv import uv_binary
+    from tests.host.test_wheelinstall import make_wheel
+
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "drifty.toml"
+    spec.write_text(SPEC)
+    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+    prefix = tmp_path / "env"
+
+    def envforge(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "envforge", *args], env=env, check=True,
+                              capture_output=True, text=True, timeout=600).stdout
+
+    envforge("lock", str(spec), "-q")
+    envforge("apply", str(spec), "--yes", "--prefix", str(prefix), "-q")
+    [six] = prefix.glob("lib/python3.7/site-packages/six.py")
+    (tmp_path / "w").mkdir()
+    twin = make_wheel(tmp_path / "w", "sixtwin", "1.0", {"six.py": six.read_text()})
+    subprocess.run([uv_binary(), "pip", "install", "-q", "--no-deps", "--python",
+                    str(prefix / "bin" / "python"), str(twin)], check=True,
+                   env={**env, "UV_NO_CONFIG": "1"})
+    envforge("apply", str(spec), "--sync", "--yes", "--prefix", str(prefix), "-q")
+    [synced] = json.loads(envforge("status", "--json"))["environments"]
+    assert synced["drift"]["summary"] == "as locked"
+    assert six.is_file()
+    assert not list(prefix.glob("lib/python3.7/site-packages/sixtwin-*.dist-info"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -35,20 +36,40 @@ def installed_dist_infos(scheme: Sites, name: str) -> list[Path]:
     return sorted(found)
 
 
-def remove_distribution(scheme: Sites, name: str) -> list[Path]:
-    """Uninstall ``name`` by its RECORD, touching nothing outside the environment's prefix."""
+def claimed_paths(scheme: Sites, excluding: Iterable[str]) -> frozenset[Path]:
+    """Every file the RECORD of an installed distribution other than ``excluding`` lists
+    (resolved): what uninstalling one of those must leave, where two distributions install
+    the same module (tensorflow and tensorflow_gpu both hold tensorflow/)."""
+    skipped = {canonicalize_name(n) for n in excluding}
+    claimed: set[Path] = set()
+    for site in dict.fromkeys((scheme.purelib, scheme.platlib)):
+        for dist_info in sorted(site.glob("*.dist-info")) if site.is_dir() else ():
+            if canonicalize_name(dist_info.name.partition("-")[0]) in skipped:
+                continue
+            site_root = dist_info.parent.resolve()
+            claimed.update((site_root / row[0]).resolve() for row in _rows(dist_info) if row)
+    return frozenset(claimed)
+
+
+def _rows(dist_info: Path) -> list[list[str]]:
+    record = dist_info / "RECORD"
+    return list(csv.reader(record.read_text(encoding="utf-8").splitlines())) \
+        if record.is_file() else []
+
+
+def remove_distribution(scheme: Sites, name: str,
+                        keep: frozenset[Path] = frozenset()) -> list[Path]:
+    """Uninstall ``name`` by its RECORD, touching nothing outside the environment's prefix,
+    and no file of ``keep`` (another distribution's: ``claimed_paths``)."""
     removed: list[Path] = []
     prefix = scheme.prefix.resolve()
     for dist_info in installed_dist_infos(scheme, name):
         site = dist_info.parent.resolve()
-        record = dist_info / "RECORD"
-        rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines())) \
-            if record.is_file() else []
-        for row in rows:
+        for row in _rows(dist_info):
             if not row:
                 continue
             path = (site / row[0]).resolve()
-            if not (path.is_relative_to(prefix) and path.is_file()):
+            if not (path.is_relative_to(prefix) and path.is_file()) or path in keep:
                 continue
             path.unlink()
             removed.append(path)

@@ -19,7 +19,7 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
 from envforge.packapi import Pack, Registry
@@ -29,6 +29,7 @@ from envforge.spec import Frozen
 class RenameRow(Frozen):
     name: str
     admits: str | None = None  # None: every version is mapped
+    below: str | None = None  # only an exact pin of a release below this one is mapped
     to: str
     reason: str
     source: str
@@ -170,6 +171,16 @@ class InitPack(Pack, Protocol):
     def init_frameworks(self) -> Sequence[Mapping[str, Any]]: ...
 
 
+def _pinned_below(requirement: Requirement, below: str) -> bool:
+    """Whether the requirement pins one release (``==``), of a version below ``below``."""
+    exact = [s.version for s in requirement.specifier if s.operator in ("==", "===")
+             and "*" not in s.version]
+    try:
+        return len(exact) == 1 and Version(exact[0]) < Version(below)
+    except InvalidVersion:
+        return False
+
+
 def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str]:
     """The requirement to write and, when it changed, why (with the rule's source): the
     first pack's rewrite, else the legacy-names rows."""
@@ -182,16 +193,22 @@ def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str
         rewritten = pack.legacy_requirement(text)
         if rewritten is not None:
             return rewritten
+    kept = ""
     for row in legacy_names().rename:
         if row.name != name or requirement.url:
             continue
         if row.admits is not None and not requirement.specifier.contains(row.admits,
                                                                          prereleases=True):
-            return text, f"kept as written: it does not admit {row.admits} ({row.to} would)"
+            kept = kept or f"kept as written: it does not admit {row.admits} ({row.to} would)"
+            continue
+        if row.below is not None and not _pinned_below(requirement, row.below):
+            continue
         mapped = row.to.replace("{specifier}", str(requirement.specifier))
         if requirement.marker is not None:
             mapped += f"; {requirement.marker}"
         return mapped, f"was {text}: {row.reason} (knowledge/legacy_names.toml)"
+    if kept:
+        return text, kept
     for marker_row in legacy_names().marker:
         if name not in {canonicalize_name(n) for n in marker_row.names}:
             continue

@@ -42,7 +42,7 @@ class SyncStep:
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         from envforge.host.wheelinstall import install_wheels, target_scheme
-        from envforge.host.wheelremove import remove_distribution
+        from envforge.host.wheelremove import claimed_paths, remove_distribution
 
         drift = _drift(ctx)
         names = {canonicalize_name(item.split(":")[0]) for item in drift.modified}
@@ -51,8 +51,10 @@ class SyncStep:
         python = Path(ctx.layout.python)
         if drift.extra:
             scheme = target_scheme(python)
-            for item in drift.extra:
-                remove_distribution(scheme, item.split()[0])
+            extra = [item.split()[0] for item in drift.extra]
+            kept = claimed_paths(scheme, excluding=extra)  # a module two of them install
+            for name in extra:
+                remove_distribution(scheme, name, keep=kept)
         if wheels:
             skipped: Counter[str] = Counter()
             install_wheels(wheels, python, cache=unpacked_cache(ctx), skipped=skipped)

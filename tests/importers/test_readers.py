@@ -219,6 +219,13 @@ def test_conda_names_in_pip_files_are_mapped() -> None:
     # richzhang/PerceptualSimilarity's requirements.txt: PyPI has no project "opencv"
     mapped, why = map_requirement("opencv>=2.4.11", REGISTRY)
     assert mapped == "opencv-python" and "was opencv>=2.4.11" in why
+    # basveeling/wavenet's tensorflow-gpu==1.8.0: before 1.14 the GPU build does not import
+    # where its CUDA is missing, and init's [tensorflow] runs on the CPU
+    mapped, why = map_requirement("tensorflow-gpu==1.8.0", REGISTRY)
+    assert mapped == "tensorflow==1.8.0" and "libcublas.so.10.0" in why
+    assert map_requirement("tensorflow-gpu==1.14.0", REGISTRY)[0] == "tensorflow-gpu==1.14.0"
+    assert map_requirement("tensorflow-gpu>=1.4,<1.14", REGISTRY)[0] == \
+        "tensorflow-gpu>=1.4,<1.14"  # a range: kept (the admits-2.12.0 row does not apply)
     # oarriaga/face_classification's REQUIREMENTS.txt: PyPI has no project "opencv2-python"
     mapped, why = map_requirement("opencv2-python==3.2.0", REGISTRY)
     assert mapped == "opencv-python" and "was opencv2-python==3.2.0" in why
