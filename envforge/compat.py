@@ -11,7 +11,7 @@ A framework's own rules are its pack's (``envforge/packs/NAME/``), fed these pin
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,8 +29,14 @@ from envforge.knowledge import (
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen, Platform, PlatformSpec, Spec
 
-# rule id, message, source, fix
-_Report = Callable[[str, str, str, str], None]
+
+class Report(Protocol):
+    """How a compat check reports a conflict (compat words it): rule id, message, source,
+    fix, and ``repairs``: requirements that each would resolve it (``torch==1.1.0`` for a
+    torchvision 0.3.0 pinned beside torch 1.0.0), which init tries in its draft."""
+
+    def __call__(self, rule: str, message: str, source: str, fix: str, /, *,
+                 repairs: tuple[str, ...] = ()) -> None: ...
 
 
 class Conflict(Frozen):
@@ -41,6 +47,7 @@ class Conflict(Frozen):
     message: str
     source: str
     fix: str
+    repairs: tuple[str, ...] = ()  # requirements that would each resolve it (init tries them)
 
 
 @dataclass(frozen=True)
@@ -204,16 +211,17 @@ class CompatPack(Pack, Protocol):
     """What the compatibility check asks of a pack: its own rules, fed the spec's pins."""
 
     def compat_checks(self, pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]],
-                      report: Callable[[str, str, str, str], None]) -> None: ...
+                      report: Report) -> None: ...
 
 
 def check_platform_spec(spec: PlatformSpec, registry: Registry[CompatPack]) -> list[Conflict]:
     """Every known conflict of one platform's view of the spec, in a stable order."""
     found: list[Conflict] = []
 
-    def conflict(rule: str, message: str, source: str, fix: str) -> None:
+    def conflict(rule: str, message: str, source: str, fix: str, /, *,
+                 repairs: tuple[str, ...] = ()) -> None:
         found.append(Conflict(rule=rule, platform=spec.platform, message=message,
-                              source=source, fix=fix))
+                              source=source, fix=fix, repairs=repairs))
 
     pins = spec_pins(spec)
     _check_cudnn_cuda(spec, conflict)
@@ -231,7 +239,8 @@ def ensure_compatible(spec: Spec, registry: Registry[CompatPack]) -> None:
             first = conflicts[0]
             line, key = pin_place(spec, platform, first.message)
             raise CompatibilityError(f"{platform}: {first.message}", source=first.source,
-                                     fix=first.fix, path=spec.source, line=line, key=key)
+                                     fix=first.fix, path=spec.source, line=line, key=key,
+                                     repairs=first.repairs)
 
 
 # How spec_pins writes a pin -> the key it comes from.
@@ -277,7 +286,7 @@ def _item_line(spec: Spec, platform: Platform, section: str, written: str) -> in
     return spec.key_lines.get(path)
 
 
-def _check_cudnn_cuda(spec: PlatformSpec, conflict: _Report) -> None:
+def _check_cudnn_cuda(spec: PlatformSpec, conflict: Report) -> None:
     if spec.cudnn is None or spec.cuda is None:
         return
     row = cudnn_support(spec.cudnn.version)
@@ -297,7 +306,7 @@ def _check_cudnn_cuda(spec: PlatformSpec, conflict: _Report) -> None:
              f"(it exists for CUDA {', '.join(row.cuda)})", row.source, fix)
 
 
-def _check_debian_python(spec: PlatformSpec, conflict: _Report) -> None:
+def _check_debian_python(spec: PlatformSpec, conflict: Report) -> None:
     if spec.debian is None:
         return
     for package in spec.debian.packages:

@@ -54,10 +54,12 @@ class CompatibilityError(InputError):
     """The spec pins a combination known not to work; names the rule's source and a fix."""
 
     def __init__(self, conflict: str, *, source: str, fix: str, path: str | None = None,
-                 line: int | None = None, key: str | None = None) -> None:
+                 line: int | None = None, key: str | None = None,
+                 repairs: tuple[str, ...] = ()) -> None:
         self.conflict = conflict
         self.source = source
         self.fix = fix
+        self.repairs = repairs  # requirements that would each resolve it
         self.path = path
         where = f"{path}:{line}" if path and line is not None else path
         prefix = "".join(f"{part}: " for part in (where, key) if part)

@@ -153,8 +153,17 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         try:
             failure = _bounded(functools.partial(try_lock, text, source, platform),
                                None if share is None else time.monotonic() + share)
-        except (UnknownProjectError, CompatibilityError) as exc:
-            failure = trim(str(exc))  # no other day, repair or left-out URL changes these
+        except CompatibilityError as exc:
+            failure = trim(str(exc))  # no other day or left-out URL changes it; a pack's
+            repaired = None if repairs >= MAX_REPAIRS else \
+                _repair_compat(candidate, exc, lookup)  # repair (a release it pairs) may
+            if repaired is None:
+                break
+            say(repaired[1])
+            candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
+            continue  # the same day again, with the pin moved
+        except UnknownProjectError as exc:
+            failure = trim(str(exc))  # no other day, repair or left-out URL changes it
             break
         except DraftTimeoutError:
             if deadline is not None and time.monotonic() >= deadline - 0.5:
@@ -245,6 +254,40 @@ def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
         return (_with(draft, at, Found(str(requirement), old.origin,
                                        "; ".join(n for n in (old.note, note) if n), True)),
                 f"{old.requirement}: {short}; moved to {requirement}")
+    return None
+
+
+def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
+                   ) -> tuple[Draft, str] | None:
+    """The draft with one exact pin moved as a pack's rule proposes (``exc.repairs``:
+    ``torch==1.1.0``, the release a torchvision 0.3.0 is built for), the first repair with a
+    release on the index that has a wheel for the Python (torchvision 0.2.2, torch 1.0's
+    pair, is yanked); None when no repair applies."""
+    from envforge.resolve.pypi_index import index_files
+
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    for repair in exc.repairs:
+        wanted = Requirement(repair)
+        at = next((i for i, f in enumerate(found)
+                   if _pinned_version(f.requirement, wanted.name) is not None), None)
+        if at is None:
+            continue
+        old = found[at]
+        pinned = _pinned_version(old.requirement, wanted.name) or ""
+        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, wanted.name)
+        moved = nearest_allowed(listed or (), pinned, minor, wanted.specifier)
+        if moved is None or moved == pinned:
+            continue
+        requirement = Requirement(old.requirement)
+        requirement.specifier = SpecifierSet(f"=={moved}")
+        conflict = (exc.conflict.partition(": ")[2] or exc.conflict).split("; ")[0]
+        note = (f"was {old.requirement}: {conflict}; "
+                f"{moved} is the release {repair} names with a wheel for Python {minor} "
+                f"(source: {exc.source})")
+        return (_with(draft, at, Found(str(requirement), old.origin,
+                                       "; ".join(n for n in (old.note, note) if n), True)),
+                f"{old.requirement}: a pack's rule refused it; moved to {requirement}")
     return None
 
 

@@ -42,8 +42,15 @@ if TYPE_CHECKING:
     from envforge.suite.framework import FrameworkSuite
     from envforge.verify import CheckRow
 
-# rule id, message, source, fix: how a compat check reports a conflict (compat words it).
-Report = Callable[[str, str, str, str], None]
+class Report(Protocol):
+    """How a pack's compat check reports a conflict (compat words it, and declares the same
+    shape beside itself): rule id, message, source, fix, and ``repairs``: requirements that
+    each would resolve it, which init tries in its draft."""
+
+    def __call__(self, rule: str, message: str, source: str, fix: str, /, *,
+                 repairs: tuple[str, ...] = ()) -> None: ...
+
+
 # A lock's platform table whose pack table is of one format version, rewritten in place so
 # that the pack's table has the next one's shape (it may take keys from the core tables).
 Migration = Callable[[dict[str, Any]], None]

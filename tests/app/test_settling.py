@@ -92,3 +92,39 @@ def test_a_fetch_failure_blames_the_url_dependency_it_names() -> None:
                f"`{url}` cause: Request failed after 3 retries")
     assert _blames_url(failure, [url])
     assert not _blames_url("numpy==9 cannot be installed", [url])
+
+
+def test_a_pack_refusal_moves_the_pin_its_first_installable_repair_names() -> None:
+    """pytorch-semseg (2019-03): torch 1.0.0 with torchvision 0.3.0; the torch pack proposes
+    torchvision 0.2.2 (every file yanked) or torch 1.1.0 (0.3.0's own): torch moves."""
+    from envforge.app.settling import _repair_compat
+    from envforge.errors import CompatibilityError
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    def wheel(name: str, version: str, *, yanked: bool = False) -> dict[str, object]:
+        return {"filename": f"{name}-{version}-cp37-cp37m-manylinux1_x86_64.whl",
+                "upload-time": "2019-05-01T00:00:00Z", "yanked": yanked}
+
+    listings = {"torchvision": [wheel("torchvision", "0.2.2", yanked=True),
+                                wheel("torchvision", "0.3.0")],
+                "torch": [wheel("torch", "1.0.0"), wheel("torch", "1.1.0")]}
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[
+            Found("torch==1.0.0", "requirements.txt:4"),
+            Found("torchvision==0.3.0", "requirements.txt:5")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2019-05-22", ""))
+    refusal = CompatibilityError(
+        "linux-64: pypi torchvision==0.3.0 with pypi torch==1.0.0: torch 1.0.0 goes with "
+        "torchvision >=0.2.2,<0.2.3; more", source="the pairing table", fix="pin ...",
+        repairs=("torchvision>=0.2.2,<0.2.3", "torch==1.1.0"))
+    repaired = _repair_compat(draft, refusal, lambda index, name: listings[name])
+    assert repaired is not None
+    torch, vision = repaired[0].repository.imported.requirements
+    assert (torch.requirement, vision.requirement) == ("torch==1.1.0", "torchvision==0.3.0")
+    assert torch.note.startswith("was torch==1.0.0: pypi torchvision==0.3.0 with pypi "
+                                 "torch==1.0.0: torch 1.0.0 goes with torchvision")
+    assert _repair_compat(draft, CompatibilityError("x", source="s", fix="f"),
+                          lambda index, name: listings[name]) is None

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from packaging.version import Version
+
 from envforge.compat import Pin, exact_pin, interval
+from envforge.knowledge.models import in_range
 from envforge.packs.base import Report
 from envforge.packs.pitfalls import fired, message, spec_parts
 from envforge.packs.torch.knowledge import (
@@ -71,11 +74,24 @@ def _pairing(pins: Mapping[str, Sequence[Pin]], report: Report) -> None:
     for pin in vision:
         if pin.releases.disjoint(wanted):
             torch_pin = (pins.get("torch") or pins["pytorch"])[0].written
+            built_for = _torch_for(exact_pin(pins, "torchvision"))
             report("torch-torchvision", f"{pin.written} with {torch_pin}: torch {torch} goes "
                    f"with torchvision {row.torchvision}; {PAIR_EFFECT}; at install or run "
                    f"time: {PAIR_SEEN}", row.source,
-                   f"pin \"torchvision{row.torchvision}\" with torch {torch} (or the torch "
-                   "release your torchvision is built for)")
+                   f"pin \"torchvision{row.torchvision}\" with torch {torch} (or "
+                   + (f"\"torch=={built_for}\", the release your torchvision is built for)"
+                      if built_for else "the torch release your torchvision is built for)"),
+                   repairs=(f"torchvision{row.torchvision}",
+                            *((f"torch=={built_for}",) if built_for else ())))
+
+
+def _torch_for(torchvision: Version | None) -> str | None:
+    """The one torch release the pairing table builds an exact torchvision release for."""
+    if torchvision is None:
+        return None
+    rows = [r for r in torch_knowledge().torchvision
+            if in_range(str(torchvision), r.torchvision) and r.torch.startswith("==")]
+    return rows[0].torch.removeprefix("==") if len(rows) == 1 else None
 
 
 def _platform(pspec: PlatformSpec, pins: Mapping[str, Sequence[Pin]], report: Report) -> None:

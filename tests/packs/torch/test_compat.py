@@ -124,3 +124,19 @@ def test_a_numpy_older_than_the_wheels_c_api_is_refused() -> None:
     assert rule == "torch-numpy-abi"
     assert "module compiled against API version 0xc but this version of numpy is 0xb" in message
     assert _conflicts(NEW.replace('"numpy>=1.18,<1.19"', '"numpy==1.14.6"')) == []
+
+
+def test_the_refusal_carries_both_repairs_that_would_resolve_it() -> None:
+    """pytorch-semseg (2019-03): torch 0.4.1 is not on PyPI and torchvision 0.2.0 is yanked,
+    so init moved them to 1.0.0 and 0.3.0, which this rule refuses; init tries the repairs
+    in order (torchvision 0.2.2, yanked too; then torch 1.1.0, 0.3.0's own)."""
+    text = NEW.replace('"torch==1.4.0"', '"torch==1.0.0"').replace(
+        '"torchvision==0.5.0"', '"torchvision==0.3.0"')
+    with pytest.raises(CompatibilityError) as caught:
+        ensure_compatible(parse_spec(text, source="t.toml", registry=REGISTRY), REGISTRY)
+    assert caught.value.repairs == ("torchvision>=0.2.2,<0.2.3", "torch==1.1.0")
+    assert '"torch==1.1.0", the release your torchvision is built for' in caught.value.fix
+    loose = NEW.replace('"torchvision==0.5.0"', '"torchvision<0.3"')  # no exact release
+    [conflict] = [c for c in check_platform_spec(parse_spec(
+        loose, source="t.toml", registry=REGISTRY).for_platform("linux-64"), REGISTRY)]
+    assert conflict.repairs == ("torchvision==0.5.0",)
