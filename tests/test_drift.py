@@ -108,19 +108,26 @@ SPEC = venv_spec_text("drifty", 'packages = ["six==1.16.0"]\n')
 
 @pytest.mark.network
 @pytest.mark.slow
+class _Applied:
+    """SPEC locked and applied at ``prefix`` under an ENVFORGE_HOME of the test's own."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        (tmp_path / "specs").mkdir()
+        self.spec = tmp_path / "specs" / "drifty.toml"
+        self.spec.write_text(SPEC)
+        self.env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+        self.prefix = tmp_path / "env"
+        self("lock", str(self.spec), "-q")
+        self("apply", str(self.spec), "--yes", "--prefix", str(self.prefix), "-q")
+
+    def __call__(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "envforge", *args], env=self.env,
+                              check=True, capture_output=True, text=True, timeout=600).stdout
+
+
 def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> None:
-    (tmp_path / "specs").mkdir()
-    spec = tmp_path / "specs" / "drifty.toml"
-    spec.write_text(SPEC)
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
-    prefix = tmp_path / "env"
-
-    def envforge(*args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "envforge", *args], env=env, check=True,
-                              capture_output=True, text=True, timeout=600).stdout
-
-    envforge("lock", str(spec), "-q")
-    envforge("apply", str(spec), "--yes", "--prefix", str(prefix), "-q")
+    envforge = _Applied(tmp_path)
+    spec, env, prefix = envforge.spec, envforge.env, envforge.prefix
     [clean] = json.loads(envforge("status", "--json"))["environments"]
     assert clean["drift"]["summary"] == "as locked"
     from envforge.host.uv import uv_binary
@@ -152,18 +159,8 @@ def test_sync_removing_a_distribution_leaves_the_files_a_locked_one_shares(
     from envforge.host.uv import uv_binary
     from tests.host.test_wheelinstall import make_wheel
 
-    (tmp_path / "specs").mkdir()
-    spec = tmp_path / "specs" / "drifty.toml"
-    spec.write_text(SPEC)
-    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
-    prefix = tmp_path / "env"
-
-    def envforge(*args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "envforge", *args], env=env, check=True,
-                              capture_output=True, text=True, timeout=600).stdout
-
-    envforge("lock", str(spec), "-q")
-    envforge("apply", str(spec), "--yes", "--prefix", str(prefix), "-q")
+    envforge = _Applied(tmp_path)
+    spec, env, prefix = envforge.spec, envforge.env, envforge.prefix
     [six] = prefix.glob("lib/python3.7/site-packages/six.py")
     (tmp_path / "w").mkdir()
     twin = make_wheel(tmp_path / "w", "sixtwin", "1.0", {"six.py": six.read_text()})
