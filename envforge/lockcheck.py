@@ -51,7 +51,8 @@ def check_lock(spec: Spec, lock: Lockfile, lock_path: Path, registry: Registry[L
     also recomputes the kernels' references with NumPy."""
     def fail(path: Iterable[str | int], message: str) -> SpecError:
         keys: KeyPath = tuple(str(p) for p in path)
-        return SpecError(lock_path, f"{message} (the lock was edited or damaged; re-run "
+        return SpecError(lock_path, f"{message} (the lock was edited or damaged, or written "
+                         "by an envforge whose knowledge differs from this one's; re-run "
                          f"`envforge lock {spec.source}`)", key=".".join(keys),
                          line=line_of(_key_lines_of(lock_path), keys))
 

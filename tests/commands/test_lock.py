@@ -408,7 +408,10 @@ def test_a_platform_locked_with_older_knowledge_is_locked_again_keeping_its_vers
     lock_file.write_text(committed.replace('allow_gc = "True"', 'allow_gc = "False"', 1))
     assert main(["plan", str(spec), "--prefix", str(tmp_path / "env")]) == 2
     assert "allow_gc" in capsys.readouterr().err
+    assert main(["lock", "--check", str(spec)]) == 2  # as an edit: which it is, no one knows
+    assert "written by an envforge whose knowledge differs" in capsys.readouterr().err
     assert main(["lock", str(spec), "-q"]) == 0
+    assert main(["lock", "--check", str(spec)]) == 0
     relocked = load_lock(lock_file, REGISTRY)
     before = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     for platform in ("linux-64", "win-64"):
