@@ -106,8 +106,6 @@ def test_each_kind_of_drift_fails_its_verify_row_with_the_fix() -> None:
 SPEC = venv_spec_text("drifty", 'packages = ["six==1.16.0"]\n')
 
 
-@pytest.mark.network
-@pytest.mark.slow
 class _Applied:
     """SPEC locked and applied at ``prefix`` under an ENVFORGE_HOME of the test's own."""
 
@@ -125,6 +123,8 @@ class _Applied:
                               check=True, capture_output=True, text=True, timeout=600).stdout
 
 
+@pytest.mark.network
+@pytest.mark.slow
 def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> None:
     envforge = _Applied(tmp_path)
     spec, env, prefix = envforge.spec, envforge.env, envforge.prefix
