@@ -83,7 +83,7 @@ def theano_section(theano, flags, log):
 
 def blas_section(theano, numpy):
     out = {"ldflags": None, "libraries": None, "implementation": None, "error": None,
-           "numpy_blas": None}
+           "numpy_blas": None, "links": None}
     if numpy is not None:
         info = getattr(getattr(numpy, "__config__", None), "blas_opt_info", None)
         if isinstance(info, dict):
@@ -96,6 +96,12 @@ def blas_section(theano, numpy):
         out["libraries"] = list(blas.ldflags())
         # Without ldflags Theano's Gemm/Dot22 C code calls NumPy's C API instead of BLAS.
         out["implementation"] = "c-blas" if theano.config.blas.ldflags else "numpy-c-api"
+        if theano.config.blas.ldflags:
+            # Theano's own test of flags: a ddot_ call compiled, linked and run with them
+            # (configdefaults.try_blas_flag; "" when it fails). Set flags are not tested by
+            # Theano itself, so a library they name that is gone fails only at the first GEMM.
+            from theano.configdefaults import try_blas_flag
+            out["links"] = bool(try_blas_flag(str(theano.config.blas.ldflags).split()))
     except Exception as exc:
         out["error"] = error_text(exc)
     return out

@@ -123,14 +123,18 @@ def _blas_row(report: Mapping[str, Any], *, asked: bool) -> CheckRow:
     implementation = blas.get("implementation")
     found = f"{implementation} {blas.get('libraries') or ''}".strip()
     expected = "C BLAS through blas.ldflags" if asked else "a C BLAS Theano finds by itself"
-    if implementation == "c-blas" and blas.get("libraries"):
+    if implementation == "c-blas" and blas.get("libraries") and blas.get("links") is not False:
         return CheckRow("blas", expected, found, "pass")
     if not asked:
         return CheckRow("blas", expected, found, "skip", "none: Theano's GEMMs call NumPy's "
                         "C API (slower; Theano warns at each import); set [theano] "
                         "blas_ldflags to link one, as specs/theano-cpu.toml links Debian's "
                         "OpenBLAS")
-    why = str(blas.get("error") or "Theano's GEMMs do not link a BLAS library")
+    why = str(blas.get("error") or ("Theano's own test of blas.ldflags (a ddot_ call "
+                                    "compiled, linked and run with them) failed: a library "
+                                    "or folder they name is missing"
+                                    if blas.get("links") is False
+                                    else "Theano's GEMMs do not link a BLAS library"))
     return CheckRow("blas", expected, found or "unknown", "fail", why)
 
 

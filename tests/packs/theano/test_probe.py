@@ -243,3 +243,19 @@ def test_a_bad_request_still_gets_a_json_answer(target: Target) -> None:
     assert report["format"] == 1 and "JSONDecodeError" in report["error"]
     rows = check_report(report, _expect("float64"), REGISTRY, gpu_expected=False)
     assert [r.name for r in rows] == ["probe"] and verdict(rows) == ExitCode.FAILED
+
+
+def test_blas_ldflags_that_do_not_link_fail_the_blas_row(target: Target) -> None:
+    """Theano takes set flags on trust: a library they name that is gone fails only at the
+    first GEMM. The row runs Theano's own test of them (a ddot_ call compiled, linked and
+    run) and fails, where it passed on the flags' words alone before."""
+    verify = SMALL.model_copy(update={"kernels": ("elementwise",)})
+    flags = "-L/nonexistent/envforge-openblas -lenvforge_no_such_blas"
+    expect = _expect("float64", theano_flags={"blas.ldflags": flags},
+                     kernels=kernel_expectations(verify, "float64", REGISTRY))
+    report = run_probe(target, build_request(expect, REGISTRY),
+                       flags=f"device=cpu,blas.ldflags={flags}")
+    assert report["blas"]["implementation"] == "c-blas"
+    assert report["blas"]["links"] is False
+    rows = {r.name: r for r in check_report(report, expect, REGISTRY, gpu_expected=False)}
+    assert rows["blas"].status == "fail" and "Theano's own test" in rows["blas"].why
