@@ -44,6 +44,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -271,18 +272,14 @@ def _decompress(deb: Path, root: Path, mtime_ns: int) -> list[CachedFile]:
                          mtime_ns=mtime_ns)]
         for name, mode, source in regular_files(deb, out):
             member = root / _TREE / name
-            digest = hashlib.sha256()
             try:
                 member.parent.mkdir(parents=True, exist_ok=True)
-                with open(member, "xb") as written:
-                    while chunk := source.read(_CHUNK):
-                        digest.update(chunk)
-                        written.write(chunk)
+                files.append(_write(str(member), f"{_TREE}/{name}",
+                                    iter(partial(source.read, _CHUNK), b""),
+                                    executable=bool(mode & 0o111), mtime_ns=mtime_ns))
             except (FileExistsError, NotADirectoryError, IsADirectoryError):
                 raise ArtifactError(f"{deb}: {name} is inside another file of the package, "
                                     "or holds one") from None
-            files.append(_finish(member, f"{_TREE}/{name}", digest.hexdigest(),
-                                 executable=bool(mode & 0o111), mtime_ns=mtime_ns))
     return files
 
 

@@ -44,8 +44,7 @@ _UTF8 = 0x800
 class MappedZip:
     """An open zip: ``infos`` as zipfile lists them, ``read`` one member's bytes."""
 
-    def __init__(self, archive: Path, handle: BinaryIO, mapped: mmap.mmap | None) -> None:
-        self.archive = archive
+    def __init__(self, handle: BinaryIO, mapped: mmap.mmap | None) -> None:
         self._zip = zipfile.ZipFile(handle)
         self._mapped = mapped
         self.infos = self._zip.infolist()
@@ -143,7 +142,7 @@ def mapped_zip(archive: Path) -> Iterator[MappedZip]:
         handle.seek(0)
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         try:
-            yield MappedZip(archive, handle, mapped)
+            yield MappedZip(handle, mapped)
         finally:
             if mapped is not None:
                 with suppress(BufferError):  # a piece still held: unmapped once it is freed
