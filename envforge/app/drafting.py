@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
-from envforge.importers import Found
+from envforge.importers import Found, exact_version
 from envforge.importers.legacy_names import (
     capped,
     framework_sections,
@@ -68,11 +68,9 @@ def exact_pins(repo: Repository, *, mapped: bool = False) -> dict[str, tuple[str
         if found.mapped and not mapped:
             continue
         requirement = Requirement(found.requirement)
-        exact = [s for s in requirement.specifier if s.operator in ("==", "===")
-                 and "*" not in s.version]
-        if len(exact) == 1:
-            pins[f"{requirement.name}=={exact[0].version}"] = (requirement.name,
-                                                               exact[0].version)
+        version = exact_version(requirement)
+        if version is not None:
+            pins[f"{requirement.name}=={version}"] = (requirement.name, version)
     return pins
 
 
@@ -156,9 +154,7 @@ def _with_backends(repo: Repository) -> Repository:
         added.append(Found(row.adds, named.origin, f"added: [{row.section}] backend = "
                            f"\"{backend}\", which no requirement names", True))
         held |= backends
-    if not added:
-        return repo
-    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+    return _with_requirements(repo, [*found, *added])
 
 
 def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
@@ -192,9 +188,7 @@ def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
             if canonicalize_name(need) not in names:
                 added.append(Found(need, where, f"added: {name} needs {need} (imported only "
                                    "where it is installed), and no requirement names it", True))
-    if found == repo.imported.requirements and not added:
-        return repo
-    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+    return _with_requirements(repo, [*found, *added])
 
 
 def _with_extras(repo: Repository, code: CodeScan) -> Repository:
@@ -216,9 +210,7 @@ def _with_extras(repo: Repository, code: CodeScan) -> Repository:
         added.append(Found(extra.requirement, extra.origin, f"added: the project's "
                            f"{extra.note}; {code.imports[module]} imports {module}", True))
         held.add(name)
-    if not added:
-        return repo
-    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+    return _with_requirements(repo, [*found, *added])
 
 
 def _with_imported(repo: Repository, code: CodeScan) -> Repository:
@@ -238,9 +230,7 @@ def _with_imported(repo: Repository, code: CodeScan) -> Repository:
                            f"which {row.requirement} installs, and no requirement names it",
                            True))
         held.add(canonicalize_name(row.requirement))
-    if not added:
-        return repo
-    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+    return _with_requirements(repo, [*found, *added])
 
 
 def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Repository:
@@ -272,9 +262,14 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
                                f"added: its pytest addopts pass {option}, which pytest takes "
                                f"only with {plugin.requirement}, and no requirement names it",
                                True))
-    if not added:
+    return _with_requirements(repo, [*found, *added])
+
+
+def _with_requirements(repo: Repository, requirements: list[Found]) -> Repository:
+    """``repo`` with these requirements (itself where they are its own)."""
+    if requirements == repo.imported.requirements:
         return repo
-    return Repository(repo.files, replace(repo.imported, requirements=[*found, *added]))
+    return Repository(repo.files, replace(repo.imported, requirements=requirements))
 
 
 def _minor_tuple(version: str) -> tuple[int, int]:

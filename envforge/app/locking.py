@@ -40,11 +40,11 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
     reusable = previous is not None and previous.meta.spec_hash == spec.content_hash \
         and previous.meta.envforge == __version__
     again = upgrade or bool(upgrade_packages)
+    kept = {p: _completed(previous, p, spec, registry) for p in previous.platforms
+            if p in spec.project.platforms} if reusable and previous is not None else {}
     todo = [p for p in spec.project.platforms if p in wanted and (again or not (
-        reusable and previous is not None and p in previous.platforms
-        and not suite_missing(previous.platforms[p], registry)
-        and platform_is_current(spec.for_platform(p), _completed(previous, p, spec, registry),
-                                registry)))]
+        p in kept and not suite_missing(kept[p], registry)
+        and platform_is_current(spec.for_platform(p), kept[p], registry)))]
     find_pythons_beside([spec.for_platform(p) for p in todo])
     ensure_compatible(spec, registry)
     if upgrade_packages and previous is not None:
@@ -76,8 +76,8 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
     for platform in spec.project.platforms:
         if platform in fresh:
             locked[platform] = fresh[platform]
-        elif reusable and previous is not None and platform in previous.platforms:
-            locked[platform] = _completed(previous, platform, spec, registry)
+        elif platform in kept:
+            locked[platform] = kept[platform]
     first = next(iter(spec.platforms.values()))
     return Lockfile(
         meta=LockMeta(

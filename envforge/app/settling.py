@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 from envforge.app.packs import installed_packs
 from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
-from envforge.importers import Found
+from envforge.importers import Found, exact_version
 from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.resolve.pypi_explain import UnknownProjectError
@@ -346,8 +346,7 @@ def _pinned_version(text: str, name: str) -> str | None:
     requirement = Requirement(text)
     if canonicalize_name(requirement.name) != canonicalize_name(name):
         return None
-    return next((s.version for s in requirement.specifier if s.operator in ("==", "===")),
-                None)
+    return exact_version(requirement)
 
 
 def _with(draft: Draft, at: int, item: Found) -> Draft:

@@ -8,6 +8,10 @@ init`` can write a spec whose every pin says where it came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 class UnreadableError(ValueError):
@@ -62,3 +66,10 @@ class Imported:
         self.extra_indexes += other.extra_indexes
         self.find_links += other.find_links
         self.extras += other.extras
+
+
+def exact_version(requirement: Requirement) -> str | None:
+    """The one release an exact pin names (``==1.2.0``; not ``==1.*``, nor two pins)."""
+    exact = [s.version for s in requirement.specifier
+             if s.operator in ("==", "===") and "*" not in s.version]
+    return exact[0] if len(exact) == 1 else None

@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
+from envforge.importers import exact_version
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
@@ -173,10 +174,9 @@ class InitPack(Pack, Protocol):
 
 def _pinned_below(requirement: Requirement, below: str) -> bool:
     """Whether the requirement pins one release (``==``), of a version below ``below``."""
-    exact = [s.version for s in requirement.specifier if s.operator in ("==", "===")
-             and "*" not in s.version]
+    exact = exact_version(requirement)
     try:
-        return len(exact) == 1 and Version(exact[0]) < Version(below)
+        return exact is not None and Version(exact) < Version(below)
     except InvalidVersion:
         return False
 

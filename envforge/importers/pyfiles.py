@@ -280,11 +280,15 @@ def _read_extras(name: str, value: ast.expr, assigned: dict[str, ast.expr],
             continue
         elements = _elements(items) or [items] * len(texts)
         for text, element in zip(texts, elements, strict=False):
-            extra_out = Imported()
-            add_requirement(str(text), f"{name}:{element.lineno}", extra_out)
-            out.extras += [Found(f.requirement, f.origin, "; ".join(
-                n for n in (f"extra [{extra}]", f.note) if n), True)
-                for f in extra_out.requirements]
+            _add_extra(str(text), f"{name}:{element.lineno}", extra, out)
+
+
+def _add_extra(text: str, origin: str, extra: str, out: Imported) -> None:
+    """One optional requirement, mapped as a requirement is, into ``out.extras``."""
+    found = Imported()
+    add_requirement(text, origin, found)
+    out.extras += [Found(f.requirement, f.origin, "; ".join(
+        n for n in (f"extra [{extra}]", f.note) if n), True) for f in found.requirements]
 
 
 def _is_setup(func: ast.expr) -> bool:
@@ -321,11 +325,7 @@ def read_setup_cfg(name: str, text: str) -> Imported:
                 item = item.split("#", 1)[0].strip()
                 if not item:
                     continue
-                extra_out = Imported()
-                add_requirement(item, f"{name}:{_line(text, item)}", extra_out)
-                out.extras += [Found(f.requirement, f.origin, "; ".join(
-                    n for n in (f"extra [{extra}]", f.note) if n), True)
-                    for f in extra_out.requirements]
+                _add_extra(item, f"{name}:{_line(text, item)}", extra, out)
     return out
 
 
