@@ -160,11 +160,10 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
     if needed:
         raise fail((*at, "artifacts"), f"no {sorted(needed)[0]} entry, which the spec needs")
     have_pypi = {canonicalize_name(f.name) for f in plock.pypi}
-    markers = PLATFORMS[pspec.platform].markers(plock.python)
     for requirement in pspec.pypi.packages:
         match = _PYPI_NAME.match(requirement)
         if match and canonicalize_name(match[1]) not in have_pypi \
-                and _applies(requirement, markers):
+                and _applies(requirement, PLATFORMS[pspec.platform].markers(plock.python)):
             raise fail((*at, "pypi"), f"no entry for {match[1]}, which the spec requires")
     if pspec.environment.kind == "conda":
         have_conda = {c.name for c in plock.conda}
