@@ -82,12 +82,42 @@ def lock_suite(pspec: PlatformSpec, registry: Registry[FrameworkPack],
             # shares with the environment (left to the environment's own files)
             return SuiteLock(distribution=distribution, python=target, runner=tuple(
                 f for f in runner if canonicalize_name(f.name) not in pinned))
-    runner = resolve_pypi(row.requirements, platform=pspec.platform, python=target,
-                          index=pspec.pypi.index,
-                          exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
-                          constraints=[f"{f.name}=={f.version}" for f in pypi],
-                          interpreter=interpreter, uv_cache=uv_cache, preferences=preferences)
+    own = runner_requirements(row.requirements, pypi)
+
+    def resolve(requirements: Sequence[str]) -> tuple[LockedPypiFile, ...]:
+        if not requirements:
+            return ()
+        return resolve_pypi(requirements, platform=pspec.platform, python=target,
+                            index=pspec.pypi.index,
+                            exclude=[*(f.name for f in pypi), *pspec.pypi.provided_elsewhere],
+                            constraints=[f"{f.name}=={f.version}" for f in pypi],
+                            interpreter=interpreter, uv_cache=uv_cache,
+                            preferences=preferences)
+
+    try:
+        runner = resolve(own)
+    except ResolveError:
+        # the runner's pins need a newer test runner than the environment's own (pytest-xdist
+        # 3.5.0 wants pytest >= 6.2): the releases that fit the environment's pins instead
+        runner = resolve([_name(requirement) for requirement in own])
     return SuiteLock(distribution=distribution, runner=runner, python=target)
+
+
+def runner_requirements(requirements: Sequence[str],
+                        pypi: Sequence[LockedPypiFile]) -> tuple[str, ...]:
+    """The runner's requirements less the distributions the environment holds: a test
+    runner the project pins itself (an old repository's pytest) is the one its suite runs
+    with, and the runner's own pin of it beside the environment's could never resolve."""
+    from packaging.utils import canonicalize_name
+
+    held = {canonicalize_name(f.name) for f in pypi}
+    return tuple(r for r in requirements if canonicalize_name(_name(r)) not in held)
+
+
+def _name(requirement: str) -> str:
+    from packaging.requirements import Requirement
+
+    return Requirement(requirement).name
 
 
 def suite_missing(plock: PlatformLock, registry: Registry[FrameworkPack]) -> bool:

@@ -255,7 +255,9 @@ class SuiteLock(Frozen):
     The tests come from ``distribution``'s locked sdist, among the platform's ``pypi``."""
 
     distribution: str
-    runner: tuple[LockedPypiFile, ...] = Field(min_length=1)
+    # empty where the environment holds every distribution the runner needs (a project that
+    # pins pytest and pytest-xdist itself): the suite runs with the environment's own
+    runner: tuple[LockedPypiFile, ...] = ()
     # The full Python version the runner was resolved for (None in locks written before it
     # was recorded: lockcheck then judges by the wheels' tags alone).
     python: str | None = Field(default=None, pattern=r"^3\.\d+(\.\d+)?$")

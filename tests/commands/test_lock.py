@@ -354,6 +354,35 @@ def test_the_suite_group_is_resolved_for_pypi_s_python_and_records_it() -> None:
                REPO / "locks" / "theano-cpu.lock", REGISTRY)
 
 
+@pytest.mark.network
+def test_a_suite_runner_beside_the_environments_own_older_pytest_locks_and_round_trips(
+        tmp_path: Path) -> None:
+    """Lasagne's 2019 tree pins pytest 5.3 (its extra [testing]): the runner's pytest 7.4.4
+    and pytest-xdist 3.5.0 (which needs pytest >= 6.2) gave way to an unresolvable lock."""
+    from envforge.lockfile import LockedPypiFile, dumps_lock
+    from envforge.spec import load_spec
+
+    spec = load_spec(REPO / "specs" / "theano-cpu.toml", REGISTRY)
+    lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
+    plock = lock.platforms["linux-64"]
+    pytest_5 = LockedPypiFile(
+        name="pytest", version="5.3.0", kind="wheel", filename="pytest-5.3.0-py3-none-any.whl",
+        url="https://files.pythonhosted.org/packages/30/c5/cf0d56d9e0458f66cfef10bc74b375597c"
+            "34e53e522e23e817673e83f1b9/pytest-5.3.0-py3-none-any.whl",
+        sha256="f6a567e20c04259d41adce9a360bd8991e6aa29dd9695c5e6bd25a9779272673", size=233718)
+    suite = lock_suite(spec.for_platform("linux-64"), REGISTRY, (*plock.pypi, pytest_5),
+                       {"theano": "1.0.5"}, python="3.7.16")
+    assert suite is not None
+    runner = {f.name: f.version for f in suite.runner}
+    assert "pytest" not in runner and runner["pytest-xdist"].split(".")[0] == "1"
+    written = lock.model_copy(update={"platforms": {**lock.platforms, "linux-64": plock.model_copy(
+        update={"suite": suite.model_copy(update={"runner": ()})})}})
+    path = tmp_path / "empty-runner.lock"
+    path.write_text(dumps_lock(written), encoding="utf-8")
+    reread = load_lock(path, REGISTRY).platforms["linux-64"].suite
+    assert reread is not None and reread.runner == ()
+
+
 def test_a_conda_relock_keeps_the_locks_versions_and_upgrades_move_them(
         tmp_path: Path, conda_channel: Path) -> None:
     text = conda_spec_text(conda_channel, name="keep", platforms=("linux-64",)).replace(

@@ -83,3 +83,40 @@ def test_a_runner_sharing_a_package_at_the_environments_version_is_kept_less_it(
                                 early=_early(runner))  # type: ignore[arg-type]
     assert suite is not None and [f.name for f in suite.runner] == ["pytest"]
     assert calls == []
+
+
+def test_the_runner_leaves_what_the_environment_holds_to_the_environment() -> None:
+    """An old repository's own pytest is the one its suite runs with: the runner's pin of
+    pytest beside the environment's pin of another pytest could never resolve."""
+    held = [*ENV, _file("pytest", "5.3.0")]
+    row = suite_runner("1.0.5")
+    assert row is not None and {"pytest==7.4.4", "pytest-xdist==3.5.0"} <= set(row.requirements)
+    assert lock_cmd.runner_requirements(row.requirements, held) == ("pytest-xdist==3.5.0",)
+    everything = [*held, _file("pytest_xdist", "1.34.0")]  # names compared normalised
+    assert lock_cmd.runner_requirements(row.requirements, everything) == ()
+
+
+def test_a_runner_whose_pins_do_not_fit_the_environment_takes_the_releases_that_do(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from envforge.errors import ResolveError
+
+    asked: list[list[str]] = []
+
+    def resolve(requirements: list[str], **kwargs: object) -> tuple[LockedPypiFile, ...]:
+        asked.append(list(requirements))
+        if any("==" in r for r in requirements):
+            raise ResolveError("pytest-xdist==3.5.0 depends on pytest>=6.2.0")
+        return (_file("pytest-xdist", "1.34.0"),)
+
+    monkeypatch.setattr("envforge.resolve.pypi.resolve_pypi", resolve)
+    pspec = load_spec(SPEC, REGISTRY).for_platform("linux-64")
+    suite = lock_cmd.lock_suite(pspec, REGISTRY, [*ENV, _file("pytest", "5.3.0")],
+                                {"theano": "1.0.5"}, python="3.7.16")
+    assert suite is not None and [f.version for f in suite.runner] == ["1.34.0"]
+    assert asked == [["pytest-xdist==3.5.0"], ["pytest-xdist"]]
+    # the environment holds the whole runner: nothing to resolve, the suite still locked
+    asked.clear()
+    whole = lock_cmd.lock_suite(pspec, REGISTRY, [*ENV, _file("pytest", "5.3.0"),
+                                                  _file("pytest-xdist", "1.34.0")],
+                                {"theano": "1.0.5"}, python="3.7.16")
+    assert whole is not None and whole.runner == () and asked == []
