@@ -3,13 +3,15 @@
 Whether it is Python 3: envforge provisions Python 3 only, and Python 2 code (DeepMoji's
 ``ur'[0-9]+'``, a ``print x`` statement) fails when it is imported, whatever the environment
 holds; what does not parse for the proposed Python is said, so the user learns it before the
-first run. And what it imports, and which file names it has: the test runner its tests need
+first run. And what it imports (a file that does not parse, line by line: Python 2 code
+still needs what it imports), and which file names it has: the test runner its tests need
 (``import pytest``, a ``conftest.py``) where no requirement names it."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import stat
 import warnings
 from collections.abc import Iterator, Mapping
@@ -69,22 +71,31 @@ def scan_code(root: Path, python: tuple[int, int],
             continue
         read += 1
         named.setdefault(path.name, where)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
-                tree = ast.parse(source, feature_version=python)
-        except SyntaxError as exc:
-            failing.append((where, exc.lineno or 0, exc.msg))
-            continue
-        except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting
-            # deeper than the parser goes (a 1 MiB file can make it raise either)
-            failing.append((where, 0, str(exc) or type(exc).__name__))
+        tree = _parsed(source, python, where, failing)
+        if tree is None:
+            for module, line in _imported_by_line(source):
+                imports.setdefault(module, f"{where}:{line}")
             continue
         for module, line in _imported(tree):
             imports.setdefault(module, f"{where}:{line}")
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, f"{where}:{line}")
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local))
+
+
+def _parsed(source: bytes, python: tuple[int, int], where: str,
+            failing: list[tuple[str, int, str]]) -> ast.Module | None:
+    """The file's tree, or None with why it does not parse added to ``failing``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
+            return ast.parse(source, feature_version=python)
+    except SyntaxError as exc:
+        failing.append((where, exc.lineno or 0, exc.msg))
+    except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting deeper
+        # than the parser goes (a 1 MiB file can make it raise either)
+        failing.append((where, 0, str(exc) or type(exc).__name__))
+    return None
 
 
 def _top_level(root: Path, path: Path) -> list[str]:
@@ -139,6 +150,26 @@ def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:
                 yield alias.name.partition(".")[0], node.lineno
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.module.partition(".")[0], node.lineno
+
+
+_IMPORT_LINE = re.compile(
+    rb"^[ \t]*(?:import[ \t]+([\w. \t,]+)|from[ \t]+([\w.]+)[ \t]+import\b)", re.MULTILINE)
+
+
+def _imported_by_line(source: bytes) -> Iterator[tuple[str, int]]:
+    """(top-level module, line) of each absolute import statement of a file that does not
+    parse (Python 2 code: ``print x`` beside its imports), read line by line as the parser
+    cannot: what Python 2 code needs installed is still what it imports."""
+    line, at = 1, 0
+    for match in _IMPORT_LINE.finditer(source):
+        line += source.count(b"\n", at, match.start())
+        at = match.start()
+        names = [match[2]] if match[2] is not None else match[1].split(b",")
+        for name in names:
+            words = name.split()  # ``a.b as c``
+            module = words[0].partition(b".")[0].decode("ascii") if words else ""
+            if module.isidentifier():
+                yield module, line
 
 
 def _modules(root: Path) -> list[Path]:

@@ -87,3 +87,17 @@ def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> 
     (tmp_path / "src" / "utils" / "__init__.py").write_text("")
     assert scan_code(tmp_path, (3, 7)).local == {"utils", "train"}
     assert scan_code(tmp_path, (3, 7)).uses == {}
+
+
+def test_a_file_that_does_not_parse_still_tells_what_it_imports_line_by_line(
+        tmp_path: Path) -> None:
+    """Lasagne/Recipes' Python 2 examples (``print x`` beside ``import lasagne``): what they
+    need installed is still what they import."""
+    (tmp_path / "train.py").write_text(
+        '"""Trains."""\nimport cPickle as pickle, numpy.random\n'
+        "from lasagne.layers import DenseLayer\nfrom . import sibling\n"
+        "  from theano import tensor as T\nprint 'epoch', 1\n")
+    found = scan_code(tmp_path, (3, 7))
+    assert [p for p, _, _ in found.failing] == ["train.py"]
+    assert dict(found.imports) == {"cPickle": "train.py:2", "numpy": "train.py:2",
+                                   "lasagne": "train.py:3", "theano": "train.py:5"}
