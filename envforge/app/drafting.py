@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
 from envforge.importers import Found, exact_version
+from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
     capped,
     framework_sections,
@@ -34,6 +35,7 @@ from envforge.importers.legacy_names import (
 )
 from envforge.importers.propose import (
     CANDIDATES,
+    DEFAULT_PYTHON,
     Proposal,
     era_for_python,
     propose_as_of,
@@ -44,7 +46,7 @@ from envforge.importers.propose import (
 from envforge.importers.pycode import CodeScan, scan_code
 from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
 from envforge.importers.render import Draft
-from envforge.importers.repository import Repository, read_repository
+from envforge.importers.repository import Repository, merge, read_repository
 from envforge.resolve.releases import releases_from_files
 from envforge.spec import PYPI_SIMPLE, Platform
 
@@ -81,9 +83,6 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     ``deadline`` (time.monotonic()) bounds the index queries: a project not listed by then
     counts as unknown."""
     repo = read_repository(root, installed_packs())
-    if not repo.files:
-        raise InputError(f"{source}: no requirements*.txt, setup.py, setup.cfg, Pipfile, "
-                         "Pipfile.lock, environment.yml or conda list file found")
     index = repo.imported.index[0][0] if repo.imported.index else None
     pins = exact_pins(repo, mapped=True)
     listings: dict[str, Sequence[Mapping[str, Any]]] = {}
@@ -95,19 +94,38 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     python = propose_python(files, as_of.value, repo.imported.python)
+    watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
+    scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
+    if not repo.files:
+        early = scanned[_minor(python)] = scan_code(root, _minor_tuple(_minor(python)), watched)
+        repo = _from_imports(source, repo, early, _minor(python))
     repo, python = _release_lines(repo, python)
-    minor = ".".join((python.value or "3.7").split(".")[:2])
+    minor = _minor(python)
     as_of = era_for_python(as_of, minor)
     repaired = _repaired(repo, pins, listings, minor)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
-    watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
-    code = scan_code(root, _minor_tuple(minor), watched)
+    code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
     repo = _capped_for_removed_apis(repaired, code)
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
                  python_fallback=_older(python, as_of))
+
+
+def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> Repository:
+    """No dependency file: the requirements the code's imports call for, mapped as a file's
+    are (``theano`` -> Theano-PyMC), each unknown module reported beside what the files
+    left out. Refused where the code imports nothing outside itself and the standard
+    library: there is nothing to draft from."""
+    drafted = from_imports(code, minor)
+    if not drafted.requirements and not drafted.skipped:
+        raise InputError(f"{source}: no requirements*.txt, setup.py, setup.cfg, Pipfile, "
+                         "Pipfile.lock, environment.yml or conda list file found, and no .py "
+                         "file of it imports a distribution")
+    return Repository(repo.files, replace(
+        repo.imported, requirements=merge(drafted.requirements, installed_packs()),
+        skipped=[*repo.imported.skipped, *drafted.skipped]))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:
@@ -217,11 +235,14 @@ def _with_imported(repo: Repository, code: CodeScan) -> Repository:
     """The requirements with each distribution the code imports by its known module name
     (``cv2``, ``matplotlib``) added where no requirement names it or an alternative and the
     repository defines no module of that name (knowledge/legacy_names.toml's
-    [[import_name]] rows)."""
+    [[import_name]] rows; an ``imports_only`` row, a framework or NumPy, only where the draft
+    came from the imports alone, which ``_from_imports`` made)."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     for row in legacy_names().import_name:
+        if row.imports_only:
+            continue
         where = code.imports.get(row.module)
         names = {canonicalize_name(n) for n in (row.requirement, *row.also)}
         if where is None or row.module in code.local or not held.isdisjoint(names):
@@ -270,6 +291,11 @@ def _with_requirements(repo: Repository, requirements: list[Found]) -> Repositor
     if requirements == repo.imported.requirements:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=requirements))
+
+
+def _minor(python: Proposal) -> str:
+    """The proposal's ``3.7`` (3.7 where none is proposed)."""
+    return ".".join((python.value or DEFAULT_PYTHON).split(".")[:2])
 
 
 def _minor_tuple(version: str) -> tuple[int, int]:

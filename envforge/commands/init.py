@@ -1,4 +1,5 @@
-"""``envforge init PATH``: a legacy repository's dependency files -> a spec that locks.
+"""``envforge init PATH``: a legacy repository's dependency files (where it has none, the
+distributions its code imports) -> a spec that locks.
 
 The drafting is ``app/drafting.py``; unless ``--offline``, ``app/settling.py`` resolves the
 draft for this host's platform (the day widened until it does) within ``--timeout`` seconds,
@@ -70,6 +71,7 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
     if ui.json:
         ui.document("init", {
             "spec": str(output), "files": list(draft.repository.files),
+            "from_imports": not draft.repository.files,
             "python": {"value": draft.python.value, "why": draft.python.why},
             "as_of": {"value": draft.as_of.value, "why": draft.as_of.why,
                       "tried": list(draft.as_of_tried), "failure": draft.as_of_failure},
@@ -92,7 +94,7 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             "error": failure, "next": f"envforge lock {output}" if failure is None
             else f"edit {output} as the error says, then envforge lock {output}"})
         return
-    ui.table(f"{output}: from {', '.join(draft.repository.files)}",
+    ui.table(f"{output}: from {draft.repository.sources}",
              ["requirement", "from", "note"],
              [[f.requirement, f.origin, f.note] for f in imported.requirements])
     for skipped in imported.skipped:
@@ -129,7 +131,8 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Common) -> None:
-    init = sub.add_parser("init", help="write a spec from a repository's requirements files")
+    init = sub.add_parser("init", help="write a spec from a repository's requirements files "
+                          "(with none, from its code's imports)")
     init.add_argument("path", type=Path, help="the repository's folder")
     init.add_argument("-o", "--output", type=Path,
                       help="the spec to write (default: specs/NAME.toml)")

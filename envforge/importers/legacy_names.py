@@ -134,6 +134,18 @@ class ImportNameRow(Frozen):
     module: str
     requirement: str
     also: tuple[str, ...] = ()
+    # added only to a draft made from the code's imports alone (no dependency file): a
+    # framework a file leaves out is left out on purpose, NumPy comes with what it names
+    imports_only: bool = False
+    source: str
+
+
+class StdlibRow(Frozen):
+    """Standard-library modules this interpreter's ``sys.stdlib_module_names`` may lack:
+    Python 2's, or those a later Python removed (``last`` had them)."""
+
+    names: tuple[str, ...]
+    last: str = Field(pattern=r"^[23]\.\d+$")
     source: str
 
 
@@ -150,6 +162,7 @@ class LegacyNames(Frozen):
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
     removed_api: tuple[RemovedApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
+    stdlib: tuple[StdlibRow, ...] = ()
 
 
 @functools.cache

@@ -46,9 +46,12 @@ class Draft:
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
     """The spec's text; deterministic for the same draft."""
     repo = draft.repository
-    lines = [f"# Written by `envforge init {draft.source}` from {', '.join(repo.files)}.",
+    lines = [f"# Written by `envforge init {draft.source}` from {repo.sources}.",
              "# Every pin's comment names the file and line it came from; check them, then",
              "# `envforge lock` this file.", ""]
+    if not repo.files:
+        lines[1:1] = ["# No dependency file: each requirement is a distribution the code imports",
+                      "# at that line, and nothing pinned it; the day below picks its release."]
     if repo.imported.skipped:
         lines.append("# Not imported (fix by hand if the project needs them):")
         lines += [_comment(f"#   {s.origin}: {s.what}: {s.reason}")
@@ -56,7 +59,7 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines.append("")
     lines += ["[project]", f"name = {json.dumps(draft.name)}",
               f"platforms = [{json.dumps(draft.platform)}]",
-              f"description = {json.dumps('imported from ' + ', '.join(repo.files))}", "",
+              f"description = {json.dumps('imported from ' + repo.sources)}", "",
               "[python]", f"# {draft.python.why}", *_code_note(draft),
               f"version = {json.dumps(draft.python.value)}",
               "", "[environment]", 'kind = "venv"', "", "[pypi]"]

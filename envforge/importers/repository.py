@@ -12,6 +12,7 @@ from packaging.requirements import Requirement
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import SpecError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
+from envforge.importers.codeimports import FROM_IMPORTS
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
 from envforge.importers.legacy_names import LegacyPack, map_requirement, module_group
 from envforge.importers.pyfiles import (
@@ -31,10 +32,16 @@ _KNOWN = {"setup.py", "setup.cfg", "pipfile", "pipfile.lock"}
 
 @dataclass(frozen=True)
 class Repository:
-    """What init read: the files, the merged requirements, what it left out."""
+    """What init read: the files, the merged requirements, what it left out. No files: the
+    requirements were drafted from the code's imports (``importers/codeimports.py``)."""
 
     files: tuple[str, ...]
     imported: Imported
+
+    @property
+    def sources(self) -> str:
+        """What the requirements came from, for the spec's comments and init's report."""
+        return ", ".join(self.files) or FROM_IMPORTS
 
 
 class _Files:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from envforge.app.drafting import draft_spec
+from envforge.errors import InputError
 from envforge.importers.render import Draft
 
 
@@ -146,3 +147,50 @@ def test_an_extra_whose_module_the_code_imports_is_added_from_its_line(
     assert [(f.requirement, f.origin) for f in added] == [
         ("gym", "setup.py:3"), ("matplotlib>=2", "setup.py:3")]  # the extra's, not a bare one
     assert "the project's extra [gym]; tests/model_test.py:2 imports gym" in added[0].note
+
+
+def _code(tmp_path: Path, text: str) -> tuple[str, ...]:
+    (tmp_path / "main.py").write_text(text)
+    draft = _draft(tmp_path, date(2018, 8, 12))
+    return tuple(f.requirement for f in draft.repository.imported.requirements)
+
+
+def test_with_no_dependency_file_the_imports_are_the_requirements_each_on_its_line(
+        tmp_path: Path) -> None:
+    """carpedm20/DCGAN-tensorflow (2018-08-12): no dependency file, its README says
+    "Tensorflow 0.12.1"; the framework's own rows apply as to a named requirement."""
+    (tmp_path / "ops.py").write_text("import math\n")
+    (tmp_path / "main.py").write_text(
+        "import os\nimport scipy.misc\nimport numpy as np\nfrom ops import *\n"
+        "import tensorflow as tf\nx = scipy.misc.imread\n")
+    draft = _draft(tmp_path, date(2018, 8, 12))
+    found = draft.repository.imported.requirements
+    assert [(f.requirement, f.origin) for f in found] == [
+        ("scipy<1.3", "main.py:2"), ("numpy", "main.py:3"), ("tensorflow<2", "main.py:5"),
+        ("Pillow", "main.py:6")]
+    assert draft.repository.files == () and draft.as_of.value == "2018-08-12"
+    assert all("nothing pinned it" in f.note for f in found[:3])
+
+
+def test_theano_imported_is_mapped_as_a_named_theano_is(tmp_path: Path) -> None:
+    assert _code(tmp_path, "import theano\nimport lasagne\n") == (
+        "Theano-PyMC==1.0.5", "Lasagne")
+
+
+def test_keras_imported_alone_gets_its_back_end(tmp_path: Path) -> None:
+    assert _code(tmp_path, "from keras.models import Sequential\n") == (
+        "Keras<2.4", "tensorflow<2")  # multi-back-end Keras, on TensorFlow 1.x
+
+
+def test_a_framework_a_dependency_file_leaves_out_is_not_added(tmp_path: Path) -> None:
+    """keithito/tacotron's requirements.txt leaves TensorFlow out on purpose (the CPU or the
+    GPU build is the user's); numpy comes with what a file names."""
+    (tmp_path / "requirements.txt").write_text("tqdm\n")
+    assert _code(tmp_path, "import tensorflow as tf\nimport numpy\nimport tqdm\n") == ("tqdm",)
+
+
+def test_code_importing_only_itself_and_the_standard_library_is_refused(
+        tmp_path: Path) -> None:
+    (tmp_path / "util.py").write_text("import os\n")
+    with pytest.raises(InputError, match=r"no \.py file of it imports a distribution"):
+        _code(tmp_path, "import sys, util\nfrom . import x\n")
