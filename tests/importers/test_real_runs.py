@@ -1,7 +1,8 @@
-"""Three real legacy repositories, one per framework, run their own model code in the
-environment envforge makes from their dependency files, unaided (issue 25): init (no edit),
-lock, apply, verify, then ``envforge run SPEC -- python drivers/NAME.py`` trains the
-repository's model a few steps on small random data on the CPU, then rollback.
+"""Real legacy repositories, one per framework and two with no dependency file at all, run
+their own model code in the environment envforge makes from their dependency files (or, with
+none, their code's imports), unaided (issue 25): init (no edit), lock, apply, verify, then
+``envforge run SPEC -- python drivers/NAME.py`` trains the repository's model a few steps on
+small random data on the CPU, then rollback.
 
 Each repository is its corpus folder (tests/corpus/OWNER__NAME: the dependency files and,
 under ``code/``, the few source files its model needs, byte for byte from the source commit)
@@ -27,6 +28,9 @@ RUNS = [  # corpus folder, driver: one per framework (tests/corpus/README.md say
     ("pymc-learn__pymc-learn", "pmlearn_linear.py"),  # Theano (PyMC3 3.4 on Theano-PyMC)
     ("tkipf__gcn", "gcn.py"),  # TensorFlow 1.15
     ("eriklindernoren__PyTorch-GAN", "cyclegan.py"),  # PyTorch 1.2
+    # no dependency file: the requirements are drafted from the code's imports
+    ("kuangliu__pytorch-cifar", "cifar_resnet.py"),  # PyTorch 1.3 (2018's code, widened)
+    ("carpedm20__DCGAN-tensorflow", "dcgan.py"),  # TensorFlow 1.14, scipy<1.3 and Pillow
 ]
 TIMEOUT_S = 600  # one command; the three tests together took 5 min 4 s here
 
