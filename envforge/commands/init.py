@@ -97,6 +97,9 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
     ui.table(f"{output}: from {draft.repository.sources}",
              ["requirement", "from", "note"],
              [[f.requirement, f.origin, f.note] for f in imported.requirements])
+    if not draft.repository.files:
+        ui.info("no dependency file: each requirement is a distribution the code imports, from "
+                "the file:line that imports it, and nothing pinned it (as_of picks its release)")
     for skipped in imported.skipped:
         ui.warn(f"not imported: {skipped.origin}: {skipped.what}: {skipped.reason}")
     for requirement, why in draft.left_out.items():

@@ -58,6 +58,8 @@ def test_offline_init_drafts_the_spec_from_the_imports_and_says_so(
     shown = capsys.readouterr()
     assert "from its code's imports (no dependency file)" in shown.out + shown.err
     assert "not imported: main.py:7: caffe: imported, but neither" in shown.err
+    assert "no dependency file: each requirement is a distribution the code imports, from " \
+           "the file:line that imports it, and nothing pinned it" in shown.err
 
 
 def test_a_folder_whose_code_imports_nothing_installable_is_still_refused(
