@@ -31,6 +31,7 @@ from envforge.importers.legacy_names import (
     capped,
     framework_sections,
     legacy_names,
+    map_requirement,
     section_names,
 )
 from envforge.importers.propose import (
@@ -96,13 +97,14 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     python = propose_python(files, as_of.value, repo.imported.python)
     watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    if not repo.files:
-        early = scanned[_minor(python)] = scan_code(root, _minor_tuple(_minor(python)), watched)
-        repo = _from_imports(source, repo, early, _minor(python))
+    early = scanned[_minor(python)] = scan_code(root, _minor_tuple(_minor(python)), watched)
+    # before the packs mount for the requirements: a framework the code imports is one
+    repo = _from_imports(source, repo, early, _minor(python)) if not repo.files else \
+        _with_imported(repo, early, frameworks=True)
     repo, python = _release_lines(repo, python)
     minor = _minor(python)
     as_of = era_for_python(as_of, minor)
-    repaired = _repaired(repo, pins, listings, minor)
+    repaired = _repaired(repo, pins, listings, minor, platform)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
     code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
     repo = _capped_for_removed_apis(repaired, code)
@@ -231,27 +233,41 @@ def _with_extras(repo: Repository, code: CodeScan) -> Repository:
     return _with_requirements(repo, [*found, *added])
 
 
-def _with_imported(repo: Repository, code: CodeScan) -> Repository:
+def _with_imported(repo: Repository, code: CodeScan, *,
+                   frameworks: bool = False) -> Repository:
     """The requirements with each distribution the code imports by its known module name
     (``cv2``, ``matplotlib``) added where no requirement names it or an alternative and the
     repository defines no module of that name (knowledge/legacy_names.toml's
-    [[import_name]] rows; an ``imports_only`` row, a framework or NumPy, only where the draft
-    came from the imports alone, which ``_from_imports`` made)."""
+    [[import_name]] rows; an ``imports_only`` row, Lasagne or NumPy, only where the draft
+    came from the imports alone, which ``_from_imports`` made). ``frameworks``: only the
+    ``framework`` rows, mapped as a named one is (``theano`` -> Theano-PyMC), added before
+    their packs mount; without, only the others."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     for row in legacy_names().import_name:
-        if row.imports_only:
+        if row.imports_only or row.framework != frameworks:
             continue
         where = code.imports.get(row.module)
         names = {canonicalize_name(n) for n in (row.requirement, *row.also)}
         if where is None or row.module in code.local or not held.isdisjoint(names):
             continue
-        added.append(Found(row.requirement, where, f"added: that line imports {row.module}, "
-                           f"which {row.requirement} installs, and no requirement names it",
-                           True))
+        text, mapped = row.requirement, ""
+        if frameworks:
+            text, mapped = map_requirement(row.requirement, installed_packs())
+        note = (f"added: that line imports {row.module}, which {row.requirement} installs, and "
+                "no requirement names it" + (FRAMEWORK_LEFT_OUT if frameworks else ""))
+        added.append(Found(text, where, _joined(note, mapped), True))
         held.add(canonicalize_name(row.requirement))
     return _with_requirements(repo, [*found, *added])
+
+
+# keithito/tacotron's requirements.txt: "this doesn't include tensorflow or tensorflow-gpu
+# because the package you need to install depends on your platform. It is assumed you have
+# already installed tensorflow"; openai/gpt-2's names none either (its DEVELOPERS.md: `pip3
+# install tensorflow==1.12.0`)
+FRAMEWORK_LEFT_OUT = (" (its files leave the framework to the user, who installs it beside: "
+                      "the environment needs it to run that code)")
 
 
 def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Repository:
@@ -321,16 +337,19 @@ def _query(lookup: Lookup, index: str, pins: Mapping[str, tuple[str, str]],
             and (got := future.result())}
 
 def _repaired(repo: Repository, pins: Mapping[str, tuple[str, str]],
-              listings: Mapping[str, Sequence[Mapping[str, Any]]], minor: str) -> Repository:
+              listings: Mapping[str, Sequence[Mapping[str, Any]]], minor: str,
+              platform: Platform) -> Repository:
     """The repository's requirements with each exact pin that has no wheel for Python
-    ``minor`` moved to the nearest release that has one, the old pin and why in its note."""
+    ``minor`` on ``platform`` moved to the nearest release that has one, the old pin and why
+    in its note (a release with no binary wheel for the platform is its sdist there: kept)."""
     moved: list[Found] = []
     for found in repo.imported.requirements:
         requirement = Requirement(found.requirement)
         pin = next((p for p, (package, _) in pins.items()
                     if package == requirement.name and p in listings
                     and requirement.url is None), None)
-        proposal = None if pin is None else repair_pin(listings[pin], pins[pin][1], minor)
+        proposal = None if pin is None else repair_pin(listings[pin], pins[pin][1], minor,
+                                                       platform=platform)
         if proposal is None or proposal.value is None:
             if proposal is not None:
                 found = Found(found.requirement, found.origin,

@@ -134,9 +134,12 @@ class ImportNameRow(Frozen):
     module: str
     requirement: str
     also: tuple[str, ...] = ()
-    # added only to a draft made from the code's imports alone (no dependency file): a
-    # framework a file leaves out is left out on purpose, NumPy comes with what it names
+    # added only to a draft made from the code's imports alone (no dependency file): NumPy
+    # comes with what a file names, PyPI's only Lasagne is not the one a file would name
     imports_only: bool = False
+    # a framework (its pack mounted for it): added beside a dependency file too, before the
+    # packs mount, where no requirement names it (its files leave it to the user)
+    framework: bool = False
     source: str
 
 

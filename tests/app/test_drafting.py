@@ -182,11 +182,22 @@ def test_keras_imported_alone_gets_its_back_end(tmp_path: Path) -> None:
         "Keras<2.4", "tensorflow<2")  # multi-back-end Keras, on TensorFlow 1.x
 
 
-def test_a_framework_a_dependency_file_leaves_out_is_not_added(tmp_path: Path) -> None:
-    """keithito/tacotron's requirements.txt leaves TensorFlow out on purpose (the CPU or the
-    GPU build is the user's); numpy comes with what a file names."""
+def test_a_framework_a_dependency_file_leaves_out_is_added_before_its_pack_mounts(
+        tmp_path: Path) -> None:
+    """keithito/tacotron's requirements.txt leaves TensorFlow to its user ("It is assumed you
+    have already installed tensorflow"), openai/gpt-2's too: the environment needs it to run
+    that code, added before the packs mount (the TensorFlow 1.x line caps it); numpy comes
+    with what a file names."""
     (tmp_path / "requirements.txt").write_text("tqdm\n")
-    assert _code(tmp_path, "import tensorflow as tf\nimport numpy\nimport tqdm\n") == ("tqdm",)
+    assert _code(tmp_path, "import tensorflow as tf\nimport numpy\nimport tqdm\n") == (
+        "tqdm", "tensorflow<2")
+    (tmp_path / "requirements.txt").write_text("tensorflow-gpu==1.15.0\n")
+    assert _code(tmp_path, "import tensorflow as tf\n") == ("tensorflow-gpu==1.15.0",)
+
+
+def test_theano_a_dependency_file_leaves_out_is_added_as_theano_pymc(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("scipy\n")
+    assert _code(tmp_path, "import theano.tensor as T\n") == ("scipy", "Theano-PyMC==1.0.5")
 
 
 def test_code_importing_only_itself_and_the_standard_library_is_refused(
