@@ -276,7 +276,7 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
         old = found[at]
         pinned = _pinned_version(old.requirement, wanted.name) or ""
         listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, wanted.name)
-        moved = nearest_allowed(listed or (), pinned, minor, wanted.specifier)
+        moved = nearest_allowed(listed or (), pinned, minor, wanted.specifier, draft.platform)
         if moved is None or moved == pinned:
             continue
         requirement = Requirement(old.requirement)
@@ -299,7 +299,7 @@ def _moved(draft: Draft, name: str, version: str, minor: str, why: str,
 
     listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
     moved = repair_pin(listed or (), version, minor, failed=why,
-                       accept=metadata_parses if metadata else None)
+                       accept=metadata_parses if metadata else None, platform=draft.platform)
     return None if moved is None or moved.value is None else moved
 
 
@@ -327,7 +327,7 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
         old = found[at]
         version = _pinned_version(old.requirement, name) or ""
         listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
-        moved = nearest_allowed(listed or (), version, minor, allowed)
+        moved = nearest_allowed(listed or (), version, minor, allowed, draft.platform)
         if moved is None:
             return None
         requirement = Requirement(old.requirement)

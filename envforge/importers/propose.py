@@ -23,6 +23,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from envforge.importers.legacy_names import python_release_day
+from envforge.platforms import PLATFORMS, Platform
 from envforge.resolve.releases import releases_from_files
 
 CANDIDATES = ("3.7", "3.8", "3.9", "3.10", "3.11")  # the Pythons envforge's probe runs on
@@ -61,10 +62,14 @@ def supports_python(files: Sequence[Mapping[str, Any]], minor: str) -> bool:
                and _admits(e.get("requires-python"), minor) for e in files)
 
 
-def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str) -> tuple[bool, bool]:
-    """(a wheel installs on CPython ``minor``, the release has CPython-specific wheels)."""
+def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str,
+               platform: Platform | None = None) -> tuple[bool, bool]:
+    """(a wheel installs on CPython ``minor``, the release has CPython-specific wheels), on
+    ``platform`` where given: regex 2017.12.5's cp37 wheels are Windows' only, and on Linux
+    the release is its sdist."""
     digits = minor.replace(".", "")
     binary = False
+    native = None if platform is None else frozenset(PLATFORMS[platform].wheel_tags)
     for entry in files:
         if not _admits(entry.get("requires-python"), minor):
             continue
@@ -76,6 +81,8 @@ def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str) -> tuple[bool, bo
             if tag.abi == "none" and tag.platform == "any" and tag.interpreter in (
                     "py3", f"py{digits}", f"cp{digits}"):
                 return True, binary
+            if native is not None and tag.platform not in native:
+                continue
             if tag.interpreter.startswith("cp"):
                 binary = True
                 if tag.interpreter == f"cp{digits}" or (
@@ -84,13 +91,14 @@ def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str) -> tuple[bool, bo
     return False, binary
 
 
-def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
+def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str,
+                  platform: Platform | None = None) -> str | None:
     """Why a release will not install on CPython ``minor`` from a wheel, when that is known:
     its compiled wheels are for other Pythons, its files refuse it, or its only wheels are
     Python 2's. An sdist-only release is taken as buildable (None)."""
     if not files:
         return "the index has no such release"
-    wheel, binary = _wheel_for(files, minor)
+    wheel, binary = _wheel_for(files, minor, platform)
     if wheel:
         return None
     wheels = [str(e.get("filename", "")) for e in files
@@ -98,7 +106,9 @@ def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
     if binary:
         tags = sorted({t.interpreter for w in wheels for t in parse_wheel_filename(w)[3]
                        if t.interpreter.startswith("cp")})
-        return f"its compiled wheels are for {', '.join(tags)}, none for cp{minor.replace('.', '')}"
+        where = "" if platform is None else f" on {platform}"
+        return (f"its compiled wheels are for {', '.join(tags)}, none for "
+                f"cp{minor.replace('.', '')}{where}")
     if files and not any(_admits(e.get("requires-python"), minor) for e in files):
         return f"its files require Python {files[0].get('requires-python')}"
     interpreters = {t.interpreter for w in wheels for t in parse_wheel_filename(w)[3]}
@@ -110,7 +120,7 @@ def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str) -> str | None:
 def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
                failed: str | None = None,
                accept: Callable[[Sequence[Mapping[str, Any]]], bool] | None = None,
-               ) -> Proposal | None:
+               platform: Platform | None = None) -> Proposal | None:
     """For ``name==version`` that has no wheel for CPython ``minor`` (and no sdist that is
     known to build there, or whose sdist ``failed`` to build, the reason given), the nearest
     later release that has one: of the same major first (the same minor, then the next
@@ -119,7 +129,7 @@ def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
     said to be of another major; ``accept`` (a release's files) passing too, where given.
     None when the pin installs as it is; a Proposal with value None when no later release
     will do."""
-    why = failed or _needs_repair(release_files(listed, version), minor)
+    why = failed or _needs_repair(release_files(listed, version), minor, platform)
     if why is None:
         return None
     pinned = Version(version)
@@ -128,7 +138,8 @@ def repair_pin(listed: Sequence[Mapping[str, Any]], version: str, minor: str, *,
                    key=lambda v: (v.major != pinned.major, v))
     for candidate in later:
         files = release_files(listed, str(candidate))
-        if not _wheel_for(files, minor)[0] or (accept is not None and not accept(files)):
+        if not _wheel_for(files, minor, platform)[0] or (
+                accept is not None and not accept(files)):
             continue
         if candidate.major == pinned.major:
             return Proposal(str(candidate), f"{why}; {candidate} is the nearest release with a "
@@ -216,7 +227,7 @@ def era_for_python(as_of: Proposal, minor: str) -> Proposal:
 
 
 def nearest_allowed(listed: Sequence[Mapping[str, Any]], version: str, minor: str,
-                    allowed: SpecifierSet) -> str | None:
+                    allowed: SpecifierSet, platform: Platform | None = None) -> str | None:
     """The lowest release ``allowed`` admits that has a wheel for CPython ``minor`` (final
     releases, nearest to ``version`` first): where another pin's dependency rules the
     project's own pin out."""
@@ -226,4 +237,4 @@ def nearest_allowed(listed: Sequence[Mapping[str, Any]], version: str, minor: st
     order = sorted(v for v in admitted if v >= pinned) + \
         sorted((v for v in admitted if v < pinned), reverse=True)
     return next((str(v) for v in order
-                 if _wheel_for(release_files(listed, str(v)), minor)[0]), None)
+                 if _wheel_for(release_files(listed, str(v)), minor, platform)[0]), None)

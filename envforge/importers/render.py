@@ -20,6 +20,7 @@ from envforge.importers.propose import Proposal
 from envforge.importers.pycode import CodeScan
 from envforge.importers.repository import Repository
 from envforge.packapi import Registry
+from envforge.platforms import Platform
 from envforge.spec import excluded_by_python_marker
 
 
@@ -30,7 +31,7 @@ class Draft:
     name: str
     source: str  # the repository as the user named it
     repository: Repository
-    platform: str
+    platform: Platform
     python: Proposal
     as_of: Proposal
     as_of_tried: tuple[str, ...] = ()  # days that did not resolve, before as_of (widened)

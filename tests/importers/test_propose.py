@@ -144,3 +144,25 @@ def test_the_nearest_release_a_dependency_admits() -> None:
     assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet(">=1.14,<1.15")) == "1.14.5"
     assert nearest_allowed(NUMPY, "1.14.6", "3.7", SpecifierSet("<1.14.6")) == "1.14.5"
     assert nearest_allowed(NUMPY, "1.13.3", "3.7", SpecifierSet("<1.14")) is None  # no cp37
+
+
+REGEX = [  # regex as PyPI lists it (of its files): Windows wheels only, and the sdist
+    *[_wheel(f"regex-2017.04.05-cp{v}-none-{p}.whl", "2017-04-05")
+      for v in ("27", "35", "36") for p in ("win32", "win_amd64")],
+    _wheel("regex-2017.04.05.tar.gz", "2017-04-05"),
+    *[_wheel(f"regex-2017.12.05-cp{v}-none-{p}.whl", "2017-12-05")
+      for v in ("27", "36", "37") for p in ("win32", "win_amd64")],
+    _wheel("regex-2017.12.05.tar.gz", "2017-12-05"),
+]
+
+
+def test_wheels_for_another_platform_leave_a_release_its_sdist_there() -> None:
+    """openai/gpt-2's regex==2017.4.5 moved to 2017.12.5 for "a wheel for Python 3.7" that
+    was Windows', and Linux built 2017.12.5's sdist all the same: on Linux each is an sdist,
+    the pin is kept (and init's trial build tries it); on Windows 2017.4.5 has no cp37 wheel."""
+    assert repair_pin(REGEX, "2017.4.5", "3.7", platform="linux-64") is None
+    moved = repair_pin(REGEX, "2017.4.5", "3.7", platform="win-64")
+    assert moved is not None and moved.value == "2017.12.5"
+    assert "none for cp37 on win-64" in moved.why
+    numpy = repair_pin(NUMPY, "1.13.3", "3.7", platform="linux-64")
+    assert numpy is not None and numpy.value == repair_pin(NUMPY, "1.13.3", "3.7").value
