@@ -17,13 +17,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envforge.app.packs import installed_packs
+from envforge.app.trialbuild import BuildFailure, Trial, sdists, trial_builds
 from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found, exact_version
@@ -31,6 +32,9 @@ from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
+
+if TYPE_CHECKING:
+    from envforge.lockfile import PlatformLock
 
 Say = Callable[[str], None]
 Lookup = Callable[[str, str], "Sequence[Mapping[str, Any]] | None"]
@@ -48,12 +52,12 @@ class DraftTimeoutError(EnvforgeError):
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
-def try_lock(text: str, source: str, platform: Platform) -> str | None:
-    """Resolve the draft for ``platform`` once, as lock does; None when it locks, else the
-    reason (the resolver's own words, never its command line). What no other day changes is
-    raised: the spec's own compatibility rules (CompatibilityError, as lock checks them
-    before resolving: DeepMoji's Keras with no TensorFlow named) and a requirement whose
-    project the index lacks (UnknownProjectError)."""
+def try_lock(text: str, source: str, platform: Platform) -> PlatformLock | str:
+    """Resolve the draft for ``platform`` once, as lock does: the platform's lock, else the
+    reason it does not lock (the resolver's own words, never its command line). What no
+    other day changes is raised: the spec's own compatibility rules (CompatibilityError, as
+    lock checks them before resolving: DeepMoji's Keras with no TensorFlow named) and a
+    requirement whose project the index lacks (UnknownProjectError)."""
     from envforge.app.lockplatform import lock_platform
     from envforge.compat import ensure_compatible
     from envforge.resolve.pypi import UnsatisfiableError
@@ -62,7 +66,7 @@ def try_lock(text: str, source: str, platform: Platform) -> str | None:
     spec = parse_spec(text, source=source, registry=installed_packs())
     ensure_compatible(spec, installed_packs())
     try:
-        lock_platform(spec.for_platform(platform), installed_packs())
+        return lock_platform(spec.for_platform(platform), installed_packs())
     except UnsatisfiableError as exc:
         explained = explain_unsatisfiable(spec, exc)
         if isinstance(explained, UnknownProjectError):
@@ -70,7 +74,6 @@ def try_lock(text: str, source: str, platform: Platform) -> str | None:
         return trim(str(explained))
     except EnvforgeError as exc:
         return failure_reason(str(exc))
-    return None
 
 
 def failure_reason(message: str) -> str:
@@ -108,11 +111,13 @@ def widen(day: date, months: int = WIDEN_MONTHS) -> date:
 
 @dataclass(frozen=True)
 class Settled:
-    """The draft as written, its text, and why it does not resolve (None: it does)."""
+    """The draft as written, its text, why it does not resolve (None: it does), and what its
+    sdists' trial builds found (None: not tried, as it does not resolve)."""
 
     draft: Draft
     text: str
     failure: str | None
+    trial: Trial | None = None
 
 
 def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _: None,
@@ -122,9 +127,12 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     cannot fetch are left out, an exact pin whose sdist does not build moves to a release
     with a wheel (``lookup`` lists the index's files; MAX_REPAIRS at most), and the day is
     widened by WIDEN_MONTHS up to WIDEN_STEPS times (never past ``today``) until it
-    resolves. The day is never dropped: when no step resolves, the proposed one stays, with
-    the days tried and the reason. Past ``deadline`` the draft is returned as it stands,
-    with the time bound as its failure."""
+    resolves. What resolves only as an sdist is then built as apply will build it
+    (``trialbuild``): a pin whose build fails moves the same way, a requirement that cannot
+    move is left out, with the build's reason, and the draft resolved again. The day is never
+    dropped: when no step resolves, the proposed one stays, with the days tried and the
+    reason. Past ``deadline`` the draft is returned as it stands, with the time bound as its
+    failure."""
     start = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
     days: list[date | None] = [start]
     while start is not None and len(days) <= WIDEN_STEPS and \
@@ -150,9 +158,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         say(f"resolving {what} (try {attempt} of {tries})…")
         text = render_spec(candidate, installed_packs())
         share = _share(deadline, tries - attempt + 1)
+        locked: PlatformLock | str | None = None
         try:
-            failure = _bounded(functools.partial(try_lock, text, source, platform),
-                               None if share is None else time.monotonic() + share)
+            locked = _bounded(functools.partial(try_lock, text, source, platform),
+                              None if share is None else time.monotonic() + share)
+            failure = locked if isinstance(locked, str) else None
         except CompatibilityError as exc:
             failure = trim(str(exc))  # no other day or left-out URL changes it; a pack's
             repaired = None if repairs >= MAX_REPAIRS else \
@@ -173,13 +183,27 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             failure = f"no answer {what} within {share:.0f} s, its share of --timeout (where " \
                       "that day's releases have no wheel for the Python, the resolver builds " \
                       "their sdists)"
-        if failure is None:
-            done = candidate if tried else replace(candidate, as_of_failure=None)
-            return Settled(done, text, None)
+        if locked is not None and not isinstance(locked, str):
+            trial = _trial(locked, platform, deadline, say)
+            if trial.failed is None:
+                done = candidate if tried else replace(candidate, as_of_failure=None)
+                return Settled(done, text, None, trial)
+            changed = None if repairs >= MAX_REPAIRS else _unbuilt(candidate, trial.failed,
+                                                                   lookup)
+            if changed is not None:
+                say(changed[1])
+                candidate, repairs, tries = changed[0], repairs + 1, tries + 1
+                continue  # the same day again, the pin moved or the requirement left out
+            failed = trial.failed
+            failure = trim(f"{failed.name}=={failed.version} resolves to an sdist that does "
+                           f"not build: {failed.reason}")
+        assert failure is not None
         candidate = replace(candidate, as_of_failure=failure)
-        if gits and not candidate.left_out and _blames_url(failure, gits):
+        if gits and not any(g in candidate.left_out for g in gits) and \
+                _blames_url(failure, gits):
             candidate = replace(candidate, left_out={
-                g: f"the resolver cannot fetch it: {failure}" for g in gits})
+                **candidate.left_out, **{g: f"the resolver cannot fetch it: {failure}"
+                                         for g in gits}})
             continue  # the same day again, without them
         repaired = None if repairs >= MAX_REPAIRS else (
             _repair_build(candidate, failure, lookup)
@@ -244,17 +268,86 @@ def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
         at = next((i for i, f in enumerate(found) if _pins(f.requirement, name, version)), None)
         if at is None:
             continue
-        moved = _moved(draft, name, version, minor, why, lookup, metadata=metadata)
-        if moved is None:
-            return None
-        old = found[at]
-        requirement = Requirement(old.requirement)
-        requirement.specifier = SpecifierSet(f"=={moved.value}")
-        note = f"was {old.requirement}: {moved.why} (the index's file list)"
-        return (_with(draft, at, Found(str(requirement), old.origin,
-                                       "; ".join(n for n in (old.note, note) if n), True)),
-                f"{old.requirement}: {short}; moved to {requirement}")
+        return _move_pin(draft, at, version, why, short, lookup, metadata=metadata)
     return None
+
+
+def _move_pin(draft: Draft, at: int, version: str, why: str, short: str,
+              lookup: Lookup | None, *, metadata: bool) -> tuple[Draft, str] | None:
+    """The draft with requirement ``at`` (an exact pin of ``version``) moved to the nearest
+    later release with a wheel for the Python, ``why`` in its note; None when there is none."""
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    old = draft.repository.imported.requirements[at]
+    requirement = Requirement(old.requirement)
+    moved = _moved(draft, requirement.name, version, minor, why, lookup, metadata=metadata)
+    if moved is None:
+        return None
+    requirement.specifier = SpecifierSet(f"=={moved.value}")
+    note = f"was {old.requirement}: {moved.why} (the index's file list)"
+    return (_with(draft, at, Found(str(requirement), old.origin,
+                                   "; ".join(n for n in (old.note, note) if n), True)),
+            f"{old.requirement}: {short}; moved to {requirement}")
+
+
+def _trial(locked: PlatformLock, platform: Platform, deadline: float | None,
+           say: Say) -> Trial:
+    """``trial_builds`` of the resolved draft, ended at the deadline (a build cut is said as
+    not checked)."""
+    if not sdists(locked):
+        return Trial()
+    try:
+        return _bounded(functools.partial(trial_builds, locked, platform, deadline=deadline,
+                                          say=say), deadline)
+    except DraftTimeoutError:
+        names = ", ".join(f"{f.name}=={f.version}" for f in sdists(locked))
+        return Trial(unchecked=f"init's time bound ran out while building {names} from "
+                               "source; give more with --timeout")
+
+
+def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
+             ) -> tuple[Draft, str] | None:
+    """The draft changed for a resolved sdist whose trial build failed: its exact pin moved
+    to the nearest later release with a wheel (as ``_repair_build`` moves one uv could not
+    build), else the requirement that names it left out (pydensecrf, one release, an sdist),
+    with the build's reason and the code that imports it; None when no requirement names it
+    (a dependency of one)."""
+    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    found = draft.repository.imported.requirements
+    why = f"its sdist does not build for Python {minor}: {failed.reason}"
+    pinned = next((i for i, f in enumerate(found)
+                   if _pins(f.requirement, failed.name, failed.version)), None)
+    if pinned is not None:
+        moved = _move_pin(draft, pinned, failed.version, trim(why), "its sdist does not build",
+                          lookup, metadata=False)
+        if moved is not None:
+            return moved
+    named = next((f.requirement for f in found if f.requirement not in draft.left_out
+                  and " @ " not in f.requirement
+                  and canonicalize_name(Requirement(f.requirement).name)
+                  == canonicalize_name(failed.name)), None)
+    if named is None:
+        return None
+    reason = trim(f"{failed.name} {failed.version}'s sdist does not build for Python {minor} "
+                  f"(tried as apply builds it): {failed.reason}{_importers(draft, failed.name)}")
+    return (replace(draft, left_out={**draft.left_out, named: reason}),
+            f"left out {named}: {failed.name} {failed.version}'s sdist does not build: "
+            f"{trim(failed.reason)}")
+
+
+def _importers(draft: Draft, name: str) -> str:
+    """``; test.py:13 imports pydensecrf, which will not run without it``: where the code
+    imports the distribution's module (its known module name, else its own), if it does."""
+    from envforge.importers.legacy_names import legacy_names
+
+    key = canonicalize_name(name)
+    modules = [row.module for row in legacy_names().import_name
+               if canonicalize_name(row.requirement) == key] + [key.replace("-", "_")]
+    code = draft.code
+    where = next(((m, code.imports[m]) for m in modules if code is not None
+                  and m in code.imports and m not in code.local), None)
+    if where is None:
+        return ""
+    return f"; {where[1]} imports {where[0]}, which will not run without it"
 
 
 def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
@@ -362,12 +455,15 @@ def _pins(text: str, name: str, version: str) -> bool:
         s.operator in ("==", "===") and s.version == version for s in requirement.specifier)
 
 
-def _bounded(work: Callable[[], str | None], deadline: float | None) -> str | None:
+_T = TypeVar("_T")
+
+
+def _bounded(work: Callable[[], _T], deadline: float | None) -> _T:
     """``work`` run within the deadline; past it, the resolver processes this one started
     are ended and DraftTimeoutError says so."""
     if deadline is None:
         return work()
-    result: list[str | None] = []
+    result: list[_T] = []
     errors: list[BaseException] = []
 
     def run() -> None:

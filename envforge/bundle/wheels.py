@@ -38,6 +38,15 @@ REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip file can
 _UV_BUILD_INSTALL = re.compile(r"Installing ((?:`[^`]+`(?:, )?)+) in `")
 
 
+class BuildFailedError(StepError):
+    """An sdist's build ended in failure; ``log`` keeps the build's whole output (the message
+    its tail), where init looks for the line that says why (a compiler's error)."""
+
+    def __init__(self, message: str, *, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
 def is_pure(filename: str) -> bool:
     return all(t.abi == "none" and t.platform == "any"
                for t in parse_wheel_filename(filename)[3])
@@ -92,11 +101,12 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
                                  cache=cache, build=build,
                                  pins=build.constraints if build else ())
         except ToolError as exc:
-            tail = (exc.stderr.strip() or exc.stdout.strip()).splitlines()[-12:]
+            log = exc.stderr.strip() or exc.stdout.strip()
             ran = " ".join([Path(exc.command[0]).name, *exc.command[1:2]]) \
                 if exc.command else "the build"
-            raise StepError(f"building {sdist_label(sdist)} from source failed ({ran} exited "
-                            f"{exc.returncode})\n    " + "\n    ".join(tail)) from None
+            raise BuildFailedError(f"building {sdist_label(sdist)} from source failed ({ran} "
+                                   f"exited {exc.returncode})\n    "
+                                   + "\n    ".join(log.splitlines()[-12:]), log=log) from None
         pure = is_pure(wheel.name)
         if not exact and not pure:
             raise StepError(f"{sdist.filename} builds a wheel for one Python only "

@@ -17,6 +17,7 @@ from pathlib import Path
 from envforge.app.drafting import Lookup, draft_spec, git_commit_day, spec_name
 from envforge.app.packs import installed_packs
 from envforge.app.settling import settle
+from envforge.app.trialbuild import Trial
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.host.outputs import check_output
@@ -52,18 +53,19 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
                  make_parents=True)
     text = render_spec(draft, installed_packs())
     parse_spec(text, source=str(output), registry=installed_packs())
-    failure = None
+    failure, trial = None, Trial(unchecked="--offline: nothing resolved, nothing built")
     if not offline:
         settled = settle(draft, str(output), platform, say=ui.info, deadline=deadline,
                          lookup=lookup)
-        draft, text, failure = settled.draft, settled.text, settled.failure
+        draft, text, failure, trial = settled.draft, settled.text, settled.failure, \
+            settled.trial or Trial(unchecked="the draft does not resolve")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    _report(draft, output, failure, ui, resolved=not offline)
+    _report(draft, output, failure, trial, ui, resolved=not offline)
     return 0 if failure is None else 1
 
 
-def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
+def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: UI, *,
             resolved: bool) -> None:
     imported = draft.repository.imported
     mounted = sections(draft, installed_packs())
@@ -78,6 +80,8 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
             "requirements": [{"requirement": f.requirement, "origin": f.origin,
                               "note": f.note} for f in imported.requirements],
             "left_out": dict(draft.left_out),
+            "built": {"sdists": list(trial.built), "checked": trial.unchecked is None,
+                      "unchecked": trial.unchecked},
             "sections": [{"section": r.section, "keys": r.keys, "why": r.reason}
                          for r in mounted],
             "debian": [{"section": a.section, "platform": a.row.platform,
@@ -122,10 +126,17 @@ def _report(draft: Draft, output: Path, failure: str | None, ui: UI, *,
         tried = f"; tried first: {', '.join(draft.as_of_tried)}" if draft.as_of_tried and \
             draft.as_of_failure is None else ""
         ui.info(f"as_of {draft.as_of.value} ({draft.as_of.why}{tried})")
+    if trial.built:
+        ui.info(f"built from their sdists, as apply will (kept in the cache for it): "
+                f"{', '.join(trial.built)}")
     if not resolved:
-        ui.success(f"wrote {output} (not resolved: --offline)")
+        ui.success(f"wrote {output} (not resolved: --offline; nothing built)")
+    elif failure is None and trial.unchecked is not None:
+        ui.warn(f"not checked whether it installs: {trial.unchecked}")
+        ui.success(f"wrote {output}; it resolves (its sdists' builds not tried)")
     elif failure is None:
-        ui.success(f"wrote {output}; it resolves")
+        ui.success(f"wrote {output}; it resolves"
+                   f"{' and its sdists build' if trial.built else ''}")
     else:
         ui.error(f"wrote {output}, but it does not resolve yet: {failure}")
         ui.next(f"edit {output} as the reason above says, then envforge lock {output}")
