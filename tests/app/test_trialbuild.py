@@ -129,6 +129,7 @@ def _project(tmp_path: Path, index: str, *requirements: str) -> Path:
     return repo
 
 
+@pytest.mark.posix_only("builds for linux-64, which only a Linux host builds")
 def test_a_requirement_whose_sdist_does_not_build_is_left_out_with_the_compilers_words(
         tmp_path: Path, index: str, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _project(tmp_path, index, "envforge-nobuild-fixture", "envforge-builds-fixture")
@@ -157,6 +158,7 @@ def test_a_requirement_whose_sdist_does_not_build_is_left_out_with_the_compilers
     assert len(list((envforge_dirs().cache / "built").glob("*/*/built.json"))) == 1
 
 
+@pytest.mark.posix_only("builds for linux-64, which only a Linux host builds")
 def test_a_second_init_builds_nothing_again(tmp_path: Path, index: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     repo = _project(tmp_path, index, "envforge-builds-fixture")
@@ -186,6 +188,7 @@ def _locked(tmp_path: Path, index: str, requirement: str) -> PlatformLock:
     return locked
 
 
+@pytest.mark.posix_only("builds for linux-64, which only a Linux host builds")
 def test_no_build_is_started_past_the_deadline_nor_for_another_platform(
         tmp_path: Path, index: str) -> None:
     locked = _locked(tmp_path, index, "envforge-builds-fixture")
