@@ -128,3 +128,42 @@ def test_a_pack_refusal_moves_the_pin_its_first_installable_repair_names() -> No
                                  "torch==1.0.0: torch 1.0.0 goes with torchvision")
     assert _repair_compat(draft, CompatibilityError("x", source="s", fix="f"),
                           lambda index, name: listings[name]) is None
+
+
+def test_a_trial_build_that_fails_moves_an_exact_pin_else_leaves_the_requirement_out() -> None:
+    """What init's trial build of a resolved sdist found: an exact pin moves to the nearest
+    later release with a wheel (as for a build uv failed); a requirement with nothing to move
+    to (pydensecrf: one release, an sdist) is left out with the build's reason and the code
+    that imports it; a dependency no requirement names changes nothing here."""
+    from envforge.app.settling import _unbuilt
+    from envforge.app.trialbuild import BuildFailure
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.pycode import CodeScan
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    listing = [{"filename": "demo-1.0.tar.gz", "upload-time": "2019-01-01T00:00:00Z"},
+               {"filename": "demo-1.1-cp37-cp37m-manylinux1_x86_64.whl",
+                "upload-time": "2019-06-01T00:00:00Z"}]
+    draft = Draft(name="r", source="r", platform="linux-64",
+                  repository=Repository(("requirements.txt",), Imported(requirements=[
+                      Found("demo==1.0", "requirements.txt:1"),
+                      Found("pydensecrf", "requirements.txt:2")])),
+                  python=Proposal("3.7.16", ""), as_of=Proposal("2019-03-06", ""),
+                  code=CodeScan(files=1, failing=(), imports={"pydensecrf": "test.py:13"}))
+    error = "src/x.c:3:10: error: 'PyThreadState' has no member named 'exc_type'"
+    moved = _unbuilt(draft, BuildFailure("demo", "1.0", error), lambda index, name: listing)
+    assert moved is not None
+    assert moved[0].repository.imported.requirements[0].requirement == "demo==1.1"
+    assert moved[1] == "demo==1.0: its sdist does not build; moved to demo==1.1"
+    assert f"its sdist does not build for Python 3.7: {error}" in \
+        moved[0].repository.imported.requirements[0].note
+
+    left = _unbuilt(draft, BuildFailure("pydensecrf", "1.0rc3", error), lambda index, name: [])
+    assert left is not None
+    assert left[0].left_out == {"pydensecrf": (
+        f"pydensecrf 1.0rc3's sdist does not build for Python 3.7 (tried as apply builds it): "
+        f"{error}; test.py:13 imports pydensecrf, which will not run without it")}
+    assert left[1] == f"left out pydensecrf: pydensecrf 1.0rc3's sdist does not build: {error}"
+    assert _unbuilt(draft, BuildFailure("cython", "0.29", error), lambda i, n: []) is None
