@@ -2,7 +2,8 @@
 distributions its code imports) -> a spec that locks.
 
 The drafting is ``app/drafting.py``; unless ``--offline``, ``app/settling.py`` resolves the
-draft for this host's platform (the day widened until it does) within ``--timeout`` seconds,
+draft for this host's platform (the day widened until it does) and ``app/trialbuild.py``
+builds what it resolves to only as sdists, as apply will, within ``--timeout`` seconds,
 saying on stderr what it is doing; the spec is written either way, and the next command
 printed.
 """
