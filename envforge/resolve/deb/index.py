@@ -6,11 +6,11 @@ from __future__ import annotations
 import itertools
 import lzma
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from envforge.errors import ResolveError
+from envforge.host.zipread import INFLATER
 from envforge.resolve.deb.versions import compare_versions
 
 
@@ -128,7 +128,7 @@ def index_chunks(data: bytes, name: str, size: int = 1 << 16) -> Iterator[bytes]
         if not unxz.eof:
             raise EOFError("compressed index is cut short")
     elif name.endswith(".gz"):
-        ungz = zlib.decompressobj(wbits=31)
+        ungz = INFLATER.decompressobj(wbits=31)  # isal's where installed: 3x zlib's speed
         for offset in range(0, len(data), size):
             piece = ungz.decompress(data[offset:offset + size])
             if piece:

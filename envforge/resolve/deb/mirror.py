@@ -20,6 +20,7 @@ from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.host.atomicfile import write_atomic
 from envforge.host.http import session
+from envforge.host.zipread import INFLATER
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
 from envforge.resolve.deb.cache import parsed_cache, read_parsed, write_parsed
@@ -157,8 +158,8 @@ def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, comp
         write_atomic(cached, data)
     try:
         index = parse_packages_subset(index_chunks(data, name), wanted)
-    except (UnicodeDecodeError, ValueError, lzma.LZMAError, zlib.error, OSError,
-            EOFError) as exc:
+    except (UnicodeDecodeError, ValueError, lzma.LZMAError, zlib.error, INFLATER.error,
+            OSError, EOFError) as exc:
         raise ResolveError(f"Debian {suite}: cannot read {folder}/{name}: {exc}") from None
     write_parsed(parsed, sha, index)
     return index
