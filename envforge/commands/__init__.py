@@ -39,7 +39,8 @@ SUMMARIES: dict[str, str] = {
     "bundle": "gather a lock's files into a folder a host with no network can apply",
     "doctor": "diagnose this host: driver, CUDA, cuDNN, compilers, each framework's config",
     "image": "build an OCI image from a bundle (applied and verified inside)",
-    "init": "write a spec from a repository's requirements files",
+    "init": "write a spec from a repository's requirements files "
+            "(with none, from its code's imports)",
     "add": "add PyPI requirements to a spec (or replace them, by name) and re-lock",
     "remove": "remove PyPI packages from a spec and re-lock",
 }

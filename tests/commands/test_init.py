@@ -269,7 +269,7 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
     assert set(pspec.packs) == {"tensorflow", "keras"}  # no [theano], no .theanorc
     text = out.read_text()
     assert "was numpy==1.13.3: its compiled wheels are for cp27, cp34, cp35, cp36, none for " \
-           "cp37; 1.14.5 is the nearest release with a wheel for Python 3.7" in text
+           "cp37 on linux-64; 1.14.5 is the nearest release with a wheel for Python 3.7" in text
     assert main(["lock", str(out)]) == 0
     versions = {f.name: f.version for f in
                 load_lock(tmp_path / "locks" / "tf1.lock", REGISTRY).platforms["linux-64"].pypi}
