@@ -10,13 +10,7 @@ wheel``), as it read pydensecrf 1.0rc3's; only its ``build_wheel`` fails.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import http.server
-import io
 import json
-import tarfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +24,7 @@ from envforge.cli import main
 from envforge.errors import StepError
 from envforge.lockfile import PlatformLock, load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.localindex import add_project, served, write_tar
 from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
@@ -84,14 +79,7 @@ def _sdist(folder: Path, name: str, fail: str | None, sleep: float = 0) -> Path:
                                'backend-path = ["."]\n',
              "backend.py": BACKEND.format(name=name, fail=fail, sleep=sleep),
              "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"}
-    path = folder / f"{top}.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for member, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{top}/{member}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+    return write_tar(folder / f"{top}.tar.gz", top, files)
 
 
 @pytest.fixture
@@ -105,19 +93,9 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     for name, fail, sleep in (("envforge-nobuild-fixture", COMPILER_ERROR, 0),
                               ("envforge-builds-fixture", None, 0),
                               ("envforge-slow-fixture", None, 60)):
-        sdist = _sdist(root / "files", name, fail, sleep)
-        sha = hashlib.sha256(sdist.read_bytes()).hexdigest()
-        (root / "simple" / name).mkdir(parents=True)
-        (root / "simple" / name / "index.html").write_text(
-            f'<html><body><a href="../../files/{sdist.name}#sha256={sha}">{sdist.name}</a>'
-            "</body></html>\n")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/simple"
-    finally:
-        server.shutdown()
+        add_project(root, name, _sdist(root / "files", name, fail, sleep))
+    with served(root) as url:
+        yield url
 
 
 def _project(tmp_path: Path, index: str, *requirements: str) -> Path:

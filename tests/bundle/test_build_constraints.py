@@ -9,10 +9,8 @@ the bundle's manifest records the build environment beside the built wheel's sha
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from envforge.bundle.wheels import build_environment
 from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.localindex import write_tar
 from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
@@ -39,15 +38,6 @@ PYPROJECT = f"""\
 requires = ["setuptools", "{DEP}"]
 build-backend = "setuptools.build_meta"
 """
-
-
-def _tar(path: Path, top: str, files: dict[str, str]) -> None:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{top}/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
 
 
 @pytest.fixture
@@ -68,7 +58,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
                         str(source)], check=True)
     top = "envforge_consumer_fixture-0.1"
     sdist = tmp_path / f"{top}.tar.gz"
-    _tar(sdist, top, {"setup.py": CONSUMER_SETUP, "pyproject.toml": PYPROJECT,
+    write_tar(sdist, top, {"setup.py": CONSUMER_SETUP, "pyproject.toml": PYPROJECT,
                       "envforge_consumer_fixture.py": "X = 1\n",
                       "PKG-INFO": f"Metadata-Version: 2.1\nName: {CONSUMER}\nVersion: 0.1\n"})
     (tmp_path / "specs").mkdir()

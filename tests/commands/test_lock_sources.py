@@ -17,6 +17,7 @@ from envforge.cli import main
 from envforge.host.fetch import FileRef, cache_path
 from envforge.lockfile import load_lock
 from envforge.paths import envforge_dirs
+from tests.testing.localindex import add_project, served
 from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
@@ -172,10 +173,6 @@ def test_an_extra_index_is_searched_recorded_and_applied_from(
         tmp_path: Path, home: Path, git_repo: tuple[Path, str]) -> None:
     """A PEP 503 index served over HTTP beside PyPI: the fixture package comes from it, six
     from PyPI; the lock records the extra index and apply installs from both."""
-    import functools
-    import http.server
-    import threading
-
     from envforge.host.uv import uv_binary
 
     repo, _ = git_repo
@@ -184,29 +181,18 @@ def test_an_extra_index_is_searched_recorded_and_applied_from(
     subprocess.run([uv_binary(), "build", "--wheel", "-q", "-o", str(files), str(repo)],
                    check=True)
     [wheel] = files.glob("*.whl")
-    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    project = root / "simple" / "envforge-tinypkg-fixture"
-    project.mkdir(parents=True)
-    (project / "index.html").write_text(
-        f'<html><body><a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>'
-        "</body></html>\n")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/simple"
+    sha = add_project(root, "envforge-tinypkg-fixture", wheel)
+    with served(root) as url:
         spec = write_spec(tmp_path, "extra", ["envforge-tinypkg-fixture", "six==1.16.0"],
                           extra=f'extra_indexes = ["{url}"]\n')
         assert main(["lock", str(spec)]) == 0
         lock = load_lock(tmp_path / "locks" / "extra.lock", REGISTRY)
         files_by_name = {f.name: f for f in lock.platforms["linux-64"].pypi}
         fixture = files_by_name["envforge-tinypkg-fixture"]
-        assert fixture.url.startswith(f"http://127.0.0.1:{server.server_port}/files/")
+        assert fixture.url.startswith(url.removesuffix("simple") + "files/")
         assert fixture.sha256 == sha
         assert files_by_name["six"].url.startswith("https://files.pythonhosted.org/")
         assert lock.meta.pypi_extra_indexes == (url,)
         prefix = tmp_path / "env"
         assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
         assert _where(prefix) == "later"
-    finally:
-        server.shutdown()
