@@ -101,3 +101,18 @@ def test_a_file_that_does_not_parse_still_tells_what_it_imports_line_by_line(
     assert [p for p, _, _ in found.failing] == ["train.py"]
     assert dict(found.imports) == {"cPickle": "train.py:2", "numpy": "train.py:2",
                                    "lasagne": "train.py:3", "theano": "train.py:5"}
+
+
+def test_a_parenthesized_expression_in_a_with_is_python_37s_and_39s_form_is_not(
+        tmp_path: Path) -> None:
+    """google/dopamine's rainbow_agent_test.py: ``with (self.assertRaises(E)):`` nested in a
+    block, which CPython before 3.12.3 refuses under feature_version (3, 7) (gh-115881) though
+    Python 3.7 parses it; ``with (open(a) as f):`` is 3.9's, and refused."""
+    (tmp_path / "ok.py").write_text(
+        "import mock\nclass T:\n  def test(self):\n    with self.s() as s:\n"
+        "      with (self.assertRaises(ValueError)):\n        s.run(\n          1)\n\n"
+        "  def other(self):\n    pass\n")
+    (tmp_path / "new.py").write_text("with (open('a') as f, open('b') as g):\n    pass\n")
+    scan = scan_code(tmp_path, (3, 7))
+    assert [where for where, _, _ in scan.failing] == ["new.py"]
+    assert "mock" in scan.imports
