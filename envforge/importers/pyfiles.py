@@ -234,6 +234,9 @@ def _read_setup_py(name: str, text: str) -> Imported:
             if keyword.arg == "extras_require":
                 _read_extras(name, keyword.value, assigned, out)
                 continue
+            if keyword.arg == "tests_require":
+                _read_tests_require(name, keyword.value, assigned, out)
+                continue
             if keyword.arg not in ("install_requires", "python_requires"):
                 continue
             value = keyword.value
@@ -283,12 +286,33 @@ def _read_extras(name: str, value: ast.expr, assigned: dict[str, ast.expr],
             _add_extra(str(text), f"{name}:{element.lineno}", extra, out)
 
 
+def _read_tests_require(name: str, value: ast.expr, assigned: dict[str, ast.expr],
+                        out: Imported) -> None:
+    """``tests_require=[...]`` (setuptools' keyword for what the tests need, a literal or a
+    name assigned one): optional as an extra is, the code's imports deciding (google/dopamine's
+    tests import mock, its tests_require's)."""
+    if isinstance(value, ast.Name) and value.id in assigned:
+        value = assigned[value.id]
+    try:
+        literal = ast.literal_eval(value)
+    except ValueError:
+        return
+    if isinstance(literal, (list, tuple)):
+        elements = _elements(value) or [value] * len(literal)
+        for text, element in zip(literal, elements, strict=False):
+            _add_extra(str(text), f"{name}:{element.lineno}", TESTS_REQUIRE, out)
+
+
+TESTS_REQUIRE = "tests_require"
+
+
 def _add_extra(text: str, origin: str, extra: str, out: Imported) -> None:
     """One optional requirement, mapped as a requirement is, into ``out.extras``."""
     found = Imported()
     add_requirement(text, origin, found)
+    label = extra if extra == TESTS_REQUIRE else f"extra [{extra}]"
     out.extras += [Found(f.requirement, f.origin, "; ".join(
-        n for n in (f"extra [{extra}]", f.note) if n), True) for f in found.requirements]
+        n for n in (label, f.note) if n), True) for f in found.requirements]
 
 
 def _is_setup(func: ast.expr) -> bool:
@@ -319,6 +343,10 @@ def read_setup_cfg(name: str, text: str) -> Imported:
         item = item.split("#", 1)[0].strip()
         if item:
             add_requirement(item, f"{name}:{_line(text, item)}", out)
+    for item in options.get("tests_require", "").splitlines():
+        item = item.split("#", 1)[0].strip()
+        if item:
+            _add_extra(item, f"{name}:{_line(text, item)}", TESTS_REQUIRE, out)
     if parser.has_section("options.extras_require"):
         for extra, value in parser["options.extras_require"].items():
             for item in value.splitlines():

@@ -149,6 +149,18 @@ def test_an_extra_whose_module_the_code_imports_is_added_from_its_line(
     assert "the project's extra [gym]; tests/model_test.py:2 imports gym" in added[0].note
 
 
+def test_what_tests_require_names_and_the_tests_import_is_added(tmp_path: Path) -> None:
+    """google/dopamine (2019-09-26): its tests import mock, which only ``tests_require``
+    names (its README: "you will need to pip install mock")."""
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nsetup(install_requires=['six'],\n"
+        "      tests_require=['six', 'mock >= 1.0.0'])\n")
+    _tests_importing(tmp_path, "import mock")
+    added = _draft(tmp_path, date(2019, 9, 26)).repository.imported.requirements[1:]
+    assert [(f.requirement, f.origin) for f in added] == [("mock>=1.0.0", "setup.py:3")]
+    assert "the project's tests_require; tests/model_test.py:2 imports mock" in added[0].note
+
+
 def _code(tmp_path: Path, text: str) -> tuple[str, ...]:
     (tmp_path / "main.py").write_text(text)
     draft = _draft(tmp_path, date(2018, 8, 12))

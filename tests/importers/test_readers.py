@@ -140,6 +140,21 @@ def test_setup_py_extras_are_read_apart_noted_with_their_extra() -> None:
         ("gym>=0.10", "setup.cfg:6", "extra [gym]")]
 
 
+def test_tests_require_is_read_apart_as_an_extra_is() -> None:
+    """google/dopamine's ``tests_require`` (setuptools' keyword): its tests import mock, which
+    install_requires leaves out; init adds what the code imports (tests/app/test_drafting.py)."""
+    text = ("from setuptools import setup\nTESTS = ['gin-config >= 0.1.1',\n"
+            "         'mock >= 1.0.0']\n"
+            "setup(install_requires=['gin-config >= 0.1.1'], tests_require=TESTS)\n")
+    got = read_setup_py("setup.py", text)
+    assert _pins(got) == [("gin-config>=0.1.1", "setup.py:4")]
+    assert [(f.requirement, f.origin, f.note) for f in got.extras] == [
+        ("gin-config>=0.1.1", "setup.py:2", "tests_require"),
+        ("mock>=1.0.0", "setup.py:3", "tests_require")]
+    cfg = read_setup_cfg("setup.cfg", "[options]\ntests_require =\n    mock\n")
+    assert [(f.requirement, f.note) for f in cfg.extras] == [("mock", "tests_require")]
+
+
 def test_setup_cfg() -> None:
     got = read_setup_cfg("setup.cfg", _text("cfgpkg/setup.cfg"))
     assert _pins(got) == [("numpy<1.20,>=1.16", "setup.cfg:8"),
