@@ -86,38 +86,53 @@ def scan_code(root: Path, python: tuple[int, int],
 def _parsed(source: bytes, python: tuple[int, int], where: str,
             failing: list[tuple[str, int, str]]) -> ast.Module | None:
     """The file's tree, or None with why it does not parse added to ``failing``."""
+    tree: ast.Module | None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
-            return ast.parse(source, feature_version=python)
+        tree = _parse(source, python)
     except SyntaxError as exc:
-        tree = _parenthesized_expression(source, python) \
-            if exc.msg.startswith(_PARENTHESIZED) else None
-        if tree is not None:
-            return tree
-        failing.append((where, exc.lineno or 0, exc.msg))
+        # CPython's own check of the form below is wrong both ways from one release to the
+        # next: the tree without the proposed grammar, and the form checked here instead
+        tree = _parse_or_none(source) if exc.msg.startswith(_PARENTHESIZED) else None
+        if tree is None:
+            failing.append((where, exc.lineno or 0, exc.msg))
+            return None
     except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting deeper
         # than the parser goes (a 1 MiB file can make it raise either)
         failing.append((where, 0, str(exc) or type(exc).__name__))
-    return None
+        return None
+    line = _parenthesized_managers(tree, source) if python < (3, 9) else None
+    if line is not None:
+        failing.append((where, line, f"{_PARENTHESIZED} in Python 3.9 and greater"))
+        return None
+    return tree
 
 
-# CPython before 3.12.3 (gh-115881) refuses, under an older feature_version, a context
+def _parse(source: bytes, python: tuple[int, int] | None) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # old code's invalid escapes: SyntaxWarning
+        return ast.parse(source, feature_version=python)
+
+
+def _parse_or_none(source: bytes) -> ast.Module | None:
+    try:
+        return _parse(source, None)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+# Parenthesized context managers (`with (open(a) as f, open(b) as g):`) are Python 3.9's.
+# CPython's feature_version check of them came in 3.10.6 and 3.11 after 3.11.0 (gh-94949:
+# Windows' CPython 3.11.0 accepts them for 3.7), and until 3.12.3 it also refused a context
 # manager that is only a parenthesized expression (`with (self.assertRaises(E)):`, valid
-# since Python 2), calling it 3.9's parenthesized context managers (google/dopamine's tests)
+# since Python 2; gh-115881: google/dopamine's tests were named Python 2 code).
 _PARENTHESIZED = "Parenthesized context managers are only supported"
 
 
-def _parenthesized_expression(source: bytes, python: tuple[int, int]) -> ast.Module | None:
-    """The file's tree where every ``with`` in it is one the proposed Python parses (the
-    false refusal above), else None: one whose last item's target or expression a ``)`` or
-    ``,`` closes is 3.9's (``with (open(a) as f):``). The rest of such a file is parsed
-    without the proposed Python's grammar."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+def _parenthesized_managers(tree: ast.Module, source: bytes) -> int | None:
+    """The line of the first ``with`` whose items parentheses enclose, 3.9's form: one whose
+    last item's target (or a second item's expression) a ``)`` or ``,`` closes. ``with
+    (expr):`` and ``with (expr) as x:`` are an expression in parentheses, any Python's."""
+    if b"with" not in source:
         return None
     lines = source.decode("utf-8", "replace").splitlines()
     for node in ast.walk(tree):
@@ -125,12 +140,12 @@ def _parenthesized_expression(source: bytes, python: tuple[int, int]) -> ast.Mod
             continue
         last = node.items[-1]
         if len(node.items) == 1 and last.optional_vars is None:
-            continue  # `with (expr):` is an expression in parentheses, whatever the Python
+            continue
         end = last.optional_vars or last.context_expr
         rest = lines[(end.end_lineno or 1) - 1][end.end_col_offset or 0:].lstrip()
-        if python < (3, 9) and rest[:1] in (")", ","):
-            return None
-    return tree
+        if rest[:1] in (")", ","):
+            return node.lineno
+    return None
 
 
 def _top_level(root: Path, path: Path) -> list[str]:
