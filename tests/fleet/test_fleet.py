@@ -10,6 +10,7 @@ Each phase prints its per-host recap. Run by ``make test-fleet`` (a lane of .ci/
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,6 +61,8 @@ def test_fleet_converges_stays_converged_and_rolls_back(
     first = fleet.playbook(PLAYBOOK, inventory, extra=extra)
     _show("first run", first, capsys)
     assert first.returncode == 0, first.failures()
+    packed = f"envforge-bundle-{hashlib.sha1(str(bundle).encode()).hexdigest()}-*.tar"
+    assert not list(Path("/tmp").glob(packed)), "the controller kept a tar"  # the role's default
     assert {name: h.state for name, h in first.hosts.items()} == dict.fromkeys(hosts, "changed")
     converged = first.task_results("envforge.core.offline_apply : The environment, converged")
     assert all(result["changed"] for result in converged.values())
