@@ -32,11 +32,11 @@ from envforge.importers.legacy_names import (
     framework_sections,
     legacy_names,
     map_requirement,
+    module_names,
     section_names,
 )
 from envforge.importers.propose import (
     CANDIDATES,
-    DEFAULT_PYTHON,
     Proposal,
     era_for_python,
     propose_as_of,
@@ -97,12 +97,12 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     python = propose_python(files, as_of.value, repo.imported.python)
     watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    early = scanned[_minor(python)] = scan_code(root, _minor_tuple(_minor(python)), watched)
+    early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
     # before the packs mount for the requirements: a framework the code imports is one
-    repo = _from_imports(source, repo, early, _minor(python)) if not repo.files else \
+    repo = _from_imports(source, repo, early, python.minor) if not repo.files else \
         _with_imported(repo, early, frameworks=True)
     repo, python = _release_lines(repo, python)
-    minor = _minor(python)
+    minor = python.minor
     as_of = era_for_python(as_of, minor)
     repaired = _repaired(repo, pins, listings, minor, platform)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
@@ -218,13 +218,10 @@ def _with_extras(repo: Repository, code: CodeScan) -> Repository:
     scikit-learn: [[import_name]]); the repository's own modules never count."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
-    known = {canonicalize_name(row.requirement): row.module
-             for row in legacy_names().import_name}
     added: list[Found] = []
     for extra in repo.imported.extras:
         name = canonicalize_name(Requirement(extra.requirement).name)
-        module = next((m for m in (known.get(name), name.replace("-", "_"))
-                       if m is not None and m in code.imports and m not in code.local), None)
+        module = code.first_imported(module_names(name))
         if module is None or name in held:
             continue
         added.append(Found(extra.requirement, extra.origin, f"added: the project's "
@@ -262,10 +259,7 @@ def _with_imported(repo: Repository, code: CodeScan, *,
     return _with_requirements(repo, [*found, *added])
 
 
-# keithito/tacotron's requirements.txt: "this doesn't include tensorflow or tensorflow-gpu
-# because the package you need to install depends on your platform. It is assumed you have
-# already installed tensorflow"; openai/gpt-2's names none either (its DEVELOPERS.md: `pip3
-# install tensorflow==1.12.0`)
+# why a file leaves a framework out, with its sources: legacy_names.toml's `framework` rows
 FRAMEWORK_LEFT_OUT = (" (its files leave the framework to the user, who installs it beside: "
                       "the environment needs it to run that code)")
 
@@ -307,11 +301,6 @@ def _with_requirements(repo: Repository, requirements: list[Found]) -> Repositor
     if requirements == repo.imported.requirements:
         return repo
     return Repository(repo.files, replace(repo.imported, requirements=requirements))
-
-
-def _minor(python: Proposal) -> str:
-    """The proposal's ``3.7`` (3.7 where none is proposed)."""
-    return ".".join((python.value or DEFAULT_PYTHON).split(".")[:2])
 
 
 def _minor_tuple(version: str) -> tuple[int, int]:

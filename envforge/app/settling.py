@@ -255,7 +255,7 @@ def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
     today's resolvers refuse (pandas 0.23.2's wheels require ``pytz (>=2011k)``, no PEP 440
     version: uv says "has invalid metadata"), moved to the nearest later release with a
     wheel for the Python; None when no pin is to blame or none has one."""
-    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    minor = draft.python.minor
     blamed = [(name, version, f"its sdist does not build for Python {minor}", "its sdist "
                "does not build", False) for name, version in
               re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
@@ -276,7 +276,7 @@ def _move_pin(draft: Draft, at: int, version: str, why: str, short: str,
               lookup: Lookup | None, *, metadata: bool) -> tuple[Draft, str] | None:
     """The draft with requirement ``at`` (an exact pin of ``version``) moved to the nearest
     later release with a wheel for the Python, ``why`` in its note; None when there is none."""
-    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    minor = draft.python.minor
     old = draft.repository.imported.requirements[at]
     requirement = Requirement(old.requirement)
     moved = _moved(draft, requirement.name, version, minor, why, lookup, metadata=metadata)
@@ -311,7 +311,7 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
     build), else the requirement that names it left out (pydensecrf, one release, an sdist),
     with the build's reason and the code that imports it; None when no requirement names it
     (a dependency of one)."""
-    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    minor = draft.python.minor
     found = draft.repository.imported.requirements
     why = f"its sdist does not build for Python {minor}: {failed.reason}"
     pinned = next((i for i, f in enumerate(found)
@@ -337,17 +337,13 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
 def _importers(draft: Draft, name: str) -> str:
     """``; test.py:13 imports pydensecrf, which will not run without it``: where the code
     imports the distribution's module (its known module name, else its own), if it does."""
-    from envforge.importers.legacy_names import legacy_names
+    from envforge.importers.legacy_names import module_names
 
-    key = canonicalize_name(name)
-    modules = [row.module for row in legacy_names().import_name
-               if canonicalize_name(row.requirement) == key] + [key.replace("-", "_")]
     code = draft.code
-    where = next(((m, code.imports[m]) for m in modules if code is not None
-                  and m in code.imports and m not in code.local), None)
-    if where is None:
+    module = None if code is None else code.first_imported(module_names(name))
+    if code is None or module is None:
         return ""
-    return f"; {where[1]} imports {where[0]}, which will not run without it"
+    return f"; {code.imports[module]} imports {module}, which will not run without it"
 
 
 def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
@@ -358,7 +354,7 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
     pair, is yanked); None when no repair applies."""
     from envforge.resolve.pypi_index import index_files
 
-    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    minor = draft.python.minor
     found = draft.repository.imported.requirements
     for repair in exc.repairs:
         wanted = Requirement(repair)
@@ -408,7 +404,7 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
     dependency admits that has a wheel for the Python."""
     from envforge.resolve.pypi_index import index_files
 
-    minor = ".".join((draft.python.value or "3.7").split(".")[:2])
+    minor = draft.python.minor
     found = draft.repository.imported.requirements
     for parent, parent_version, name, spec in _DEPENDS.findall(failure):
         allowed = SpecifierSet(spec.rstrip(","))

@@ -168,6 +168,15 @@ class LegacyNames(Frozen):
     stdlib: tuple[StdlibRow, ...] = ()
 
 
+def module_names(distribution: str) -> tuple[str, ...]:
+    """The modules a distribution is imported by: its [[import_name]] rows' (``cv2`` for
+    opencv-python), then its own name's (``atari_py`` for atari-py, ``gym``)."""
+    key = canonicalize_name(distribution)
+    known = [row.module for row in legacy_names().import_name
+             if canonicalize_name(row.requirement) == key]
+    return tuple(dict.fromkeys([*known, key.replace("-", "_")]))
+
+
 @functools.cache
 def legacy_names() -> LegacyNames:
     text = resources.files("envforge.knowledge").joinpath("legacy_names.toml").read_text(

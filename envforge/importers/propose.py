@@ -35,6 +35,11 @@ class Proposal:
     value: str | None
     why: str
 
+    @property
+    def minor(self) -> str:
+        """A proposed Python's ``3.7`` (DEFAULT_PYTHON's where none is proposed)."""
+        return ".".join((self.value or DEFAULT_PYTHON).split(".")[:2])
+
 
 def release_files(files: Sequence[Mapping[str, Any]], version: str) -> list[Mapping[str, Any]]:
     """The files of one release, from a project's PEP 691 file list."""

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,10 @@ class CodeScan:
     # top-level module names the repository defines itself: a .py file's stem outside a
     # package (a script's folder is on sys.path), a package whose folder is in no package
     local: frozenset[str] = frozenset()
+
+    def first_imported(self, modules: Iterable[str]) -> str | None:
+        """The first of ``modules`` the code imports that is none of its own."""
+        return next((m for m in modules if m in self.imports and m not in self.local), None)
 
     def summary(self, python: str) -> str | None:
         """One line for the spec's comment and init's report; None when all parse."""

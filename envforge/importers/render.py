@@ -131,7 +131,7 @@ def code_note(draft: Draft) -> str | None:
     """What the repository's code says of the Python proposed (Python 2 code), or None."""
     if draft.code is None or draft.python.value is None:
         return None
-    return draft.code.summary(".".join(draft.python.value.split(".")[:2]))
+    return draft.code.summary(draft.python.minor)
 
 
 def _code_note(draft: Draft) -> list[str]:
