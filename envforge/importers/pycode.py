@@ -138,7 +138,7 @@ def _parenthesized_managers(tree: ast.Module, source: bytes) -> int | None:
     (expr):`` and ``with (expr) as x:`` are an expression in parentheses, any Python's."""
     if b"with" not in source:
         return None
-    lines = source.decode("utf-8", "replace").splitlines()
+    lines = source.splitlines()  # ast's columns count UTF-8 bytes
     for node in ast.walk(tree):
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
@@ -147,7 +147,7 @@ def _parenthesized_managers(tree: ast.Module, source: bytes) -> int | None:
             continue
         end = last.optional_vars or last.context_expr
         rest = lines[(end.end_lineno or 1) - 1][end.end_col_offset or 0:].lstrip()
-        if rest[:1] in (")", ","):
+        if rest[:1] in (b")", b","):
             return node.lineno
     return None
 

@@ -114,6 +114,9 @@ def test_a_parenthesized_expression_in_a_with_is_python_37s_and_39s_form_is_not(
         "      with (self.assertRaises(ValueError)):\n        s.run(\n          1)\n\n"
         "  def other(self):\n    pass\n")
     (tmp_path / "new.py").write_text("with (open('a') as f, open('b') as g):\n    pass\n")
+    # columns count bytes: a non-ASCII name before the target must not hide its ``)``
+    (tmp_path / "utf8.py").write_text("with (open('\u00fc\u00fc\u00fc') as f):\n    pass\n",
+                                      encoding="utf-8")
     scan = scan_code(tmp_path, (3, 7))
-    assert [where for where, _, _ in scan.failing] == ["new.py"]
+    assert sorted(where for where, _, _ in scan.failing) == ["new.py", "utf8.py"]
     assert "mock" in scan.imports
