@@ -87,6 +87,8 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
             pypi_index=first.pypi.index if any(p.pypi.packages for p in spec.platforms.values())
             else None,
             pypi_as_of=first.pypi.as_of.isoformat() if first.pypi.as_of else None,
+            pypi_as_of_packages={name: day.isoformat() for name, day
+                                 in first.pypi.as_of_packages.items()} or None,
             pypi_find_links=first.pypi.find_links or None,
             pypi_extra_indexes=first.pypi.extra_indexes or None,
             conda_channels=first.environment.channels if first.environment.kind == "conda" else (),

@@ -23,12 +23,13 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from envforge.app.packagedays import index_view, narrow
 from envforge.app.packs import installed_packs
 from envforge.app.trialbuild import BuildFailure, Trial, sdists, trial_builds
 from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found, exact_version
-from envforge.importers.propose import Proposal, nearest_allowed, repair_pin
+from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
@@ -148,12 +149,13 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     candidate = draft
     attempt, position = 0, 0
     newest: Proposal | None = None  # the Python proposed, while its fallback is tried
+    start_failure: str | None = None  # why the proposed day did not resolve
     while position < len(days):
         day = days[position]
         attempt += 1
         if day is not None:
             candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
-                                as_of_tried=tuple(tried))
+                                as_of_tried=tuple(tried), as_of_packages={})
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
         text = render_spec(candidate, installed_packs())
@@ -184,6 +186,13 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                       "that day's releases have no wheel for the Python, the resolver builds " \
                       "their sdists)"
         if locked is not None and not isinstance(locked, str):
+            if start is not None and day is not None and day != start and start_failure:
+                narrowed = _narrowed(candidate, locked, start, day, start_failure, source,
+                                     platform, deadline, lookup, say)
+                if narrowed is not None:  # its comment says why the proposed day failed
+                    candidate = replace(narrowed[0], as_of_failure=start_failure)
+                    locked = narrowed[1]
+                    text = render_spec(candidate, installed_packs())
             trial = _trial(locked, platform, deadline, say)
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
@@ -223,11 +232,47 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             candidate, newest = replace(candidate, python=newest), None
         if day is not None:
             tried.append(day.isoformat())
+        if position == 0:
+            start_failure = failure
         position += 1
     if start is not None:
         candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
                             as_of_failure=failure)
     return Settled(candidate, render_spec(candidate, installed_packs()), failure)
+
+
+def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date,
+              failure: str, source: str, platform: Platform, deadline: float | None,
+              lookup: Lookup | None, say: Say) -> tuple[Draft, PlatformLock] | None:
+    """``packagedays.narrow`` of a draft that resolved only on a widened day: only the
+    packages the proposed day's failures name (and what they need) take the widened day,
+    each try bounded like any other; None (the widened day kept) when that does not
+    resolve, offline (no index to read), or under TRY_S left."""
+    left = _left(deadline)
+    if left is not None and left < TRY_S:
+        return None
+    if lookup is None:
+        return None
+    view = index_view(lookup, candidate.index or PYPI_SIMPLE, locked.pypi_python
+                      or candidate.python.value or DEFAULT_PYTHON, platform)
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        names = ", ".join(trial.as_of_packages)
+        say(f"resolving as of {start.isoformat()} with {names} as of {widened.isoformat()}…")
+        text = render_spec(trial, installed_packs())
+        share = _share(deadline, 2)
+        try:
+            return _bounded(functools.partial(try_lock, text, source, platform),
+                            None if share is None else time.monotonic() + share)
+        except EnvforgeError as exc:  # a time bound, a rule: this narrowing does not hold
+            return trim(str(exc))
+
+    def unbuilt(lock: PlatformLock) -> str | None:
+        failed = _trial(lock, platform, deadline, say).failed
+        return None if failed is None else failed.name
+
+    return narrow(candidate, locked, start=start, widened=widened, failure=failure,
+                  attempt=attempt, view=view, unbuilt=unbuilt)
 
 
 def _share(deadline: float | None, tries_left: int) -> float | None:

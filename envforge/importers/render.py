@@ -36,6 +36,8 @@ class Draft:
     as_of: Proposal
     as_of_tried: tuple[str, ...] = ()  # days that did not resolve, before as_of (widened)
     as_of_failure: str | None = None  # why the last day tried did not resolve
+    # the packages given the widened day, every other keeping as_of (``packagedays``)
+    as_of_packages: Mapping[str, str] = field(default_factory=dict)
     # the Python one minor older, tried on the proposed day before the day is widened (the
     # newest Python of a day often has few of that day's wheels: Python 3.8 in late 2019)
     python_fallback: Proposal | None = None
@@ -77,6 +79,9 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines.append(f"# resolve as of {draft.as_of.why}")
         lines += _as_of_steps(draft)
         lines.append(f"as_of = {draft.as_of.value}")
+        if draft.as_of_packages:
+            days = ", ".join(f"{json.dumps(n)} = {d}" for n, d in draft.as_of_packages.items())
+            lines.append(f"as_of_packages = {{ {days} }}")
     else:
         lines.append(f"# as_of: not proposed ({draft.as_of.why})")
     lines.append("packages = [")
@@ -164,6 +169,13 @@ def _as_of_steps(draft: Draft) -> list[str]:
     if not tried:
         return []
     step = f"widened {WIDEN_NOTE}"
+    if draft.as_of_packages:
+        later = sorted(set(draft.as_of_packages.values()))
+        return [_comment(f"# {', '.join(tried)} did not resolve ({draft.as_of_failure}); "
+                         f"{step}, {', '.join(later)} resolved; only as_of_packages take it "
+                         f"(what the resolver named, what those need, and what as_of gives "
+                         f"only as sdists that do not build or that {', '.join(later)} has "
+                         f"wheels for); every other package keeps as_of")]
     if draft.as_of.value in tried:
         return [_comment(f"# does not resolve as of {', '.join(tried)} ({step}): "
                          f"{draft.as_of_failure}")]

@@ -300,6 +300,7 @@ class LockMeta(Frozen):
     spec_hash: str
     pypi_index: str | None = None
     pypi_as_of: str | None = None  # files uploaded after this day were not considered
+    pypi_as_of_packages: dict[str, str] | None = None  # a later day for these (None: none)
     pypi_find_links: tuple[str, ...] | None = None  # None: none given
     pypi_extra_indexes: tuple[str, ...] | None = None
     conda_channels: tuple[str, ...] = ()

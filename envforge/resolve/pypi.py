@@ -98,6 +98,7 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                  index: str, exclude: Iterable[str] = (),
                  constraints: Iterable[str] = (),
                  as_of: date | None = None,
+                 package_days: Mapping[str, date] | None = None,
                  find_links: Iterable[str] = (),
                  controls: BuildControls | None = None,
                  extra_indexes: Iterable[str] = (),
@@ -109,8 +110,10 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
     ``python`` is the full version the environment will have (``3.7.16``): uv reads ``3.7``
     as 3.7.0 and refuses anything that requires ``>=3.7.1`` (pandas 1.2-1.3.5).
     ``constraints`` pin versions without requiring the packages; ``exclude`` leaves
-    packages out of the result. ``interpreter``, this host's Python of the target's minor
-    version, is the one uv builds sdists' metadata with; without it uv looks for one itself
+    packages out of the result. ``package_days`` gives some packages (normalized names) a
+    later day than ``as_of``; an exact pin or a build back-end stays exempt.
+    ``interpreter``, this host's Python of the target's minor version, is the one uv
+    builds sdists' metadata with; without it uv looks for one itself
     (every candidate on PATH run, pyenv's shims among them: a second or more) and builds
     with whatever Python it finds. ``uv_cache`` replaces the uv cache envforge shares with
     apply and bundle. ``preferences`` (the previous lock's files) are kept where the
@@ -150,8 +153,12 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
             args += ["--extra-index-url", extra_index]
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
-            for name in (*BUILD_BACKENDS, *exact_names(reqs)):
+            exempt = (*BUILD_BACKENDS, *exact_names(reqs))
+            for name in exempt:
                 args += ["--exclude-newer-package", f"{name}=false"]
+            for name, day in sorted((package_days or {}).items()):
+                if name not in exempt:
+                    args += ["--exclude-newer-package", f"{name}={day.isoformat()}"]
         cache = envforge_dirs().cache
         # kept per Python minor: only where the builder is known to be of the target's
         keeping = interpreter is not None and not links and not extra_indexes

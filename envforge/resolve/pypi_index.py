@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Mapping, Sequence
+from email.message import Message
 from typing import Any
 
 from envforge.resolve.releases import Release, releases_from_files
@@ -44,39 +45,21 @@ def index_releases(index: str, name: str) -> list[Release] | None:
 
 def metadata_parses(files: Sequence[Mapping[str, Any]], *, timeout: float = 30) -> bool:
     """Whether a release's metadata is one today's resolvers read: its first wheel's core
-    metadata (the index's PEP 658 ``URL.metadata`` file, else read from the wheel by byte
-    ranges: ``resolve/remotewheel.py``) has every Requires-Dist and its Requires-Python valid
+    metadata (``core_metadata``) has every Requires-Dist and its Requires-Python valid
     under PEP 508 and PEP 440 (pandas 0.23.2-0.24.2 require ``pytz (>=2011k)``, which uv
     refuses: "has invalid metadata"). True where it cannot be told: the resolver then says."""
-    from email.parser import HeaderParser
-
-    import requests
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    from envforge.host.http import session
-    from envforge.resolve.remotewheel import wheel_metadata
 
     wheel = next((f for f in files if str(f.get("filename", "")).endswith(".whl")
                   and f.get("url")), None)
     if wheel is None:
         return True
-    url = str(wheel["url"])
-    try:
-        with session() as http:
-            if wheel.get("core-metadata", wheel.get("dist-info-metadata")):
-                response = http.get(f"{url}.metadata", timeout=timeout)
-                response.raise_for_status()
-                text: str | None = response.content.decode("utf-8", "replace")
-            elif isinstance(wheel.get("size"), int):
-                text = wheel_metadata(http, url, int(wheel["size"]), timeout=timeout)
-            else:
-                return True
-    except (requests.RequestException, OSError, ValueError, zipfile.BadZipFile):
+    message = core_metadata(str(wheel["url"]), wheel.get("size"), timeout=timeout,
+                            listed=bool(wheel.get("core-metadata",
+                                                  wheel.get("dist-info-metadata"))))
+    if message is None:
         return True
-    if text is None:
-        return True
-    message = HeaderParser().parsestr(text)
     try:
         for line in message.get_all("Requires-Dist") or ():
             Requirement(line)
@@ -85,3 +68,37 @@ def metadata_parses(files: Sequence[Mapping[str, Any]], *, timeout: float = 30) 
     except (InvalidRequirement, InvalidSpecifier):
         return False
     return True
+
+
+def wheel_requirements(url: str, size: int | None, *, timeout: float = 30
+                       ) -> list[str] | None:
+    """A wheel's Requires-Dist lines (``core_metadata``); None where they cannot be read."""
+    message = core_metadata(url, size, timeout=timeout, listed=True)
+    return None if message is None else list(message.get_all("Requires-Dist") or ())
+
+
+def core_metadata(url: str, size: Any, *, timeout: float = 30, listed: bool
+                  ) -> Message | None:
+    """A wheel's core metadata: the index's PEP 658 ``URL.metadata`` file where the index
+    lists one (``listed``), else read from the wheel by byte ranges
+    (``resolve/remotewheel.py``), never the whole wheel; None where neither can be had."""
+    from email.parser import HeaderParser
+
+    import requests
+
+    from envforge.host.http import session
+    from envforge.resolve.remotewheel import wheel_metadata
+
+    try:
+        with session() as http:
+            text: str | None = None
+            if listed:
+                response = http.get(f"{url}.metadata", timeout=timeout)
+                if response.status_code != 404:
+                    response.raise_for_status()
+                    text = response.content.decode("utf-8", "replace")
+            if text is None and isinstance(size, int):
+                text = wheel_metadata(http, url, size, timeout=timeout)
+    except (requests.RequestException, OSError, ValueError, zipfile.BadZipFile):
+        return None
+    return None if text is None else HeaderParser().parsestr(text)

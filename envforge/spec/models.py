@@ -11,6 +11,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from pydantic import (
     AfterValidator,
     Field,
@@ -94,6 +95,23 @@ def _pypi_requirement(value: str) -> str:
 PypiRequirement = Annotated[str, AfterValidator(_pypi_requirement)]
 
 
+def _package_days(value: dict[str, date]) -> dict[str, date]:
+    """Keys are project names, compared as PEP 503 normalizes them (``TensorFlow`` is
+    ``tensorflow``); a name given twice that way is refused."""
+    days: dict[str, date] = {}
+    for name, day in value.items():
+        if not _NAME.match(name):
+            raise ValueError(f"{name!r} is not a project name (PEP 508)")
+        key = canonicalize_name(name)
+        if key in days:
+            raise ValueError(f"{name!r} is named twice (as {key!r})")
+        days[key] = day
+    return days
+
+
+_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+
+
 class PypiSection(Frozen):
     index: str = PYPI_SIMPLE
     packages: tuple[PypiRequirement, ...] = ()
@@ -102,6 +120,10 @@ class PypiSection(Frozen):
     # Resolve as of this day (uv's --exclude-newer): only files uploaded before it count, so a
     # legacy project gets the versions of its era (e.g. protobuf 3.x, not 4.x).
     as_of: date | None = None
+    # A later day for some packages (uv's --exclude-newer-package): init widens only what the
+    # repository's day has no installable release of (TensorFlow's first wheel for Python
+    # 3.7, and what that release needs), keeping every other package at ``as_of``.
+    as_of_packages: Annotated[dict[str, date], AfterValidator(_package_days)] = {}  # noqa: RUF012
     # Folders or pages of distribution files looked at besides the index (pip's --find-links);
     # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
     find_links: tuple[str, ...] = ()

@@ -79,7 +79,7 @@ def test_pytorch_cifar_with_no_dependency_file_resolves_the_pytorch_of_its_era(
     """kuangliu/pytorch-cifar at 2018-11-05 (tests/corpus: its code, no dependency file, as
     the repository has none): torch and torchvision from main.py's imports; PyPI has no torch
     wheel for Python 3.7 of that day (0.4.1's were on download.pytorch.org), so the day is
-    widened until the pair resolves."""
+    widened until the pair resolves, and only the pair takes the later day."""
     folder = CORPUS / "kuangliu__pytorch-cifar"
     source = tomllib.loads((folder / "SOURCE.toml").read_text(encoding="utf-8"))
     root = tmp_path / "pytorch-cifar"
@@ -93,7 +93,9 @@ def test_pytorch_cifar_with_no_dependency_file_resolves_the_pytorch_of_its_era(
     assert main(["init", str(root), "-o", str(out)]) == 0
     pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert list(pspec.pypi.packages) == ["torch", "torchvision"]
-    assert pspec.pypi.as_of is not None and pspec.pypi.as_of.isoformat() > "2018-11-05"
+    assert str(pspec.pypi.as_of) == "2018-11-05"
+    assert set(pspec.pypi.as_of_packages) == {"torch", "torchvision"}
+    assert all(day.isoformat() > "2018-11-05" for day in pspec.pypi.as_of_packages.values())
     text = out.read_text()
     assert '"torch",  # main.py:4; that line imports torch; nothing pinned it' in text
     assert "# resolve as of the repository's last commit, 2018-11-05" in text

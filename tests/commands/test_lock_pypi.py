@@ -194,3 +194,46 @@ def test_upgrade_package_moves_only_the_named_one(tmp_path: Path,
     assert (versions()["idna"], versions()["urllib3"]) == ("3.3", "1.26.8")
     assert main(["lock", str(path), "-q", "--upgrade-package", "IDNA"]) == 0  # unchanged spec
     assert Version(versions()["idna"]) > Version("3.3") and versions()["urllib3"] == "1.26.8"
+
+
+def test_as_of_packages_are_names_with_days_named_by_their_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Keys compare as PEP 503 normalizes them; a name given twice so, or a key that is not
+    a project name, is refused with its line; the days are part of the spec's hash."""
+    text = spec_text("p", ["six"], as_of="2018-10-03")
+    dated = text.replace("packages = [", "as_of_packages = { TensorFlow = 2019-10-03 }\n"
+                         "packages = [")
+    parsed = parse_spec(dated, source="p.toml", registry=REGISTRY).for_platform("linux-64")
+    assert parsed.pypi.as_of_packages == {"tensorflow": date(2019, 10, 3)}
+    assert parse_spec(text, source="p.toml", registry=REGISTRY).content_hash != \
+        parse_spec(dated, source="p.toml", registry=REGISTRY).content_hash
+    for table in ('{ tensorflow = 2019-10-03, TensorFlow = 2019-11-03 }',
+                  '{ "tensor flow" = 2019-10-03 }'):
+        bad = write(tmp_path, "bad", text.replace(
+            "packages = [", f"as_of_packages = {table}\npackages = ["))
+        assert main(["lock", str(bad)]) == 2
+        assert f"{bad}:13: pypi.as_of_packages:" in capsys.readouterr().err
+        assert not (tmp_path / "locks" / "bad.lock").exists()
+
+
+@pytest.mark.network
+def test_as_of_packages_give_only_the_named_packages_a_later_day(tmp_path: Path) -> None:
+    """Keras 2.2.4's day (2018-10-03) has no TensorFlow wheel for Python 3.7: with TensorFlow
+    and the two packages its first such release needs given a later day, everything else
+    keeps the repository's day (PyYAML 3.13, not 5.1, whose ``yaml.load`` refuses what
+    Keras 2.2.4 writes), and the lock records the days."""
+    packages = ["keras==2.2.4", "tensorflow<2", "pyyaml", "numpy"]
+    plain = write(tmp_path, "k", spec_text("k", packages, python="3.7.16", as_of="2018-10-03"))
+    assert main(["lock", str(plain)]) == 2  # no day but a later one resolves it whole
+    later = plain.read_text().replace("packages = [", (
+        'as_of_packages = { tensorflow = 2019-10-03, tensorboard = 2019-10-03, '
+        '"tensorflow-estimator" = 2019-10-03 }\npackages = ['))
+    assert main(["lock", str(write(tmp_path, "k", later))]) == 0
+    lock = load_lock(tmp_path / "locks" / "k.lock", REGISTRY)
+    versions = {f.name: f.version for f in lock.platforms["linux-64"].pypi}
+    assert Version(versions["tensorflow"]).major == 1
+    assert versions["pyyaml"] == "3.13" and versions["numpy"] == "1.15.2"
+    assert lock.meta.pypi_as_of == "2018-10-03"
+    assert lock.meta.pypi_as_of_packages == {"tensorboard": "2019-10-03",
+                                             "tensorflow": "2019-10-03",
+                                             "tensorflow-estimator": "2019-10-03"}

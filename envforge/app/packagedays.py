@@ -1,0 +1,164 @@
+"""A widened day narrowed to the packages that needed it.
+
+When the repository's day does not resolve and a later one does (Keras 2.2.4's day has no
+TensorFlow wheel for Python 3.7: TensorFlow's first came months later), the later day
+moves every package with it: PyYAML 5.1, whose ``yaml.load`` refuses what Keras 2.2.4
+writes, came with TensorFlow. uv's ``--exclude-newer-package`` gives the later day to some
+packages only (``[pypi] as_of_packages``). Which: the resolver names them. Each failure at
+the repository's day names the packages it could not fit; those of them the later day's
+resolution took at a release made after the repository's day get the later day, and the
+draft is resolved again, until it resolves (what that release needs is named by the next
+failure: TensorFlow 1.13's tensorboard) or names nothing new (the widened day stays).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envforge.importers.propose import Proposal
+from envforge.resolve.pypi import BUILD_BACKENDS, exact_names
+from envforge.resolve.releases import Release, releases_from_files, usable
+
+if TYPE_CHECKING:
+    from envforge.importers.render import Draft
+    from envforge.lockfile import LockedPypiFile, PlatformLock
+    from envforge.platforms import Platform
+
+NARROW_STEPS = 6  # resolutions tried before the widened day is kept for every package
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """What narrowing reads of the index: when a version came (``released``), whether a
+    release made by a day satisfies a requirement on the target (``fits``), a locked
+    file's Requires-Dist (``requires``, None where unreadable)."""
+
+    released: Callable[[str, str], date | None]
+    fits: Callable[[Requirement, date], bool]
+    requires: Callable[[LockedPypiFile], Sequence[str] | None]
+    markers: Mapping[str, str]  # PEP 508's variables on the target
+
+
+def mentioned(text: str, names: Iterable[str]) -> list[str]:
+    """The normalized ``names`` the resolver's ``text`` says, in the order it first says
+    them (``tensorflow-estimator>=1.13.0`` says ``tensorflow-estimator``)."""
+    wanted = {canonicalize_name(n) for n in names}
+    said = (canonicalize_name(word) for word in
+            re.findall(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", text))
+    return [n for n in dict.fromkeys(said) if n in wanted]
+
+
+def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, failure: str,
+           attempt: Callable[[Draft], PlatformLock | str], view: IndexView,
+           unbuilt: Callable[[PlatformLock], str | None] = lambda _lock: None,
+           ) -> tuple[Draft, PlatformLock] | None:
+    """``draft`` at ``start`` with only some packages given ``widened``, and its lock; None
+    when that does not resolve. Given it: each package ``failure`` (then each next failure)
+    names that the widened resolution (``locked``) took at a release made after ``start``;
+    each dependency of one that no release made by ``start`` satisfies (TensorFlow 1.13's
+    ``tensorboard>=1.13.0,<1.14.0``; its ``numpy>=1.13.3`` keeps ``start``); and each
+    package ``start`` gives only as an sdist where the widened day has a wheel (Python 3.7's
+    release day has grpcio's and scikit-learn's sdists, built for minutes, if at all), or
+    whose sdist there does not build (``unbuilt`` names one: PyYAML 3.12's C predates
+    Python 3.7). ``attempt`` resolves a draft: its lock, or why not."""
+    files: dict[str, LockedPypiFile] = {canonicalize_name(f.name): f for f in locked.pypi}
+    exempt = {*BUILD_BACKENDS,  # already taken whatever the day, as exact pins are
+              *exact_names(f.requirement for f in draft.repository.imported.requirements)}
+    days: dict[str, str] = {}
+    new = _named(failure, files, days, exempt, view, start)
+    for _ in range(NARROW_STEPS):
+        if not new:
+            return None
+        days.update(dict.fromkeys(new, widened.isoformat()))
+        _close(new, widened.isoformat(), days, files, exempt, view, start)
+        trial = replace(draft, as_of=Proposal(start.isoformat(), draft.as_of.why),
+                        as_of_packages=dict(sorted(days.items())))
+        result = attempt(trial)
+        if isinstance(result, str):
+            new = _named(result, files, days, exempt, view, start)
+            continue
+        new = sorted(_sdists(result) - _sdists(locked) - days.keys() - exempt)
+        if new:
+            continue
+        failed = unbuilt(result)
+        if failed is None:
+            return trial, result
+        name = canonicalize_name(failed)
+        new = [name] if name in files and name not in days and name not in exempt else []
+    return None
+
+
+def _named(failure: str, files: Mapping[str, LockedPypiFile], days: Mapping[str, str],
+           exempt: set[str], view: IndexView, start: date) -> list[str]:
+    """The packages ``failure`` names that the widened lock took at a later release."""
+    return [n for n in mentioned(failure, files) if n not in days and n not in exempt
+            and _after(view.released(n, files[n].version), start)]
+
+
+def _sdists(locked: PlatformLock) -> set[str]:
+    return {canonicalize_name(f.name) for f in locked.pypi if f.kind == "sdist"}
+
+
+def _close(named: Sequence[str], day: str, days: dict[str, str],
+           files: Mapping[str, LockedPypiFile], exempt: set[str], view: IndexView,
+           start: date) -> None:
+    """Give ``day`` to each locked dependency of ``named`` (and of those, on) that nothing
+    made by ``start`` satisfies."""
+    queue = list(named)
+    while queue:
+        for line in view.requires(files[queue.pop()]) or ():
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is not None and \
+                    not requirement.marker.evaluate({**view.markers, "extra": ""}):
+                continue
+            name = canonicalize_name(requirement.name)
+            if name in files and name not in days and name not in exempt and \
+                    not view.fits(requirement, start):
+                days[name] = day
+                queue.append(name)
+
+
+def _after(day: date | None, start: date) -> bool:
+    """Whether a release came after ``start`` (an unknown day: it may have)."""
+    return day is None or day > start
+
+
+def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None], index: str,
+               python: str, platform: Platform) -> IndexView:
+    """``IndexView`` from an index's file lists (``lookup(index, name)``, each read once)
+    and its wheels' PEP 658 metadata."""
+    from envforge.platforms import PLATFORMS
+    from envforge.resolve.pypi_index import wheel_requirements
+
+    @functools.cache
+    def releases(name: str) -> list[Release] | None:
+        files = lookup(index, name)
+        return None if files is None else releases_from_files(files)
+
+    def released(name: str, version: str) -> date | None:
+        try:
+            wanted = Version(version)
+        except InvalidVersion:
+            return None
+        return next((r.uploaded for r in releases(name) or () if r.version == wanted), None)
+
+    def fits(requirement: Requirement, day: date) -> bool:
+        return any(requirement.specifier.contains(r.version, prereleases=True)
+                   for r in usable(releases(requirement.name) or (), python, day))
+
+    def requires(file: LockedPypiFile) -> Sequence[str] | None:
+        return wheel_requirements(file.url, file.size) if file.kind == "wheel" else None
+
+    return IndexView(released, fits, requires, PLATFORMS[platform].markers(python))

@@ -1,0 +1,150 @@
+"""Narrowing a widened day to the packages that needed it: the resolver's words read
+(a real uv failure), the index read (PyPI, network), the narrowing's steps given a resolver."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from packaging.requirements import Requirement
+
+from envforge.app.packagedays import IndexView, index_view, mentioned, narrow
+from envforge.importers import Found, Imported
+from envforge.importers.propose import Proposal
+from envforge.importers.render import Draft
+from envforge.importers.repository import Repository
+from envforge.lockfile import ApplyInputs, Expectations, LockedPypiFile, PlatformLock
+
+START, LATER = date(2018, 10, 3), date(2019, 10, 3)
+# uv's words at Keras 2.2.4's day, as lock reported them
+UV_SAID = ("[pypi] packages cannot be installed together on Python 3.7.16 (linux-64): Because "
+           "all versions of tensorflow have no wheels with a matching Python ABI tag (e.g., "
+           "`cp37m`) and you require tensorflow, we can conclude that your requirements are "
+           "unsatisfiable; fix: set [pypi] as_of to 2020-07-28 or later (Theano-PyMC==1.0.5 is "
+           "of 2020-07-28: an exact pin is taken whatever its day)")
+
+
+def test_the_resolvers_words_name_the_packages_they_say() -> None:
+    names = ["tensorflow", "theano-pymc", "numpy", "tensorflow-estimator"]
+    assert mentioned(UV_SAID, names) == ["tensorflow", "theano-pymc"]
+    assert mentioned("tensorflow==1.13.1 depends on tensorflow-estimator>=1.13.0.", names) == \
+        ["tensorflow", "tensorflow-estimator"]
+    assert mentioned("numpyx and xnumpy", names) == []
+
+
+def wheel(name: str, version: str, kind: str = "wheel") -> LockedPypiFile:
+    return LockedPypiFile(name=name, version=version, kind=kind,  # type: ignore[arg-type]
+                          filename=f"{name}-{version}.{'whl' if kind == 'wheel' else 'tar.gz'}",
+                          url=f"https://files.example/{name}-{version}", sha256="a" * 64)
+
+
+def lock(*files: LockedPypiFile) -> PlatformLock:
+    return PlatformLock(python="3.7.16", environment="venv", pypi=files, apply=ApplyInputs(),
+                        expect=Expectations(versions={}, device="cpu", float_x="float64"))
+
+
+WIDENED = lock(wheel("keras", "2.2.4"), wheel("tensorflow", "1.14.0"),
+               wheel("tensorboard", "1.14.0"), wheel("numpy", "1.17.2"),
+               wheel("pyyaml", "5.1.2", "sdist"), wheel("theano-pymc", "1.0.5", "sdist"),
+               wheel("h5py", "2.10.0"))
+DAYS = {"keras": date(2018, 10, 3), "tensorflow": date(2019, 6, 19),
+        "tensorboard": date(2019, 6, 19), "numpy": date(2019, 8, 26),
+        "pyyaml": date(2019, 7, 31)}
+NEEDS = {"tensorflow": ["numpy (>=1.14.5)", "tensorboard (<1.15.0,>=1.14.0)",
+                        'futures ; python_version < "3"']}
+OLDEST = {"numpy": "1.9", "tensorboard": "1.6"}  # by START: numpy 1.15, tensorboard 1.11
+
+
+def view(read: list[str]) -> IndexView:
+    def fits(requirement: Requirement, day: date) -> bool:
+        read.append(requirement.name)
+        assert day == START
+        return requirement.name == "numpy"  # tensorboard 1.14 came after START
+
+    return IndexView(released=lambda name, _v: DAYS.get(name), fits=fits,
+                     requires=lambda file: NEEDS.get(file.name),
+                     markers={"python_version": "3.7", "python_full_version": "3.7.16"})
+
+
+def draft() -> Draft:
+    return Draft(name="k", source="k", platform="linux-64", repository=Repository(
+        ("setup.py",), Imported(requirements=[Found("keras==2.2.4", "setup.py:1"),
+                                              Found("tensorflow<2", "x.py:1"),
+                                              Found("Theano-PyMC==1.0.5", "y.py:1")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal(LATER.isoformat(), "its last commit"))
+
+
+def test_only_the_named_packages_and_what_no_release_of_the_day_satisfies_move() -> None:
+    """The failure names tensorflow (and theano-pymc, an exact pin: already taken whatever
+    its day); its tensorboard>=1.14 follows, its numpy>=1.14.5 does not (the day has one),
+    nor its Python 2 backport; the narrowed draft keeps the repository's day."""
+    tried: list[dict[str, str]] = []
+    done = lock(wheel("tensorflow", "1.14.0"), wheel("numpy", "1.15.2"))
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        tried.append(dict(trial.as_of_packages))
+        assert trial.as_of.value == START.isoformat()
+        return done
+
+    read: list[str] = []
+    narrowed = narrow(draft(), WIDENED, start=START, widened=LATER, failure=UV_SAID,
+                      attempt=attempt, view=view(read))
+    assert narrowed is not None and narrowed[1] is done
+    assert tried == [{"tensorboard": "2019-10-03", "tensorflow": "2019-10-03"}]
+    assert narrowed[0].as_of_packages == tried[0]
+    assert read == ["numpy", "tensorboard"]
+
+
+def test_each_next_failure_new_sdist_and_failed_build_names_one_more_package() -> None:
+    """What the next failure names (pyyaml), then a package the day gives only as an sdist
+    where the later day has a wheel (numpy), then one whose sdist does not build (h5py),
+    each gets the later day; a failure naming nothing new ends it."""
+    results: list[PlatformLock | str] = [
+        "Because pyyaml==3.12 has no wheels, we can conclude that it cannot be used",
+        lock(wheel("numpy", "1.9.0", "sdist")),
+        lock(wheel("numpy", "1.17.2")),
+        lock(wheel("numpy", "1.17.2"))]
+    tried: list[list[str]] = []
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        tried.append(list(trial.as_of_packages))
+        return results.pop(0)
+
+    builds = iter(["h5py", None])
+    narrowed = narrow(draft(), WIDENED, start=START, widened=LATER, failure=UV_SAID,
+                      attempt=attempt, view=view([]), unbuilt=lambda _lock: next(builds))
+    assert narrowed is not None
+    assert tried == [["tensorboard", "tensorflow"], ["pyyaml", "tensorboard", "tensorflow"],
+                     ["numpy", "pyyaml", "tensorboard", "tensorflow"],
+                     ["h5py", "numpy", "pyyaml", "tensorboard", "tensorflow"]]
+    assert narrow(draft(), WIDENED, start=START, widened=LATER, failure=UV_SAID,
+                  attempt=lambda _t: "keras==2.2.4 fails", view=view([])) is None
+
+
+def test_a_failure_naming_no_package_the_later_day_moved_narrows_nothing() -> None:
+    """keras 2.2.4 is of the day itself and theano-pymc an exact pin: no resolution runs."""
+    def attempt(_trial: Draft) -> PlatformLock | str:
+        raise AssertionError("nothing to give the later day")
+
+    assert narrow(draft(), WIDENED, start=START, widened=LATER,
+                  failure="keras==2.2.4 depends on theano-pymc", attempt=attempt,
+                  view=view([])) is None
+
+
+@pytest.mark.network
+def test_the_index_says_when_a_release_came_what_it_needs_and_what_a_day_had() -> None:
+    """PyPI: TensorFlow 1.13.1 (2019-02-26) needs tensorboard 1.13, which no release of
+    2018-10-03 satisfies; its numpy>=1.13.3 one does."""
+    from envforge.resolve.pypi_index import index_files
+
+    seen = index_view(lambda index, name: index_files(index, name), "https://pypi.org/simple",
+                      "3.7.16", "linux-64")
+    assert seen.released("tensorflow", "1.13.1") == date(2019, 2, 26)
+    url = ("https://files.pythonhosted.org/packages/d4/29/6b4f1e02417c3a1ccc85380f093556ffd0b"
+           "35dc354078074c5195c8447f2/tensorflow-1.13.1-cp37-cp37m-manylinux1_x86_64.whl")
+    needs = seen.requires(LockedPypiFile(
+        name="tensorflow", version="1.13.1", kind="wheel", url=url, sha256="d" * 64,
+        filename="tensorflow-1.13.1-cp37-cp37m-manylinux1_x86_64.whl"))
+    assert needs is not None and "tensorboard (<1.14.0,>=1.13.0)" in needs
+    assert not seen.fits(Requirement("tensorboard<1.14.0,>=1.13.0"), START)
+    assert seen.fits(Requirement("numpy>=1.13.3"), START)
