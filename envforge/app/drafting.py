@@ -45,6 +45,7 @@ from envforge.importers.propose import (
     repair_pin,
 )
 from envforge.importers.pycode import CodeScan, scan_code
+from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
 from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, merge, read_repository
@@ -215,17 +216,33 @@ def _with_extras(repo: Repository, code: CodeScan) -> Repository:
     """The requirements with each of the project's optional ones (setup.py's
     ``extras_require``) whose module the code imports (keras-rl's tests import gym, its
     ``gym`` extra): the module by the distribution's name, or by its known one (sklearn for
-    scikit-learn: [[import_name]]); the repository's own modules never count."""
+    scikit-learn: [[import_name]]); the repository's own modules never count. A test extra
+    (``[test]``, ``tests_require``: TEST_EXTRAS) one of whose requirements the code imports
+    comes whole: it names what the tests need, imported or not (baselines' ``[test]`` names
+    atari-py, which gym imports for the Atari games its tests make)."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
+    tested: dict[str, str] = {}  # a test extra some of whose requirements came -> the first
     for extra in repo.imported.extras:
         name = canonicalize_name(Requirement(extra.requirement).name)
         module = code.first_imported(module_names(name))
-        if module is None or name in held:
+        if module is None:
+            continue
+        if extra_of(extra) in TEST_EXTRAS:
+            tested.setdefault(extra_of(extra), name)
+        if name in held:
             continue
         added.append(Found(extra.requirement, extra.origin, f"added: the project's "
                            f"{extra.note}; {code.imports[module]} imports {module}", True))
+        held.add(name)
+    for extra in repo.imported.extras:
+        name = canonicalize_name(Requirement(extra.requirement).name)
+        if extra_of(extra) not in tested or name in held:
+            continue
+        added.append(Found(extra.requirement, extra.origin, f"added: the project's "
+                           f"{extra.note}, which names what its tests need (the code imports "
+                           f"{tested[extra_of(extra)]} of it)", True))
         held.add(name)
     return _with_requirements(repo, [*found, *added])
 

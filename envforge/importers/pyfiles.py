@@ -304,6 +304,17 @@ def _read_tests_require(name: str, value: ast.expr, assigned: dict[str, ast.expr
 
 
 TESTS_REQUIRE = "tests_require"
+# The extras that name what a project's tests need: setuptools' ``tests_require`` ("packages
+# required for testing", setuptools' keywords reference) and the extras named for it
+# (keras's ``[tests]``, baselines' ``[test]``, Lasagne's ``[testing]``, installed by
+# ``pip install -e .[test]``).
+TEST_EXTRAS = frozenset({TESTS_REQUIRE, "test", "tests", "testing"})
+
+
+def extra_of(found: Found) -> str:
+    """The extra an ``Imported.extras`` entry came from (``test``, or ``tests_require``)."""
+    label = found.note.split(";", 1)[0]
+    return label.removeprefix("extra [").removesuffix("]")
 
 
 def _add_extra(text: str, origin: str, extra: str, out: Imported) -> None:

@@ -161,6 +161,28 @@ def test_what_tests_require_names_and_the_tests_import_is_added(tmp_path: Path) 
     assert "the project's tests_require; tests/model_test.py:2 imports mock" in added[0].note
 
 
+def test_a_test_extra_comes_whole_once_the_tests_import_one_of_its_requirements(
+        tmp_path: Path) -> None:
+    """openai/baselines (2020-01-31): its ``[test]`` extra names atari-py, which no file
+    imports (gym does, for the Atari games its tests make: without it 29 of them failed at
+    ``gym.make('PongNoFrameskip-v4')``), beside pytest and pandas, which its files import;
+    its ``[mpi]`` extra stays out."""
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nextras = {\n    'test': ['filelock', 'pytest',\n"
+        "             'atari-py', 'pandas'],\n    'mpi': ['mpi4py'],\n}\n"
+        "setup(install_requires=['gym'], extras_require=extras)\n")
+    _tests_importing(tmp_path, "import gym")
+    assert [f.requirement for f in
+            _draft(tmp_path, date(2020, 1, 31)).repository.imported.requirements] == ["gym"]
+    (tmp_path / "tests" / "conftest_test.py").write_text("import pytest\n")
+    added = _draft(tmp_path, date(2020, 1, 31)).repository.imported.requirements[1:]
+    assert [(f.requirement, f.origin) for f in added] == [
+        ("pytest", "setup.py:3"), ("filelock", "setup.py:3"), ("atari-py", "setup.py:4"),
+        ("pandas", "setup.py:4")]
+    assert "the project's extra [test], which names what its tests need (the code imports " \
+        "pytest of it)" in added[2].note
+
+
 def _code(tmp_path: Path, text: str) -> tuple[str, ...]:
     (tmp_path / "main.py").write_text(text)
     draft = _draft(tmp_path, date(2018, 8, 12))
