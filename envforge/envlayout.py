@@ -5,6 +5,7 @@ Windows paths are computed as PureWindowsPath so their logic is tested on Linux.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import assert_never
@@ -97,9 +98,10 @@ def layout_for(platform: Platform | TargetPlatform, kind: str, prefix: Path | st
     return EnvLayout(platform=target, kind=kind, prefix=root, python_minor=minor)
 
 
-def env_edits(layout: EnvLayout, lock: PlatformLock, *,
-              cuda_root: PurePath | None = None) -> tuple[EnvEdit, ...]:
-    """The variables an activated environment needs: PATH, library path (packs add theirs)."""
+def env_edits(layout: EnvLayout, lock: PlatformLock, *, cuda_root: PurePath | None = None,
+              spec_dir: Path | None = None) -> tuple[EnvEdit, ...]:
+    """The variables an activated environment needs: PATH, library path, the spec's
+    PYTHONPATH (packs add theirs)."""
     target = layout.platform
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
@@ -116,4 +118,9 @@ def env_edits(layout: EnvLayout, lock: PlatformLock, *,
                                  value=target.pathsep.join(libs)))
         case _:
             assert_never(target.os)
+    if lock.apply is not None and lock.apply.pythonpath:
+        base = spec_dir or Path.cwd()
+        folders = [os.path.normpath(base / p) for p in lock.apply.pythonpath]
+        edits.append(EnvEdit(name="PYTHONPATH", op="prepend",
+                             value=target.pathsep.join(folders)))
     return tuple(edits)

@@ -212,7 +212,8 @@ def locked_artifacts(pspec: PlatformSpec,
 
 def apply_inputs(pspec: PlatformSpec) -> ApplyInputs:
     """What apply reads of the spec, recorded in the lock so that apply reads only the lock."""
-    return ApplyInputs(compiler=pspec.compiler, path_scope=pspec.path.scope)
+    return ApplyInputs(compiler=pspec.compiler, path_scope=pspec.path.scope,
+                       pythonpath=pspec.environment.pythonpath or None)
 
 
 def completed(plock: PlatformLock, pspec: PlatformSpec,

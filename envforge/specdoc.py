@@ -33,6 +33,10 @@ KEYS: dict[str, tuple[str, str]] = {
                          "python3.X from the archive)", '"venv"'),
     "environment.name": ("the conda environment's name (default: the spec's)", '"theano"'),
     "environment.channels": ("conda channels, in priority order", '["conda-forge"]'),
+    "environment.pythonpath": ("folders put on the environment's PYTHONPATH (activation and "
+                               "`envforge run`), relative to the spec's folder: init's is the "
+                               "repository of a setup.py, as `pip install -e .` puts it on "
+                               "sys.path", '["../pygcn"]'),
     "conda.packages": ("conda match specs", '["numpy=1.19.5", "mkl"]'),
     "pypi.index": ("the index that replaces PyPI", '"https://pypi.org/simple"'),
     "pypi.packages": ("PEP 508 requirements; `name @ git+URL@REV` and `name @ file:///…` "

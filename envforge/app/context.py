@@ -94,14 +94,16 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     dirs = envforge_dirs(dict(host.environ))
     prefix = (options.prefix or default_prefix(spec, dirs, platform)).absolute()
     return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix),
-                          project.registry)
+                          project.registry, spec_dir=project.spec_path.absolute().parent)
 
 
 def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options,
-                   registry: Registry[StepPack]) -> StepContext:
+                   registry: Registry[StepPack], *, spec_dir: Path | None = None,
+                   ) -> StepContext:
     """The context from a lock alone, already checked against its spec (by its hash, the
     spec's name and targets): nothing of the spec's content is read past that check, so
-    what a plan does is the lock's. ``options.prefix`` is required here."""
+    what a plan does is the lock's. ``options.prefix`` is required here; ``spec_dir`` is
+    where the lock's relative folders resolve."""
     from envforge.bundle.sources import LockedSources
 
     platform = host.platform
@@ -123,7 +125,7 @@ def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options
         layout=layout_for(platform, plock.environment, prefix, plock.python),
         dirs=dirs, ui=options.ui, bundle=options.bundle.resolve() if options.bundle else None,
         offline=options.offline, pypi_index=lock.meta.pypi_index or PYPI_SIMPLE,
-        sources=LockedSources(),
+        sources=LockedSources(), spec_dir=spec_dir,
     )
     if options.check_sources and (ctx.bundle is not None or options.offline):
         found = ctx.sources.preflight(ctx, lock)

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from envforge.app.drafting import Lookup, draft_spec, git_commit_day, spec_name
@@ -22,7 +25,14 @@ from envforge.app.trialbuild import Trial
 from envforge.commands import Common
 from envforge.errors import InputError
 from envforge.host.outputs import check_output
-from envforge.importers.render import Draft, code_note, debian, render_spec, sections
+from envforge.importers.render import (
+    PROJECT_FILES,
+    Draft,
+    code_note,
+    debian,
+    render_spec,
+    sections,
+)
 from envforge.spec import Platform, parse_spec
 from envforge.ui import UI
 
@@ -52,6 +62,7 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
                        deadline=deadline)
     check_output(output, inputs=[root / name for name in draft.repository.files],
                  make_parents=True)
+    draft = replace(draft, pythonpath=project_folder(root, output, draft.repository.files))
     text = render_spec(draft, installed_packs())
     parse_spec(text, source=str(output), registry=installed_packs())
     failure, trial = None, Trial(unchecked="--offline: nothing resolved, nothing built")
@@ -64,6 +75,16 @@ def run_init(root: Path, *, output: Path | None, name: str | None, force: bool, 
     output.write_text(text, encoding="utf-8")
     _report(draft, output, failure, trial, ui, resolved=not offline)
     return 0 if failure is None else 1
+
+
+def project_folder(root: Path, spec: Path, files: Sequence[str]) -> str | None:
+    """The repository's folder from the spec's, where it is a project (a setup.py or
+    setup.cfg at its root: PROJECT_FILES): its scripts import its packages by name (pygcn's
+    ``pygcn/train.py``: ``from pygcn.utils import load_data``, run from ``pygcn/`` as its
+    README says), which only installing it allowed; the spec's PYTHONPATH does so."""
+    if not any(name in PROJECT_FILES for name in files):
+        return None
+    return Path(os.path.relpath(root.absolute(), spec.absolute().parent)).as_posix()
 
 
 def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: UI, *,

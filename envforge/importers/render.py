@@ -44,6 +44,8 @@ class Draft:
     left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
     index: str | None = None
     code: CodeScan | None = None  # the repository's own .py files, parsed for the Python
+    # the repository's folder from the spec's, on PYTHONPATH where it is a project (setup.py)
+    pythonpath: str | None = None
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -65,7 +67,7 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
               f"description = {json.dumps('imported from ' + repo.sources)}", "",
               "[python]", f"# {draft.python.why}", *_code_note(draft),
               f"version = {json.dumps(draft.python.value)}",
-              "", "[environment]", 'kind = "venv"', "", "[pypi]"]
+              "", "[environment]", 'kind = "venv"', *_pythonpath(draft), "", "[pypi]"]
     if draft.index:
         lines.append(f"index = {json.dumps(draft.index)}")
     for key, option, places in (("extra_indexes", "--extra-index-url",
@@ -111,6 +113,20 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines += [f"{key} = {json.dumps(value)}" for key, value in sorted(row.keys.items())]
         lines += _platform_keys(added, row.section, draft.platform)
     return "\n".join(lines) + "\n"
+
+
+def _pythonpath(draft: Draft) -> list[str]:
+    if draft.pythonpath is None:
+        return []
+    return [_comment(f"# the repository, as `pip install -e .` would install it: its "
+                     f"{' and '.join(f for f in draft.repository.files if f in PROJECT_FILES)} "
+                     "makes it a project whose code imports its own packages by name"),
+            f"pythonpath = [{json.dumps(draft.pythonpath)}]"]
+
+
+# a repository with one at its root is a project its README installs (`python setup.py
+# install`, `pip install -e .`), and its scripts import its packages by their names
+PROJECT_FILES = ("setup.py", "setup.cfg")
 
 
 def debian(draft: Draft, registry: Registry[NotePack]) -> list[DebianAddition]:

@@ -272,6 +272,8 @@ class ApplyInputs(Frozen):
 
     compiler: CompilerSection | None = None
     path_scope: Literal["env", "user"] = "env"  # Windows: "user" edits the user's PATH
+    # the spec's PYTHONPATH folders, relative to its folder; None where it names none
+    pythonpath: tuple[str, ...] | None = None
 
 
 class PlatformLock(Frozen):

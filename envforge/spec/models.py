@@ -73,6 +73,10 @@ class EnvironmentSection(Frozen):
     name: Annotated[str, AfterValidator(_project_name)] | None = Field(
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=64)
     channels: tuple[str, ...] = ()
+    # Folders on the environment's PYTHONPATH, relative to the spec's folder: the repository
+    # a spec was drafted from, whose scripts import its own packages by name as `pip install
+    # -e .` lets them (pygcn/train.py: `from pygcn.utils import ...`).
+    pythonpath: tuple[str, ...] = ()
 
 
 class CondaSection(Frozen):

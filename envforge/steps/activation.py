@@ -26,7 +26,8 @@ EDITS_FILE = "envforge-env.json"
 def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
     packs = tuple(edit for pack in ctx.registry.locked(ctx.lock.expect.packs)
                   for edit in pack.env_edits(ctx))
-    return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root), *packs)
+    return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root,
+                       spec_dir=ctx.spec_dir), *packs)
 
 
 def activation_files(ctx: StepContext) -> tuple[dict[Path, str], dict[Path, str]]:

@@ -133,6 +133,9 @@ class StepContext:
     pypi_index: str = PYPI_SIMPLE
     facts: Facts = field(default_factory=Facts)  # from the steps before this one
     cuda_search: tuple[Path, ...] | None = None  # where to look for toolkits (tests: a tmp tree)
+    # the spec's folder, where the lock's relative folders (its ``pythonpath``) resolve;
+    # None: the working folder
+    spec_dir: Path | None = None
 
     @property
     def inputs(self) -> ApplyInputs:

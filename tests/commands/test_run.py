@@ -164,3 +164,31 @@ def test_pip_is_refused_rather_than_the_hosts_used(
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and f"the environment has no {command}" in done.stderr
     assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))
+
+
+@pytest.mark.network
+def test_a_projects_script_imports_its_own_package_from_its_folder(tmp_path: Path) -> None:
+    """tkipf/pygcn (2019-02-25): its README runs ``cd pygcn; python train.py``, whose
+    ``from pygcn.utils import load_data`` finds the package only once ``python setup.py
+    install`` put it on sys.path (ModuleNotFoundError before): init's spec puts the
+    repository on the environment's PYTHONPATH, relative to the spec's folder."""
+    repo = tmp_path / "pygcn"
+    (repo / "pygcn").mkdir(parents=True)
+    (repo / "setup.py").write_text("from setuptools import setup, find_packages\n"
+                                   "setup(name='pygcn', install_requires=['six==1.12.0'],\n"
+                                   "      packages=find_packages())\n")
+    (repo / "pygcn" / "__init__.py").write_text("")
+    (repo / "pygcn" / "utils.py").write_text("import six\nLOADED = 'ok'\n")
+    (repo / "pygcn" / "train.py").write_text("from pygcn.utils import LOADED\nprint(LOADED)\n")
+    spec = tmp_path / "specs" / "pygcn.toml"
+    env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+    prefix = tmp_path / "env"
+    for args in (["init", str(repo), "-o", str(spec), "--offline"], ["lock", str(spec)],
+                 ["apply", str(spec), "--yes", "--prefix", str(prefix)]):
+        subprocess.run([sys.executable, "-m", "envforge", *args, "-q"], env=env, check=True,
+                       timeout=600)
+    assert 'pythonpath = ["../pygcn"]' in spec.read_text()
+    done = subprocess.run([sys.executable, "-m", "envforge", "run", str(spec), "--prefix",
+                           str(prefix), "--", "python", "train.py"], env=env,
+                          cwd=repo / "pygcn", capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
