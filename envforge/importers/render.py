@@ -118,9 +118,10 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
 def _pythonpath(draft: Draft) -> list[str]:
     if draft.pythonpath is None:
         return []
+    files = [f for f in draft.repository.files if f in PROJECT_FILES]
     return [_comment(f"# the repository, as `pip install -e .` would install it: its "
-                     f"{' and '.join(f for f in draft.repository.files if f in PROJECT_FILES)} "
-                     "makes it a project whose code imports its own packages by name"),
+                     f"{' and '.join(files)} make{'s' if len(files) == 1 else ''} it a "
+                     "project whose code imports its own packages by name"),
             f"pythonpath = [{json.dumps(draft.pythonpath)}]"]
 
 
