@@ -96,7 +96,9 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     python = propose_python(files, as_of.value, repo.imported.python)
-    watched = frozenset(name for row in legacy_names().removed_api for name in row.names)
+    rows = legacy_names()
+    watched = frozenset({*(name for row in rows.removed_api for name in row.names),
+                         *(name for row in rows.gone_api for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
     early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
     # before the packs mount for the requirements: a framework the code imports is one
@@ -113,7 +115,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
-                 python_fallback=_older(python, as_of))
+                 python_fallback=_older(python, as_of), to_port=_gone_apis(repo, code))
 
 
 def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> Repository:
@@ -176,6 +178,18 @@ def _with_backends(repo: Repository) -> Repository:
                            f"\"{backend}\", which no requirement names", True))
         held |= backends
     return _with_requirements(repo, [*found, *added])
+
+
+def _gone_apis(repo: Repository, code: CodeScan) -> tuple[str, ...]:
+    """Each use of an API that no release of a requirement the draft holds has (Theano's
+    ``downsample``: knowledge/legacy_names.toml's [[gone_api]] rows), with what replaced it:
+    no pin helps, the code needs a port."""
+    held = {canonicalize_name(Requirement(f.requirement).name)
+            for f in repo.imported.requirements}
+    return tuple(f"{code.uses[name]} uses {name}, which no release of {row.requirement} has: "
+                 f"port it to {row.instead}"
+                 for row in legacy_names().gone_api if canonicalize_name(row.requirement) in held
+                 for name in row.names if name in code.uses)
 
 
 def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:

@@ -116,7 +116,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
             "code": None if draft.code is None else {
                 "files": draft.code.files, "note": code_note(draft),
                 "not_parsed": [{"path": p, "line": n, "message": m}
-                               for p, n, m in draft.code.failing]},
+                               for p, n, m in draft.code.failing],
+                "to_port": list(draft.to_port)},
             "resolved": resolved, "locks": failure is None if resolved else None,
             "error": failure, "next": f"envforge lock {output}" if failure is None
             else f"edit {output} as the error says, then envforge lock {output}"})
@@ -143,6 +144,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
     note = code_note(draft)
     if note is not None:
         ui.warn(note)
+    for use in draft.to_port:
+        ui.warn(use)
     if draft.as_of.value is None:
         ui.info(f"as_of - ({draft.as_of.why})")
     else:

@@ -127,6 +127,17 @@ class RemovedApiRow(Frozen):
     source: str
 
 
+class GoneApiRow(Frozen):
+    """Names no release of ``requirement`` that envforge provides has (Theano's
+    ``downsample``, gone before Theano-PyMC): no cap brings them back, so code that uses one
+    is reported with what replaced it (``instead``): it needs porting before it runs."""
+
+    requirement: str
+    names: tuple[str, ...]
+    instead: str
+    source: str
+
+
 class ImportNameRow(Frozen):
     """A distribution known by the module it installs (``cv2``: opencv-python), for code
     that imports it while no requirement names it; ``also`` install the same module."""
@@ -164,6 +175,7 @@ class LegacyNames(Frozen):
     test_runner: tuple[TestRunnerRow, ...] = ()
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
     removed_api: tuple[RemovedApiRow, ...] = ()
+    gone_api: tuple[GoneApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
 

@@ -77,8 +77,11 @@ def scan_code(root: Path, python: tuple[int, int],
         named.setdefault(path.name, where)
         tree = _parsed(source, python, where, failing)
         if tree is None:
-            for module, line in _imported_by_line(source):
-                imports.setdefault(module, f"{where}:{line}")
+            for dotted, line in _imported_by_line(source):
+                imports.setdefault(dotted.partition(".")[0], f"{where}:{line}")
+                name = _watched(dotted, watch)
+                if name is not None:
+                    uses.setdefault(name, f"{where}:{line}")
             continue
         for module, line in _imported(tree):
             imports.setdefault(module, f"{where}:{line}")
@@ -164,13 +167,25 @@ def _top_level(root: Path, path: Path) -> list[str]:
     return [folder.name]
 
 
+def _watched(dotted: str, watch: frozenset[str]) -> str | None:
+    """The watched name ``dotted`` is or lies in (``sklearn.cross_validation`` for
+    ``sklearn.cross_validation.train_test_split``: a removed module's names went with it)."""
+    parts = dotted.split(".")
+    return next((name for name in (".".join(parts[:n]) for n in range(1, len(parts) + 1))
+                 if name in watch), None)
+
+
 def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
-    """(watched dotted name, line) of each use: imported by name, or reached as an
-    attribute of a name the file's imports bind (aliases followed, not assignments)."""
+    """(watched dotted name, line) of each use: imported by name (or from a watched
+    module), or reached as an attribute of a name the file's imports bind (aliases
+    followed, not assignments)."""
     bound: dict[str, str] = {}  # a local name -> the dotted name it stands for
     for node in ast.walk(tree):
+        imported: list[str] = []
+        line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
+                imported.append(alias.name)
                 if alias.asname:
                     bound[alias.asname] = alias.name
                 else:
@@ -180,8 +195,11 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
                 bound[alias.asname or alias.name] = full
-                if full in watch:
-                    yield full, node.lineno
+                imported.append(full)
+        for full in imported:
+            name = _watched(full, watch)
+            if name is not None:
+                yield name, line
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute):
             continue
@@ -191,9 +209,9 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
             attributes.append(inner.attr)
             inner = inner.value
         if isinstance(inner, ast.Name) and inner.id in bound:
-            full = ".".join([bound[inner.id], *reversed(attributes)])
-            if full in watch:
-                yield full, node.lineno
+            name = _watched(".".join([bound[inner.id], *reversed(attributes)]), watch)
+            if name is not None:
+                yield name, node.lineno
 
 
 def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:
@@ -211,19 +229,26 @@ _IMPORT_LINE = re.compile(
 
 
 def _imported_by_line(source: bytes) -> Iterator[tuple[str, int]]:
-    """(top-level module, line) of each absolute import statement of a file that does not
-    parse (Python 2 code: ``print x`` beside its imports), read line by line as the parser
-    cannot: what Python 2 code needs installed is still what it imports."""
+    """(dotted name, line) of each absolute import statement of a file that does not parse
+    (Python 2 code: ``print x`` beside its imports), read line by line as the parser
+    cannot: what Python 2 code needs installed is still what it imports, and the names it
+    imports (``from theano.tensor.signal import downsample``: ``…signal.downsample``) are
+    what a port of it will use."""
     line, at = 1, 0
     for match in _IMPORT_LINE.finditer(source):
         line += source.count(b"\n", at, match.start())
         at = match.start()
-        names = [match[2]] if match[2] is not None else match[1].split(b",")
+        if match[1] is not None:
+            names = [w.split()[0] for w in match[1].split(b",") if w.split()]  # ``a.b as c``
+        else:
+            module = match[2]
+            rest = source[match.end():].split(b"\n", 1)[0].split(b"#", 1)[0]
+            items = [w.split()[0] for w in rest.strip(b" \t()\\\r").split(b",") if w.split()]
+            names = [module + b"." + item for item in items if item != b"*"] or [module]
         for name in names:
-            words = name.split()  # ``a.b as c``
-            module = words[0].partition(b".")[0].decode("ascii") if words else ""
-            if module.isidentifier():
-                yield module, line
+            dotted = name.decode("ascii", "replace")
+            if all(part.isidentifier() for part in dotted.split(".")):
+                yield dotted, line
 
 
 def _modules(root: Path) -> list[Path]:

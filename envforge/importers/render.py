@@ -46,6 +46,8 @@ class Draft:
     code: CodeScan | None = None  # the repository's own .py files, parsed for the Python
     # the repository's folder from the spec's, on PYTHONPATH where it is a project (setup.py)
     pythonpath: str | None = None
+    # each use of an API no release provided has, with what replaced it: [[gone_api]]
+    to_port: tuple[str, ...] = ()
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -158,7 +160,8 @@ def code_note(draft: Draft) -> str | None:
 
 def _code_note(draft: Draft) -> list[str]:
     note = code_note(draft)
-    return [] if note is None else [_comment(f"# {note}")]
+    return [_comment(f"# {line}") for line in ([] if note is None else [note])
+            + list(draft.to_port)]
 
 
 def left_out(draft: Draft) -> dict[str, str]:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from envforge.app.drafting import draft_spec
+from envforge.app.packs import installed_packs
 from envforge.errors import InputError
-from envforge.importers.render import Draft
+from envforge.importers.render import Draft, render_spec
 
 
 def _draft(root: Path, commit_day: date) -> Draft:
@@ -181,6 +182,25 @@ def test_a_test_extra_comes_whole_once_the_tests_import_one_of_its_requirements(
         ("pandas", "setup.py:4")]
     assert "the project's extra [test], which names what its tests need (the code imports " \
         "pytest of it)" in added[2].note
+
+
+def test_an_api_no_release_has_is_reported_with_what_replaced_it(tmp_path: Path) -> None:
+    """mnielsen/neural-networks-and-deep-learning (2018-03-12): network3.py, Python 2,
+    imports Theano 0.7's downsample, which Theano-PyMC lacks (ImportError after 2to3): no
+    pin brings it back, so init names the line and the port ([[gone_api]])."""
+    (tmp_path / "requirements.txt").write_text("numpy==1.13.3\nTheano==0.7.0\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "network3.py").write_text(
+        "import cPickle\nimport theano\nfrom theano.tensor.signal import downsample\n"
+        "print \"Trying to run under a GPU\"\n")
+    draft = _draft(tmp_path, date(2018, 3, 12))
+    assert draft.to_port == (
+        "src/network3.py:3 uses theano.tensor.signal.downsample, which no release of "
+        "Theano-PyMC has: port it to theano.tensor.signal.pool (downsample.max_pool_2d: "
+        "pool.pool_2d)",)
+    assert f"# {draft.to_port[0]}\n" in render_spec(draft, installed_packs())
+    (tmp_path / "src" / "network3.py").write_text("from theano.tensor.signal import pool\n")
+    assert _draft(tmp_path, date(2018, 3, 12)).to_port == ()
 
 
 def _code(tmp_path: Path, text: str) -> tuple[str, ...]:

@@ -89,6 +89,28 @@ def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> 
     assert scan_code(tmp_path, (3, 7)).uses == {}
 
 
+def test_a_watched_module_is_found_through_its_members_and_in_python_2_files(
+        tmp_path: Path) -> None:
+    """``from sklearn.cross_validation import train_test_split`` uses the removed module
+    (it went unseen: only the imported name itself was compared); a Python 2 file's import
+    lines, read line by line, are what its port will use (mnielsen's network3.py:
+    ``print "..."`` beside ``from theano.tensor.signal import downsample``)."""
+    (tmp_path / "split.py").write_text(
+        "from sklearn.cross_validation import train_test_split as tts\nimport sklearn\n"
+        "f = sklearn.cross_validation.KFold\n")
+    (tmp_path / "network3.py").write_text(
+        "import cPickle\nfrom theano.tensor.signal import downsample  # pooling\n"
+        "from scipy.misc import (imread,\n    imresize)\nprint \"GPU\"\n")
+    watch = frozenset({"sklearn.cross_validation", "theano.tensor.signal.downsample",
+                       "scipy.misc.imread", "scipy.misc.imresize"})
+    found = scan_code(tmp_path, (3, 7), watch)
+    assert found.uses == {"sklearn.cross_validation": "split.py:1",
+                          "theano.tensor.signal.downsample": "network3.py:2",
+                          "scipy.misc.imread": "network3.py:3"}  # a line's names only
+    assert found.imports == {"sklearn": "split.py:1", "cPickle": "network3.py:1",
+                             "theano": "network3.py:2", "scipy": "network3.py:3"}
+
+
 def test_a_file_that_does_not_parse_still_tells_what_it_imports_line_by_line(
         tmp_path: Path) -> None:
     """Lasagne/Recipes' Python 2 examples (``print x`` beside ``import lasagne``): what they
