@@ -101,7 +101,7 @@ def layout_for(platform: Platform | TargetPlatform, kind: str, prefix: Path | st
 def env_edits(layout: EnvLayout, lock: PlatformLock, *, cuda_root: PurePath | None = None,
               spec_dir: Path | None = None) -> tuple[EnvEdit, ...]:
     """The variables an activated environment needs: PATH, library path, the spec's
-    PYTHONPATH (packs add theirs)."""
+    PYTHONPATH where its folder (``spec_dir``) is known (packs add theirs)."""
     target = layout.platform
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
@@ -118,9 +118,8 @@ def env_edits(layout: EnvLayout, lock: PlatformLock, *, cuda_root: PurePath | No
                                  value=target.pathsep.join(libs)))
         case _:
             assert_never(target.os)
-    if lock.apply is not None and lock.apply.pythonpath:
-        base = spec_dir or Path.cwd()
-        folders = [os.path.normpath(base / p) for p in lock.apply.pythonpath]
+    if lock.apply is not None and lock.apply.pythonpath and spec_dir is not None:
+        folders = [os.path.normpath(spec_dir / p) for p in lock.apply.pythonpath]
         edits.append(EnvEdit(name="PYTHONPATH", op="prepend",
                              value=target.pathsep.join(folders)))
     return tuple(edits)

@@ -103,7 +103,8 @@ def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options
     """The context from a lock alone, already checked against its spec (by its hash, the
     spec's name and targets): nothing of the spec's content is read past that check, so
     what a plan does is the lock's. ``options.prefix`` is required here; ``spec_dir`` is
-    where the lock's relative folders resolve."""
+    where the lock's relative folders resolve (default: the spec's folder as the lock names
+    it, relative to its project)."""
     from envforge.bundle.sources import LockedSources
 
     platform = host.platform
@@ -125,7 +126,8 @@ def locked_context(lock: Lockfile, lock_path: Path, host: Host, options: Options
         layout=layout_for(platform, plock.environment, prefix, plock.python),
         dirs=dirs, ui=options.ui, bundle=options.bundle.resolve() if options.bundle else None,
         offline=options.offline, pypi_index=lock.meta.pypi_index or PYPI_SIMPLE,
-        sources=LockedSources(), spec_dir=spec_dir,
+        sources=LockedSources(),
+        spec_dir=spec_dir or (lock_path.resolve().parent.parent / lock.meta.spec).parent,
     )
     if options.check_sources and (ctx.bundle is not None or options.offline):
         found = ctx.sources.preflight(ctx, lock)
