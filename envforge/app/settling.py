@@ -225,6 +225,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             say(f"Python {candidate.python.value} did not resolve as of the proposed day; "
                 f"trying {candidate.python_fallback.value}")
             newest, tries = candidate.python, tries + 1
+            start_failure = failure  # the Python proposed: the one a widened day keeps
             candidate = replace(candidate, python=candidate.python_fallback,
                                 python_fallback=None)
             continue  # the same day again, with the older Python
@@ -232,7 +233,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             candidate, newest = replace(candidate, python=newest), None
         if day is not None:
             tried.append(day.isoformat())
-        if position == 0:
+        if position == 0 and start_failure is None:
             start_failure = failure
         position += 1
     if start is not None:

@@ -167,3 +167,38 @@ def test_a_trial_build_that_fails_moves_an_exact_pin_else_leaves_the_requirement
         f"{error}; test.py:13 imports pydensecrf, which will not run without it")}
     assert left[1] == f"left out pydensecrf: pydensecrf 1.0rc3's sdist does not build: {error}"
     assert _unbuilt(draft, BuildFailure("cython", "0.29", error), lambda i, n: []) is None
+
+
+def test_a_widened_day_is_narrowed_from_the_failure_of_the_python_it_keeps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proposed day fails for the newest Python of the day, then for the one a minor
+    older; the day is widened and resolves with the newest: narrowing reads the newest's
+    failure at the proposed day (what names the package it needs), not the older's."""
+    from envforge.app import settling
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+    from envforge.lockfile import ApplyInputs, Expectations, PlatformLock
+
+    locked = PlatformLock(python="3.8.20", environment="venv", apply=ApplyInputs(),
+                          expect=Expectations(versions={}, device="cpu", float_x="float64"))
+    said = {("2019-11-15", "3.8"): "torch has no wheels for cp38",
+            ("2019-11-15", "3.7"): "pillow==9 needs Python 3.8",
+            ("2020-05-15", "3.8"): locked}
+
+    def resolved(text: str, _source: str, _platform: str) -> PlatformLock | str:
+        day = text.split("\nas_of = ", 1)[1][:10]
+        python = text.split('\nversion = "', 1)[1][:3]
+        return said[(day, python)]
+
+    narrowed: list[str] = []
+    monkeypatch.setattr(settling, "try_lock", resolved)
+    monkeypatch.setattr(settling, "_narrowed", lambda *args: narrowed.append(args[4]))
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[Found("torch", "requirements.txt:1")])),
+        python=Proposal("3.8.20", "the newest Python released by 2019-11-15"),
+        python_fallback=Proposal("3.7.16", "older"), as_of=Proposal("2019-11-15", "its day"))
+    done = settling.settle(draft, "r.toml", "linux-64", today=date(2020, 6, 1))
+    assert done.failure is None and done.draft.python.value == "3.8.20"
+    assert narrowed == ["torch has no wheels for cp38"]
