@@ -8,6 +8,7 @@ to uv's first reason, still without its command line or its own option names.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from datetime import date
@@ -102,7 +103,9 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
     too_new = [r for r in wanted if supports(r, python) and r.uploaded is not None
                and as_of is not None and r.uploaded > as_of]
     if too_new:
-        fixes.append(f"set [pypi] as_of to {too_new[0].uploaded} or later")
+        day = too_new[0].uploaded
+        fixes.append(f"set [pypi] as_of to {day} or later, or give {requirement.name} alone "
+                     f"that day (as_of_packages = {{ {json.dumps(requirement.name)} = {day} }})")
     other_python = [r for r in wanted if not supports(r, python)]
     if other_python:
         fixes.append(f"set [python] version to one {requirement.name} {other_python[-1].version} "

@@ -50,7 +50,8 @@ def test_a_pin_that_needs_a_newer_python_names_versions_and_fixes() -> None:
 def test_a_pin_newer_than_as_of_proposes_a_later_date() -> None:
     message = culprit_message(Requirement("lifelines==0.27.8"), releases_from_files(FILES),
                               python="3.7.16", as_of=date(2018, 6, 1), platform="linux-64")
-    assert message is not None and "as_of to 2023-09-13 or later" in message
+    assert message is not None and "as_of to 2023-09-13 or later, or give lifelines alone " \
+        'that day (as_of_packages = { "lifelines" = 2023-09-13 })' in message
     assert "uploaded by 2018-06-01: 0.14.0" in message
 
 
