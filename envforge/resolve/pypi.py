@@ -151,14 +151,14 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         args += controls.uv_args(Path(tmp))
         for extra_index in extra_indexes:
             args += ["--extra-index-url", extra_index]
+        exempt = (*BUILD_BACKENDS, *exact_names(reqs))
         if as_of is not None:
             args += ["--exclude-newer", as_of.isoformat()]
-            exempt = (*BUILD_BACKENDS, *exact_names(reqs))
             for name in exempt:
                 args += ["--exclude-newer-package", f"{name}=false"]
-            for name, day in sorted((package_days or {}).items()):
-                if name not in exempt:
-                    args += ["--exclude-newer-package", f"{name}={day.isoformat()}"]
+        for name, day in sorted((package_days or {}).items()):  # without as_of: theirs only
+            if name not in exempt:
+                args += ["--exclude-newer-package", f"{name}={day.isoformat()}"]
         cache = envforge_dirs().cache
         # kept per Python minor: only where the builder is known to be of the target's
         keeping = interpreter is not None and not links and not extra_indexes

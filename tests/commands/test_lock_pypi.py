@@ -237,3 +237,14 @@ def test_as_of_packages_give_only_the_named_packages_a_later_day(tmp_path: Path)
     assert lock.meta.pypi_as_of_packages == {"tensorboard": "2019-10-03",
                                              "tensorflow": "2019-10-03",
                                              "tensorflow-estimator": "2019-10-03"}
+
+
+@pytest.mark.network
+def test_as_of_packages_hold_without_as_of(tmp_path: Path) -> None:
+    """Only the named package is limited to its day; the others resolve to today's."""
+    text = spec_text("n", ["six", "packaging"], python="3.7.16").replace(
+        "packages = [", "as_of_packages = { six = 2016-01-01 }\npackages = [")
+    assert main(["lock", str(write(tmp_path, "n", text))]) == 0
+    versions = {f.name: f.version for f in
+                load_lock(tmp_path / "locks" / "n.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert versions["six"] == "1.10.0" and Version(versions["packaging"]) >= Version("24.0")
