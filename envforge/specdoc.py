@@ -45,8 +45,9 @@ KEYS: dict[str, tuple[str, str]] = {
                                 "not installed", '["numpy"]'),
     "pypi.as_of": ("resolve as of this day (uv's exclude-newer; exact pins exempt)",
                    "2019-08-15"),
-    "pypi.as_of_packages": ("a later day for these packages (uv's exclude-newer-package): "
-                            "what the day has no installable release of",
+    "pypi.as_of_packages": ("a day for these packages alone (uv's exclude-newer-package), "
+                            "replacing as_of for them: what its day has no installable "
+                            "release of",
                             "{ tensorflow = 2019-08-15 }"),
     "pypi.find_links": ("folders or pages of distribution files besides the index",
                         '["./wheels"]'),
