@@ -93,7 +93,7 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
         if failed is None:
             return trial, result
         name = canonicalize_name(failed)
-        new = [name] if name in files and name not in days and name not in exempt else []
+        new = [name] if name not in days and name not in exempt else []
     return None
 
 
@@ -113,7 +113,7 @@ def _close(named: Sequence[str], day: str, days: dict[str, str],
            start: date) -> None:
     """Give ``day`` to each locked dependency of ``named`` (and of those, on) that nothing
     made by ``start`` satisfies."""
-    queue = list(named)
+    queue = [n for n in named if n in files]  # a package only the narrowed lock holds: none
     while queue:
         for line in view.requires(files[queue.pop()]) or ():
             try:

@@ -121,6 +121,23 @@ def test_each_next_failure_new_sdist_and_failed_build_names_one_more_package() -
                   attempt=lambda _t: "keras==2.2.4 fails", view=view([])) is None
 
 
+def test_a_package_only_the_narrowed_day_resolves_to_gets_the_later_day_too() -> None:
+    """tflearn's day (2019-01) pulled toolz in as an sdist, which the later day's lock does
+    not hold at all: it takes the later day (no dependency of it to read), then resolves."""
+    results: list[PlatformLock | str] = [lock(wheel("toolz", "0.9.0", "sdist")),
+                                         lock(wheel("numpy", "1.15.4"))]
+    tried: list[list[str]] = []
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        tried.append(list(trial.as_of_packages))
+        return results.pop(0)
+
+    narrowed = narrow(draft(), WIDENED, start=START, widened=LATER, failure=UV_SAID,
+                      attempt=attempt, view=view([]))
+    assert narrowed is not None
+    assert tried[-1] == ["tensorboard", "tensorflow", "toolz"]
+
+
 def test_a_failure_naming_no_package_the_later_day_moved_narrows_nothing() -> None:
     """keras 2.2.4 is of the day itself and theano-pymc an exact pin: no resolution runs."""
     def attempt(_trial: Draft) -> PlatformLock | str:
