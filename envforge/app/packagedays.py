@@ -17,14 +17,14 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envforge.importers.propose import Proposal
+from envforge.importers.propose import Proposal, installs, release_files
 from envforge.resolve.pypi import BUILD_BACKENDS, exact_names
 from envforge.resolve.releases import Release, releases_from_files, usable
 
@@ -46,6 +46,10 @@ class IndexView:
     fits: Callable[[Requirement, date], bool]
     requires: Callable[[LockedPypiFile], Sequence[str] | None]
     markers: Mapping[str, str]  # PEP 508's variables on the target
+    # the first day after a day on which a release satisfying a requirement installs from a
+    # wheel on the target, and that release's Requires-Dist (None where unreadable)
+    first: Callable[[Requirement, date], tuple[date, Sequence[str] | None] | None] = \
+        lambda _requirement, _day: None
 
 
 def mentioned(text: str, names: Iterable[str]) -> list[str]:
@@ -61,7 +65,7 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
            attempt: Callable[[Draft], PlatformLock | str], view: IndexView,
            unbuilt: Callable[[PlatformLock], str | None] = lambda _lock: None,
            ) -> tuple[Draft, PlatformLock] | None:
-    """``draft`` at ``start`` with only some packages given ``widened``, and its lock; None
+    """``draft`` at ``start`` with only some packages given a later day, and its lock; None
     when that does not resolve. Given it: each package ``failure`` (then each next failure)
     names that the widened resolution (``locked``) took at a release made after ``start``;
     each dependency of one that no release made by ``start`` satisfies (TensorFlow 1.13's
@@ -69,22 +73,32 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
     package ``start`` gives only as an sdist where the widened day has a wheel (Python 3.7's
     release day has grpcio's and scikit-learn's sdists, built for minutes, if at all), or
     whose sdist there does not build (``unbuilt`` names one: PyYAML 3.12's C predates
-    Python 3.7). ``attempt`` resolves a draft: its lock, or why not."""
+    Python 3.7). Each takes the day after the first release that installs from a wheel
+    there came (a 2019-01 repository's ``tensorflow<2`` gets 1.13.1, the first with a
+    Python 3.7 wheel, not ``widened``'s 1.15), ``widened`` where that is later or unknown.
+    ``attempt`` resolves a draft: its lock, or why not."""
     files: dict[str, LockedPypiFile] = {canonicalize_name(f.name): f for f in locked.pypi}
     exempt = {*BUILD_BACKENDS,  # already taken whatever the day, as exact pins are
               *exact_names(f.requirement for f in draft.repository.imported.requirements)}
+    wanted: dict[str, Requirement] = {canonicalize_name(r.name): r for r in _requirements(draft)}
+    later = widened.isoformat()
     days: dict[str, str] = {}
     new = _named(failure, files, days, exempt, view, start)
+    if not new:
+        return None
     for _ in range(NARROW_STEPS):
-        if not new:
-            return None
-        days.update(dict.fromkeys(new, widened.isoformat()))
-        _close(new, widened.isoformat(), days, files, exempt, view, start)
+        _give([wanted.get(n, Requirement(n)) for n in new], days, files, exempt, view,
+              start, widened)
         trial = replace(draft, as_of=Proposal(start.isoformat(), draft.as_of.why),
                         as_of_packages=dict(sorted(days.items())))
         result = attempt(trial)
         if isinstance(result, str):
             new = _named(result, files, days, exempt, view, start)
+            if not new:  # a first release's day too early for the rest: the widened day
+                early = [n for n in mentioned(result, days) if days[n] != later]
+                if not early:
+                    return None
+                days.update(dict.fromkeys(early, later))
             continue
         new = sorted(_sdists(result) - _sdists(locked) - days.keys() - exempt)
         if new:
@@ -93,8 +107,23 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
         if failed is None:
             return trial, result
         name = canonicalize_name(failed)
-        new = [name] if name not in days and name not in exempt else []
+        if name in exempt or days.get(name) == later:
+            return None
+        if name in days:
+            days[name] = later
+        else:
+            new = [name]
     return None
+
+
+def _requirements(draft: Draft) -> list[Requirement]:
+    found = []
+    for f in draft.repository.imported.requirements:
+        try:
+            found.append(Requirement(f.requirement))
+        except InvalidRequirement:
+            continue
+    return found
 
 
 def _named(failure: str, files: Mapping[str, LockedPypiFile], days: Mapping[str, str],
@@ -108,14 +137,22 @@ def _sdists(locked: PlatformLock) -> set[str]:
     return {canonicalize_name(f.name) for f in locked.pypi if f.kind == "sdist"}
 
 
-def _close(named: Sequence[str], day: str, days: dict[str, str],
-           files: Mapping[str, LockedPypiFile], exempt: set[str], view: IndexView,
-           start: date) -> None:
-    """Give ``day`` to each locked dependency of ``named`` (and of those, on) that nothing
-    made by ``start`` satisfies."""
-    queue = [n for n in named if n in files]  # a package only the narrowed lock holds: none
+def _give(named: Sequence[Requirement], days: dict[str, str],
+          files: Mapping[str, LockedPypiFile], exempt: set[str], view: IndexView,
+          start: date, widened: date) -> None:
+    """A day for each of ``named`` and for each dependency of theirs (and of those, on) that
+    nothing made by ``start`` satisfies: the day after the first release that installs came
+    (whose dependencies are then read), else ``widened`` (the widened lock's release's)."""
+    queue: list[tuple[str, Sequence[str] | None]] = []
+    for requirement in named:
+        name = canonicalize_name(requirement.name)
+        if name in days or name in exempt:
+            continue
+        days[name], needs = _day(requirement, name, files, view, start, widened)
+        queue.append((name, needs))
     while queue:
-        for line in view.requires(files[queue.pop()]) or ():
+        _name, needs = queue.pop()
+        for line in needs or ():
             try:
                 requirement = Requirement(line)
             except InvalidRequirement:
@@ -124,10 +161,19 @@ def _close(named: Sequence[str], day: str, days: dict[str, str],
                     not requirement.marker.evaluate({**view.markers, "extra": ""}):
                 continue
             name = canonicalize_name(requirement.name)
-            if name in files and name not in days and name not in exempt and \
-                    not view.fits(requirement, start):
-                days[name] = day
-                queue.append(name)
+            if name in days or name in exempt or view.fits(requirement, start):
+                continue
+            days[name], more = _day(requirement, name, files, view, start, widened)
+            queue.append((name, more))
+
+
+def _day(requirement: Requirement, name: str, files: Mapping[str, LockedPypiFile],
+         view: IndexView, start: date, widened: date) -> tuple[str, Sequence[str] | None]:
+    """A package's day and the Requires-Dist of the release it is for (``_give``)."""
+    first = view.first(requirement, start)
+    if first is not None and start < first[0] < widened:
+        return (first[0] + timedelta(days=1)).isoformat(), first[1]
+    return widened.isoformat(), view.requires(files[name]) if name in files else None
 
 
 def _after(day: date | None, start: date) -> bool:
@@ -142,9 +188,15 @@ def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
     from envforge.platforms import PLATFORMS
     from envforge.resolve.pypi_index import wheel_requirements
 
+    minor = ".".join(python.split(".")[:2])
+
+    @functools.cache
+    def listed(name: str) -> Sequence[Mapping[str, Any]] | None:
+        return lookup(index, name)
+
     @functools.cache
     def releases(name: str) -> list[Release] | None:
-        files = lookup(index, name)
+        files = listed(name)
         return None if files is None else releases_from_files(files)
 
     def released(name: str, version: str) -> date | None:
@@ -161,4 +213,29 @@ def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
     def requires(file: LockedPypiFile) -> Sequence[str] | None:
         return wheel_requirements(file.url, file.size) if file.kind == "wheel" else None
 
-    return IndexView(released, fits, requires, PLATFORMS[platform].markers(python))
+    def first(requirement: Requirement, after: date) -> tuple[date, Sequence[str] | None] | None:
+        files = listed(requirement.name) or ()
+        found: list[tuple[date, Mapping[str, Any]]] = []
+        for release in releases(requirement.name) or ():
+            if release.version.is_prerelease or \
+                    not requirement.specifier.contains(release.version):
+                continue
+            wheels = [(_uploaded(f), f) for f in release_files(files, str(release.version))
+                      if installs([f], minor, platform)]
+            found += [(day, f) for day, f in wheels if day is not None and day > after]
+        if not found:
+            return None
+        day, wheel = min(found, key=lambda pair: pair[0])
+        size = wheel.get("size")
+        return day, wheel_requirements(str(wheel.get("url", "")),
+                                       size if isinstance(size, int) else None)
+
+    return IndexView(released, fits, requires, PLATFORMS[platform].markers(python), first)
+
+
+def _uploaded(entry: Mapping[str, Any]) -> date | None:
+    text = str(entry.get("upload-time") or "")[:10]
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None

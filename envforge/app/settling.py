@@ -155,7 +155,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         attempt += 1
         if day is not None:
             candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
-                                as_of_tried=tuple(tried), as_of_packages={})
+                                as_of_tried=tuple(tried), as_of_packages={},
+                                as_of_widened=None)
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
         text = render_spec(candidate, installed_packs())
@@ -190,7 +191,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 narrowed = _narrowed(candidate, locked, start, day, start_failure, source,
                                      platform, deadline, lookup, say)
                 if narrowed is not None:  # its comment says why the proposed day failed
-                    candidate = replace(narrowed[0], as_of_failure=start_failure)
+                    candidate = replace(narrowed[0], as_of_failure=start_failure,
+                                        as_of_widened=day.isoformat())
                     locked = narrowed[1]
                     text = render_spec(candidate, installed_packs())
             trial = _trial(locked, platform, deadline, say)
@@ -258,8 +260,8 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
                       or candidate.python.value or DEFAULT_PYTHON, platform)
 
     def attempt(trial: Draft) -> PlatformLock | str:
-        names = ", ".join(trial.as_of_packages)
-        say(f"resolving as of {start.isoformat()} with {names} as of {widened.isoformat()}…")
+        days = ", ".join(f"{n} {d}" for n, d in trial.as_of_packages.items())
+        say(f"resolving as of {start.isoformat()} with {days}…")
         text = render_spec(trial, installed_packs())
         share = _share(deadline, 2)
         try:

@@ -99,7 +99,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
             "python": {"value": draft.python.value, "why": draft.python.why},
             "as_of": {"value": draft.as_of.value, "why": draft.as_of.why,
                       "tried": list(draft.as_of_tried), "failure": draft.as_of_failure,
-                      "packages": dict(draft.as_of_packages)},
+                      "packages": dict(draft.as_of_packages),
+                      "widened": draft.as_of_widened},
             "requirements": [{"requirement": f.requirement, "origin": f.origin,
                               "note": f.note} for f in imported.requirements],
             "left_out": dict(draft.left_out),
@@ -152,11 +153,13 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         tried = f"; tried first: {', '.join(draft.as_of_tried)}" if draft.as_of_tried and \
             draft.as_of_failure is None else ""
         ui.info(f"as_of {draft.as_of.value} ({draft.as_of.why}{tried})")
-        for day in sorted(set(draft.as_of_packages.values())):
-            names = ", ".join(n for n, d in draft.as_of_packages.items() if d == day)
-            ui.info(f"as_of {day} for {names} only: as of {draft.as_of.value} they (or what "
-                    f"they need) do not resolve, or only as sdists that do not build or "
-                    f"that the later day has wheels for; every other package keeps "
+        if draft.as_of_packages:
+            days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
+            ui.info(f"as_of_packages {days}: as of {draft.as_of.value} these (or what they "
+                    f"need) do not resolve, or only as sdists that do not build or that "
+                    f"{draft.as_of_widened} has wheels for; each takes the day after its "
+                    f"first release that installs here came (or {draft.as_of_widened}, the "
+                    f"widened day that resolved); every other package keeps "
                     f"{draft.as_of.value}")
     if trial.built:
         ui.info(f"built from their sdists, as apply will (kept in the cache for it): "

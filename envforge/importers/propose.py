@@ -96,6 +96,11 @@ def _wheel_for(files: Sequence[Mapping[str, Any]], minor: str,
     return False, binary
 
 
+def installs(files: Sequence[Mapping[str, Any]], minor: str, platform: Platform) -> bool:
+    """Whether a wheel among ``files`` installs on CPython ``minor`` on ``platform``."""
+    return _wheel_for(files, minor, platform)[0]
+
+
 def _needs_repair(files: Sequence[Mapping[str, Any]], minor: str,
                   platform: Platform | None = None) -> str | None:
     """Why a release will not install on CPython ``minor`` from a wheel, when that is known:

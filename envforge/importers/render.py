@@ -38,6 +38,7 @@ class Draft:
     as_of_failure: str | None = None  # why the last day tried did not resolve
     # the packages given the widened day, every other keeping as_of (``packagedays``)
     as_of_packages: Mapping[str, str] = field(default_factory=dict)
+    as_of_widened: str | None = None  # the widened day that resolved, before narrowing
     # the Python one minor older, tried on the proposed day before the day is widened (the
     # newest Python of a day often has few of that day's wheels: Python 3.8 in late 2019)
     python_fallback: Proposal | None = None
@@ -190,12 +191,8 @@ def _as_of_steps(draft: Draft) -> list[str]:
         return []
     step = f"widened {WIDEN_NOTE}"
     if draft.as_of_packages:
-        later = sorted(set(draft.as_of_packages.values()))
         return [_comment(f"# {', '.join(tried)} did not resolve ({draft.as_of_failure}); "
-                         f"{step}, {', '.join(later)} resolved; only as_of_packages take it "
-                         f"(what the resolver named, what those need, and what as_of gives "
-                         f"only as sdists that do not build or that {', '.join(later)} has "
-                         f"wheels for); every other package keeps as_of")]
+                         f"{step}, {draft.as_of_widened} resolved; {NARROW_NOTE}")]
     if draft.as_of.value in tried:
         return [_comment(f"# does not resolve as of {', '.join(tried)} ({step}): "
                          f"{draft.as_of_failure}")]
@@ -203,6 +200,10 @@ def _as_of_steps(draft: Draft) -> list[str]:
 
 
 WIDEN_NOTE = "six months a step from the proposed day"
+NARROW_NOTE = ("only as_of_packages take a later day, each the day after its first release "
+               "that installs from a wheel here, or the widened day (what the resolver named "
+               "at as_of, what those need, and what as_of gives only as sdists that do not "
+               "build or that the widened day has wheels for); every other package keeps as_of")
 
 
 def _comment(line: str) -> str:

@@ -165,3 +165,42 @@ def test_the_index_says_when_a_release_came_what_it_needs_and_what_a_day_had() -
     assert needs is not None and "tensorboard (<1.14.0,>=1.13.0)" in needs
     assert not seen.fits(Requirement("tensorboard<1.14.0,>=1.13.0"), START)
     assert seen.fits(Requirement("numpy>=1.13.3"), START)
+
+
+def test_each_package_takes_the_day_after_its_first_release_that_installs() -> None:
+    """TensorFlow's first release with a wheel here came 2019-02-26: it takes 2019-02-27,
+    and that release's own tensorboard requirement is what is read and given its first day;
+    where a tightened day proves too early (the next failure names it), the widened day."""
+    firsts = {"tensorflow": (date(2019, 2, 26), ["tensorboard (<1.14.0,>=1.13.0)"]),
+              "tensorboard": (date(2019, 2, 25), ["numpy (>=1.12.0)"])}
+    seen = view([])
+    tight = IndexView(released=seen.released, fits=seen.fits, requires=seen.requires,
+                      markers=seen.markers,
+                      first=lambda requirement, _after: firsts.get(requirement.name))
+    tried: list[dict[str, str]] = []
+    results: list[PlatformLock | str] = ["tensorboard==1.13.0 is too old for this",
+                                         lock(wheel("tensorflow", "1.13.1"))]
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        tried.append(dict(trial.as_of_packages))
+        return results.pop(0)
+
+    narrowed = narrow(draft(), WIDENED, start=START, widened=LATER, failure=UV_SAID,
+                      attempt=attempt, view=tight)
+    assert narrowed is not None
+    assert tried == [{"tensorboard": "2019-02-26", "tensorflow": "2019-02-27"},
+                     {"tensorboard": "2019-10-03", "tensorflow": "2019-02-27"}]
+
+
+@pytest.mark.network
+def test_the_index_says_the_first_release_that_installs_after_a_day() -> None:
+    """PyPI: the first TensorFlow below 2 with a wheel for Python 3.7 on Linux is 1.13.1
+    (2019-02-26), whose metadata asks for tensorboard 1.13."""
+    from envforge.resolve.pypi_index import index_files
+
+    seen = index_view(lambda index, name: index_files(index, name), "https://pypi.org/simple",
+                      "3.7.16", "linux-64")
+    first = seen.first(Requirement("tensorflow<2"), START)
+    assert first is not None and first[0] == date(2019, 2, 26)
+    assert first[1] is not None and "tensorboard (<1.14.0,>=1.13.0)" in first[1]
+    assert seen.first(Requirement("tensorflow<1"), START) is None
