@@ -66,6 +66,10 @@ KEYS: dict[str, tuple[str, str]] = {
     "debian.components": ("archive components", '["main"]'),
     "debian.packages": ("binary packages, unpacked into the environment (no root)",
                         '["libopenblas0-pthread"]'),
+    "debian.dependencies": ("`named`: exactly `packages`; `closure`: with every package their "
+                            "Pre-Depends and Depends pull in, as apt chooses it (the base "
+                            "system, Essential or Priority required, left to the host)",
+                            '"closure"'),
     "debian.keyring": ("the OpenPGP keyring InRelease is checked against (default: Debian's)",
                        '"/usr/share/keyrings/debian-archive-keyring.gpg"'),
     "cuda.version": ("the CUDA toolkit: `X.Y` exactly or `>=X.Y`", '">=11.8"'),

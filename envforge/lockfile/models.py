@@ -117,6 +117,9 @@ class LockedDeb(Frozen):
     sha256: Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
     size: Size
     depends: str = ""
+    # The locked package whose Depends or Pre-Depends pulled this one in ([debian]
+    # dependencies = "closure"); absent for a package the spec names.
+    required_by: DebName | None = None
 
 
 # The core's artifact roles; a pack adds its own (``FrameworkPack.artifact_roles``).

@@ -150,6 +150,10 @@ class DebianSection(Frozen):
     mirror: str = DEBIAN_MIRROR
     components: tuple[str, ...] = ("main",)
     packages: tuple[str, ...] = ()
+    # "named": exactly the packages named; "closure": with what their Pre-Depends and Depends
+    # pull in, as apt chooses it (the base system left to the host). Named by default, so a
+    # spec that picked its packages by hand keeps the lock it has.
+    dependencies: Literal["named", "closure"] = "named"
     # The OpenPGP keyring InRelease is checked against; default: Debian's archive keyring.
     keyring: str | None = None
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from envforge.host.atomicfile import write_atomic
 from envforge.resolve.deb.index import DebStanza
 
-PARSED_FORMAT = 1
+# 2: stanzas carry Priority, and a subset holds the packages providing a wanted name
+PARSED_FORMAT = 2
 
 
 def parsed_cache(cache: Path, sha256: str, name: str, wanted: Iterable[str]) -> Path:

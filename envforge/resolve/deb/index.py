@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import lzma
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from envforge.errors import ResolveError
@@ -51,6 +51,7 @@ class DebStanza:
     pre_depends: str = ""
     provides: str = ""
     essential: bool = False
+    priority: str = ""
 
 
 _REQUIRED = ("Package", "Version", "Architecture", "Filename", "Size", "SHA256")
@@ -74,7 +75,8 @@ def _stanza(fields: Mapping[str, str]) -> DebStanza:
         architecture=fields["Architecture"], filename=fields["Filename"],
         size=int(fields["Size"]), sha256=fields["SHA256"].lower(),
         depends=fields.get("Depends", ""), pre_depends=fields.get("Pre-Depends", ""),
-        provides=fields.get("Provides", ""), essential=fields.get("Essential") == "yes")
+        provides=fields.get("Provides", ""), essential=fields.get("Essential") == "yes",
+        priority=fields.get("Priority", ""))
 
 
 def _keep_highest(index: dict[str, DebStanza], stanza: DebStanza) -> None:
@@ -84,14 +86,18 @@ def _keep_highest(index: dict[str, DebStanza], stanza: DebStanza) -> None:
 
 
 def parse_packages_subset(chunks: Iterable[bytes], wanted: Iterable[str]) -> dict[str, DebStanza]:
-    """What ``parse_packages`` would give for the ``wanted`` names and the ``Essential``
-    packages (the dependency check counts those as the base system), read from the index's
+    """What ``parse_packages`` would give for the ``wanted`` names, the packages that
+    provide one of them, and the base system (``Essential: yes`` or ``Priority: required``,
+    which the dependency closure and check count as the host's), read from the index's
     text as it is decompressed: a regular expression finds the few stanzas that matter, and
     only those are split into fields (bookworm's main has 63,000; a lock wants a handful)."""
     names = sorted(set(wanted))
     alternatives = b"|".join(re.escape(n.encode("utf-8")) for n in names) or b"(?!)"
     # a literal "\n" first, not "^": the regular expression engine then skips ahead by search
-    pattern = re.compile(rb"\n(?:Package: (?:" + alternatives + rb")|Essential: yes)[ \t]*\r?\n")
+    pattern = re.compile(
+        rb"\n(?:Package: (?:" + alternatives + rb")[ \t]*\r?\n|Essential: yes[ \t]*\r?\n"
+        rb"|Priority: required[ \t]*\r?\n|Provides: [^\n]*?(?<![a-z0-9+.-])(?:" + alternatives
+        + rb")(?![a-z0-9+.-]))")
     index: dict[str, DebStanza] = {}
     rest = b"\n"  # each piece starts at a line's "\n", so its first line can match too
     for chunk in itertools.chain(chunks, [None]):  # one piece at a time, never all of them
@@ -106,15 +112,21 @@ def parse_packages_subset(chunks: Iterable[bytes], wanted: Iterable[str]) -> dic
             before = body.rfind(b"\n\n", 0, match.start() + 1)
             start = before + 2 if before >= 0 else 0
             if start <= seen:
-                continue  # both lines of one stanza matched
+                continue  # two lines of one stanza matched
             end = body.find(b"\n\n", match.end() - 1)
             block = body[start:] if end < 0 else body[start:end + 1]
             seen = start
             for fields in parse_deb822(block.decode("utf-8")):
                 stanza = _stanza(fields)
-                if stanza.package in names or stanza.essential:
+                if stanza.package in names or stanza.essential or stanza.priority == "required" \
+                        or _provides_any(stanza.provides, names):
                     _keep_highest(index, stanza)
     return index
+
+
+def _provides_any(provides: str, names: Sequence[str]) -> bool:
+    provided = {part.split("(")[0].strip().split(":")[0] for part in provides.split(",")}
+    return not provided.isdisjoint(names)
 
 
 def index_chunks(data: bytes, name: str, size: int = 1 << 16) -> Iterator[bytes]:

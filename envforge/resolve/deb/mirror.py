@@ -33,7 +33,7 @@ from envforge.resolve.deb.index import (
     parse_packages_subset,
     parse_release,
 )
-from envforge.resolve.deb.selection import DebResolution, select_packages
+from envforge.resolve.deb.selection import DebResolution, dependency_closure, select_packages
 from envforge.spec import DebianSection, Platform
 
 Fetch = Callable[[str], bytes | None]
@@ -132,8 +132,9 @@ def _fetch_release(fetch: Fetch, base: str, suite: str,
 
 def _fetch_index(fetch: Fetch, base: str, suite: str, release: ReleaseFile, component: str,
                  arch: str, cache: Path, wanted: Sequence[str]) -> dict[str, DebStanza]:
-    """One component's stanzas that matter (``wanted`` and the Essential ones), from the
-    parsed cache, else from the index (itself cached) when its sha256 is already there."""
+    """One component's stanzas that matter (``wanted``, their providers and the base
+    system's), from the parsed cache, else from the index (itself cached) when its sha256
+    is already there."""
     folder = f"{component}/binary-{arch}"
     name = next((n for n in _INDEX_NAMES if f"{folder}/{n}" in release.sha256), None)
     if name is None:
@@ -184,12 +185,21 @@ def resolve_debs(section: DebianSection, platform: Platform, *, fetch: Fetch | N
         if release.components and component not in release.components:
             raise ResolveError(f"Debian {section.suite} has no component {component!r} "
                                f"(it has {', '.join(release.components)})")
-    index = merge_indexes(
-        _fetch_index(fetch, base, section.suite, release, component, arch, cache,
-                     section.packages)
-        for component in section.components)
+    closure = None
+    wanted = set(section.packages)
+    while True:
+        index = merge_indexes(
+            _fetch_index(fetch, base, section.suite, release, component, arch, cache,
+                         sorted(wanted))
+            for component in section.components)
+        if section.dependencies == "named" or any(n not in index for n in section.packages):
+            break
+        closure = dependency_closure(index, section.packages, looked_up=wanted)
+        if not closure.unknown:
+            break
+        wanted |= closure.unknown  # one more pass over the index: the next level's names
     resolution = select_packages(index, section.packages, mirror=section.mirror,
-                                 suite=section.suite)
+                                 suite=section.suite, closure=closure)
     if unauthenticated is None:
         return resolution
     return resolution.model_copy(update={"warnings": (unauthenticated, *resolution.warnings)})

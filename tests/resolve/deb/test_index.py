@@ -118,7 +118,7 @@ def test_parse_packages_reads_real_stanzas_and_keeps_the_highest_version() -> No
         package="libgpuarray3", version="0.7.6-13+b1", architecture="amd64",
         filename="pool/main/libg/libgpuarray/libgpuarray3_0.7.6-13+b1_amd64.deb", size=103232,
         sha256="1bfa4e635c8ab9139c910beb2d90c9e2614a70ec9edf5afbb0f263331220219b",
-        depends="libc6 (>= 2.34), ocl-icd-opencl-dev | nvidia-cuda-dev")
+        depends="libc6 (>= 2.34), ocl-icd-opencl-dev | nvidia-cuda-dev", priority="optional")
     assert index["libopenblas0-pthread"].provides == "libblas.so.3, liblapack.so.3"
     assert index["python3-six"].architecture == "all"
     assert index["dpkg"].essential
@@ -130,15 +130,19 @@ def test_parse_packages_reads_real_stanzas_and_keeps_the_highest_version() -> No
 @pytest.mark.parametrize("size", [1, 7, 64, 1 << 20])
 @pytest.mark.parametrize("compress", ["Packages.xz", "Packages.gz", "Packages"])
 def test_the_streaming_subset_is_what_the_whole_parse_gives(size: int, compress: str) -> None:
-    """Whatever the pieces' size, the subset holds the wanted names (highest version) and
-    the Essential packages, exactly as parse_packages has them."""
+    """Whatever the pieces' size, the subset holds the wanted names (highest version), the
+    packages providing one of them (a whole name: libblas.so is not libblas.so.3) and the
+    base system's, exactly as parse_packages has them."""
     raw = REAL_PACKAGES.encode()
     data = {"Packages.xz": lzma.compress, "Packages.gz": gzip.compress,
             "Packages": bytes}[compress](raw)
     full = parse_packages(REAL_PACKAGES)
-    for names in (sorted(full)[:2], sorted(full)[-1:], ["no-such-package"], []):
-        wanted = {k: v for k, v in full.items() if k in names or v.essential}
+    for names in (sorted(full)[:2], sorted(full)[-1:], ["no-such-package"], [],
+                  ["liblapack.so.3"], ["libblas.so", "blas.so.3"]):
+        wanted = {k: v for k, v in full.items() if k in names or v.essential
+                  or not {p.strip() for p in v.provides.split(",")}.isdisjoint(names)}
         assert parse_packages_subset(index_chunks(data, compress, size), names) == wanted
+    assert "libopenblas0-pthread" in parse_packages_subset([raw], ["liblapack.so.3"])
     assert any(v.essential for v in full.values())  # the sample has one to keep
 
 

@@ -19,6 +19,7 @@ from envforge.host.archives import sha256_file
 from envforge.host.debunpack import unpack_deb
 from envforge.host.devlinks import missing_dev_links
 from envforge.host.proc import run
+from envforge.resolve.deb.cache import PARSED_FORMAT
 from envforge.resolve.deb.mirror import HttpFetch, resolve_debs
 from envforge.resolve.deb.versions import split_version
 from envforge.spec import DEBIAN_MIRROR, DebianSection
@@ -169,6 +170,30 @@ def test_resolve_download_verify_unpack(mirror: Mirror, tmp_path: Path) -> None:
     assert missing_dev_links(root) == [(root / LIBDIR / "libdemo.so", "libdemo.so.1")]
 
 
+def test_closure_locks_what_the_named_package_depends_on(mirror: Mirror,
+                                                         tmp_path: Path) -> None:
+    """demo-tools pulls in libdemo1 (>= 1.0): its 1.0-1, saying so; libc6 is the host's,
+    what the archive lacks stays a hint; a re-lock reads each round from the parsed cache."""
+    cache = tmp_path / "cache"
+    section = _section("demo-tools", dependencies="closure")
+    result = resolve_debs(section, "linux-64", base_url=mirror.url, cache_dir=cache)
+    assert [(r.name, r.version, r.required_by) for r in result.records] == [
+        ("demo-tools", "2.0~rc1-1", None), ("libdemo1", "1.0-1", "demo-tools")]
+    warnings = "\n".join(result.warnings)
+    assert "missing-thing | other-missing (needed by demo-tools)" in warnings
+    assert "libdemo1 (>> 5) (needed by demo-tools)" in warnings
+    assert "libc6" not in warnings
+    named = resolve_debs(_section("demo-tools"), "linux-64", base_url=mirror.url,
+                         cache_dir=cache)
+    assert [r.name for r in named.records] == ["demo-tools"]
+
+    fetch = Counting()
+    assert resolve_debs(section, "linux-64", fetch=fetch, base_url=mirror.url,
+                        cache_dir=cache) == result
+    assert fetch.urls == [f"{mirror.url}/dists/{SUITE}/InRelease",
+                          f"{mirror.url}/dists/{SUITE}/Release"]
+
+
 def test_relock_with_unchanged_release_fetches_only_release(mirror: Mirror,
                                                             tmp_path: Path) -> None:
     cache = tmp_path / "cache"
@@ -214,7 +239,7 @@ def test_damaged_parsed_entry_is_parsed_again(damage: Callable[[str], str], mirr
     parsed.write_text(damage(parsed.read_text()))
     again = resolve_debs(_section("libdemo1"), "linux-64", base_url=mirror.url, cache_dir=cache)
     assert again == first
-    assert json.loads(parsed.read_text())["format"] == 1
+    assert json.loads(parsed.read_text())["format"] == PARSED_FORMAT
 
 
 def test_parsed_entry_is_per_set_of_names(mirror: Mirror, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from envforge.resolve.deb.index import (
 )
 from envforge.resolve.deb.selection import (
     Relation,
+    dependency_closure,
     parse_relations,
     select_packages,
     unmet_dependencies,
@@ -190,3 +191,119 @@ def test_bullseye_stanzas_lock_the_gpu_stack_versions() -> None:
                               pypi=(), conda=(), deb=resolution.records)
     assert (versions["python"], versions["numpy"], versions["pygpu"]) == \
         ("3.9.2", "1.19.5", "0.7.6")
+
+
+# --- the dependency closure ------------------------------------------------------------------
+
+def _deb(name: str, version: str = "1.0-1", *, depends: str = "", pre_depends: str = "",
+         provides: str = "", essential: bool = False, priority: str = "optional") -> DebStanza:
+    return DebStanza(package=name, version=version, architecture="amd64",
+                     filename=f"pool/main/{name}_{version}_amd64.deb", size=1, sha256="0" * 64,
+                     depends=depends, pre_depends=pre_depends, provides=provides,
+                     essential=essential, priority=priority)
+
+
+def _index(*stanzas: DebStanza) -> dict[str, DebStanza]:
+    return {s.package: s for s in stanzas}
+
+
+def _added(index: dict[str, DebStanza], *names: str) -> dict[str, str]:
+    return dict(dependency_closure(index, names).required_by)
+
+
+def test_closure_takes_the_first_alternative_the_archive_has() -> None:
+    index = _index(_deb("app", depends="libgone1 | libfoo1 | libbar1"), _deb("libfoo1"),
+                   _deb("libbar1"))
+    assert _added(index, "app") == {"libfoo1": "app"}  # libgone1 is not in the archive
+    # a group the set already meets, by any alternative, adds nothing (apt's choice too)
+    assert _added(index, "app", "libbar1") == {}
+
+
+def test_closure_checks_versions_and_falls_to_the_next_alternative() -> None:
+    index = _index(_deb("app", depends="libv (>= 2.0) | libw, libx (<< 1:0)"),
+                   _deb("libv", "1.9-1"), _deb("libw"), _deb("libx", "1:0.5-1"))
+    closure = dependency_closure(index, ["app"])
+    assert dict(closure.required_by) == {"libw": "app"}  # libv 1.9 is too old; libx too new
+    hints = unmet_dependencies(closure.chosen, index)
+    assert hints == ("libx (<< 1:0) (needed by app) is neither in [debian].packages nor a "
+                     "base-system package",)
+    # the epoch counts: 1:0.5 >= 0.9
+    assert _added(_index(_deb("app", depends="libx (>= 0.9)"), _deb("libx", "1:0.5-1")),
+                  "app") == {"libx": "app"}
+
+
+def test_closure_reaches_virtual_packages_through_provides() -> None:
+    index = _index(
+        _deb("app", depends="mail-transport-agent, libblas.so.3, python3-abi (>= 3.11)"),
+        _deb("postfix", provides="mail-transport-agent"),
+        _deb("exim4", provides="mail-transport-agent"),
+        _deb("libopenblas0", provides="libblas.so.3, liblapack.so.3"),
+        _deb("python3-old", provides="python3-abi (= 3.9)"),
+        _deb("python3-new", provides="python3-abi (= 3.11)"),
+        _deb("python3-any", provides="python3-abi"))  # unversioned: meets no versioned need
+    assert _added(index, "app") == {"exim4": "app", "libopenblas0": "app",
+                                    "python3-new": "app"}  # several providers: the first by name
+    # a provider already in the set meets the relation
+    assert "exim4" not in _added(index, "app", "postfix")
+    # a real package wins over providers, where its version fits
+    index["mail-transport-agent"] = _deb("mail-transport-agent")
+    assert _added(index, "app")["mail-transport-agent"] == "app"
+
+
+def test_closure_follows_pre_depends_and_ends_on_cycles() -> None:
+    index = _index(_deb("a", pre_depends="b"), _deb("b", depends="c"),
+                   _deb("c", depends="a (= 1.0-1), b"))
+    closure = dependency_closure(index, ["a"])
+    assert sorted(closure.chosen) == ["a", "b", "c"]
+    assert dict(closure.required_by) == {"b": "a", "c": "b"}
+
+
+def test_closure_leaves_the_base_system_to_the_host() -> None:
+    index = _index(
+        _deb("app", depends="libc6 (>= 2.99), gcc-12-base, coreutils, tzdata, awk, libz1"),
+        _deb("libc6"), _deb("gcc-12-base"), _deb("coreutils", essential=True),
+        _deb("tzdata", priority="required"), _deb("mawk", provides="awk", priority="required"),
+        _deb("gawk", provides="awk"), _deb("libz1", depends="libc6"))
+    assert _added(index, "app") == {"libz1": "app"}
+
+
+def _looked_up(full: dict[str, DebStanza], names: set[str]) -> dict[str, DebStanza]:
+    """What mirror.py's scan of the index gives for these names."""
+    return {n: s for n, s in full.items() if n in names or s.essential
+            or s.priority == "required" or any(
+                rel.name in names for group in parse_relations(s.provides) for rel in group)}
+
+
+def test_a_closure_walked_by_lookups_is_the_whole_index_closure() -> None:
+    """mirror.py searches the archive only for the names each walk asks for; where it has
+    looked every one up, the closure is the one the whole index gives."""
+    full = _index(
+        _deb("app", depends="libgone | libfoo, mta, libv (>= 2)"),
+        _deb("libfoo", depends="libdeep, awk"), _deb("libdeep", pre_depends="app"),
+        _deb("libv", "1.0-1"), _deb("libv2", provides="libv (= 2.1)"),
+        _deb("exim4", provides="mta", depends="libfoo"), _deb("mawk", provides="awk",
+                                                               priority="required"))
+    wanted = {"app"}
+    rounds = 0
+    while True:
+        rounds += 1
+        closure = dependency_closure(_looked_up(full, wanted), ["app"], looked_up=wanted)
+        if not closure.unknown:
+            break
+        wanted |= closure.unknown
+    whole = dependency_closure(full, ["app"])
+    assert (closure.chosen, closure.required_by) == (whole.chosen, whole.required_by)
+    assert sorted(whole.chosen) == ["app", "exim4", "libdeep", "libfoo", "libv2"]
+    assert rounds == 4  # a level of the graph a round: app; libgone, mta, libv; libfoo; libdeep
+
+
+def test_select_packages_records_what_pulled_each_package_in() -> None:
+    index = _index(_deb("app", depends="libfoo"), _deb("libfoo", depends="libbar"),
+                   _deb("libbar"))
+    resolution = select_packages(index, ["app"], mirror=DEBIAN_MIRROR, suite="bookworm",
+                                 closure=dependency_closure(index, ["app"]))
+    assert [(r.name, r.required_by) for r in resolution.records] == [
+        ("app", None), ("libbar", "libfoo"), ("libfoo", "app")]
+    assert resolution.warnings == ()
+    named = select_packages(index, ["app"], mirror=DEBIAN_MIRROR, suite="bookworm")
+    assert [r.name for r in named.records] == ["app"] and named.warnings
