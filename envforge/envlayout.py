@@ -67,9 +67,20 @@ class EnvLayout:
 
     @property
     def deb_lib_dirs(self) -> tuple[PurePath, ...]:
+        """Where unpacked packages' libraries are: bookworm's packages still put some in
+        /lib (libcap2, libexpat1); blas/ and lapack/ are the folders update-alternatives
+        would link from (dpkg's scripts do not run here), after OpenBLAS's, which wins;
+        pulseaudio/ is libpulse0's private library, found by an absolute RUNPATH."""
         lib = self.deb_root / "usr" / "lib"
         multiarch = lib / "x86_64-linux-gnu"
-        return (multiarch / "openblas-pthread", multiarch, lib)
+        return (multiarch / "openblas-pthread", multiarch, lib,
+                self.deb_root / "lib" / "x86_64-linux-gnu", multiarch / "blas",
+                multiarch / "lapack", multiarch / "pulseaudio")
+
+    @property
+    def deb_bin_dirs(self) -> tuple[PurePath, ...]:
+        """Unpacked packages' programs (ffmpeg), after the environment's own."""
+        return (self.deb_root / "usr" / "bin", self.deb_root / "bin")
 
     @property
     def links_dir(self) -> PurePath:
@@ -106,6 +117,8 @@ def env_edits(layout: EnvLayout, lock: PlatformLock, *, cuda_root: PurePath | No
     paths = [str(d) for d in layout.bin_dirs]
     if cuda_root is not None:
         paths.append(str(cuda_root / "bin"))
+    if lock.deb and target.os is Os.LINUX:
+        paths += [str(d) for d in layout.deb_bin_dirs]
     edits = [EnvEdit(name="PATH", op="prepend", value=target.pathsep.join(paths))]
     match target.os:
         case Os.WINDOWS:
