@@ -98,7 +98,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     python = propose_python(files, as_of.value, repo.imported.python)
     rows = legacy_names()
     watched = frozenset({*(name for row in rows.removed_api for name in row.names),
-                         *(name for row in rows.gone_api for name in row.names)})
+                         *(name for row in rows.gone_api for name in row.names),
+                         *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
     early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
     # before the packs mount for the requirements: a framework the code imports is one

@@ -30,6 +30,7 @@ from envforge.importers.render import (
     Draft,
     code_note,
     debian,
+    not_on_debian,
     render_spec,
     sections,
 )
@@ -110,8 +111,12 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
                          for r in mounted],
             "debian": [{"section": a.section, "platform": a.row.platform,
                         "suite": a.row.suite, "packages": list(a.row.packages),
+                        "dependencies": a.row.dependencies,
+                        "used": None if a.used is None else {"name": a.used[0],
+                                                             "origin": a.used[1]},
                         "keys": a.row.keys, "why": a.row.reason, "source": a.row.source}
                        for a in added],
+            "no_debian": not_on_debian(draft),
             "not_imported": [{"what": s.what, "origin": s.origin, "reason": s.reason}
                              for s in imported.skipped],
             "code": None if draft.code is None else {
@@ -140,7 +145,12 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         deb = addition.row
         keys = "".join(f" and [{addition.section}.platform.{deb.platform}] {key}"
                        for key in sorted(deb.keys))
-        ui.info(f"[debian] {deb.suite} {', '.join(deb.packages)}{keys} added: {deb.reason}")
+        closure = " with their dependency closure" if deb.dependencies == "closure" else ""
+        used = "" if addition.used is None else f" for {addition.cause}"
+        ui.info(f"[debian] {deb.suite} {', '.join(deb.packages)}{closure}{keys} "
+                f"added{used}: {deb.reason}")
+    for line in not_on_debian(draft):
+        ui.warn(line)
     ui.info(f"python {draft.python.value} ({draft.python.why})")
     note = code_note(draft)
     if note is not None:

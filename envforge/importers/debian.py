@@ -1,16 +1,18 @@
 """The ``[debian]`` section init writes: the packages a mounted pack asks for on the spec's
 platform (its ``init_debian`` rows: Theano's OpenBLAS on linux-64), with the keys of its
-section that use them. They go into the spec with why, so lock, apply and verify take them
-as the user's own, and the user can drop them there."""
+section that use them, and the programs a module the code uses runs (knowledge/
+legacy_names.toml's ``import_debian`` rows: ffmpeg for gym's video recorder). They go into
+the spec with why, so lock, apply and verify take them as the user's own, and the user can
+drop them there."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
-from envforge.importers.legacy_names import FrameworkRow
-from envforge.knowledge.models import InitDebianRow
+from envforge.importers.legacy_names import FrameworkRow, legacy_names
+from envforge.knowledge.models import ImportDebianRow, InitDebianRow
 from envforge.packapi import Pack, Registry
 
 
@@ -23,16 +25,27 @@ class DebianPack(Pack, Protocol):
 
 @dataclass(frozen=True)
 class DebianAddition:
-    """One pack's row as init writes it, for the mounted ``section``."""
+    """One row as init writes it: a pack's, for the mounted ``section``, or one for a name
+    the code uses (``section`` None, ``used`` the name and the line that uses it)."""
 
-    section: str
+    section: str | None
     row: InitDebianRow
     where: str  # "the theano pack": where the row came from, for the spec's comment
+    used: tuple[str, str] | None = None  # ("gym.wrappers.Monitor", "train.py:3")
+
+    @property
+    def cause(self) -> str:
+        """What the packages are for: ``[theano]``, or the use that needs them."""
+        if self.used is None:
+            return f"[{self.section}]"
+        return f"{self.used[0]} ({self.used[1]})"
 
 
 def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
-                     registry: Registry[DebianPack]) -> list[DebianAddition]:
-    """The rows for ``platform`` of the mounted sections' packs, in the sections' order.
+                     registry: Registry[DebianPack],
+                     uses: Mapping[str, str] | None = None) -> list[DebianAddition]:
+    """The rows for ``platform`` of the mounted sections' packs, in the sections' order, then
+    the ``import_debian`` rows one of whose names the code ``uses`` (name -> "path:line").
     The spec gets one [debian], so a row of another suite than the first's is left out, and
     so is a row setting a key its section already has (the mounted row's own keys, or an
     earlier row's): what the requirements mounted is not overridden."""
@@ -49,7 +62,37 @@ def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
                 continue
             taken |= set(row.keys)
             chosen.append(DebianAddition(mounted_row.section, row, f"the {pack.name} pack"))
+    for code_row, used in used_rows(uses or {}):
+        if code_row.platform != platform or (chosen and code_row.suite != chosen[0].row.suite):
+            continue
+        chosen.append(DebianAddition(None, code_row, "knowledge/legacy_names.toml", used))
     return chosen
+
+
+def used_rows(uses: Mapping[str, str]) -> list[tuple[ImportDebianRow, tuple[str, str]]]:
+    """Each ``import_debian`` row one of whose names the code uses, with the first such use
+    (in the row's order of names), whatever the platform."""
+    found = []
+    for row in legacy_names().import_debian:
+        name = next((n for n in row.names if n in uses), None)
+        if name is not None:
+            found.append((row, (name, uses[name])))
+    return found
+
+
+def no_debian(uses: Mapping[str, str], platform: str) -> list[str]:
+    """For a platform with no row (win-64 has no Debian): each program a module the code
+    uses runs, with the use, said in the spec and init's report for the user to install."""
+    return list(dict.fromkeys(
+        f"{used[0]} ({used[1]}) runs `{row.runs}` from PATH: no [debian] on {platform} "
+        f"(Debian's packages are {row.platform}'s), so install {row.runs} on PATH yourself"
+        for row, used in used_rows(uses) if row.platform != platform))
+
+
+def dependencies(added: Sequence[DebianAddition]) -> Literal["named", "closure"]:
+    """``closure`` where a row locks its packages with what they depend on (a program's
+    many libraries): the section has one ``dependencies``, so every package gets it."""
+    return "closure" if any(a.row.dependencies == "closure" for a in added) else "named"
 
 
 def debian_packages(added: Sequence[DebianAddition]) -> list[str]:

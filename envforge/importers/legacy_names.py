@@ -23,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
 from envforge.importers import exact_version
+from envforge.knowledge.models import ImportDebianRow
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
@@ -177,6 +178,7 @@ class LegacyNames(Frozen):
     removed_api: tuple[RemovedApiRow, ...] = ()
     gone_api: tuple[GoneApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
+    import_debian: tuple[ImportDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
 
 

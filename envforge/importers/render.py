@@ -13,6 +13,8 @@ from envforge.importers.debian import (
     DebianPack,
     debian_additions,
     debian_packages,
+    dependencies,
+    no_debian,
     section_keys,
 )
 from envforge.importers.legacy_names import FrameworkRow, InitPack, framework_sections
@@ -105,10 +107,15 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
     added = debian(draft, registry)
     if added:
         lines += ["", "[debian]"]
-        lines += [_comment(f"# for [{a.section}] on {draft.platform}: {a.row.reason} "
+        lines += [_comment(f"# for {a.cause} on {draft.platform}: {a.row.reason} "
                            f"({a.where})") for a in added]
         lines += [f"suite = {json.dumps(added[0].row.suite)}",
                   f"packages = {json.dumps(debian_packages(added))}"]
+        if dependencies(added) == "closure":
+            lines.append(f"dependencies = {json.dumps(dependencies(added))}")
+    missing = not_on_debian(draft)
+    if missing:
+        lines += ["", *(_comment(f"# {line}") for line in missing)]
     if note is not None:
         lines += ["", "[compiler]", f"# {note}", 'kind = "gcc"']
     for row in sections(draft, registry):
@@ -134,9 +141,21 @@ PROJECT_FILES = ("setup.py", "setup.cfg")
 
 
 def debian(draft: Draft, registry: Registry[NotePack]) -> list[DebianAddition]:
-    """What the spec's [debian] holds: the mounted packs' rows for the draft's platform
-    (none where the platform is not one a pack has a row for)."""
-    return debian_additions(sections(draft, registry), draft.platform, registry)
+    """What the spec's [debian] holds: the mounted packs' rows for the draft's platform, and
+    the rows for programs a module the code uses runs (none where the platform is not one a
+    row is for)."""
+    return debian_additions(sections(draft, registry), draft.platform, registry,
+                            _uses(draft))
+
+
+def not_on_debian(draft: Draft) -> list[str]:
+    """The programs the code's modules run that no [debian] gives on the draft's platform
+    (win-64), each with the use: the user installs them."""
+    return no_debian(_uses(draft), draft.platform)
+
+
+def _uses(draft: Draft) -> Mapping[str, str]:
+    return {} if draft.code is None else draft.code.uses
 
 
 def _platform_keys(added: list[DebianAddition], section: str, platform: str) -> list[str]:

@@ -262,3 +262,17 @@ class InitDebianRow(Row):
     keys: dict[str, str] = Field(default_factory=dict)
     reason: str  # why, for the [debian] comment and init's report
     note: str = ""  # what the keys do, for their table's comment
+    # "closure": locked with what the packages depend on ([debian] dependencies), for a
+    # program whose libraries are many (ffmpeg's 219); "named": exactly ``packages``
+    dependencies: Literal["named", "closure"] = "named"
+
+
+class ImportDebianRow(InitDebianRow):
+    """Debian binary packages ``envforge init`` adds where the repository's code uses one of
+    ``names`` (however imported: ``importers/pycode.py``), a module whose documented
+    behaviour is to run the system program ``runs`` from PATH (gym's video recorder runs
+    ffmpeg): no PyPI wheel gives it, and activation puts the unpacked one on PATH."""
+
+    names: tuple[str, ...] = Field(min_length=1)
+    runs: str  # the program, for the note a platform with no Debian gets
+    keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set

@@ -259,3 +259,46 @@ def test_code_importing_only_itself_and_the_standard_library_is_refused(
     (tmp_path / "util.py").write_text("import os\n")
     with pytest.raises(InputError, match=r"no \.py file of it imports a distribution"):
         _code(tmp_path, "import sys, util\nfrom . import x\n")
+
+
+def _video(tmp_path: Path, code: str, requirements: str = "gym==0.15.4\n") -> str:
+    (tmp_path / "requirements.txt").write_text(requirements)
+    (tmp_path / "train.py").write_text(code)
+    return render_spec(_draft(tmp_path, date(2020, 1, 31)), installed_packs())
+
+
+def test_code_using_gyms_monitor_gets_debians_ffmpeg_with_its_closure(tmp_path: Path) -> None:
+    """gym's video recorder runs an ffmpeg executable from PATH (openai/baselines: 24 tests
+    fail without one); the spec says which line needs it."""
+    text = _video(tmp_path, "import gym\nfrom gym import wrappers\n"
+                  "env = wrappers.Monitor(gym.make('CartPole-v0'), 'videos')\n")
+    assert "\n[debian]\n# for gym.wrappers.Monitor (train.py:3) on linux-64: gym's video " \
+        "recorder" in text
+    assert '\nsuite = "bookworm"\npackages = ["ffmpeg"]\ndependencies = "closure"\n' in text
+
+
+def test_code_using_gym_without_recording_video_gets_no_debian(tmp_path: Path) -> None:
+    text = _video(tmp_path, "import gym\nenv = gym.make('CartPole-v0')\n"
+                  "from gym.wrappers.monitoring import stats_recorder\n")
+    assert "\n[debian]\n" not in text and "ffmpeg" not in text
+
+
+def test_theano_and_gyms_video_recorder_share_one_debian_section(tmp_path: Path) -> None:
+    text = _video(tmp_path, "import theano\n"
+                  "from gym.wrappers.monitoring.video_recorder import VideoRecorder\n",
+                  "gym==0.15.4\nTheano==1.0.4\n")
+    assert text.count("\n[debian]\n") == 1 and text.count("\nsuite = ") == 1
+    assert "\n# for [theano] on linux-64: " in text
+    assert "\n# for gym.wrappers.monitoring.video_recorder (train.py:2) on linux-64: " in text
+    assert '\npackages = ["libopenblas0-pthread", "libgfortran5", "libquadmath0", "ffmpeg"]\n' \
+        'dependencies = "closure"\n' in text
+
+
+def test_win_64_gets_no_debian_and_a_note_to_install_ffmpeg(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("scikit-video\n")
+    (tmp_path / "clip.py").write_text("import skvideo.io\nskvideo.io.vread('a.mp4')\n")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="win-64",
+                       lookup=None, commit_day=date(2020, 1, 31))
+    text = render_spec(draft, installed_packs())
+    assert "\n[debian]\n" not in text
+    assert "\n# skvideo.io (clip.py:1) runs `ffmpeg` from PATH: no [debian] on win-64" in text

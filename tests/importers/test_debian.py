@@ -1,5 +1,6 @@
-"""The [debian] section init writes from the mounted packs' ``init_debian`` rows: the
-platform's rows only, one suite, never a key the section already sets."""
+"""The [debian] section init writes from the mounted packs' ``init_debian`` rows and the
+``import_debian`` rows of the names the code uses: the platform's rows only, one suite, never
+a key the section already sets."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envforge.importers.debian import debian_additions, debian_packages, section_keys
+from envforge.importers.debian import (
+    debian_additions,
+    debian_packages,
+    dependencies,
+    no_debian,
+    section_keys,
+)
 from envforge.importers.legacy_names import FrameworkRow, framework_sections
 from envforge.knowledge.models import InitDebianRow
 from envforge.packapi import Registry
@@ -65,3 +72,34 @@ def test_a_key_the_section_already_sets_is_not_overridden() -> None:
     own = debian_additions([mounted("a", {"ldflags": "-lmkl_rt"})], "linux-64", registry)
     assert [a.row.packages for a in own] == [("libz",)]  # the mounted row's key wins
     assert debian_additions([mounted("unregistered")], "linux-64", registry) == []
+
+
+VIDEO = {"gym.wrappers.monitoring.video_recorder": "vec_video_recorder.py:6"}
+
+
+def test_a_module_that_runs_ffmpeg_adds_it_with_its_closure_on_linux_only() -> None:
+    """baselines' VecVideoRecorder imports gym's video recorder, which runs ffmpeg."""
+    (added,) = debian_additions([], "linux-64", REGISTRY, VIDEO)
+    assert added.section is None and added.row.packages == ("ffmpeg",)
+    assert added.cause == "gym.wrappers.monitoring.video_recorder (vec_video_recorder.py:6)"
+    assert dependencies([added]) == "closure" and "DependencyNotInstalled" in added.row.reason
+    assert debian_additions([], "win-64", REGISTRY, VIDEO) == []
+    assert no_debian(VIDEO, "win-64") == [
+        "gym.wrappers.monitoring.video_recorder (vec_video_recorder.py:6) runs `ffmpeg` from "
+        "PATH: no [debian] on win-64 (Debian's packages are linux-64's), so install ffmpeg on "
+        "PATH yourself"]
+    assert no_debian(VIDEO, "linux-64") == []
+    assert debian_additions([], "linux-64", REGISTRY, {"gym.make": "a.py:1"}) == []
+
+
+def test_pack_rows_and_the_codes_merge_into_one_section_of_one_suite() -> None:
+    theano = framework_sections(["Theano-PyMC==1.0.5"], REGISTRY)
+    uses = {**VIDEO, "skvideo.io": "b.py:2"}
+    added = debian_additions(theano, "linux-64", REGISTRY, uses)
+    assert [a.section for a in added] == ["theano", None, None]
+    assert debian_packages(added) == ["libopenblas0-pthread", "libgfortran5", "libquadmath0",
+                                      "ffmpeg"]
+    assert dependencies(added) == "closure" and dependencies(added[:1]) == "named"
+    registry = Registry([RowPack("a", (deb(["libold"], suite="bullseye"),))])
+    (old,) = debian_additions([mounted("a")], "linux-64", registry, VIDEO)
+    assert old.row.suite == "bullseye"  # bookworm's ffmpeg would be a second suite: left out
