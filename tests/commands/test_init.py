@@ -495,6 +495,32 @@ def test_a_theano_repositorys_spec_links_openblas_and_verify_passes_its_blas_row
     assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
 
 
+
+def test_the_report_and_json_say_which_use_added_ffmpeg_or_why_win_64_has_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "recorder"
+    root.mkdir()
+    (root / "requirements.txt").write_text("gym==0.15.4\n")
+    (root / "record.py").write_text("from gym.wrappers.monitoring import video_recorder\n")
+    out = tmp_path / "recorder.toml"
+    assert main(["init", str(root), "-o", str(out), "--offline", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    (added,) = document["debian"]
+    assert added["section"] is None and added["packages"] == ["ffmpeg"]
+    assert added["dependencies"] == "closure" and document["no_debian"] == []
+    assert added["used"] == {"name": "gym.wrappers.monitoring.video_recorder",
+                             "origin": "record.py:1"}
+    assert "gym-0.15.4" in added["source"]
+    assert main(["init", str(root), "-o", str(out), "--offline", "--force"]) == 0
+    assert "[debian] bookworm ffmpeg with their dependency closure added for " \
+           "gym.wrappers.monitoring.video_recorder (record.py:1): " in capsys.readouterr().err
+    assert run_init(root, output=out, name=None, force=True, offline=True,
+                    ui=UI(quiet=False), platform="win-64") == 0
+    assert "no [debian] on win-64 (Debian's packages are linux-64's), so install ffmpeg on " \
+           "PATH yourself" in capsys.readouterr().err
+    assert load_spec(out, REGISTRY).for_platform("win-64").debian is None
+
+
 def test_init_o_onto_a_file_it_reads_or_a_folder_is_refused_and_nothing_changes(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 29, finding 4: ``-o`` onto the repository's own requirements.txt (with --force)
@@ -525,3 +551,41 @@ def test_the_newest_python_of_the_day_gives_way_to_the_one_before_not_the_day(
     assert str(pspec.pypi.as_of) == "2019-12-31"
     assert "Python 3.8, the newest released by 2019-12-31, did not resolve on that day" in \
         out.read_text()
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's ffmpeg")
+def test_a_repository_recording_gym_video_gets_an_ffmpeg_that_gyms_encoder_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+        shared_cache: Path) -> None:
+    """init -> lock -> apply -> run of a small repository whose code wraps its environment in
+    gym's Monitor: the [debian] ffmpeg init added (with its closure) is on the environment's
+    PATH, and gym 0.15.4's own ImageEncoder, which looks for it there, encodes with it."""
+    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
+    root = tmp_path / "recorder"
+    root.mkdir()
+    (root / "requirements.txt").write_text("gym==0.15.4\n")
+    (root / "train.py").write_text("import gym\nfrom gym.wrappers import Monitor\n\n"
+                                   "env = Monitor(gym.make('CartPole-v0'), 'videos')\n")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "recorder.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0, capfd.readouterr().err
+    debian = load_spec(out, REGISTRY).for_platform("linux-64").debian
+    assert debian is not None and debian.packages == ("ffmpeg",)
+    assert debian.dependencies == "closure"
+    assert main(["lock", str(out)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
+    capfd.readouterr()
+    assert main(["run", str(out), "--prefix", str(prefix), "--", "ffmpeg", "-version"]) == 0
+    assert capfd.readouterr().out.startswith("ffmpeg version ")
+    video = tmp_path / "out.mp4"
+    encode = ("import numpy as np\nfrom gym.wrappers.monitoring.video_recorder import "
+              f"ImageEncoder\ne = ImageEncoder({str(video)!r}, (64, 64, 3), 10)\n"
+              "for _ in range(10):\n    e.capture_frame(np.zeros((64, 64, 3), np.uint8))\n"
+              "e.close()\nprint(e.backend)\n")
+    assert main(["run", str(out), "--prefix", str(prefix), "--", "python", "-c", encode]) == 0
+    assert capfd.readouterr().out.strip().endswith("ffmpeg")
+    assert video.stat().st_size > 0 and video.read_bytes()[4:8] == b"ftyp"
+    assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
