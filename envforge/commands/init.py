@@ -145,7 +145,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         deb = addition.row
         keys = "".join(f" and [{addition.section}.platform.{deb.platform}] {key}"
                        for key in sorted(deb.keys))
-        closure = " with their dependency closure" if deb.dependencies == "closure" else ""
+        closure = "" if deb.dependencies != "closure" else \
+            f" with {'its' if len(deb.packages) == 1 else 'their'} dependency closure"
         used = "" if addition.used is None else f" for {addition.cause}"
         ui.info(f"[debian] {deb.suite} {', '.join(deb.packages)}{closure}{keys} "
                 f"added{used}: {deb.reason}")

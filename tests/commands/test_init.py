@@ -512,7 +512,7 @@ def test_the_report_and_json_say_which_use_added_ffmpeg_or_why_win_64_has_none(
                              "origin": "record.py:1"}
     assert "gym-0.15.4" in added["source"]
     assert main(["init", str(root), "-o", str(out), "--offline", "--force"]) == 0
-    assert "[debian] bookworm ffmpeg with their dependency closure added for " \
+    assert "[debian] bookworm ffmpeg with its dependency closure added for " \
            "gym.wrappers.monitoring.video_recorder (record.py:1): " in capsys.readouterr().err
     assert run_init(root, output=out, name=None, force=True, offline=True,
                     ui=UI(quiet=False), platform="win-64") == 0
