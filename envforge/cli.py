@@ -125,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              version=__version__)
         if done is not None:
             return done
+        if words[0] == "apply":  # an sdist's download, then its build: the longest chain
+            from envforge.host.headstart import start
+
+            start(words, cwd=str(Path.cwd()), environ=os.environ)
     command = next((w for w in words if not w.startswith("-")), None)
     try:
         return _run(_parse(words, command), words)
