@@ -3,15 +3,17 @@
 An sdist's download and then its build are a cold apply's longest chain (theano-cpu: the
 download of Theano-PyMC, then ``uv build``), and the download began only once planning had
 imported its modules and made the plan (0.18 s of start-up). ``start`` reads the lock the
-way ``apply SPEC --yes`` would find it, with tomllib alone, and fetches each sdist the
-lock's host platform names into envforge's cache on a thread of its own, while the main
-thread imports and plans; prefetch's ``obtain`` of the same file then finds it there or
-waits for this download (``fetch.obtain``'s lock per file) and checks it against the lock
-as any cache file is. Nothing here decides anything: a lock it cannot read, a file that
-does not come or does not hash as locked is left to the real path, which fetches it again
-and reports it. Only ``apply SPEC --yes`` online, with nothing but ``-q``, ``--prefix`` and
-``--locks-dir`` beside it (``noopcheck.parse``): never before a confirmation, never with a
-bundle or ``--offline``, and never more than the files the lock names.
+way ``apply SPEC --yes`` would find it, with tomllib alone, and downloads each sdist the
+lock's host platform names into memory on a thread of its own, while the main thread imports,
+checks the lock and plans. Nothing is written meanwhile: a lock that planning refuses leaves
+the cache as it was. Prefetch's download of the same file (``fetch.download``) then takes
+the bytes (``take``), waiting for them if they are still coming, and writes them into the
+cache as any download, checked against the lock as they land. Nothing here decides
+anything: a lock it cannot read, a file that does not come or does not hash as locked is
+left to the real path, which downloads it again and reports it. Only ``apply SPEC --yes``
+online, with nothing but ``-q``, ``--prefix`` and ``--locks-dir`` beside it
+(``noopcheck.parse``): never before a confirmation, with a bundle or ``--offline``; only
+the lock's https/http sdists, each of a locked size up to ``MAX_BYTES``.
 """
 
 # ruff: noqa: PTH118, PTH119, PTH120, PTH122 (os.path on str: this runs before the imports)
@@ -20,28 +22,31 @@ from __future__ import annotations
 
 import os
 import threading
-from contextlib import suppress
+from concurrent.futures import Future
 
 TYPE_CHECKING = False  # typing's, spelt here: start-up spares its import
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+MAX_BYTES = 64 << 20  # held in memory until planning is done: a larger sdist waits for it
 _SCHEMES = ("https://", "http://")  # a git+ or file:// source is the real path's alone
+# (url, sha256) -> the bytes downloaded for it, None where the download failed or differed
+_EARLY: dict[tuple[str, str], Future[bytes | None]] = {}
+_GUARD = threading.Lock()
 
 
 def start(words: Sequence[str], *, cwd: str,
           environ: Mapping[str, str]) -> threading.Thread | None:
-    """The thread fetching the lock's sdists for ``words`` (``apply SPEC --yes ...``), or
+    """The thread downloading the lock's sdists for ``words`` (``apply SPEC --yes ...``), or
     None where these words are not such an apply (then nothing is started)."""
     from envforge.host.noopcheck import parse
-    from envforge.host.noopstamp import cache_root
 
     invocation = parse(words)
     if invocation is None or invocation["offline"]:
         return None
     lock = lock_file(str(invocation["spec"]), invocation["locks_dir"], cwd=cwd)
-    thread = threading.Thread(target=fetch_sdists, args=(lock, str(cache_root(environ))),
-                              name="envforge-headstart", daemon=True)
+    thread = threading.Thread(target=fetch_sdists, args=(lock,), name="envforge-headstart",
+                              daemon=True)
     thread.start()
     return thread
 
@@ -56,21 +61,54 @@ def lock_file(spec: str, locks_dir: object, *, cwd: str) -> str:
     return os.path.join(folder, "locks", f"{stem}.lock")
 
 
-def fetch_sdists(lock: str, cache: str) -> None:
-    """Each sdist the lock names for this host, into ``cache`` through ``obtain``; any
-    failure is the real path's to meet and report."""
-    with suppress(Exception):
+def fetch_sdists(lock: str) -> None:
+    """Each sdist the lock names for this host, downloaded into memory for ``take``."""
+    flights = []
+    try:
         import tomllib
-        from pathlib import Path
 
-        from envforge.host.fetch import FileRef, obtain
         from envforge.platforms import host_platform
 
         with open(lock, "rb") as handle:
             rows = tomllib.load(handle)["platforms"][host_platform().name].get("pypi", [])
         for row in rows:
-            if row.get("kind") != "sdist" or not str(row.get("url", "")).startswith(_SCHEMES):
-                continue
-            ref = FileRef(str(row["url"]), str(row["sha256"]), str(row["filename"]),
-                          row.get("size"))
-            obtain(ref, cache=Path(cache))
+            url, size = str(row.get("url", "")), row.get("size")
+            if row.get("kind") == "sdist" and url.startswith(_SCHEMES) \
+                    and isinstance(size, int) and 0 < size <= MAX_BYTES:
+                flight: Future[bytes | None] = Future()
+                with _GUARD:
+                    if _EARLY.setdefault((url, str(row["sha256"])), flight) is not flight:
+                        continue
+                flights.append((url, str(row["sha256"]), size, flight))
+    except Exception:  # a lock the real path reads and reports
+        pass
+    for url, sha256, size, flight in flights:
+        try:
+            flight.set_result(_download(url, sha256, size))
+        except Exception:  # the real path downloads it and reports
+            flight.set_result(None)
+
+
+def _download(url: str, sha256: str, size: int) -> bytes | None:
+    import hashlib
+
+    from envforge.host.http import session
+
+    with session().get(url, stream=True, timeout=60) as response:
+        if response.status_code != 200:
+            return None
+        data = bytearray()
+        for chunk in response.iter_content(1 << 20):
+            data += chunk
+            if len(data) > size:
+                return None
+    body = bytes(data)
+    return body if hashlib.sha256(body).hexdigest() == sha256 else None
+
+
+def take(url: str, sha256: str) -> bytes | None:
+    """The bytes a head start downloaded for this locked file (waiting for them while they
+    come), once; None where none was started or it failed. The caller checks them again."""
+    with _GUARD:
+        flight = _EARLY.pop((url, sha256), None)
+    return None if flight is None else flight.result()
