@@ -9,6 +9,7 @@ request. Nothing unverified is ever returned.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import time
@@ -117,9 +118,14 @@ def _check(path: Path, ref: FileRef, *, where: str) -> None:
         raise ArtifactError(f"{path}: sha256 {found} does not match the lock's {ref.sha256} "
                             f"(the {where} copy was altered; refusing it)")
     if st.st_mtime_ns < before - _SETTLED_NS:
-        _HASHED[key] = seen
-        if record is not None:
-            record.keep(seen)
+        _remember(key, seen, record)
+
+
+def _remember(key: tuple[str, str], seen: tuple[int, ...], record: _CheckedRecord | None,
+              ) -> None:
+    _HASHED[key] = seen
+    if record is not None:
+        record.keep(seen)
 
 
 @dataclass(frozen=True)
@@ -160,13 +166,14 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
     """Fetch to ``target.part`` (resuming), hash as bytes arrive, then move into place;
     ``report`` shows it as it goes (a GB of wheels was 48 s of silence). A
     ``git+<repository>@<commit>`` URL is the commit's ``git archive`` (host/gitsource.py)."""
+    began = time.time_ns()
     if ref.url.startswith("git+"):
         from envforge.host.gitsource import archive_commit, parse_git_url
 
         repo, commit = parse_git_url(ref.url)
         part = target.with_name(target.name + ".part")
         archive_commit(repo, commit, ref.filename.removesuffix(".tar.gz"), part)
-        _finish(part, target, ref, sha256_file(part))
+        _finish(part, target, ref, sha256_file(part), began)
         return
     if ref.url.startswith("file://"):
         from urllib.request import url2pathname  # http.client and ssl: not for a cache hit
@@ -178,7 +185,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
             shutil.copyfile(source, part)
         except OSError as exc:
             raise ArtifactError(f"cannot read {source}: {exc.strerror}") from None
-        _finish(part, target, ref, sha256_file(part))
+        _finish(part, target, ref, sha256_file(part), began)
         return
     from envforge.host.headstart import take
 
@@ -189,7 +196,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
         with (report or _silent)(Path(ref.filename).name, len(early), 0) as shown:
             part.write_bytes(early)
             shown(len(early))
-        _finish(part, target, ref, hashlib.sha256(early).hexdigest())
+        _finish(part, target, ref, hashlib.sha256(early).hexdigest(), began)
         return
     import requests  # only a real download needs it
 
@@ -205,7 +212,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
             for chunk in iter(lambda: fh.read(CHUNK), b""):
                 digest.update(chunk)
         if ref.size is not None and have >= ref.size:  # cut off after the last byte: no request
-            _finish(part, target, ref, digest.hexdigest())
+            _finish(part, target, ref, digest.hexdigest(), began)
             return
     headers = {"Range": f"bytes={have}-"} if have else {}
     try:
@@ -225,7 +232,7 @@ def download(ref: FileRef, target: Path, *, progress: Progress | None = None,
     except requests.RequestException as exc:
         raise EnvforgeError(f"download of {ref.url} failed: {exc} "
                             "(run again to resume)") from None
-    _finish(part, target, ref, digest.hexdigest())
+    _finish(part, target, ref, digest.hexdigest(), began)
 
 
 def _length(headers: Mapping[str, str], have: int) -> int | None:
@@ -241,9 +248,21 @@ def _silent(name: str, size: int | None, have: int) -> Iterator[Progress]:
     yield lambda amount: None
 
 
-def _finish(part: Path, target: Path, ref: FileRef, found: str) -> None:
+def _finish(part: Path, target: Path, ref: FileRef, found: str, began: int) -> None:
+    """Move the checked ``part`` into place, settled: its mtime set to a whole second before
+    the download began, so any later write moves it (as an unpacked entry's, host/unpacked.py),
+    and its stat remembered as hashed (``_check``), in this process and beside it: the step
+    that takes the file, and the next apply, do not hash it again (a cold theano-cpu apply's
+    steps hashed its 62 MB of archives a second time, after prefetch's download had)."""
     if found != ref.sha256:
         part.unlink(missing_ok=True)
         raise ArtifactError(f"{ref.url}: sha256 {found} does not match the lock's {ref.sha256}; "
                             "refusing the file")
+    settled = (began // _SETTLED_NS - 1) * _SETTLED_NS
+    os.utime(part, ns=(settled, settled))
     part.replace(target)
+    st = target.stat()
+    record = _CheckedRecord(target, ref.sha256) if host_platform().os is not Os.WINDOWS \
+        else None
+    _remember((str(target), ref.sha256),
+              (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev), record)

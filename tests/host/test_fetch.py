@@ -208,3 +208,28 @@ def test_a_cache_file_changed_since_its_record_is_hashed_again(
     else:
         obtain(ref, cache=tmp_path / "cache", offline=True)
     assert calls == [target]
+
+
+@pytest.mark.posix_only("on Windows the check is kept per process only: ctime is creation")
+def test_a_downloaded_file_is_not_hashed_again_and_a_later_write_is_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hashed as it landed, it lands settled (its mtime a second before the download began),
+    so the step that takes it and the next process trust its stat; a write, even within the
+    same second, moves the mtime and the file is hashed again and refused."""
+    source = tmp_path / "pkg.whl"
+    source.write_bytes(b"wheel bytes")
+    ref = FileRef(url=source.as_uri(), sha256=hashlib.sha256(b"wheel bytes").hexdigest(),
+                  filename="pkg.whl")
+    began = time.time_ns()
+    target = obtain(ref, cache=tmp_path / "cache")
+    assert target.stat().st_mtime_ns < began - 10**9 + 10**9 // 2
+    calls = _hashes(monkeypatch)
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    monkeypatch.setattr(fetch, "_HASHED", {})  # as in a new process
+    obtain(ref, cache=tmp_path / "cache", offline=True)
+    assert calls == []
+    with open(target, "r+b") as handle:  # same size, same inode
+        handle.write(b"W")
+    with pytest.raises(ArtifactError, match="the cache copy was altered"):
+        obtain(ref, cache=tmp_path / "cache", offline=True)
+    assert calls == [target]
