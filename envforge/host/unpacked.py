@@ -3,7 +3,8 @@ likewise each .deb: its data.tar decompressed (an unpack checks its headers) and
 regular files unpacked beside it, named by their checked member names (an unpack links them).
 
 An entry is made only from a wheel whose sha256 was just checked against the lock: each
-member is written into a temporary folder while its sha256 and size are taken, a manifest
+member is written into a temporary folder while its sha256 (its RECORD row; a deb's, which
+nothing reads, is left empty) and size are taken, a manifest
 records them with each file's stat, the files are made read-only and the folder is renamed
 into place, so an entry is whole or absent, and a second apply making the same entry keeps
 the first one's.
@@ -52,7 +53,6 @@ from envforge.errors import ArtifactError
 from envforge.host.archives import (
     check_unpacked_size,
     safe_member_name,
-    sha256_file,
     verify_artifact,
 )
 from envforge.host.debunpack import CachedDeb, decompress_data_tar, regular_files
@@ -77,7 +77,7 @@ class CachedFile(NamedTuple):
 
     path: str
     size: int
-    sha256: str  # urlsafe base64, no padding, as RECORD spells it
+    sha256: str  # urlsafe base64, no padding, as RECORD spells it ("" for a deb's)
     executable: bool
     inode: int
 
@@ -237,15 +237,17 @@ def _extract(wheel: Path, root: Path, mtime_ns: int) -> list[CachedFile]:
 
 
 def _write(target: str, name: str, pieces: Iterable[bytes | memoryview], *, executable: bool,
-           mtime_ns: int) -> CachedFile:
+           mtime_ns: int, hashed: bool = True) -> CachedFile:
     """A new file of ``pieces``, read-only, of the entry's mtime, and its manifest row; by
-    its descriptor where the host allows (no path walk a call: Linux), else by its path."""
-    digest = hashlib.sha256()
+    its descriptor where the host allows (no path walk a call: Linux), else by its path.
+    Not ``hashed``: the row's sha256 is empty (a deb's member: nothing reads it)."""
+    digest = hashlib.sha256() if hashed else None
     mode = stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY)
     fd = os.open(target, _CREATE, 0o644)
     try:
         for piece in pieces:
-            digest.update(piece)
+            if digest is not None:
+                digest.update(piece)
             done = os.write(fd, piece)
             while done < len(piece):
                 done += os.write(fd, piece[done:])
@@ -258,39 +260,42 @@ def _write(target: str, name: str, pieces: Iterable[bytes | memoryview], *, exec
     if not _BY_DESCRIPTOR:
         os.utime(target, ns=(mtime_ns, mtime_ns))
         os.chmod(target, mode)  # noqa: PTH101 (a str from a hot loop)
-    return CachedFile(name, st.st_size, _record_hash(digest.digest()), executable, st.st_ino)
+    return CachedFile(name, st.st_size, "" if digest is None else _record_hash(digest.digest()),
+                      executable, st.st_ino)
 
 
 def _decompress(deb: Path, root: Path, mtime_ns: int) -> list[CachedFile]:
     """The data.tar, then each regular file the scan let through at ``tree/NAME``: the
-    name is the checked one (``host/archives.py``), never the tar's own spelling."""
+    name is the checked one (``host/archives.py``), never the tar's own spelling. Their
+    rows' sha256 are empty: a wheel's member hashes are its RECORD, a deb has no such list,
+    and nothing reads them (the archive was checked against the lock; an entry in use is
+    checked by stat), so hashing them was 88 MB of sha256 for OpenBLAS alone, its data.tar
+    read back whole for it."""
     root.mkdir()
     target = root / _DATA_TAR
     with open(target, "x+b") as out:
         decompress_data_tar(deb, out)
-        files = [_finish(target, _DATA_TAR, sha256_file(target), executable=False,
-                         mtime_ns=mtime_ns)]
+        files = [_finish(target, _DATA_TAR, executable=False, mtime_ns=mtime_ns)]
         for name, mode, source in regular_files(deb, out):
             member = root / _TREE / name
             try:
                 member.parent.mkdir(parents=True, exist_ok=True)
                 files.append(_write(str(member), f"{_TREE}/{name}",
                                     iter(partial(source.read, _CHUNK), b""),
-                                    executable=bool(mode & 0o111), mtime_ns=mtime_ns))
+                                    executable=bool(mode & 0o111), mtime_ns=mtime_ns,
+                                    hashed=False))
             except (FileExistsError, NotADirectoryError, IsADirectoryError):
                 raise ArtifactError(f"{deb}: {name} is inside another file of the package, "
                                     "or holds one") from None
     return files
 
 
-def _finish(target: Path, name: str, sha256_hex: str, *, executable: bool,
-            mtime_ns: int) -> CachedFile:
-    """Give a written file the entry's mtime, make it read-only, and its manifest row."""
+def _finish(target: Path, name: str, *, executable: bool, mtime_ns: int) -> CachedFile:
+    """Give a written file the entry's mtime, make it read-only, and its (unhashed) row."""
     os.utime(target, ns=(mtime_ns, mtime_ns))
     target.chmod(stat.S_IMODE(_EXECUTABLE if executable else _READ_ONLY))
     st = os.lstat(target)
-    return CachedFile(name, st.st_size, _record_hash(bytes.fromhex(sha256_hex)), executable,
-                      st.st_ino)
+    return CachedFile(name, st.st_size, "", executable, st.st_ino)
 
 
 def _record_hash(digest: bytes) -> str:

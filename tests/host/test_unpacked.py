@@ -5,6 +5,8 @@ packages)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import stat
@@ -303,6 +305,22 @@ def test_a_deb_s_files_are_hard_linked_from_its_entry(tmp_path: Path) -> None:
 
     assert unpacked_deb(tmp_path / "cache", demo_deb, sha256_file(demo_deb)) == cached  # kept
     assert (cached.files / "usr/bin/demo").stat().st_ino == (root / "usr/bin/demo").stat().st_ino
+
+
+@needs_dpkg_deb
+def test_a_deb_entry_hashes_none_of_its_files(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its members have no RECORD to fill: the archive is checked against the lock, the
+    entry by stat; the data.tar is not read back to be hashed either."""
+    demo_deb = _demo_deb(tmp_path)
+    sha256 = sha256_file(demo_deb)
+    made = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: made.append(a) or real(*a))
+    cached = unpacked_deb(tmp_path / "cache", demo_deb, sha256, checked=True)
+    manifest = json.loads((cached.data_tar.parent.parent / "manifest.json").read_text())
+    assert made == [] and set(manifest["sha256"]) == {""}
+    assert len(manifest["paths"]) == len(manifest["sha256"]) > 1
 
 
 @needs_dpkg_deb
