@@ -40,13 +40,14 @@ def start(words: Sequence[str], *, cwd: str,
     """The thread downloading the lock's sdists for ``words`` (``apply SPEC --yes ...``), or
     None where these words are not such an apply (then nothing is started)."""
     from envforge.host.noopcheck import parse
+    from envforge.host.noopstamp import cache_root
 
     invocation = parse(words)
     if invocation is None or invocation["offline"]:
         return None
     lock = lock_file(str(invocation["spec"]), invocation["locks_dir"], cwd=cwd)
-    thread = threading.Thread(target=fetch_sdists, args=(lock,), name="envforge-headstart",
-                              daemon=True)
+    thread = threading.Thread(target=fetch_sdists, args=(lock, str(cache_root(environ))),
+                              name="envforge-headstart", daemon=True)
     thread.start()
     return thread
 
@@ -61,12 +62,15 @@ def lock_file(spec: str, locks_dir: object, *, cwd: str) -> str:
     return os.path.join(folder, "locks", f"{stem}.lock")
 
 
-def fetch_sdists(lock: str) -> None:
-    """Each sdist the lock names for this host, downloaded into memory for ``take``."""
+def fetch_sdists(lock: str, cache: str) -> None:
+    """Each sdist the lock names for this host that envforge's ``cache`` lacks (an apply
+    with nothing to do finds it there: no download), downloaded into memory for ``take``."""
     flights = []
     try:
         import tomllib
+        from pathlib import Path
 
+        from envforge.host.fetch import FileRef, cache_path
         from envforge.platforms import host_platform
 
         with open(lock, "rb") as handle:
@@ -74,7 +78,9 @@ def fetch_sdists(lock: str) -> None:
         for row in rows:
             url, size = str(row.get("url", "")), row.get("size")
             if row.get("kind") == "sdist" and url.startswith(_SCHEMES) \
-                    and isinstance(size, int) and 0 < size <= MAX_BYTES:
+                    and isinstance(size, int) and 0 < size <= MAX_BYTES \
+                    and not cache_path(Path(cache), FileRef(url, str(row["sha256"]),
+                                                           str(row["filename"]))).exists():
                 flight: Future[bytes | None] = Future()
                 with _GUARD:
                     if _EARLY.setdefault((url, str(row["sha256"])), flight) is not flight:

@@ -43,7 +43,7 @@ def test_an_sdist_comes_into_memory_and_the_real_download_takes_it(
     cache = tmp_path / "cache"
     with served(root) as simple:
         url = simple.replace("/simple", "/files/tiny-0.1.tar.gz")
-        fetch_sdists(str(_lock(tmp_path / "locks" / "x.lock", url, sha, len(body))))
+        fetch_sdists(str(_lock(tmp_path / "locks" / "x.lock", url, sha, len(body))), str(cache))
     assert not cache.exists()  # nothing written before planning has checked the lock
     # the server is gone: the cache's copy can only be the head start's
     got = obtain(FileRef(url, sha, "tiny-0.1.tar.gz", len(body)), cache=cache)
@@ -52,7 +52,8 @@ def test_an_sdist_comes_into_memory_and_the_real_download_takes_it(
     assert take(url, sha) is None  # taken once
 
 
-@pytest.mark.parametrize("how", ["another sha256", "another size", "a wheel", "too large"])
+@pytest.mark.parametrize("how", ["another sha256", "another size", "a wheel", "too large",
+                                 "in the cache already"])
 def test_what_is_not_the_locked_sdist_is_not_kept(
         tmp_path: Path, index: tuple[Path, bytes], monkeypatch: pytest.MonkeyPatch,
         how: str) -> None:
@@ -63,15 +64,18 @@ def test_what_is_not_the_locked_sdist_is_not_kept(
         monkeypatch.setattr(headstart, "MAX_BYTES", len(body) - 1)
     with served(root) as simple:
         url = simple.replace("/simple", "/files/tiny-0.1.tar.gz")
+        if how == "in the cache already":
+            obtain(FileRef(url, sha, "tiny-0.1.tar.gz", size), cache=tmp_path / "cache")
         fetch_sdists(str(_lock(tmp_path / "x.lock", url, sha, size,
-                               kind="wheel" if how == "a wheel" else "sdist")))
+                               kind="wheel" if how == "a wheel" else "sdist")),
+                     str(tmp_path / "cache"))
     assert take(url, sha) is None
 
 
 def test_an_unreadable_lock_starts_nothing(tmp_path: Path, index: tuple[Path, bytes]) -> None:
-    fetch_sdists(str(tmp_path / "absent.lock"))
+    fetch_sdists(str(tmp_path / "absent.lock"), str(tmp_path / "cache"))
     (tmp_path / "bad.lock").write_text("not toml [", encoding="utf-8")
-    fetch_sdists(str(tmp_path / "bad.lock"))
+    fetch_sdists(str(tmp_path / "bad.lock"), str(tmp_path / "cache"))
     assert headstart._EARLY == {}
 
 
@@ -105,7 +109,8 @@ def test_an_apply_yes_downloads_its_lock_s_sdist(tmp_path: Path,
     with served(root) as simple:
         url = simple.replace("/simple", "/files/tiny-0.1.tar.gz")
         _lock(project / "locks" / "x.lock", url, sha, len(body))
-        thread = start(["apply", "specs/x.toml", "-q", "--yes"], cwd=str(project), environ={})
+        thread = start(["apply", "specs/x.toml", "-q", "--yes"], cwd=str(project),
+                       environ={"ENVFORGE_HOME": str(tmp_path / "home")})
         assert thread is not None
         thread.join(30)
     assert take(url, sha) == body
