@@ -214,7 +214,8 @@ def _build_and_unpack(ctx: StepContext, sdist: LockedPypiFile, unpacked: Path,
                       archive: Path, *, builder: Future[tuple[Interpreter, bool]] | None,
                       ) -> None:
     built = _built_or_build(ctx, sdist, archive, builder=builder)
-    unpacked_wheel(unpacked, built.path, built.sha256)
+    # hashed just now: by read_entry (a cached build) or write_entry (this one)
+    unpacked_wheel(unpacked, built.path, built.sha256, checked=True)
 
 
 class _RefusedError(Exception):
