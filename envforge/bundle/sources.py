@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
@@ -28,8 +29,10 @@ from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
+from envforge.host.headstart import landed
 from envforge.host.interpreters import Interpreter
 from envforge.host.unpacked import unpacked_deb, unpacked_wheel
+from envforge.host.uv import uv_binary
 from envforge.host.wheelinstall import WheelToInstall
 from envforge.lockfile import LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext, unpacked_cache
@@ -201,11 +204,14 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
     (a new one per file cost ml75 a TLS handshake each, through this host's proxy)."""
     supplied = _supplied(ctx)
     unpacked = unpacked_cache(ctx)
-    # the Python a build runs with, searched for while the sdists download (running each
-    # candidate took a cold apply a tenth of a second between the sdist and its build)
-    builder = in_background("python", build_interpreter, ctx.lock.python, ctx.environ,
+    builder = in_background("python", _for_builds, ctx.lock.python, ctx.environ,
                             cache=ctx.dirs.cache) \
         if any(f.kind == "sdist" for f in ctx.lock.pypi) else None
+    for f in ctx.lock.pypi:  # apply's head start downloaded it: cached now, so its build
+        if f.kind == "sdist" and landed(f.url, f.sha256):  # starts before 16 downloads do
+            with suppress(EnvforgeError, OSError):  # the download below meets it again
+                obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=ctx.dirs.cache,
+                       report=ctx.ui.download)
     gate = UnpackGate(sum(f.kind == "sdist" for f in ctx.lock.pypi))
     jobs: list[tuple[str | None, FileRef, Callable[[Path], object] | None]] = []
     for f in ctx.lock.pypi:
@@ -251,6 +257,16 @@ def prefetch(ctx: StepContext) -> dict[str, Path]:
             if role_or_none is not None:
                 found[role_or_none] = path
     return {**found, **supplied}
+
+
+def _for_builds(target_python: str, environ: Mapping[str, str], *,
+                cache: Path) -> tuple[Interpreter, bool]:
+    """What a build waits for, found while the sdists download: the Python it runs with
+    (running each candidate took a cold apply a tenth of a second between the sdist and its
+    build), and uv (its module's import and search, 20 ms)."""
+    with suppress(EnvforgeError):
+        uv_binary()
+    return build_interpreter(target_python, environ, cache=cache)
 
 
 def _build_and_unpack(ctx: StepContext, sdist: LockedPypiFile, unpacked: Path,

@@ -118,3 +118,12 @@ def take(url: str, sha256: str) -> bytes | None:
     with _GUARD:
         flight = _EARLY.pop((url, sha256), None)
     return None if flight is None else flight.result()
+
+
+def landed(url: str, sha256: str) -> bool:
+    """Whether a head start's download of this locked file has ended (``take`` would not
+    wait)."""
+    with _GUARD:
+        flight = _EARLY.get((url, sha256))
+    return flight is not None and flight.done()
+

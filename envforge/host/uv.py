@@ -8,6 +8,7 @@ a ``UV_PYTHON_INSTALL_MIRROR`` is the user's to choose.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Mapping
@@ -16,8 +17,10 @@ from envforge.errors import ResolveError
 from envforge.paths import envforge_dirs
 
 
+@functools.cache
 def uv_binary() -> str:
-    """uv from this interpreter's environment (the ``uv`` wheel), else from PATH."""
+    """uv from this interpreter's environment (the ``uv`` wheel), else from PATH; found once
+    a process (the ``uv`` module's import and its search cost a build 20 ms)."""
     try:
         from uv import find_uv_bin
 

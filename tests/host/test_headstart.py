@@ -10,7 +10,7 @@ import pytest
 
 from envforge.host import headstart
 from envforge.host.fetch import FileRef, cache_path, obtain
-from envforge.host.headstart import fetch_sdists, lock_file, start, take
+from envforge.host.headstart import fetch_sdists, landed, lock_file, start, take
 from envforge.lockfile import lock_path_for
 from envforge.platforms import host_platform
 from tests.testing.localindex import served, write_tar
@@ -45,6 +45,7 @@ def test_an_sdist_comes_into_memory_and_the_real_download_takes_it(
         url = simple.replace("/simple", "/files/tiny-0.1.tar.gz")
         fetch_sdists(str(_lock(tmp_path / "locks" / "x.lock", url, sha, len(body))), str(cache))
     assert not cache.exists()  # nothing written before planning has checked the lock
+    assert landed(url, sha) and not landed(url, "0" * 64)
     # the server is gone: the cache's copy can only be the head start's
     got = obtain(FileRef(url, sha, "tiny-0.1.tar.gz", len(body)), cache=cache)
     assert got == cache_path(cache, FileRef(url, sha, "tiny-0.1.tar.gz"))
