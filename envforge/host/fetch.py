@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
 from envforge.host.atomicfile import write_atomic
+from envforge.host.fileref import FileRef as FileRef  # re-exported: the fetcher's API
+from envforge.host.fileref import cache_path as cache_path
 from envforge.platforms import Os, host_platform
 
 if TYPE_CHECKING:
@@ -34,29 +35,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 Progress = Callable[[int], None]
 
 
-@dataclass(frozen=True)
-class FileRef:
-    """A file to have: where it comes from and what it must hash to."""
-
-    url: str
-    sha256: str
-    filename: str
-    size: int | None = None
-
-
 Lookup = Callable[[FileRef], Path | None]  # a bundle's (unchecked) copy of a file, if it has one
 # How a download is shown: given the file's name, its size (None: unknown) and the bytes a
 # resumed .part holds already, a context whose value is called with each chunk's size
 # (the UI's ``download``: a bar on a terminal, a line with the size when piped).
 Report = Callable[[str, "int | None", int], AbstractContextManager[Progress]]
-
-
-def cache_path(cache: Path, ref: FileRef) -> Path:
-    """Where the cache keeps ``ref``: below its sha256, under its (confined) file name."""
-    if not _SHA256.fullmatch(ref.sha256):
-        raise ArtifactError(f"{ref.filename}: sha256 {ref.sha256!r} is not 64 hex digits")
-    return inside(cache / "files" / ref.sha256[:2] / ref.sha256, ref.filename,
-                  what="locked file name")
 
 
 def obtain(ref: FileRef, *, cache: Path, bundle: Lookup | None = None, offline: bool = False,

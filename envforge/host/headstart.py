@@ -70,7 +70,7 @@ def fetch_sdists(lock: str, cache: str) -> None:
         import tomllib
         from pathlib import Path
 
-        from envforge.host.fetch import FileRef, cache_path
+        from envforge.host.fileref import FileRef, cache_path
         from envforge.platforms import host_platform
 
         with open(lock, "rb") as handle:
