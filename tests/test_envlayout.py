@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from envforge.envlayout import env_edits, layout_for
 from envforge.lockfile import load_lock
 from tests.testing.packs import REGISTRY
@@ -11,6 +13,8 @@ from tests.testing.packs import REGISTRY
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.posix_only("a linux-64 layout's paths are the host's: Debian packages unpack on "
+                        "Linux only")
 def test_debian_programs_and_libraries_are_found_after_the_environments_own() -> None:
     lock = load_lock(REPO / "locks" / "theano-cpu.lock", REGISTRY)
     layout = layout_for("linux-64", "venv", "/env", "3.7")
