@@ -3,12 +3,13 @@
 When the repository's day does not resolve and a later one does (Keras 2.2.4's day has no
 TensorFlow wheel for Python 3.7: TensorFlow's first came months later), the later day
 moves every package with it: PyYAML 5.1, whose ``yaml.load`` refuses what Keras 2.2.4
-writes, came with TensorFlow. uv's ``--exclude-newer-package`` gives the later day to some
+writes, came with TensorFlow. uv's ``--exclude-newer-package`` gives a later day to some
 packages only (``[pypi] as_of_packages``). Which: the resolver names them. Each failure at
 the repository's day names the packages it could not fit; those of them the later day's
-resolution took at a release made after the repository's day get the later day, and the
-draft is resolved again, until it resolves (what that release needs is named by the next
-failure: TensorFlow 1.13's tensorboard) or names nothing new (the widened day stays).
+resolution took at a release made after the repository's day, and what they need that the
+day has no release of, each get the day after their first release that installs from a
+wheel came (TensorFlow 1.13.1's), and the draft is resolved again, until it resolves or
+names nothing new (the widened day then stays for every package).
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envforge.importers.propose import Proposal, installs, release_files
+from envforge.importers.propose import Proposal, installs
 from envforge.resolve.pypi import BUILD_BACKENDS, exact_names
-from envforge.resolve.releases import Release, releases_from_files, usable
+from envforge.resolve.releases import (
+    Release,
+    releases_from_files,
+    upload_day,
+    usable,
+    version_of,
+)
 
 if TYPE_CHECKING:
     from envforge.importers.render import Draft
@@ -214,28 +221,21 @@ def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
         return wheel_requirements(file.url, file.size) if file.kind == "wheel" else None
 
     def first(requirement: Requirement, after: date) -> tuple[date, Sequence[str] | None] | None:
-        files = listed(requirement.name) or ()
-        found: list[tuple[date, Mapping[str, Any]]] = []
-        for release in releases(requirement.name) or ():
-            if release.version.is_prerelease or \
-                    not requirement.specifier.contains(release.version):
+        found: tuple[date, Mapping[str, Any]] | None = None
+        for entry in listed(requirement.name) or ():
+            version = version_of(str(entry.get("filename", "")))
+            day = upload_day(entry.get("upload-time"))
+            if version is None or day is None or day <= after or entry.get("yanked") or \
+                    version.is_prerelease or not requirement.specifier.contains(version) or \
+                    (found is not None and found[0] <= day) or \
+                    not installs([entry], minor, platform):
                 continue
-            wheels = [(_uploaded(f), f) for f in release_files(files, str(release.version))
-                      if installs([f], minor, platform)]
-            found += [(day, f) for day, f in wheels if day is not None and day > after]
-        if not found:
+            found = (day, entry)
+        if found is None:
             return None
-        day, wheel = min(found, key=lambda pair: pair[0])
-        size = wheel.get("size")
-        return day, wheel_requirements(str(wheel.get("url", "")),
-                                       size if isinstance(size, int) else None)
+        size = found[1].get("size")
+        return found[0], wheel_requirements(str(found[1].get("url", "")),
+                                            size if isinstance(size, int) else None)
 
     return IndexView(released, fits, requires, PLATFORMS[platform].markers(python), first)
 
-
-def _uploaded(entry: Mapping[str, Any]) -> date | None:
-    text = str(entry.get("upload-time") or "")[:10]
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        return None

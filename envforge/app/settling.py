@@ -248,9 +248,9 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
               failure: str, source: str, platform: Platform, deadline: float | None,
               lookup: Lookup | None, say: Say) -> tuple[Draft, PlatformLock] | None:
     """``packagedays.narrow`` of a draft that resolved only on a widened day: only the
-    packages the proposed day's failures name (and what they need) take the widened day,
-    each try bounded like any other; None (the widened day kept) when that does not
-    resolve, offline (no index to read), or under TRY_S left."""
+    packages the proposed day's failures name (and what they need) take a later day, each
+    try bounded like any other; None (the widened day kept) when that does not resolve,
+    offline (no index to read), or under TRY_S left."""
     left = _left(deadline)
     if left is not None and left < TRY_S:
         return None

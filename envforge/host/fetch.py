@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     import requests
 
 CHUNK = 1 << 20
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 Progress = Callable[[int], None]
 
 

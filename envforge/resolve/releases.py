@@ -32,10 +32,10 @@ def releases_from_files(files: Iterable[Mapping[str, Any]]) -> list[Release]:
     for entry in files:
         if entry.get("yanked"):
             continue
-        version = _version_of(str(entry.get("filename", "")))
+        version = version_of(str(entry.get("filename", "")))
         if version is None:
             continue
-        uploaded = _day(entry.get("upload-time"))
+        uploaded = upload_day(entry.get("upload-time"))
         requires = entry.get("requires-python") or None
         previous = found.get(version)
         if previous is not None:
@@ -62,7 +62,8 @@ def usable(releases: Iterable[Release], python: str, as_of: date | None) -> list
             and (as_of is None or r.uploaded is None or r.uploaded <= as_of)]
 
 
-def _version_of(filename: str) -> Version | None:
+def version_of(filename: str) -> Version | None:
+    """The version a wheel's or an sdist's file name spells; None where it spells none."""
     try:
         if filename.endswith(".whl"):
             return parse_wheel_filename(filename)[1]
@@ -71,7 +72,8 @@ def _version_of(filename: str) -> Version | None:
         return None
 
 
-def _day(value: Any) -> date | None:
+def upload_day(value: Any) -> date | None:
+    """The day of an index entry's ``upload-time``; None where it gives none."""
     if not isinstance(value, str):
         return None
     try:

@@ -237,6 +237,10 @@ def test_a_day_that_does_not_resolve_is_widened_never_dropped(
     assert "as_of_packages six 2021-05-06: as of 2019-08-15 these" in err
     assert "2021-08-15 resolved; only as_of_packages take a later day" in text
     assert "next: envforge lock" in err
+    assert main(["init", str(root), "-o", str(out), "--force", "--json"]) == 0
+    as_of = json.loads(capsys.readouterr().out)["as_of"]
+    assert (as_of["value"], as_of["packages"], as_of["widened"]) == \
+        ("2019-08-15", {"six": "2021-05-06"}, "2021-08-15")
 
 
 @pytest.mark.network

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from envforge.errors import ResolveError
@@ -83,9 +83,15 @@ def _provided(chosen: Mapping[str, DebStanza]) -> dict[str, list[str | None]]:
 
 
 def _add_provides(provided: dict[str, list[str | None]], stanza: DebStanza) -> None:
+    for name, version in _provides(stanza):
+        provided.setdefault(name, []).append(version)
+
+
+def _provides(stanza: DebStanza) -> Iterator[tuple[str, str | None]]:
+    """Each virtual name the package provides, with the version it provides (or None)."""
     for group in _relations(stanza.provides) or ():
         for rel in group:
-            provided.setdefault(rel.name, []).append(rel.version if rel.op == "=" else None)
+            yield rel.name, rel.version if rel.op == "=" else None
 
 
 def _met(rel: Relation, chosen: Mapping[str, DebStanza],
@@ -154,10 +160,8 @@ class Closure:
 def _providers(index: Mapping[str, DebStanza]) -> dict[str, list[tuple[DebStanza, str | None]]]:
     providers: dict[str, list[tuple[DebStanza, str | None]]] = {}
     for name in sorted(index):
-        for group in _relations(index[name].provides) or ():
-            for rel in group:
-                version = rel.version if rel.op == "=" else None
-                providers.setdefault(rel.name, []).append((index[name], version))
+        for virtual, version in _provides(index[name]):
+            providers.setdefault(virtual, []).append((index[name], version))
     return providers
 
 
