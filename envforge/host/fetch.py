@@ -111,8 +111,11 @@ def _remember(key: tuple[str, str], seen: tuple[int, ...], record: _CheckedRecor
 
 @dataclass(frozen=True)
 class _CheckedRecord:
-    """That a cache file hashed as its sha256, kept beside it with the file's stat then
-    (size, mtime, ctime, inode, device): a later apply takes the file without hashing it
+    """That a cache file hashed as its sha256, kept with the file's stat then (size, mtime,
+    ctime, inode, device) in the cache's ``checked/`` folder, not beside the file: a write
+    into the file's own folder would move that folder's mtime, which the no-op check's
+    record rests on (host/noopcheck.py), and void it. A later apply takes the file without
+    hashing it
     while the stat is the same, as uv takes its cache. A write moves mtime and ctime, a
     replacement the inode, and setting mtime back moves ctime, which only the clock sets;
     what it cannot see is someone who can write to envforge's cache rewriting this record
@@ -123,10 +126,17 @@ class _CheckedRecord:
     sha256: str
 
     @property
-    def _file(self) -> Path:
-        return self.path.with_name(f".{self.path.name}.checked")
+    def _file(self) -> Path | None:
+        """``CACHE/checked/SHA256.NAME`` for ``CACHE/files/SH/SHA256/NAME`` (cache_path);
+        None for a file elsewhere (a download a caller put outside the cache)."""
+        parents = self.path.parents
+        if len(parents) < 4 or parents[0].name != self.sha256 or parents[2].name != "files":
+            return None
+        return parents[3] / "checked" / f"{self.sha256}.{self.path.name}"
 
     def holds(self, seen: tuple[int, ...]) -> bool:
+        if self._file is None:
+            return False
         try:
             text = self._file.read_text(encoding="ascii")
         except (OSError, UnicodeDecodeError):
@@ -135,8 +145,9 @@ class _CheckedRecord:
 
     def keep(self, seen: tuple[int, ...]) -> None:
         """Written whole; one that cannot be written costs the next apply a hash."""
-        with suppress(OSError):
-            write_atomic(self._file, self._line(seen).encode("ascii"))
+        if self._file is not None:
+            with suppress(OSError):
+                write_atomic(self._file, self._line(seen).encode("ascii"))
 
     def _line(self, seen: tuple[int, ...]) -> str:
         return f"{self.sha256} {' '.join(map(str, seen))}\n"

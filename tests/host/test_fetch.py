@@ -199,7 +199,8 @@ def test_a_cache_file_changed_since_its_record_is_hashed_again(
         os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
         copy.replace(target)
     else:
-        record = target.with_name(f".{target.name}.checked")
+        record = tmp_path / "cache" / "checked" / f"{ref.sha256}.{target.name}"
+        assert not target.with_name(f".{target.name}.checked").exists()  # not in its folder
         record.write_text(record.read_text().replace(ref.sha256, "0" * 64))
     calls = _hashes(monkeypatch)
     if how == "a byte flipped, mtime set back":
