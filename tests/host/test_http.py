@@ -240,6 +240,41 @@ def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_r
 
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with openssl")
+def test_the_ca_bundle_is_loaded_once_for_every_session_and_thread(
+        serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib3 alone parses the bundle for each connection it opens (17 in a cold apply)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    url = serve(Script([]), tls=tls).replace("http://", "https://")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args or kwargs)
+        load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    bodies: list[bytes] = []
+
+    def fetch() -> None:
+        with http.session() as client:  # a session, so a connection, of its own
+            bodies.append(client.get(f"{url}/x").content)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert bodies == [BODY] * 4
+    assert len(loads) == 1
+
+
 RESOLVER_PROBE = """
 import os, subprocess, sys
 from envforge.host.http import session
