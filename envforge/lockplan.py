@@ -155,14 +155,64 @@ def undeclared_expected(packages: Sequence[str], registry: Registry[LockPlanPack
                  if canonicalize_name(Requirement(r.requirement).name) not in skip)
 
 
-def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile]) -> PypiBuild | None:
-    """How the platform's sdists are built, where it has one: the spec's build constraints
-    and the sources build requirements come from (the resolution's own)."""
+def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
+                 extra: Mapping[str, tuple[str, ...]] | None = None) -> PypiBuild | None:
+    """How the platform's sdists are built, where it has one: the spec's build constraints,
+    the sources build requirements come from (the resolution's own), and ``extra``: the
+    pinned undeclared requirements of the sdists that have some (``extra_build_pins``)."""
     if not any(f.kind == "sdist" for f in pypi):
         return None
     section = pspec.pypi
     return PypiBuild(constraints=section.build_constraints, index=section.index,
-                     find_links=section.find_links, extra_indexes=section.extra_indexes)
+                     find_links=section.find_links, extra_indexes=section.extra_indexes,
+                     extra_dependencies=dict(sorted(extra.items())) if extra else None)
+
+
+def extra_build_wanted(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
+                       ) -> dict[str, tuple[str, ...]]:
+    """The spec's extra build requirements of the projects this lock builds from an sdist
+    (a project locked as a wheel builds nothing), by normalized name."""
+    built = {canonicalize_name(f.name) for f in pypi if f.kind == "sdist"}
+    return {name: reqs for name, reqs in sorted(pspec.pypi.extra_build_dependencies.items())
+            if name in built}
+
+
+def extra_build_pins(wanted: Mapping[str, tuple[str, ...]], pypi: Sequence[LockedPypiFile],
+                     resolved: Sequence[LockedPypiFile] = ()) -> dict[str, tuple[str, ...]]:
+    """Each requirement pinned ``name==version``: at the environment's version where the
+    environment has the project and that version satisfies it (an extension is compiled
+    against the NumPy it will import), else at ``resolved``'s (``extra_build_unpinned``
+    resolved for the same target). ValueError for one neither has."""
+    have = {canonicalize_name(f.name): f.version for f in resolved}
+    env = {canonicalize_name(f.name): f.version for f in pypi}
+    pins: dict[str, tuple[str, ...]] = {}
+    for project, requirements in wanted.items():
+        pinned = []
+        for line in requirements:
+            requirement = Requirement(line)
+            name = canonicalize_name(requirement.name)
+            version = env.get(name) if name in env and requirement.specifier.contains(
+                env[name], prereleases=True) else have.get(name)
+            if version is None:
+                raise ValueError(f"{line}: not resolved")
+            pinned.append(f"{requirement.name}=={version}")
+        pins[project] = tuple(pinned)
+    return pins
+
+
+def extra_build_unpinned(wanted: Mapping[str, tuple[str, ...]],
+                         pypi: Sequence[LockedPypiFile]) -> tuple[str, ...]:
+    """The extra build requirements the environment does not satisfy: resolved on their own
+    for the same target, so that every build pin is decided at lock time."""
+    env = {canonicalize_name(f.name): f.version for f in pypi}
+    left: dict[str, str] = {}
+    for requirements in wanted.values():
+        for line in requirements:
+            requirement = Requirement(line)
+            name = canonicalize_name(requirement.name)
+            if not (name in env and requirement.specifier.contains(env[name], prereleases=True)):
+                left.setdefault(name, line)
+    return tuple(left[name] for name in sorted(left))
 
 
 def locked_artifacts(pspec: PlatformSpec,

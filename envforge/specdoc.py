@@ -59,6 +59,10 @@ KEYS: dict[str, tuple[str, str]] = {
                        "name (uv's --override)", '["protobuf<4"]'),
     "pypi.build_constraints": ("pins for what sdist builds install: lock, apply, bundle",
                                '["Cython==0.29.14"]'),
+    "pypi.extra_build_dependencies": ("what an sdist's setup.py imports without declaring it "
+                                      "(uv's extra-build-dependencies), installed into its "
+                                      "build at the environment's version where it has it",
+                                      '{ pycocotools = ["Cython", "numpy"] }'),
     "pypi.only_binary": ("packages (or \":all:\") taken only as wheels", '["numpy"]'),
     "pypi.no_binary": ("packages (or \":all:\") installed from their sdist", '["gensim"]'),
     "debian.suite": ("the Debian release whose archive provides packages", '"bookworm"'),

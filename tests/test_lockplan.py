@@ -62,3 +62,44 @@ def test_an_exact_theano_pin_knows_its_undeclared_imports_before_resolving() -> 
     for loose in (["Theano-PyMC>=1.0"], ["Theano-PyMC==1.0.*"], ["numpy==1.19.5"],
                   ["Theano-PyMC==9.9.9"]):
         assert undeclared_expected(loose, REGISTRY) == ()
+
+
+def _locked(name: str, version: str, kind: str = "wheel") -> LockedPypiFile:
+    ext = "tar.gz" if kind == "sdist" else "whl"
+    return LockedPypiFile(name=name, version=version, kind=kind,  # type: ignore[arg-type]
+                          filename=f"{name}-{version}.{ext}", sha256="0" * 64,
+                          url=f"https://files.example/{name}-{version}.{ext}")
+
+
+COCO = {"pycocotools": ("Cython", "numpy>=1.11")}
+
+
+def test_extra_build_requirements_take_the_environments_version_else_one_resolved() -> None:
+    """pycocotools' extension is compiled against the NumPy it will import; Cython, which the
+    environment lacks, is pinned as resolved for the same target."""
+    from envforge.lockplan import extra_build_pins, extra_build_unpinned
+
+    env = [_locked("numpy", "1.16.4"), _locked("pycocotools", "2.0.0", "sdist")]
+    assert extra_build_unpinned(COCO, env) == ("Cython",)
+    assert extra_build_pins(COCO, env, [_locked("Cython", "0.29.13")]) == {
+        "pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}
+    old = [_locked("numpy", "1.9.0"), _locked("pycocotools", "2.0.0", "sdist")]
+    assert extra_build_unpinned(COCO, old) == ("Cython", "numpy>=1.11")  # 1.9 does not do
+    assert extra_build_pins(COCO, old, [_locked("Cython", "0.29.13"), _locked("numpy", "1.11.3")]
+                            ) == {"pycocotools": ("Cython==0.29.13", "numpy==1.11.3")}
+    with pytest.raises(ValueError, match="Cython: not resolved"):
+        extra_build_pins(COCO, env)
+
+
+def test_only_projects_locked_as_sdists_get_extra_build_requirements() -> None:
+    """A platform where the project has a wheel builds nothing: its lock records none."""
+    from envforge.lockplan import extra_build_wanted
+    from envforge.spec import parse_spec
+
+    text = ('[project]\nname = "c"\nplatforms = ["linux-64"]\n[python]\nversion = "3.7"\n'
+            '[environment]\nkind = "venv"\n[pypi]\npackages = ["pycocotools==2.0.0"]\n'
+            'extra_build_dependencies = { PyCocoTools = ["Cython"] }\n')
+    pspec = parse_spec(text, source="c.toml", registry=REGISTRY).for_platform("linux-64")
+    assert extra_build_wanted(pspec, [_locked("pycocotools", "2.0.0", "sdist")]) == {
+        "pycocotools": ("Cython",)}
+    assert extra_build_wanted(pspec, [_locked("pycocotools", "2.0.0")]) == {}

@@ -65,8 +65,12 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
                                  key=".".join(packages) if packages in spec.key_lines else None,
                                  ) from None
     except ResolveError as exc:
-        from envforge.resolve.pypi import UnsatisfiableError
+        from envforge.resolve.pypi import UndeclaredBuildError, UnsatisfiableError
 
+        if isinstance(exc, UndeclaredBuildError):
+            from envforge.resolve.pypi_explain import explain_undeclared_build
+
+            raise explain_undeclared_build(spec, exc) from None
         if not isinstance(exc, UnsatisfiableError):
             raise
         from envforge.resolve.pypi_explain import explain_unsatisfiable

@@ -4,7 +4,7 @@ the suite's runner beside them, and the expectations verify will check, as a Pla
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +51,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
     conda: tuple[LockedCondaPackage, ...] = ()
     deb: tuple[LockedDeb, ...] = ()
     pypi_python: str | None = None
+    build_pins: dict[str, tuple[str, ...]] | None = None
     if pspec.environment.kind == "conda":
         from envforge.resolve.conda import solve_conda
 
@@ -110,6 +111,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         if notes is not None:
             notes.extend(f"{pspec.platform}: added {row.requirement}: {row.imported_at} "
                          f"imports {row.module} without declaring it" for row in added)
+        build_pins = _extra_build(pspec, pypi, resolve)
     if beside is not None:
         deb = _debs(debs.result() if debs is not None else _resolve_debs(beside, pspec.platform),
                     pspec, notes)
@@ -126,9 +128,23 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         expect=_expectations(pspec, registry, versions, references),
         suite=suite,
         pypi_python=pypi_python,
-        build=build_record(pspec, pypi),
+        build=build_record(pspec, pypi, build_pins),
         apply=apply_inputs(pspec),
     )
+
+
+def _extra_build(pspec: PlatformSpec, pypi: tuple[LockedPypiFile, ...],
+                 resolve: Callable[[Sequence[str]], tuple[LockedPypiFile, ...]],
+                 ) -> dict[str, tuple[str, ...]] | None:
+    """The locked sdists' extra build requirements pinned, those the environment does not
+    hold resolved on their own for the same target (a uv run only where there are some)."""
+    from envforge.lockplan import extra_build_pins, extra_build_unpinned, extra_build_wanted
+
+    wanted = extra_build_wanted(pspec, pypi)
+    if not wanted:
+        return None
+    left = extra_build_unpinned(wanted, pypi)
+    return extra_build_pins(wanted, pypi, resolve(left) if left else ())
 
 
 def _resolve_debs(section: DebianSection, platform: Platform) -> DebResolution:
@@ -158,7 +174,8 @@ def _controls(pspec: PlatformSpec, registry: Registry[FrameworkPack]) -> BuildCo
                                        for line in pack.resolver_overrides(section.packages)))
     return BuildControls(constraints=section.constraints, overrides=overrides,
                          build_constraints=section.build_constraints,
-                         only_binary=section.only_binary, no_binary=section.no_binary)
+                         only_binary=section.only_binary, no_binary=section.no_binary,
+                         extra_build=tuple(sorted(section.extra_build_dependencies.items())))
 
 
 _HOST_PYTHONS: dict[str, Interpreter | None] = {}

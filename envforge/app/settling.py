@@ -31,6 +31,7 @@ from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
+from envforge.resolve.pypi import UndeclaredBuildError
 from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
@@ -44,6 +45,7 @@ WIDEN_MONTHS = 6  # how far each step moves a day that does not resolve
 WIDEN_STEPS = 4  # at most two years past the repository's own day
 TRY_S = 20.0  # the least time one trial resolution gets before the next day is tried
 MAX_REPAIRS = 3  # pins moved for a failed sdist build, per settling
+MAX_BUILD_NEEDS = 8  # undeclared build imports given to sdists' builds, per settling
 REASON_CHARS = 600  # a resolver's reason is cut there: a spec comment, one output line
 
 
@@ -68,6 +70,8 @@ def try_lock(text: str, source: str, platform: Platform) -> PlatformLock | str:
     ensure_compatible(spec, installed_packs())
     try:
         return lock_platform(spec.for_platform(platform), installed_packs())
+    except UndeclaredBuildError:
+        raise  # settle gives the build what it imports, the same day again
     except UnsatisfiableError as exc:
         explained = explain_unsatisfiable(spec, exc)
         if isinstance(explained, UnknownProjectError):
@@ -178,6 +182,15 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         except UnknownProjectError as exc:
             failure = trim(str(exc))  # no other day, repair or left-out URL changes it
             break
+        except UndeclaredBuildError as exc:
+            given = None if len(candidate.extra_build) >= MAX_BUILD_NEEDS else \
+                _build_needs(candidate, exc)
+            if given is not None:
+                say(given[1])
+                candidate, tries = given[0], tries + 1
+                continue  # the same day again, the build given what it imports
+            # named already, or too many: the pin moves as for any sdist that does not build
+            failure = f"Failed to build `{exc.project}=={exc.version}`: {exc}"
         except DraftTimeoutError:
             if deadline is not None and time.monotonic() >= deadline - 0.5:
                 failure = f"init's time bound ran out while resolving {what} (try {attempt} " \
@@ -276,6 +289,19 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
 
     return narrow(candidate, locked, start=start, widened=widened, failure=failure,
                   attempt=attempt, view=view, unbuilt=unbuilt)
+
+
+def _build_needs(draft: Draft, exc: UndeclaredBuildError) -> tuple[Draft, str] | None:
+    """The draft with what an sdist's build imports undeclared added to its
+    ``extra_build_dependencies``; None where it is there already (the name uv gave is not
+    the module's distribution)."""
+    project = canonicalize_name(exc.project)
+    listed = draft.extra_build.get(project, ())
+    if canonicalize_name(exc.needs) in {canonicalize_name(n) for n in listed}:
+        return None
+    return (replace(draft, extra_build={**draft.extra_build, project: (*listed, exc.needs)}),
+            f"{exc.project}=={exc.version}: its sdist's build imports {exc.needs} without "
+            "declaring it; given to its build (extra_build_dependencies)")
 
 
 def _share(deadline: float | None, tries_left: int) -> float | None:

@@ -42,7 +42,9 @@ def minor(version: str) -> str:
 def build_key(build: PypiBuild | None, target_python: str, platform: Platform) -> str:
     """What besides the sdist makes the wheel: the pinned build environment and the target."""
     pinned = build or PypiBuild(index=PYPI_SIMPLE)
-    text = json.dumps({"format": KEY_FORMAT, "build": pinned.model_dump(mode="json"),
+    # without None: a record from before a field was added keys its entries as it did
+    text = json.dumps({"format": KEY_FORMAT,
+                       "build": pinned.model_dump(mode="json", exclude_none=True),
                        "python": minor(target_python), "platform": platform}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

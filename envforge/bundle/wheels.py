@@ -99,7 +99,8 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
                                  cache=cache, build=build,
-                                 pins=build.constraints if build else ())
+                                 pins=build.constraints if build else (),
+                                 extra=build.extra_for(sdist.name) if build else ())
         except ToolError as exc:
             log = exc.stderr.strip() or exc.stdout.strip()
             ran = " ".join([Path(exc.command[0]).name, *exc.command[1:2]]) \
@@ -129,11 +130,14 @@ def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, 
 
 
 def _build(source: Path, python: Path, out: Path, *, environ: Mapping[str, str], cache: Path,
-           build: PypiBuild | None, pins: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+           build: PypiBuild | None, pins: tuple[str, ...],
+           extra: tuple[str, ...] = ()) -> tuple[Path, tuple[str, ...]]:
     """One wheel, in an isolated build environment whose requirements come from the lock's
     index and find-links under ``pins``: uv when installed (which also says what it put in the
     build environment), else pip (``PIP_CONSTRAINT`` reaches its build environment; what it
-    installed there is not reported)."""
+    installed there is not reported). With ``extra`` (pinned requirements the sdist's build
+    imports undeclared), uv builds without isolation in an environment made for it
+    (``buildenv``)."""
     from envforge.host.uv import uv_binary, uv_environ
 
     try:
@@ -149,25 +153,38 @@ def _build(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],
     wheels_out = out / "wheel"
     sources = build or PypiBuild(index=PYPI_SIMPLE)
     used: tuple[str, ...] = ()
-    if uv is not None:
+    if uv is not None and extra:
+        from envforge.bundle import buildenv
+
+        env["UV_CACHE_DIR"] = str(cache / "uv")
+        interpreter = buildenv.prepare(
+            uv, python, out / "build-env", [*buildenv.declared_build_requires(source), *extra],
+            sources=sources, constraints=constraints if pins else None, env=env)
+        proc.run([uv, "build", "--wheel", "--no-config", "--no-build-isolation", "--python",
+                  str(interpreter), "--out-dir", str(wheels_out), str(source)], env=env)
+        used = buildenv.installed(uv, interpreter, env)
+    elif uv is not None:
         env["UV_CACHE_DIR"] = str(cache / "uv")
         args = [uv, "build", "--wheel", "--no-config", "--verbose", "--python", str(python),
                 "--out-dir", str(wheels_out), "--index-url", sources.index]
         for link in sources.find_links:
             args += ["--find-links", link]
-        for extra in sources.extra_indexes:
-            args += ["--extra-index-url", extra]
+        for index_url in sources.extra_indexes:
+            args += ["--extra-index-url", index_url]
         if pins:
             args += ["--build-constraints", str(constraints)]
         done = proc.run([*args, str(source)], env=env)
         used = build_environment(done.stderr)
+    elif extra:
+        raise StepError(f"{source.name}'s build needs {', '.join(extra)} besides what it "
+                        "declares, which envforge installs with uv: install uv (pip install uv)")
     else:
         args = [str(python), "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels_out),
                 "--index-url", sources.index]
         for link in sources.find_links:
             args += ["--find-links", link]
-        for extra in sources.extra_indexes:
-            args += ["--extra-index-url", extra]
+        for index_url in sources.extra_indexes:
+            args += ["--extra-index-url", index_url]
         if pins:
             env["PIP_CONSTRAINT"] = str(constraints)
         proc.run([*args, str(source)], env=env)

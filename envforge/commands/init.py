@@ -107,6 +107,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
             "left_out": dict(draft.left_out),
             "built": {"sdists": list(trial.built), "checked": trial.unchecked is None,
                       "unchecked": trial.unchecked},
+            "extra_build_dependencies": {project: list(needs) for project, needs
+                                         in sorted(draft.extra_build.items())},
             "sections": [{"section": r.section, "keys": r.keys, "why": r.reason}
                          for r in mounted],
             "debian": [{"section": a.section, "platform": a.row.platform,
@@ -172,6 +174,9 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
                     f"first release that installs here came (or {draft.as_of_widened}, the "
                     f"widened day that resolved); every other package keeps "
                     f"{draft.as_of.value}")
+    for project, needs in sorted(draft.extra_build.items()):
+        ui.info(f"extra_build_dependencies {project}: {', '.join(needs)} (its sdist's setup.py "
+                "imports them without declaring them; given to its build)")
     if trial.built:
         ui.info(f"built from their sdists, as apply will (kept in the cache for it): "
                 f"{', '.join(trial.built)}")

@@ -51,6 +51,9 @@ class Draft:
     pythonpath: str | None = None
     # each use of an API no release provided has, with what replaced it: [[gone_api]]
     to_port: tuple[str, ...] = ()
+    # what an sdist's build imports without declaring it, by project (normalized name), as
+    # the resolver's failed build named it: [pypi] extra_build_dependencies
+    extra_build: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -101,6 +104,11 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
             continue
         lines.append(_comment(f"    {json.dumps(found.requirement)},  # {comment}"))
     lines.append("]")
+    if draft.extra_build:
+        lines.append(_comment(f"# {EXTRA_BUILD_NOTE}"))
+        needs = ", ".join(f"{json.dumps(project)} = {json.dumps(list(modules))}"
+                          for project, modules in sorted(draft.extra_build.items()))
+        lines.append(f"extra_build_dependencies = {{ {needs} }}")
     note = next((n for n in (_compiler_note(f.requirement, registry)
                              for f in repo.imported.requirements
                              if f.requirement not in left_out(draft)) if n), None)
@@ -219,6 +227,9 @@ def _as_of_steps(draft: Draft) -> list[str]:
 
 
 WIDEN_NOTE = "six months a step from the proposed day"
+EXTRA_BUILD_NOTE = ("each sdist's setup.py imports these without declaring them (its build "
+                    "failed: No module named ...): installed into its build, at the "
+                    "environment's version where it has them")
 NARROW_NOTE = ("only as_of_packages take a later day, each the day after its first release "
                "that installs from a wheel here, or the widened day (what the resolver named "
                "at as_of, what those need, and what as_of gives only as sdists that do not "

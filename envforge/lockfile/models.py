@@ -60,6 +60,16 @@ class PypiBuild(Frozen):
     index: str  # as the spec gives them (LockMeta's index and find-links have the same shape)
     find_links: tuple[str, ...] = ()
     extra_indexes: tuple[str, ...] = ()
+    # An sdist's undeclared build requirements (``[pypi] extra_build_dependencies``), by
+    # project name, each pinned ``name==version``: the environment's version where it has
+    # the package, else the one resolved beside it. None where the spec names none.
+    extra_dependencies: dict[str, tuple[str, ...]] | None = None
+
+    def extra_for(self, name: str) -> tuple[str, ...]:
+        """The pins an sdist of project ``name`` is built with besides its own requirements."""
+        from packaging.utils import canonicalize_name
+
+        return (self.extra_dependencies or {}).get(canonicalize_name(name), ())
 
 
 class LockedPypiFile(Frozen):

@@ -7,6 +7,7 @@ target would install (the best-ranked wheel, else the sdist) and nothing else.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -51,6 +52,9 @@ class BuildControls:
     build_constraints: tuple[str, ...] = ()
     only_binary: tuple[str, ...] = ()
     no_binary: tuple[str, ...] = ()
+    # (project, requirements) pairs: what each sdist's build needs beyond what it declares,
+    # given to uv in its config file (``sdistmeta.uv_config``), not as an option
+    extra_build: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def uv_args(self, folder: Path) -> list[str]:
         """uv's options, the requirement lists written as files into ``folder``."""
@@ -92,6 +96,32 @@ class UnsatisfiableError(ResolveError):
         self.as_of = as_of
         self.uv_output = uv_output
         super().__init__(f"PyPI resolution for {platform} (Python {python}) found no solution")
+
+
+class UndeclaredBuildError(ResolveError):
+    """An sdist's build imports a package it does not declare (pycocotools 2.0.0's setup.py:
+    ``No module named 'Cython'``), as uv's hint names it: fixed by the spec's
+    ``extra_build_dependencies``, not by another pin."""
+
+    def __init__(self, *, project: str, version: str, needs: str, platform: Platform,
+                 python: str) -> None:
+        self.project = project
+        self.version = version
+        self.needs = needs
+        super().__init__(f"{project} {version}'s build imports {needs}, which it does not "
+                         f"declare (PyPI resolution for {platform}, Python {python})")
+
+
+# uv's hint under a failed build: "`pycocotools@2.0.0` depends on `Cython`, but doesn't
+# declare it as a build dependency" (uv 0.13.9, its crates/uv-build-frontend)
+_UNDECLARED = re.compile(r"`([A-Za-z0-9._-]+)@([^`\s]+)` depends on `([A-Za-z0-9._-]+)`, "
+                         r"but doesn't declare it as a build dependency")
+
+
+def undeclared_build(stderr: str) -> tuple[str, str, str] | None:
+    """(project, version, what it imports undeclared) from uv's hint, None without one."""
+    found = _UNDECLARED.search(stderr)
+    return (found[1], found[2], found[3]) if found else None
 
 
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,
@@ -164,16 +194,22 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
         keeping = interpreter is not None and not links and not extra_indexes
         kept = sdistmeta.known(cache, index, python) if keeping else {}
         started = time.time()
-        done, pylock = _compile(args, out, seed, kept)
+        extra_build = dict(controls.extra_build)
+        done, pylock = _compile(args, out, seed, kept, extra_build)
         if pylock is not None and sdistmeta.stale(pylock, kept):  # the index's file changed
             kept = {}
-            done, pylock = _compile(args, out, seed, kept)
+            done, pylock = _compile(args, out, seed, kept, extra_build)
         if pylock is None:
             where = f"PyPI resolution for {platform} (Python {python})"
             if "No solution found" in done.stderr:
                 raise UnsatisfiableError(requirements=tuple(reqs), platform=platform,
                                          python=python, index=index, as_of=as_of,
                                          uv_output=done.stderr)
+            undeclared = undeclared_build(done.stderr)
+            if undeclared is not None:
+                project, version, needs = undeclared
+                raise UndeclaredBuildError(project=project, version=version, needs=needs,
+                                           platform=platform, python=python)
             raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
         if keeping:
             sdistmeta.keep_built(pylock, uv_cache or cache / "uv", cache, index, python, kept,
@@ -184,14 +220,16 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
 
 def _compile(args: list[str], out: Path, seed: str,
              kept: Mapping[str, sdistmeta.BuiltMetadata],
+             extra_build: Mapping[str, tuple[str, ...]],
              ) -> tuple[proc.Completed, dict[str, Any] | None]:
     """One ``uv pip compile`` into ``out`` (seeded with the preferences first), given the
-    kept sdists' metadata; the run, and its PEP 751 result when it succeeded."""
+    kept sdists' metadata and what sdists' builds need undeclared; the run, and its PEP 751
+    result when it succeeded."""
     if seed:
         out.write_text(seed, encoding="utf-8")
     else:
         out.unlink(missing_ok=True)
-    config = sdistmeta.uv_config(kept.values(), out.parent)
+    config = sdistmeta.uv_config(kept.values(), out.parent, extra_build)
     done = proc.run([*args, *(["--config-file", str(config)] if config else [])],
                     env=uv_environ(), check=False)
     if done.returncode != 0:

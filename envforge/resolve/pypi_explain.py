@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envforge.errors import SpecError
-from envforge.resolve.pypi import UnsatisfiableError, exact_names
+from envforge.resolve.pypi import UndeclaredBuildError, UnsatisfiableError, exact_names
 from envforge.resolve.releases import Release, supports, usable
 from envforge.spec import Spec
 from envforge.tomlpos import key_lines, line_of
@@ -68,6 +68,25 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
     return SpecError(spec.source, f"[pypi] packages cannot be installed together on Python "
                      f"{exc.python} ({exc.platform}): {reason}; fix: {fix}",
                      line=line_of(key_lines(text), ("pypi", "packages")), key="pypi.packages")
+
+
+def explain_undeclared_build(spec: Spec, exc: UndeclaredBuildError) -> SpecError:
+    """The fix in the spec's terms: the key that gives the sdist's build what it imports
+    (uv's own hint names its project settings), with what the spec lists for it already."""
+    name = canonicalize_name(exc.project)
+    listed = [r for p in spec.platforms.values()
+              for r in p.pypi.extra_build_dependencies.get(name, ())]
+    needs = list(dict.fromkeys([*listed, exc.needs]))
+    table = f"{{ {json.dumps(name)} = [{', '.join(json.dumps(n) for n in needs)}] }}"
+    text = _spec_text(spec.source)
+    lines = key_lines(text)
+    key = ("pypi", "extra_build_dependencies") if listed else ("pypi", "packages")
+    return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, whose "
+                     f"setup.py imports {exc.needs} without declaring it (its build fails: No "
+                     f"module named {exc.needs!r}); fix: set [pypi] extra_build_dependencies = "
+                     f"{table} (installed into its build, NumPy's and the like's at the "
+                     "environment's version), or pin a release with a wheel",
+                     line=line_of(lines, key), key=".".join(key))
 
 
 def _pinned_day(requirement: Requirement, releases: Sequence[Release]) -> date | None:

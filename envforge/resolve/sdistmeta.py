@@ -15,7 +15,7 @@ and version; another index's folder is a digest of its URL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,15 +83,24 @@ def _key(name: str, version: str) -> str:
     return f"{canonicalize_name(name)}=={version}"
 
 
-def uv_config(entries: Iterable[BuiltMetadata], folder: Path) -> Path | None:
-    """A uv.toml in ``folder`` giving uv the entries; None without any."""
+def uv_config(entries: Iterable[BuiltMetadata], folder: Path,
+              extra_build: Mapping[str, Sequence[str]] | None = None) -> Path | None:
+    """A uv.toml in ``folder`` giving uv the entries, and the requirements each named sdist's
+    build needs beyond those it declares (uv's ``extra-build-dependencies``); None without
+    either."""
     import tomli_w
 
+    settings: dict[str, Any] = {}
     listed = [meta.as_uv_entry() for meta in entries]
-    if not listed:
+    if listed:
+        settings["dependency-metadata"] = listed
+    if extra_build:
+        settings["extra-build-dependencies"] = {name: list(reqs)
+                                                for name, reqs in sorted(extra_build.items())}
+    if not settings:
         return None
     path = folder / "uv.toml"
-    path.write_text(tomli_w.dumps({"dependency-metadata": listed}), encoding="utf-8")
+    path.write_text(tomli_w.dumps(settings), encoding="utf-8")
     return path
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -99,20 +99,21 @@ def _pypi_requirement(value: str) -> str:
 PypiRequirement = Annotated[str, AfterValidator(_pypi_requirement)]
 
 
-def _package_days(value: dict[str, date]) -> dict[str, date]:
+def _by_project(value: dict[str, _T]) -> dict[str, _T]:
     """Keys are project names, compared as PEP 503 normalizes them (``TensorFlow`` is
     ``tensorflow``); a name given twice that way is refused."""
-    days: dict[str, date] = {}
-    for name, day in value.items():
+    found: dict[str, _T] = {}
+    for name, item in value.items():
         if not _NAME.match(name):
             raise ValueError(f"{name!r} is not a project name (PEP 508)")
         key = canonicalize_name(name)
-        if key in days:
+        if key in found:
             raise ValueError(f"{name!r} is named twice (as {key!r})")
-        days[key] = day
-    return days
+        found[key] = item
+    return found
 
 
+_T = TypeVar("_T")
 _NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 
 
@@ -127,7 +128,7 @@ class PypiSection(Frozen):
     # A later day for some packages (uv's --exclude-newer-package): init widens only what the
     # repository's day has no installable release of (TensorFlow's first wheel for Python
     # 3.7, and what that release needs), keeping every other package at ``as_of``.
-    as_of_packages: Annotated[dict[str, date], AfterValidator(_package_days)] = {}  # noqa: RUF012
+    as_of_packages: Annotated[dict[str, date], AfterValidator(_by_project)] = {}  # noqa: RUF012
     # Folders or pages of distribution files looked at besides the index (pip's --find-links);
     # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
     find_links: tuple[str, ...] = ()
@@ -140,6 +141,11 @@ class PypiSection(Frozen):
     constraints: tuple[str, ...] = ()
     overrides: tuple[str, ...] = ()
     build_constraints: tuple[str, ...] = ()
+    # What an sdist's setup.py imports without declaring it (pycocotools 2.0.0: Cython and
+    # NumPy; uv's extra-build-dependencies): installed into its build, where the environment
+    # has it at the environment's version (the ABI the built extension is compiled against).
+    extra_build_dependencies: Annotated[dict[str, tuple[PypiRequirement, ...]],
+                                        AfterValidator(_by_project)] = {}  # noqa: RUF012
     # Package names (or ":all:") to take only as wheels, or only from their sdist.
     only_binary: tuple[str, ...] = ()
     no_binary: tuple[str, ...] = ()

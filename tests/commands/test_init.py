@@ -323,6 +323,27 @@ def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
 
 
 @pytest.mark.network
+def test_a_pin_whose_setup_py_imports_undeclared_keeps_its_release_and_gets_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """pycocotools==2.0.0 (a detection repository of 2019): its setup.py imports Cython, then
+    NumPy, declaring neither. The pin stays (it moved four years, to 2.0.7, before) and the
+    spec gives its build both, which init's trial build then shows to work. A home of its
+    own: metadata kept from another test's build would spare uv the build that names them."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    root = git_repo(tmp_path / "coco", "numpy==1.16.4\npycocotools==2.0.0\n", "2019-08-01")
+    out = tmp_path / "coco.toml"
+    assert main(["init", str(root), "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extra_build_dependencies"] == {"pycocotools": ["Cython", "numpy"]}
+    assert report["built"]["sdists"] == ["pycocotools==2.0.0"]
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.pypi.packages == ("numpy==1.16.4", "pycocotools==2.0.0")
+    assert pspec.pypi.extra_build_dependencies == {"pycocotools": ("Cython", "numpy")}
+    assert "# each sdist's setup.py imports these without declaring them" in out.read_text()
+
+
+@pytest.mark.network
 def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
     """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
     (pip before 20.3 installed both); the numpy pin moves to 1.16.0."""

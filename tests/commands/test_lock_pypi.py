@@ -248,3 +248,21 @@ def test_as_of_packages_hold_without_as_of(tmp_path: Path) -> None:
     versions = {f.name: f.version for f in
                 load_lock(tmp_path / "locks" / "n.lock", REGISTRY).platforms["linux-64"].pypi}
     assert versions["six"] == "1.10.0" and Version(versions["packaging"]) >= Version("24.0")
+
+
+def test_extra_build_dependencies_are_keyed_by_project_and_named_by_their_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Keys compare as PEP 503 normalizes them; a name given twice so, or a value that is not
+    a requirement, is refused with its line and nothing written."""
+    text = spec_text("p", ["six"])
+    given = text.replace("packages = [", 'extra_build_dependencies = { PyCocoTools = '
+                         '["Cython", "numpy>=1.11"] }\npackages = [')
+    parsed = parse_spec(given, source="p.toml", registry=REGISTRY).for_platform("linux-64")
+    assert parsed.pypi.extra_build_dependencies == {"pycocotools": ("Cython", "numpy>=1.11")}
+    for table in ('{ pycocotools = ["Cython"], PyCocoTools = ["numpy"] }',
+                  '{ pycocotools = ["Cython >> 1"] }'):
+        bad = write(tmp_path, "bad", text.replace(
+            "packages = [", f"extra_build_dependencies = {table}\npackages = ["))
+        assert main(["lock", str(bad)]) == 2
+        assert f"{bad}:12: pypi.extra_build_dependencies" in capsys.readouterr().err
+        assert not (tmp_path / "locks" / "bad.lock").exists()

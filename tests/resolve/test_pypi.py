@@ -146,3 +146,47 @@ def test_a_real_resolution_keeps_preferred_versions_the_requirements_allow() -> 
         ["requests==2.27.1", "idna==3.2"], platform="linux-64", python="3.7.16", index=index,
         preferences=old)}
     assert (moved["idna"], moved["urllib3"]) == ("3.2", "1.26.8")
+
+
+# uv 0.13.9's words under pycocotools 2.0.0's failed metadata build (pycocotools==2.0.0 for
+# Python 3.7, as of 2019-08-01), cut to the lines read
+UV_UNDECLARED = """\
+  × Failed to build `pycocotools==2.0.0`
+             ModuleNotFoundError: No module named 'Cython'
+
+hint: This error likely indicates that `pycocotools@2.0.0` depends on `Cython`, but doesn't \
+declare it as a build dependency. If `pycocotools` is a first-party package, consider adding \
+`Cython` to its `build-system.requires`. Otherwise, either add it to your `pyproject.toml` under:
+"""
+
+
+def test_uvs_hint_names_the_sdist_and_what_its_build_imports_undeclared() -> None:
+    from envforge.resolve.pypi import undeclared_build
+
+    assert undeclared_build(UV_UNDECLARED) == ("pycocotools", "2.0.0", "Cython")
+    assert undeclared_build("  × Failed to build `toolz==0.8.0`\n  SyntaxError") is None
+
+
+@pytest.mark.network
+def test_a_build_that_imports_undeclared_fails_naming_it_and_resolves_given_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real uv: without what setup.py imports, UndeclaredBuildError names it; given it
+    (uv's extra-build-dependencies, in the config file envforge writes), it resolves. A home
+    of its own: metadata kept from another test's build would spare uv the build."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    from datetime import date
+
+    from envforge.host.interpreters import find_interpreter
+    from envforge.resolve.pypi import BuildControls, UndeclaredBuildError
+
+    builder = find_interpreter("3.7")  # uv builds metadata with the target's Python, as lock
+    args = {"platform": "linux-64", "python": builder.version, "as_of": date(2019, 8, 1),
+            "index": "https://pypi.org/simple", "interpreter": str(builder.executable)}
+    with pytest.raises(UndeclaredBuildError) as failed:
+        resolve_pypi(["pycocotools==2.0.0", "numpy==1.16.4"], **args)  # type: ignore[arg-type]
+    assert (failed.value.project, failed.value.version) == ("pycocotools", "2.0.0")
+    given = BuildControls(extra_build=(("pycocotools", ("Cython", "numpy")),))
+    files = resolve_pypi(["pycocotools==2.0.0", "numpy==1.16.4"], controls=given,
+                         **args)  # type: ignore[arg-type]
+    assert {(f.name, f.version, f.kind) for f in files} == {
+        ("pycocotools", "2.0.0", "sdist"), ("numpy", "1.16.4", "wheel")}

@@ -1,0 +1,120 @@
+"""An sdist whose setup.py imports what it does not declare: pycocotools 2.0.0 (Cython and
+NumPy at its top), the COCO API of the era's detection repositories, locked and applied for
+real; and the build requirements read from an sdist's own pyproject.toml."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from envforge.bundle.buildenv import LEGACY_BACKEND, declared_build_requires
+from envforge.cli import main
+from envforge.errors import ArtifactError
+from envforge.lockfile import load_lock
+from tests.testing.packs import REGISTRY
+
+SPEC = """\
+[project]
+name = "coco"
+platforms = ["linux-64"]
+
+[python]
+version = "3.7"
+
+[environment]
+kind = "venv"
+
+[pypi]
+as_of = 2019-08-01
+packages = ["numpy==1.16.4", "pycocotools==2.0.0"]
+"""
+GIVEN = 'extra_build_dependencies = { pycocotools = ["Cython", "numpy"] }\n'
+AREA = ("from pycocotools import mask; import numpy as np; "
+        "print(mask.area(mask.encode(np.asfortranarray(np.ones((4, 4), dtype=np.uint8)))))")
+
+
+def sdist(path: Path, files: dict[str, str]) -> Path:
+    """An sdist of ``files`` (names under its top folder), as a .tar.gz or a .zip."""
+    if path.name.endswith(".zip"):
+        with zipfile.ZipFile(path, "w") as archive:
+            for name, text in files.items():
+                archive.writestr(f"p-1.0/{name}", text)
+        return path
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"p-1.0/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_a_bare_setup_py_gets_the_legacy_backend(tmp_path: Path) -> None:
+    """PEP 517's fallback for a tree without [build-system]: setuptools>=40.8.0 and wheel."""
+    assert declared_build_requires(sdist(tmp_path / "p-1.0.tar.gz", {"setup.py": ""})) == \
+        LEGACY_BACKEND
+    no_table = sdist(tmp_path / "p-1.0.zip", {"setup.py": "", "pyproject.toml": "[tool.x]\n"})
+    assert declared_build_requires(no_table) == LEGACY_BACKEND
+
+
+def test_an_sdists_own_build_requirements_are_read_from_its_top_folder(tmp_path: Path) -> None:
+    pyproject = '[build-system]\nrequires = ["setuptools<60", "cython<3"]\n'
+    for name in ("p-1.0.tar.gz", "p-1.0.zip"):
+        made = sdist(tmp_path / name, {"pyproject.toml": pyproject,
+                                       "vendored/pyproject.toml": "[build-system]\n"
+                                                                  "requires = ['x']\n"})
+        assert declared_build_requires(made) == ("setuptools<60", "cython<3")
+
+
+@pytest.mark.parametrize("text", ["[build-system\n", "[build-system]\nrequires = 'setuptools'\n"])
+def test_a_broken_pyproject_is_an_artifact_error_naming_the_sdist(tmp_path: Path,
+                                                                  text: str) -> None:
+    made = sdist(tmp_path / "p-1.0.tar.gz", {"pyproject.toml": text})
+    with pytest.raises(ArtifactError, match=r"^p-1\.0\.tar\.gz: "):
+        declared_build_requires(made)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.posix_only("builds pycocotools' C extension with the Linux Python 3.7 and gcc")
+def test_pycocotools_200_locks_and_builds_given_what_its_setup_py_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the key, lock names the line and the fix (exit 2, no lock); with it, the lock
+    pins NumPy at the environment's version (the ABI the extension is compiled against) and
+    Cython as of the spec's day, and apply from an empty cache builds the extension in that
+    environment: it imports and computes."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))  # nothing kept: uv builds
+    specs = tmp_path / "project" / "specs"
+    specs.mkdir(parents=True)
+    spec = specs / "coco.toml"
+    spec.write_text(SPEC)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}:13: pypi.packages: pycocotools 2.0.0 is built from its sdist, whose " \
+           "setup.py imports Cython without declaring it" in err
+    assert 'fix: set [pypi] extra_build_dependencies = { "pycocotools" = ["Cython"] }' in err
+    assert not (specs.parent / "locks").exists()
+
+    spec.write_text(SPEC + GIVEN)
+    assert main(["lock", str(spec)]) == 0
+    build = load_lock(specs.parent / "locks" / "coco.lock", REGISTRY).platforms["linux-64"].build
+    assert build is not None
+    assert build.extra_dependencies == {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}
+    prefix = tmp_path / "env"
+    assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
+    assert "building pycocotools 2.0.0 from source" in capsys.readouterr().err
+    done = subprocess.run([str(prefix / "bin" / "python"), "-c", AREA], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "16"
+    records = list((tmp_path / "home" / "cache" / "built").glob("*/*/built.json"))
+    assert len(records) == 1
+    used = json.loads(records[0].read_text())["build_requires"]
+    assert {"cython==0.29.13", "numpy==1.16.4"} <= {pin.lower() for pin in used}
