@@ -31,7 +31,7 @@ from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
-from envforge.resolve.pypi import UndeclaredBuildError
+from envforge.resolve.pypi import UndeclaredBuildError, undeclared_import
 from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
 
@@ -183,8 +183,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             failure = trim(str(exc))  # no other day, repair or left-out URL changes it
             break
         except UndeclaredBuildError as exc:
-            given = None if len(candidate.extra_build) >= MAX_BUILD_NEEDS else \
-                _build_needs(candidate, exc)
+            given = _build_needs(candidate, exc.project, exc.version, exc.needs)
             if given is not None:
                 say(given[1])
                 candidate, tries = given[0], tries + 1
@@ -212,6 +211,13 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
                 return Settled(done, text, None, trial)
+            needs = undeclared_import(trial.failed.reason, trial.failed.name)
+            given = None if needs is None else _build_needs(
+                candidate, trial.failed.name, trial.failed.version, needs)
+            if given is not None:  # its metadata needed it not; its build does
+                say(given[1])
+                candidate, tries = given[0], tries + 1
+                continue
             changed = None if repairs >= MAX_REPAIRS else _unbuilt(candidate, trial.failed,
                                                                    lookup)
             if changed is not None:
@@ -291,17 +297,39 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
                   attempt=attempt, view=view, unbuilt=unbuilt)
 
 
-def _build_needs(draft: Draft, exc: UndeclaredBuildError) -> tuple[Draft, str] | None:
-    """The draft with what an sdist's build imports undeclared added to its
-    ``extra_build_dependencies``; None where it is there already (the name uv gave is not
-    the module's distribution)."""
-    project = canonicalize_name(exc.project)
-    listed = draft.extra_build.get(project, ())
-    if canonicalize_name(exc.needs) in {canonicalize_name(n) for n in listed}:
+def _build_needs(draft: Draft, project: str, version: str, module: str
+                 ) -> tuple[Draft, str] | None:
+    """The draft with what an sdist's build imports undeclared (a module, or the name uv
+    gave: ``[[import_name]]`` rows name a module's distribution, ``yaml`` is PyYAML's) added
+    to its ``extra_build_dependencies``, or, for a module a later build back-end removed
+    (``[[build_module]]``), the build constraint that keeps it; None where it is there
+    already (adding it did not help: the pin then moves as for any sdist that does not
+    build), for a standard-library module, or past MAX_BUILD_NEEDS."""
+    from envforge.importers.codeimports import standard_library
+    from envforge.importers.legacy_names import legacy_names
+
+    known = legacy_names()
+    removed = next((row for row in known.build_module if row.module == module), None)
+    if removed is not None:
+        if removed.build_constraint in draft.build_constraints:
+            return None
+        why = f"{project} {version}'s build imports {module}, which later releases removed"
+        return (replace(draft, build_constraints={**draft.build_constraints,
+                                                  removed.build_constraint: why}),
+                f"{project}=={version}: its build imports {module}, which later releases "
+                f"removed; builds constrained to {removed.build_constraint}")
+    top = module.split(".")[0]
+    if top in standard_library(draft.python.minor):
         return None
-    return (replace(draft, extra_build={**draft.extra_build, project: (*listed, exc.needs)}),
-            f"{exc.project}=={exc.version}: its sdist's build imports {exc.needs} without "
-            "declaring it; given to its build (extra_build_dependencies)")
+    needs = next((row.requirement for row in known.import_name if row.module == top), top)
+    key = canonicalize_name(project)
+    listed = draft.extra_build.get(key, ())
+    if canonicalize_name(needs) in {canonicalize_name(n) for n in listed} or \
+            sum(map(len, draft.extra_build.values())) >= MAX_BUILD_NEEDS:
+        return None
+    return (replace(draft, extra_build={**draft.extra_build, key: (*listed, needs)}),
+            f"{project}=={version}: its sdist's build imports {needs} without declaring it; "
+            "given to its build (extra_build_dependencies)")
 
 
 def _share(deadline: float | None, tries_left: int) -> float | None:

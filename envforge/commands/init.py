@@ -109,6 +109,7 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
                       "unchecked": trial.unchecked},
             "extra_build_dependencies": {project: list(needs) for project, needs
                                          in sorted(draft.extra_build.items())},
+            "build_constraints": dict(draft.build_constraints),
             "sections": [{"section": r.section, "keys": r.keys, "why": r.reason}
                          for r in mounted],
             "debian": [{"section": a.section, "platform": a.row.platform,
@@ -174,6 +175,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
                     f"first release that installs here came (or {draft.as_of_widened}, the "
                     f"widened day that resolved); every other package keeps "
                     f"{draft.as_of.value}")
+    for constraint, why in draft.build_constraints.items():
+        ui.info(f"build_constraints {constraint}: {why}")
     for project, needs in sorted(draft.extra_build.items()):
         ui.info(f"extra_build_dependencies {project}: {', '.join(needs)} (its sdist's setup.py "
                 "imports them without declaring them; given to its build)")

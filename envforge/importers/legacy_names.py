@@ -164,6 +164,15 @@ class StdlibRow(Frozen):
     source: str
 
 
+class BuildModuleRow(Frozen):
+    """A module an sdist's build imports that a later build back-end removed, and the build
+    constraint that keeps it."""
+
+    module: str
+    build_constraint: str
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -180,6 +189,7 @@ class LegacyNames(Frozen):
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
+    build_module: tuple[BuildModuleRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:

@@ -54,6 +54,8 @@ class Draft:
     # what an sdist's build imports without declaring it, by project (normalized name), as
     # the resolver's failed build named it: [pypi] extra_build_dependencies
     extra_build: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # limits on what sdists' builds install, each with why: [pypi] build_constraints
+    build_constraints: Mapping[str, str] = field(default_factory=dict)
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -109,6 +111,10 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         needs = ", ".join(f"{json.dumps(project)} = {json.dumps(list(modules))}"
                           for project, modules in sorted(draft.extra_build.items()))
         lines.append(f"extra_build_dependencies = {{ {needs} }}")
+    if draft.build_constraints:
+        lines += [_comment(f"# {constraint}: {why}")
+                  for constraint, why in draft.build_constraints.items()]
+        lines.append(f"build_constraints = {json.dumps(list(draft.build_constraints))}")
     note = next((n for n in (_compiler_note(f.requirement, registry)
                              for f in repo.imported.requirements
                              if f.requirement not in left_out(draft)) if n), None)

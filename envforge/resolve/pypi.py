@@ -116,12 +116,37 @@ class UndeclaredBuildError(ResolveError):
 # declare it as a build dependency" (uv 0.13.9, its crates/uv-build-frontend)
 _UNDECLARED = re.compile(r"`([A-Za-z0-9._-]+)@([^`\s]+)` depends on `([A-Za-z0-9._-]+)`, "
                          r"but doesn't declare it as a build dependency")
+_FAILED_BUILD = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==([^`\s]+)`")
+# Python 3's and 2's words for a missing module, and a setup.py's own refusal naming what to
+# install (lap 0.4.0's setup.py:219: ImportError('lap requires numpy, please "pip install
+# numpy".')), where uv gives no hint
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named "
+                        r"'?([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])")
+_PIP_INSTALL = re.compile(r"ImportError: .*\bpip install (?:-U |--upgrade )?['\"]?"
+                          r"([A-Za-z][A-Za-z0-9_-]*)")
+
+
+def undeclared_import(log: str, project: str) -> str | None:
+    """What a failed build's ``log`` says the build could not import (the module, dotted as
+    named, or the name its own message says to install); None where it says no such thing,
+    or names the project itself (a setup.py importing its own package for its version)."""
+    for pattern in (_NO_MODULE, _PIP_INSTALL):
+        for found in pattern.finditer(log):
+            top = found[1].split(".")[0]
+            if canonicalize_name(top) != canonicalize_name(project):
+                return found[1]
+    return None
 
 
 def undeclared_build(stderr: str) -> tuple[str, str, str] | None:
-    """(project, version, what it imports undeclared) from uv's hint, None without one."""
+    """(project, version, what its build imports undeclared) from uv's hint, else from the
+    failed build's own words; None where a build failed otherwise, or none did."""
     found = _UNDECLARED.search(stderr)
-    return (found[1], found[2], found[3]) if found else None
+    if found:
+        return found[1], found[2], found[3]
+    failed = _FAILED_BUILD.search(stderr)
+    needs = undeclared_import(stderr, failed[1]) if failed else None
+    return (failed[1], failed[2], needs) if failed and needs else None
 
 
 def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str,

@@ -73,13 +73,23 @@ def explain_unsatisfiable(spec: Spec, exc: UnsatisfiableError, *,
 def explain_undeclared_build(spec: Spec, exc: UndeclaredBuildError) -> SpecError:
     """The fix in the spec's terms: the key that gives the sdist's build what it imports
     (uv's own hint names its project settings), with what the spec lists for it already."""
+    import sys
+
+    text = _spec_text(spec.source)
+    lines = key_lines(text)
+    if "." in exc.needs or exc.needs in sys.stdlib_module_names:  # no distribution gives it
+        return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, "
+                         f"whose build imports {exc.needs}, which its build environment lacks "
+                         "(a module a later setuptools removed: the build back-end floats to "
+                         "the newest for the Python); fix: set [pypi] build_constraints to a "
+                         "setuptools of the sdist's era (\"setuptools<74\" keeps "
+                         "distutils.msvccompiler), or pin a release with a wheel",
+                         line=line_of(lines, ("pypi", "packages")), key="pypi.packages")
     name = canonicalize_name(exc.project)
     listed = [r for p in spec.platforms.values()
               for r in p.pypi.extra_build_dependencies.get(name, ())]
     needs = list(dict.fromkeys([*listed, exc.needs]))
     table = f"{{ {json.dumps(name)} = [{', '.join(json.dumps(n) for n in needs)}] }}"
-    text = _spec_text(spec.source)
-    lines = key_lines(text)
     key = ("pypi", "extra_build_dependencies") if listed else ("pypi", "packages")
     return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, whose "
                      f"setup.py imports {exc.needs} without declaring it (its build fails: No "

@@ -202,3 +202,32 @@ def test_a_widened_day_is_narrowed_from_the_failure_of_the_python_it_keeps(
     done = settling.settle(draft, "r.toml", "linux-64", today=date(2020, 6, 1))
     assert done.failure is None and done.draft.python.value == "3.8.20"
     assert narrowed == ["torch has no wheels for cp38"]
+
+
+def test_what_a_build_imports_undeclared_is_given_to_it_or_its_back_end_constrained() -> None:
+    """A module goes into extra_build_dependencies by its distribution ([[import_name]]:
+    yaml is PyYAML's); a module a later setuptools removed gives the builds the constraint
+    that keeps it ([[build_module]]); a standard-library module, or one given already (the
+    pin then moves as for any build that fails), changes nothing."""
+    from envforge.app.settling import _build_needs
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    draft = Draft(name="r", source="r", platform="linux-64",
+                  repository=Repository(("requirements.txt",), Imported(requirements=[
+                      Found("lap==0.4.0", "requirements.txt:1")])),
+                  python=Proposal("3.8.18", ""), as_of=Proposal("2020-04-01", ""))
+    given = _build_needs(draft, "lap", "0.4.0", "numpy")
+    assert given is not None and given[0].extra_build == {"lap": ("numpy",)}
+    assert given[1] == ("lap==0.4.0: its sdist's build imports numpy without declaring it; "
+                        "given to its build (extra_build_dependencies)")
+    assert _build_needs(given[0], "lap", "0.4.0", "numpy") is None
+    yaml = _build_needs(given[0], "lap", "0.4.0", "yaml")
+    assert yaml is not None and yaml[0].extra_build == {"lap": ("numpy", "PyYAML")}
+    kept = _build_needs(draft, "lap", "0.4.0", "distutils.msvccompiler")
+    assert kept is not None and list(kept[0].build_constraints) == ["setuptools<74"]
+    assert kept[0].extra_build == {}
+    assert _build_needs(kept[0], "lap", "0.4.0", "distutils.msvccompiler") is None
+    assert _build_needs(draft, "lap", "0.4.0", "distutils") is None  # the standard library

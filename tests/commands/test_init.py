@@ -344,6 +344,27 @@ def test_a_pin_whose_setup_py_imports_undeclared_keeps_its_release_and_gets_them
 
 
 @pytest.mark.network
+def test_a_numpy_distutils_build_gets_numpy_and_the_setuptools_that_kept_its_distutils(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """lap==0.4.0 (the tracking repositories of 2020): its setup.py refuses without NumPy in
+    its own words, then numpy.distutils imports distutils.msvccompiler, which setuptools 74
+    removed. Both go into the spec and the pin stays (it moved to lap 0.5.12 of 2024 before,
+    pulling NumPy 1.18.1 up to 1.21.6); the trial build shows it builds."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    root = git_repo(tmp_path / "track", "numpy==1.18.1\nlap==0.4.0\n", "2020-04-01")
+    out = tmp_path / "track.toml"
+    assert main(["init", str(root), "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extra_build_dependencies"] == {"lap": ["numpy"]}
+    assert list(report["build_constraints"]) == ["setuptools<74"]
+    assert report["built"]["sdists"] == ["lap==0.4.0"]
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.pypi.packages == ("numpy==1.18.1", "lap==0.4.0")
+    assert pspec.pypi.build_constraints == ("setuptools<74",)
+
+
+@pytest.mark.network
 def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
     """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
     (pip before 20.3 installed both); the numpy pin moves to 1.16.0."""

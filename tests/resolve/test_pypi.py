@@ -167,6 +167,19 @@ def test_uvs_hint_names_the_sdist_and_what_its_build_imports_undeclared() -> Non
     assert undeclared_build("  × Failed to build `toolz==0.8.0`\n  SyntaxError") is None
 
 
+def test_a_build_log_without_uvs_hint_still_names_what_the_build_could_not_import() -> None:
+    """lap 0.4.0's setup.py refuses in its own words (its line 219); Python's words name a
+    dotted module; a setup.py importing its own package names nothing to install."""
+    from envforge.resolve.pypi import undeclared_build, undeclared_import
+
+    lap = ("  × Failed to build `lap==0.4.0`\n"
+           '      ImportError: lap requires numpy, please "pip install numpy".\n')
+    assert undeclared_build(lap) == ("lap", "0.4.0", "numpy")
+    assert undeclared_import("ModuleNotFoundError: No module named 'distutils.msvccompiler'",
+                             "lap") == "distutils.msvccompiler"
+    assert undeclared_import("ImportError: No module named lap.version", "lap") is None
+
+
 @pytest.mark.network
 def test_a_build_that_imports_undeclared_fails_naming_it_and_resolves_given_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
