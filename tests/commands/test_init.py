@@ -364,6 +364,46 @@ def test_a_numpy_distutils_build_gets_numpy_and_the_setuptools_that_kept_its_dis
     assert pspec.pypi.build_constraints == ("setuptools<74",)
 
 
+JDE_ASSOCIATION = """\
+import numpy as np
+from tracker import matching
+from utils.kalman_filter import KalmanFilter
+m, ua, ub = matching.linear_assignment(np.array([[0.1, 0.9], [0.8, 0.2], [0.5, 0.5]]), 0.7)
+boxes = np.array([[0, 0, 10, 10], [5, 5, 15, 15]], dtype=np.float64)
+mean, cov = KalmanFilter().initiate(np.array([5.0, 5.0, 1.0, 10.0]))
+print(m.tolist(), ua.tolist(), ub.tolist(), matching.ious(boxes, boxes).round(3).tolist(),
+      mean[:4].tolist())
+"""
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.posix_only("builds lap's and cython-bbox's C extensions with this Linux's gcc")
+def test_jdes_tracker_with_no_dependency_file_runs_its_association_unaided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zhongdao/Towards-Realtime-MOT's tracker (tests/importers/data/jde: its files byte for
+    byte): no dependency file, its code imports lap and cython_bbox, whose sdists' setup.py
+    import NumPy (and Cython) undeclared and whose numpy.distutils needs a setuptools before
+    74. init, lock and apply with no edit; its own linear assignment, IoU and Kalman filter
+    then run. Before, init reported lap and cython_bbox as unknown, and given them by hand
+    moved lap to 0.5.12 of 2024."""
+    root = repo_copy(tmp_path, "jde", commit_day="2020-03-20")
+    spec = root / "specs" / "jde.toml"
+    assert main(["init", str(root), "-o", str(spec)]) == 0
+    pspec = load_spec(spec, REGISTRY).for_platform("linux-64")
+    assert {"lap", "cython-bbox"} <= set(pspec.pypi.packages)
+    assert set(pspec.pypi.extra_build_dependencies) == {"lap", "cython-bbox"}
+    assert pspec.pypi.build_constraints == ("setuptools<74",)
+    assert main(["lock", str(spec)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
+    done = subprocess.run([str(prefix / "bin" / "python"), "-c", JDE_ASSOCIATION], cwd=root,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[[0,", "0],", "[1,", "1]]", "[2]", "[]", "[[1.0,", "0.175],",
+                                   "[0.175,", "1.0]]", "[5.0,", "5.0,", "1.0,", "10.0]"]
+
+
 @pytest.mark.network
 def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
     """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
