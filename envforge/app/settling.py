@@ -211,9 +211,10 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
                 return Settled(done, text, None, trial)
-            needs = undeclared_import(trial.failed.reason, trial.failed.name)
-            given = None if needs is None else _build_needs(
-                candidate, trial.failed.name, trial.failed.version, needs)
+            given = None
+            for needs in _failed_build_needs(trial.failed):
+                given = given or _build_needs(candidate, trial.failed.name,
+                                              trial.failed.version, needs)
             if given is not None:  # its metadata needed it not; its build does
                 say(given[1])
                 candidate, tries = given[0], tries + 1
@@ -295,6 +296,19 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
 
     return narrow(candidate, locked, start=start, widened=widened, failure=failure,
                   attempt=attempt, view=view, unbuilt=unbuilt)
+
+
+def _failed_build_needs(failed: BuildFailure) -> list[str]:
+    """What a trial build that failed could not import, as its log says, then what the
+    knowledge says the project's build needs besides (``[[build_requires]]``: fasttext's
+    setup.py fails in its own words without pybind11)."""
+    from envforge.importers.legacy_names import legacy_names
+
+    said = undeclared_import(failed.reason, failed.name)
+    known = [need for row in legacy_names().build_requires
+             if canonicalize_name(row.project) == canonicalize_name(failed.name)
+             for need in row.requires]
+    return [*([said] if said else []), *known]
 
 
 def _build_needs(draft: Draft, project: str, version: str, module: str

@@ -173,6 +173,14 @@ class BuildModuleRow(Frozen):
     source: str
 
 
+class BuildRequiresRow(Frozen):
+    """What a project's sdist build needs that its failed build's log does not name."""
+
+    project: str
+    requires: tuple[str, ...]
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -190,6 +198,7 @@ class LegacyNames(Frozen):
     import_debian: tuple[ImportDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
     build_module: tuple[BuildModuleRow, ...] = ()
+    build_requires: tuple[BuildRequiresRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:

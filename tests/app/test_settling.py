@@ -231,3 +231,17 @@ def test_what_a_build_imports_undeclared_is_given_to_it_or_its_back_end_constrai
     assert kept[0].extra_build == {}
     assert _build_needs(kept[0], "lap", "0.4.0", "distutils.msvccompiler") is None
     assert _build_needs(draft, "lap", "0.4.0", "distutils") is None  # the standard library
+
+
+def test_a_failed_trial_build_names_what_it_needs_from_its_log_then_the_knowledge() -> None:
+    """fasttext 0.9.1's setup.py catches the ImportError and fails in its own words; the
+    knowledge's [[build_requires]] row names pybind11. A log that names the module wins."""
+    from envforge.app.settling import _failed_build_needs
+    from envforge.app.trialbuild import BuildFailure
+
+    assert _failed_build_needs(BuildFailure("fasttext", "0.9.1",
+                                            "RuntimeError: pybind11 install failed.")) == [
+        "pybind11"]
+    assert _failed_build_needs(BuildFailure("madmom", "0.16.1", "ModuleNotFoundError: No "
+                                            "module named 'Cython'")) == ["Cython"]
+    assert _failed_build_needs(BuildFailure("toolz", "0.8.0", "SyntaxError: invalid")) == []
