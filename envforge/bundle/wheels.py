@@ -81,6 +81,21 @@ def build_interpreter(target_python: str, environ: Mapping[str, str], *,
         return Interpreter(Path(sys.executable), here.version, "this interpreter"), False
 
 
+def _fix(sdist: LockedPypiFile, log: str, build: PypiBuild | None) -> str:
+    """The spec's fix where the log says the build could not import a package the sdist
+    does not declare (the lock's pins for it, if any, did not include it)."""
+    from envforge.resolve.pypi import undeclared_import
+
+    needs = undeclared_import(log, sdist.name)
+    if needs is None or "." in needs:
+        return ""
+    given = [pin.split("==")[0] for pin in (build.extra_for(sdist.name) if build else ())]
+    listed = ", ".join(f'"{n}"' for n in dict.fromkeys([*given, needs]))
+    return (f": its build imports {needs}, which the sdist does not declare; fix: set [pypi] "
+            f"extra_build_dependencies = {{ \"{canonicalize_name(sdist.name)}\" = [{listed}] }}"
+            " in the spec and lock again")
+
+
 def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
                       platform: Platform, cache: Path, environ: Mapping[str, str],
                       build: PypiBuild | None = None,
@@ -106,7 +121,7 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
             ran = " ".join([Path(exc.command[0]).name, *exc.command[1:2]]) \
                 if exc.command else "the build"
             raise BuildFailedError(f"building {sdist_label(sdist)} from source failed ({ran} "
-                                   f"exited {exc.returncode})\n    "
+                                   f"exited {exc.returncode}){_fix(sdist, log, build)}\n    "
                                    + "\n    ".join(log.splitlines()[-12:]), log=log) from None
         pure = is_pure(wheel.name)
         if not exact and not pure:

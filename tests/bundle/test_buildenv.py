@@ -118,3 +118,22 @@ def test_pycocotools_200_locks_and_builds_given_what_its_setup_py_imports(
     assert len(records) == 1
     used = json.loads(records[0].read_text())["build_requires"]
     assert {"cython==0.29.13", "numpy==1.16.4"} <= {pin.lower() for pin in used}
+
+
+def test_a_build_that_fails_importing_an_undeclared_package_names_the_specs_fix() -> None:
+    """apply's message for a lock whose build pins miss what the build imports (a build
+    step past the metadata's: setup.py's build_ext), with what the lock gives it kept."""
+    from envforge.bundle.wheels import _fix
+    from envforge.lockfile import LockedPypiFile, PypiBuild
+
+    sdist = LockedPypiFile(name="pycocotools", version="2.0.0", kind="sdist",
+                           filename="pycocotools-2.0.0.tar.gz", sha256="0" * 64,
+                           url="https://files.example/pycocotools-2.0.0.tar.gz")
+    build = PypiBuild(index="https://pypi.org/simple",
+                      extra_dependencies={"pycocotools": ("Cython==0.29.13",)})
+    log = "  File \"setup.py\", line 2\nModuleNotFoundError: No module named 'numpy'\n"
+    assert _fix(sdist, log, build) == (
+        ": its build imports numpy, which the sdist does not declare; fix: set [pypi] "
+        'extra_build_dependencies = { "pycocotools" = ["Cython", "numpy"] } in the spec and '
+        "lock again")
+    assert _fix(sdist, "error: gcc failed", build) == ""
