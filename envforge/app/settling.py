@@ -208,6 +208,12 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                     locked = narrowed[1]
                     text = render_spec(candidate, installed_packs())
             trial = _trial(locked, platform, deadline, say)
+            unparsed = _unparsed(candidate, locked, platform, deadline, lookup, say) \
+                if trial.failed is None and repairs < MAX_REPAIRS else None
+            if unparsed is not None:
+                say(unparsed[1])
+                candidate, repairs, tries = unparsed[0], repairs + 1, tries + 1
+                continue  # the same day again, the pin moved to a release that parses
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
                 return Settled(done, text, None, trial)
@@ -296,6 +302,34 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
 
     return narrow(candidate, locked, start=start, widened=widened, failure=failure,
                   attempt=attempt, view=view, unbuilt=unbuilt)
+
+
+def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: float | None,
+              lookup: Lookup | None, say: Say) -> tuple[Draft, str] | None:
+    """The draft with an exact pin whose pure wheel the target Python does not parse
+    (``trialcompile``: pexpect 4.2.1's ``async`` parameter on Python 3.7+) moved to the
+    nearest later release with a wheel; None when every one parses, none such is pinned (it
+    is said), or under TRY_S left."""
+    from envforge.app.trialcompile import pure_wheels, trial_compile
+
+    left = _left(deadline)
+    if not pure_wheels(locked) or (left is not None and left < TRY_S):
+        return None
+    say("compiling the pure wheels it resolves to with the Python it records…")
+    found = draft.repository.imported.requirements
+    minor = draft.python.minor
+    for failed in trial_compile(locked, platform):
+        why = f"its code does not parse on Python {minor} ({failed.where}: {failed.message})"
+        at = next((i for i, f in enumerate(found)
+                   if _pins(f.requirement, failed.name, failed.version)), None)
+        moved = None if at is None else _move_pin(
+            draft, at, failed.version, why, f"its code does not parse on Python {minor}",
+            lookup, metadata=False)
+        if moved is not None:
+            return moved
+        say(f"warning: {failed.name} {failed.version}: {why}; no pin of the repository's "
+            "names it to move")
+    return None
 
 
 def _failed_build_needs(failed: BuildFailure) -> list[str]:

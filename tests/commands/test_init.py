@@ -405,6 +405,23 @@ def test_jdes_tracker_with_no_dependency_file_runs_its_association_unaided(
 
 
 @pytest.mark.network
+def test_a_pure_wheel_the_python_does_not_parse_moves_to_the_release_that_parses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """facebookresearch/DrQA's pexpect==4.2.1: a py2.py3 wheel whose spawnbase.py names a
+    parameter ``async``, a keyword since Python 3.7, so ``import pexpect`` fails there; its
+    tags and Requires-Python say nothing. init's trial compile finds it and moves the pin to
+    4.3.0, which renamed it."""
+    root = git_repo(tmp_path / "drqa", "numpy\npexpect==4.2.1\n", "2020-04-22")
+    out = tmp_path / "drqa.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert "pexpect==4.3.0" in load_spec(out, REGISTRY).for_platform("linux-64").pypi.packages
+    text = out.read_text()
+    assert "was pexpect==4.2.1: its code does not parse on Python 3." in text
+    assert "(pexpect/spawnbase.py:224: invalid syntax)" in text
+    assert "pexpect==4.2.1: its code does not parse on Python 3." in capsys.readouterr().err
+
+
+@pytest.mark.network
 def test_a_pin_another_pins_dependency_rules_out_moves_into_its_range(tmp_path: Path) -> None:
     """gcn pins numpy==1.15.4 beside tensorflow==1.15.4, which needs numpy>=1.16.0,<1.19.0
     (pip before 20.3 installed both); the numpy pin moves to 1.16.0."""
