@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from envforge.app.packagedays import index_view, narrow
 from envforge.app.packs import installed_packs
@@ -217,7 +218,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
                 return Settled(done, text, None, trial)
-            given = None
+            given = _era_backend(candidate, trial.failed)
             for needs in _failed_build_needs(trial.failed):
                 given = given or _build_needs(candidate, trial.failed.name,
                                               trial.failed.version, needs)
@@ -329,6 +330,27 @@ def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: 
             return moved
         say(f"warning: {failed.name} {failed.version}: {why}; no pin of the repository's "
             "names it to move")
+    return None
+
+
+def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None:
+    """The draft with the build constraint a ``[[build_error]]`` row gives a failed build's
+    words (a Cython compile error: ``Cython<3``), where the draft's day is before the row's
+    and the constraint is not there yet."""
+    from envforge.importers.legacy_names import legacy_names
+
+    day = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
+    for row in legacy_names().build_error:
+        if row.build_constraint in draft.build_constraints or \
+                (day is not None and day >= row.before) or \
+                not re.search(row.pattern, failed.reason):
+            continue
+        why = (f"{failed.name} {failed.version}'s build failed ({trim(failed.reason)}) with "
+               f"today's build back-end; its day's builds used one before {row.before}")
+        return (replace(draft, build_constraints={**draft.build_constraints,
+                                                  row.build_constraint: why}),
+                f"{failed.name}=={failed.version}: its build fails with today's build "
+                f"back-end; builds constrained to {row.build_constraint}")
     return None
 
 
@@ -468,7 +490,8 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
                    if _pins(f.requirement, failed.name, failed.version)), None)
     if pinned is not None:
         moved = _move_pin(draft, pinned, failed.version, trim(why), "its sdist does not build",
-                          lookup, metadata=False)
+                          lookup, metadata=False) or _next_sdist(draft, pinned, failed, why,
+                                                                 lookup)
         if moved is not None:
             return moved
     named = next((f.requirement for f in found if f.requirement not in draft.left_out
@@ -482,6 +505,42 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
     return (replace(draft, left_out={**draft.left_out, named: reason}),
             f"left out {named}: {failed.name} {failed.version}'s sdist does not build: "
             f"{trim(failed.reason)}")
+
+
+NEXT_SDIST_NOTE = "the next release, an sdist too (built as apply will)"
+
+
+def _next_sdist(draft: Draft, at: int, failed: BuildFailure, why: str,
+                lookup: Lookup | None) -> tuple[Draft, str] | None:
+    """Where no later release has a wheel, the pin moved to the next release of its major
+    that ships an sdist, which init then builds: hdbscan 0.8.22's sdist lacks the
+    ``dist_metrics.pxd`` its Cython needs, 0.8.23's has it. Once per requirement: a pin
+    moved so already is left out if that build fails too."""
+    from envforge.resolve.pypi_index import index_files
+    from envforge.resolve.releases import releases_from_files
+
+    old = draft.repository.imported.requirements[at]
+    if NEXT_SDIST_NOTE in old.note:
+        return None
+    name = Requirement(old.requirement).name
+    listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name) or ()
+    pinned = Version(failed.version)
+    later = sorted(r.version for r in releases_from_files(listed)
+                   if r.version > pinned and r.version.major == pinned.major
+                   and not r.version.is_prerelease)
+    has_sdist = {r.version for r in releases_from_files(
+        f for f in listed if str(f.get("filename", "")).endswith((".tar.gz", ".zip")))}
+    candidate = next((v for v in later if v in has_sdist), None)
+    if candidate is None:
+        return None
+    requirement = Requirement(old.requirement)
+    requirement.specifier = SpecifierSet(f"=={candidate}")
+    note = (f"was {old.requirement}: {trim(why)}; no later release has a wheel for Python "
+            f"{draft.python.minor}: {candidate} is {NEXT_SDIST_NOTE}")
+    return (_with(draft, at, Found(str(requirement), old.origin,
+                                   "; ".join(n for n in (old.note, note) if n), True)),
+            f"{old.requirement}: its sdist does not build; moved to {requirement}, the next "
+            "release (an sdist: built next)")
 
 
 def _importers(draft: Draft, name: str) -> str:

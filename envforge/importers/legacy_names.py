@@ -181,6 +181,16 @@ class BuildRequiresRow(Frozen):
     source: str
 
 
+class BuildErrorRow(Frozen):
+    """A failed build's words (``pattern``, a regular expression) that a build back-end of
+    the sdist's era cures, for repositories of before ``before``."""
+
+    pattern: str
+    build_constraint: str
+    before: date
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -199,6 +209,7 @@ class LegacyNames(Frozen):
     stdlib: tuple[StdlibRow, ...] = ()
     build_module: tuple[BuildModuleRow, ...] = ()
     build_requires: tuple[BuildRequiresRow, ...] = ()
+    build_error: tuple[BuildErrorRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:

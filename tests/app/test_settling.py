@@ -245,3 +245,31 @@ def test_a_failed_trial_build_names_what_it_needs_from_its_log_then_the_knowledg
     assert _failed_build_needs(BuildFailure("madmom", "0.16.1", "ModuleNotFoundError: No "
                                             "module named 'Cython'")) == ["Cython"]
     assert _failed_build_needs(BuildFailure("toolz", "0.8.0", "SyntaxError: invalid")) == []
+
+
+def test_a_cython_error_before_cython_3_gives_the_builds_the_eras_cython() -> None:
+    """hdbscan 0.8.22's .pyx cimports its .pxd implicitly relative, which Cython 3.0
+    (2023-07-17) no longer resolves: a draft of before that day gets `Cython<3` for its
+    builds, once; a later day, or another failure, gets nothing."""
+    from envforge.app.settling import _era_backend
+    from envforge.app.trialbuild import BuildFailure
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    def draft(day: str) -> Draft:
+        return Draft(name="r", source="r", platform="linux-64",
+                     repository=Repository(("requirements.txt",), Imported(requirements=[
+                         Found("hdbscan==0.8.22", "requirements.txt:1")])),
+                     python=Proposal("3.7.16", ""), as_of=Proposal(day, ""))
+
+    cython = BuildFailure("hdbscan", "0.8.22",
+                          "hdbscan/_hdbscan_linkage.pyx:12:0: 'dist_metrics.pxd' not found")
+    given = _era_backend(draft("2019-06-15"), cython)
+    assert given is not None and list(given[0].build_constraints) == ["Cython<3"]
+    assert given[1] == ("hdbscan==0.8.22: its build fails with today's build back-end; builds "
+                        "constrained to Cython<3")
+    assert _era_backend(given[0], cython) is None
+    assert _era_backend(draft("2024-01-01"), cython) is None
+    assert _era_backend(draft("2019-06-15"), BuildFailure("x", "1", "x.c:1:2: error: y")) is None
