@@ -273,3 +273,29 @@ def test_a_cython_error_before_cython_3_gives_the_builds_the_eras_cython() -> No
     assert _era_backend(given[0], cython) is None
     assert _era_backend(draft("2024-01-01"), cython) is None
     assert _era_backend(draft("2019-06-15"), BuildFailure("x", "1", "x.c:1:2: error: y")) is None
+
+
+def test_a_pin_with_no_later_wheel_moves_once_to_the_next_sdist_then_is_left_out() -> None:
+    """hdbscan's releases of 2019 are sdists only: 0.8.22's failed build moves the pin to
+    0.8.23, which init builds next; a second failure leaves the requirement out."""
+    from envforge.app.settling import NEXT_SDIST_NOTE, _unbuilt
+    from envforge.app.trialbuild import BuildFailure
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    listing = [{"filename": "demo-1.0.tar.gz", "upload-time": "2019-01-01T00:00:00Z"},
+               {"filename": "demo-1.1.tar.gz", "upload-time": "2019-06-01T00:00:00Z"},
+               {"filename": "demo-2.0.tar.gz", "upload-time": "2020-06-01T00:00:00Z"}]
+    draft = Draft(name="r", source="r", platform="linux-64",
+                  repository=Repository(("requirements.txt",), Imported(requirements=[
+                      Found("demo==1.0", "requirements.txt:1")])),
+                  python=Proposal("3.7.16", ""), as_of=Proposal("2019-03-06", ""))
+    error = "demo/x.c:3:10: error: no such thing"
+    moved = _unbuilt(draft, BuildFailure("demo", "1.0", error), lambda index, name: listing)
+    assert moved is not None
+    found = moved[0].repository.imported.requirements[0]
+    assert found.requirement == "demo==1.1" and NEXT_SDIST_NOTE in found.note
+    again = _unbuilt(moved[0], BuildFailure("demo", "1.1", error), lambda i, n: listing)
+    assert again is not None and "demo==1.1" in again[0].left_out
