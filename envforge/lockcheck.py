@@ -297,6 +297,42 @@ def _check_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fa
         if getattr(plock.build, key) != getattr(wanted, key):
             raise fail((*at, "build", key), f"{getattr(plock.build, key)!r} but the spec "
                        f"gives {getattr(wanted, key)!r}")
+    if plock.build.runtime is not None and plock.build.runtime != wanted.runtime:
+        raise fail((*at, "build", "runtime"), f"{plock.build.runtime!r} but the environment's "
+                   f"locked releases give {wanted.runtime!r}")
+    _check_extra_build(pspec, plock, (*at, "build", "extra_dependencies"), fail)
+
+
+def _check_extra_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath,
+                       fail: Fail) -> None:
+    """The build's extra requirements are the spec's, for the sdists the lock builds: the
+    same projects and names, each at the environment's version where it has one that does
+    (a pin edited into the lock would put what the spec never named into a build)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from envforge.lockplan import extra_build_wanted
+
+    assert plock.build is not None
+    given = plock.build.extra_dependencies or {}
+    wanted = extra_build_wanted(pspec, plock.pypi)
+    if set(given) != set(wanted):
+        raise fail(at, f"projects {sorted(given)!r} but the spec gives {sorted(wanted)!r}")
+    env = {canonicalize_name(f.name): f.version for f in plock.pypi}
+    for project, pins in given.items():
+        asked = [Requirement(r) for r in wanted[project]]
+        if len(pins) != len(asked):
+            raise fail((*at, project), f"{list(pins)!r} but the spec gives "
+                       f"{list(wanted[project])!r}")
+        for pin, requirement in zip(pins, asked, strict=True):
+            name, _, version = pin.partition("==")
+            key = canonicalize_name(requirement.name)
+            if canonicalize_name(name) != key or not version:
+                raise fail((*at, project), f"{list(pins)!r} but the spec gives "
+                           f"{list(wanted[project])!r}")
+            if key in env and requirement.specifier.contains(env[key], prereleases=True) \
+                    and version != env[key]:
+                raise fail((*at, project), f"{pin} but the environment has {key} {env[key]}")
 
 
 def _check_apply(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail: Fail) -> None:

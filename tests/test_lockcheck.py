@@ -14,14 +14,16 @@ them; ``references=True`` (verify) recomputes them and refuses an edited one.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envforge.errors import SpecError
 from envforge.expectations import expect_kernel, kernel_inputs_of
 from envforge.lockcheck import _inputs, check_lock
-from envforge.lockfile import KernelExpectation, load_lock
+from envforge.lockfile import KernelExpectation, PlatformLock, load_lock
 from envforge.spec import Frozen, load_spec
 from tests.testing.packs import REGISTRY
 
@@ -188,3 +190,59 @@ def test_a_platform_whose_derived_table_is_stale_is_not_current(tmp_path: Path) 
     assert not platform_is_current(SPEC.for_platform("linux-64"), lock.platforms["linux-64"],
                                    REGISTRY)
     assert platform_is_current(SPEC.for_platform("win-64"), lock.platforms["win-64"], REGISTRY)
+
+
+COCO = ('[project]\nname = "c"\nplatforms = ["linux-64"]\n[python]\nversion = "3.7"\n'
+        '[environment]\nkind = "venv"\n[pypi]\npackages = ["numpy==1.16.4", '
+        '"pycocotools==2.0.0"]\nextra_build_dependencies = { pycocotools = ["Cython", "numpy"] }\n')
+
+
+def _coco_lock(**build: Any) -> PlatformLock:
+    from envforge.lockfile import Expectations, LockedPypiFile, PypiBuild
+
+    files = (LockedPypiFile(name="numpy", version="1.16.4", kind="wheel",
+                            filename="numpy-1.16.4-cp37-cp37m-manylinux1_x86_64.whl",
+                            url="https://files.example/numpy.whl", sha256="1" * 64),
+             LockedPypiFile(name="pycocotools", version="2.0.0", kind="sdist",
+                            filename="pycocotools-2.0.0.tar.gz",
+                            url="https://files.example/pycocotools.tar.gz", sha256="2" * 64))
+    return PlatformLock(python="3.7.16", environment="venv", pypi=files,
+                        expect=Expectations(versions={}, device="cpu", float_x="float64"),
+                        build=PypiBuild(index="https://pypi.org/simple", **build))
+
+
+@pytest.mark.parametrize(("build", "key", "says"), [
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")},
+      "runtime": ("numpy<=1.16.4",)}, None, None),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}}, None, None),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "evil==1.0")}},
+     "build.extra_dependencies.pycocotools", "but the spec gives ['Cython', 'numpy']"),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.21.6")}},
+     "build.extra_dependencies.pycocotools", "numpy==1.21.6 but the environment has numpy"),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4"),
+                             "six": ("evil==1.0",)}},
+     "build.extra_dependencies", "projects ['pycocotools', 'six'] but the spec gives"),
+    ({}, "build.extra_dependencies", "projects [] but the spec gives ['pycocotools']"),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")},
+      "runtime": ("numpy<=1.21.6",)}, "build.runtime", "the environment's locked releases"),
+])
+def test_a_builds_extra_pins_and_runtime_are_the_specs_and_the_environments(
+        build: dict[str, object], key: str | None, says: str | None) -> None:
+    """A pin edited into the lock's build table would put into an sdist's build what the
+    spec never named, or build an extension against a NumPy the environment does not have;
+    a lock of before the runtime key (none) passes."""
+    from envforge.lockcheck import _check_build
+    from envforge.spec import parse_spec
+
+    pspec = parse_spec(COCO, source="c.toml", registry=REGISTRY).for_platform("linux-64")
+
+    def fail(path: Iterable[str | int], message: str) -> SpecError:
+        return SpecError("c.lock", message, key=".".join(map(str, path)))
+
+    if key is None:
+        _check_build(pspec, _coco_lock(**build), ("platforms", "linux-64"), fail)
+        return
+    with pytest.raises(SpecError) as caught:
+        _check_build(pspec, _coco_lock(**build), ("platforms", "linux-64"), fail)
+    assert caught.value.key == f"platforms.linux-64.{key}"
+    assert says in str(caught.value)

@@ -114,7 +114,7 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
                                  cache=cache, build=build,
-                                 pins=build.constraints if build else (),
+                                 pins=build.pins if build else (),
                                  extra=build.extra_for(sdist.name) if build else ())
         except ToolError as exc:
             log = exc.stderr.strip() or exc.stdout.strip()

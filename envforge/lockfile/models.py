@@ -64,6 +64,16 @@ class PypiBuild(Frozen):
     # project name, each pinned ``name==version``: the environment's version where it has
     # the package, else the one resolved beside it. None where the spec names none.
     extra_dependencies: dict[str, tuple[str, ...]] | None = None
+    # What an extension compiles against (NumPy) held no newer than the environment's own
+    # release (``numpy<=1.16.4``), a constraint on every build beside ``constraints``: one
+    # built against a later NumPy does not import on it. None: no such package (or an older
+    # lock).
+    runtime: tuple[str, ...] | None = None
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        """Every build's constraints: the spec's, then the environment's releases."""
+        return (*self.constraints, *(self.runtime or ()))
 
     def extra_for(self, name: str) -> tuple[str, ...]:
         """The pins an sdist of project ``name`` is built with besides its own requirements."""
