@@ -1,8 +1,12 @@
 """The probe against a real Python 3.7 with Theano-PyMC 1.0.5 compiling C++ with g++.
 
-One venv and one Theano compiledir serve the whole session: Theano's first compile of
-each op is the slow part, and the cache makes later runs cheap. HOME points into the
-session's tmp, so no ``~/.theanorc`` or ``~/.theano`` of the machine takes part.
+One venv serves the whole session. Theano's first compile of each op is the slow part (g++
+on every kernel and scan's C loop: 85 s of a make test), so its compiledir is kept in the
+run's shared cache, as the suite's other compiled modules are: g++ builds them on the first
+run, later runs load them (tests/testing/testcache.py; ENVFORGE_TEST_CACHE=off: a cold one).
+Theano keys each module by its code, compiler and NumPy ABI and locks the compiledir, so
+runs at once share it. HOME points into the session's tmp, so no ``~/.theanorc`` or
+``~/.theano`` of the machine takes part.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ PACKAGES = ("numpy==1.19.5", "scipy==1.7.3", "six==1.16.0", "Theano-PyMC==1.0.5"
             "setuptools==68.0.0")
 VERSIONS = {"python": "3.7", "numpy": "1.19.5", "scipy": "1.7.3", "six": "1.16.0",
             "theano": "1.0.5"}
+PROBE_COMPILEDIR = "theano-probe-tests"  # in the run's shared cache: envforge never reads it
 # Small enough for two cores; the conv keeps the benchmark's four layers.
 SMALL = VerifySection(elementwise_size=10 * 30 * 768, gemm_size=64,
                       conv=ConvShape(batch=2, size=8), repeats=2)
@@ -66,7 +71,7 @@ def _python37() -> str:
 
 
 @pytest.fixture(scope="session")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Target:
+def target(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Target:
     root = tmp_path_factory.mktemp("py37")
     venv = root / "venv"
     proc.run([_uv(), "venv", "--python", _python37(), str(venv)], timeout=300)
@@ -75,7 +80,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Target:
               *PACKAGES], timeout=600)
     home = root / "home"
     home.mkdir()
-    return Target(python, home, root / "theano")
+    return Target(python, home, shared_cache / PROBE_COMPILEDIR)
 
 
 def run_probe(target: Target, request: dict[str, Any], *, flags: str,
