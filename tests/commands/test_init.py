@@ -546,8 +546,12 @@ def test_the_time_bound_stops_init_with_a_clear_line(
 @pytest.mark.network
 @pytest.mark.slow
 def test_deepsurv_init_locks_in_its_era_and_applies(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge-home"))
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    shared_cache: Path) -> None:
+    # the run's wheels and built sdists (lifelines, optunity): what is tested is the era
+    # init picks and that its lock applies, not a cold download
+    monkeypatch.setenv("ENVFORGE_HOME", str(home_sharing(tmp_path / "envforge-home",
+                                                         shared_cache)))
     root = repo_copy(tmp_path, "deepsurv", commit_day="2019-08-15")
     (tmp_path / "specs").mkdir()
     out = tmp_path / "specs" / "deepsurv.toml"
