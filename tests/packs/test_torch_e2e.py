@@ -31,12 +31,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.network,
               pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv")]
 
 
-@pytest.fixture(scope="module")
-def envforge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache of its own (the packs' conftest ``host`` uses it): not the run's shared one."""
-    return tmp_path_factory.mktemp("envforge-home")
-
-
 def _verify(spec: Path, prefix: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
     capsys.readouterr()
     code = main(["verify", str(spec), "--prefix", str(prefix), "--json"])
