@@ -29,7 +29,7 @@ from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import LockedArtifact, load_lock, write_lock
 from envforge.ui import UI
 from tests.conftest import CONDA_CHANNEL
-from tests.testing.homes import home_sharing_modules
+from tests.testing.homes import home_sharing, home_sharing_modules
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -455,8 +455,10 @@ def test_offline_apply_uses_the_cache_a_bundle_filled(
 @pytest.mark.slow
 @pytest.mark.network
 def test_gpu_bundle_with_envforge_stays_under_64_mib_and_installs_into_debian_python(
-        tmp_path: Path) -> None:
-    home, bundle = tmp_path / "home", tmp_path / "gpu"
+        tmp_path: Path, shared_cache: Path) -> None:
+    # made from the run's shared cache (its files are checked by hash as they go in): what
+    # is tested is the bundle and its install, not how its files were fetched
+    home, bundle = home_sharing(tmp_path / "home", shared_cache), tmp_path / "gpu"
     lock = project_copy(tmp_path / "project", GPU_LOCK)
     done = run_envforge(["bundle", str(lock), "-o", str(bundle), "--with-envforge",
                          "--envforge-python", "3.12", "--json"], env=_env(home))
