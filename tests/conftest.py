@@ -121,7 +121,6 @@ LONGEST_FIRST = (
     "tests/importers/test_corpus.py",
     "tests/suite/test_suite_run.py",
     "tests/packs/theano/test_compilecache_e2e.py",
-    "tests/packs/theano/test_probe.py",
     "tests/test_keras_gpu_spec.py",
     "tests/bundle/test_selfcheck.py",
     "tests/packs/test_tf_keras_e2e.py",
@@ -131,6 +130,7 @@ LONGEST_FIRST = (
     "tests/packs/test_torch_e2e.py",
     "tests/test_gpu_spec.py",
     "tests/packs/test_old_keras_e2e.py",
+    "tests/packs/theano/test_probe.py",
     "tests/commands/test_init.py",
 )
 
