@@ -4,10 +4,8 @@ real; and the build requirements read from an sdist's own pyproject.toml."""
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -17,23 +15,12 @@ from envforge.bundle.buildenv import LEGACY_BACKEND, declared_build_requires
 from envforge.cli import main
 from envforge.errors import ArtifactError
 from envforge.lockfile import load_lock
+from tests.testing.localindex import write_tar
 from tests.testing.packs import REGISTRY
+from tests.testing.specs import venv_spec_text
 
-SPEC = """\
-[project]
-name = "coco"
-platforms = ["linux-64"]
-
-[python]
-version = "3.7"
-
-[environment]
-kind = "venv"
-
-[pypi]
-as_of = 2019-08-01
-packages = ["numpy==1.16.4", "pycocotools==2.0.0"]
-"""
+SPEC = venv_spec_text("coco", 'as_of = 2019-08-01\npackages = ["numpy==1.16.4", '
+                      '"pycocotools==2.0.0"]\n')
 GIVEN = 'extra_build_dependencies = { pycocotools = ["Cython", "numpy"] }\n'
 AREA = ("from pycocotools import mask; import numpy as np; "
         "print(mask.area(mask.encode(np.asfortranarray(np.ones((4, 4), dtype=np.uint8)))))")
@@ -41,17 +28,11 @@ AREA = ("from pycocotools import mask; import numpy as np; "
 
 def sdist(path: Path, files: dict[str, str]) -> Path:
     """An sdist of ``files`` (names under its top folder), as a .tar.gz or a .zip."""
-    if path.name.endswith(".zip"):
-        with zipfile.ZipFile(path, "w") as archive:
-            for name, text in files.items():
-                archive.writestr(f"p-1.0/{name}", text)
-        return path
-    with tarfile.open(path, "w:gz") as archive:
+    if not path.name.endswith(".zip"):
+        return write_tar(path, "p-1.0", files)
+    with zipfile.ZipFile(path, "w") as archive:
         for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"p-1.0/{name}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
+            archive.writestr(f"p-1.0/{name}", text)
     return path
 
 

@@ -215,15 +215,21 @@ def test_the_debian_fetch_retries_then_names_the_status_it_gave_up_on(serve: Ser
     assert len(failing.seen) == 1 + http.RETRIES
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with openssl")
-def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_retried(
-        serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A certificate for 127.0.0.1, made with openssl, and a server context holding it."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
+    return cert, tls
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with openssl")
+def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_retried(
+        serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, tls = self_signed(tmp_path)
     script = Script([])
     url = serve(script, tls=tls).replace("http://", "https://")
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
@@ -244,12 +250,7 @@ def test_the_ca_bundle_comes_from_the_environment_and_a_bad_certificate_is_not_r
 def test_the_ca_bundle_is_loaded_once_for_every_session_and_thread(
         serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """urllib3 alone parses the bundle for each connection it opens (17 in a cold apply)."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(cert, key)
+    cert, tls = self_signed(tmp_path)
     url = serve(Script([]), tls=tls).replace("http://", "https://")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
     loads: list[object] = []
