@@ -313,13 +313,17 @@ def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: 
     is said), or under TRY_S left."""
     from envforge.app.trialcompile import pure_wheels, trial_compile
 
-    left = _left(deadline)
-    if not pure_wheels(locked) or (left is not None and left < TRY_S):
-        return None
-    say("compiling the pure wheels it resolves to with the Python it records…")
     found = draft.repository.imported.requirements
+    pinned: dict[str, str] = {
+        canonicalize_name(r.name): v for r in (Requirement(f.requirement) for f in found
+                                               if f.requirement not in draft.left_out)
+        if (v := exact_version(r)) is not None}
+    left = _left(deadline)
+    if not pure_wheels(locked, pinned) or (left is not None and left < TRY_S):
+        return None
+    say("compiling the pinned pure wheels with the Python the lock records…")
     minor = draft.python.minor
-    for failed in trial_compile(locked, platform):
+    for failed in trial_compile(locked, platform, pinned):
         why = f"its code does not parse on Python {minor} ({failed.where}: {failed.message})"
         at = next((i for i, f in enumerate(found)
                    if _pins(f.requirement, failed.name, failed.version)), None)

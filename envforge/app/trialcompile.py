@@ -5,10 +5,10 @@ facebookresearch/DrQA pins ``pexpect==4.2.1`` (2016), a ``py2.py3-none-any`` whe
 ``spawnbase.py`` has a parameter named ``async``, a keyword since Python 3.7 (PEP 492's
 deprecation, made reserved in 3.7), so ``import pexpect`` is a SyntaxError on 3.7 and later;
 pexpect 4.3.0 renamed it. Wheel tags and Requires-Python (4.2.1 declares none) cannot say so;
-the interpreter can. Each pure wheel's modules are compiled (``compile()``, nothing run or
-written) by the target Python in one child; files under a tests or examples folder, which an
-install never imports, are not read. Within init's deadline only, on this host's platform,
-with a Python of the target's minor here; otherwise nothing is said either way.
+the interpreter can. Each exactly pinned pure wheel's modules are compiled (``compile()``,
+nothing run or written) by the target Python in one child; files under a tests or examples
+folder, which an install never imports, are not read. Within init's deadline only, on this
+host's platform, with a Python of the target's minor here; otherwise nothing is said.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,21 +61,28 @@ class CompileFailure:
     message: str
 
 
-def pure_wheels(plock: PlatformLock) -> tuple[LockedPypiFile, ...]:
+def pure_wheels(plock: PlatformLock, pinned: Mapping[str, str]) -> tuple[LockedPypiFile, ...]:
+    """The lock's pure wheels of the releases ``pinned`` names (normalized name -> version):
+    only an exact pin can be moved, so only those are downloaded and read (a corpus of 26
+    repositories' inits took 313 s instead of 127 s when every pure wheel was)."""
+    from packaging.utils import canonicalize_name
+
     return tuple(f for f in plock.pypi if f.kind == "wheel"
-                 and f.filename.endswith("-none-any.whl"))
+                 and f.filename.endswith("-none-any.whl")
+                 and pinned.get(canonicalize_name(f.name)) == f.version)
 
 
-def trial_compile(plock: PlatformLock, platform: Platform, *,
+def trial_compile(plock: PlatformLock, platform: Platform, pinned: Mapping[str, str], *,
                   environ: dict[str, str] | None = None) -> tuple[CompileFailure, ...]:
-    """The pure wheels of ``plock`` whose code the target Python does not parse; () where
-    none, or where this host cannot tell (another platform, no such Python, no download)."""
+    """The pinned pure wheels of ``plock`` whose code the target Python does not parse; ()
+    where none, or where this host cannot tell (another platform, no such Python, no
+    download)."""
     from envforge.host.fetch import FileRef, obtain
     from envforge.host.interpreters import find_interpreter
     from envforge.paths import envforge_dirs
     from envforge.platforms import host_platform
 
-    files = pure_wheels(plock)
+    files = pure_wheels(plock, pinned)
     if not files or platform != host_platform().name:
         return ()
     cache = envforge_dirs().cache
