@@ -169,20 +169,17 @@ def build_record(pspec: PlatformSpec, pypi: Sequence[LockedPypiFile],
                      runtime=runtime_pins(section.build_constraints, pypi) or None)
 
 
-# What an extension compiles against and must find at run time no older: NumPy's C ABI is
-# backward compatible only (https://numpy.org/doc/stable/dev/depending_on_numpy.html: "build
-# against the oldest NumPy you support"); hdbscan 0.8.22, whose isolated build installed
-# NumPy 1.21.6, fails to import on the environment's 1.16.4: "numpy.ndarray size changed".
-ABI_PACKAGES = ("numpy",)
-
-
 def runtime_pins(constraints: Sequence[str], pypi: Sequence[LockedPypiFile]) -> tuple[str, ...]:
-    """``name<=version`` of the environment's ABI_PACKAGES (no newer than what the extension
-    will import; an older one, as oldest-supported-numpy asks for, is fine), those the spec's
-    own build constraints do not name (the user's choice stands)."""
+    """``name<=version`` of the environment's packages whose ABI extensions compile against
+    (builds.toml's ``[[abi_package]]``: NumPy), no newer than what the extension will import
+    (an older one, as oldest-supported-numpy asks for, is fine), those the spec's own build
+    constraints do not name (the user's choice stands)."""
+    from envforge.knowledge import abi_packages
+
     named = {canonicalize_name(Requirement(c).name) for c in constraints}
+    abi = abi_packages()
     return tuple(f"{f.name}<={f.version}" for f in sorted(pypi, key=lambda f: f.name)
-                 if canonicalize_name(f.name) in ABI_PACKAGES
+                 if canonicalize_name(f.name) in abi
                  and canonicalize_name(f.name) not in named)
 
 

@@ -103,3 +103,15 @@ def test_only_projects_locked_as_sdists_get_extra_build_requirements() -> None:
     assert extra_build_wanted(pspec, [_locked("pycocotools", "2.0.0", "sdist")]) == {
         "pycocotools": ("Cython",)}
     assert extra_build_wanted(pspec, [_locked("pycocotools", "2.0.0")]) == {}
+
+
+
+def test_every_build_is_held_to_the_environments_numpy_unless_the_spec_says_otherwise() -> None:
+    """An extension built against a later NumPy does not import on the environment's; the
+    spec's own constraint on NumPy stands."""
+    from envforge.lockplan import runtime_pins
+
+    env = [_locked("numpy", "1.16.4"), _locked("six", "1.16.0")]
+    assert runtime_pins((), env) == ("numpy<=1.16.4",)
+    assert runtime_pins(("NumPy<1.16",), env) == ()
+    assert runtime_pins((), [_locked("six", "1.16.0")]) == ()

@@ -341,34 +341,29 @@ def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None
     """The draft with the build constraint a ``[[build_error]]`` row gives a failed build's
     words (a Cython compile error: ``Cython<3``), where the draft's day is before the row's
     and the constraint is not there yet."""
-    from envforge.importers.legacy_names import legacy_names
+    from envforge.knowledge import era_build_error
 
+    row = era_build_error(failed.reason)
     day = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
-    for row in legacy_names().build_error:
-        if row.build_constraint in draft.build_constraints or \
-                (day is not None and day >= row.before) or \
-                not re.search(row.pattern, failed.reason):
-            continue
-        why = (f"{failed.name} {failed.version}'s build failed ({trim(failed.reason)}) with "
-               f"today's build back-end; its day's builds used one before {row.before}")
-        return (replace(draft, build_constraints={**draft.build_constraints,
-                                                  row.build_constraint: why}),
-                f"{failed.name}=={failed.version}: its build fails with today's build "
-                f"back-end; builds constrained to {row.build_constraint}")
-    return None
+    if row is None or row.build_constraint in draft.build_constraints or \
+            (day is not None and day >= row.before):
+        return None
+    why = (f"{failed.name} {failed.version}'s build failed ({trim(failed.reason)}) with "
+           f"today's build back-end; its day's builds used one before {row.before}")
+    return (replace(draft, build_constraints={**draft.build_constraints,
+                                              row.build_constraint: why}),
+            f"{failed.name}=={failed.version}: its build fails with today's build back-end; "
+            f"builds constrained to {row.build_constraint}")
 
 
 def _failed_build_needs(failed: BuildFailure) -> list[str]:
     """What a trial build that failed could not import, as its log says, then what the
     knowledge says the project's build needs besides (``[[build_requires]]``: fasttext's
     setup.py fails in its own words without pybind11)."""
-    from envforge.importers.legacy_names import legacy_names
+    from envforge.knowledge import known_build_requires
 
     said = undeclared_import(failed.reason, failed.name)
-    known = [need for row in legacy_names().build_requires
-             if canonicalize_name(row.project) == canonicalize_name(failed.name)
-             for need in row.requires]
-    return [*([said] if said else []), *known]
+    return [*([said] if said else []), *known_build_requires(failed.name)]
 
 
 def _build_needs(draft: Draft, project: str, version: str, module: str
@@ -381,9 +376,9 @@ def _build_needs(draft: Draft, project: str, version: str, module: str
     build), for a standard-library module, or past MAX_BUILD_NEEDS."""
     from envforge.importers.codeimports import standard_library
     from envforge.importers.legacy_names import legacy_names
+    from envforge.knowledge import removed_build_module
 
-    known = legacy_names()
-    removed = next((row for row in known.build_module if row.module == module), None)
+    removed = removed_build_module(module)
     if removed is not None:
         if removed.build_constraint in draft.build_constraints:
             return None
@@ -395,7 +390,8 @@ def _build_needs(draft: Draft, project: str, version: str, module: str
     top = module.split(".")[0]
     if top in standard_library(draft.python.minor):
         return None
-    needs = next((row.requirement for row in known.import_name if row.module == top), top)
+    needs = next((row.requirement for row in legacy_names().import_name
+                  if row.module == top), top)
     key = canonicalize_name(project)
     listed = draft.extra_build.get(key, ())
     if canonicalize_name(needs) in {canonicalize_name(n) for n in listed} or \

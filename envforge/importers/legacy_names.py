@@ -164,33 +164,6 @@ class StdlibRow(Frozen):
     source: str
 
 
-class BuildModuleRow(Frozen):
-    """A module an sdist's build imports that a later build back-end removed, and the build
-    constraint that keeps it."""
-
-    module: str
-    build_constraint: str
-    source: str
-
-
-class BuildRequiresRow(Frozen):
-    """What a project's sdist build needs that its failed build's log does not name."""
-
-    project: str
-    requires: tuple[str, ...]
-    source: str
-
-
-class BuildErrorRow(Frozen):
-    """A failed build's words (``pattern``, a regular expression) that a build back-end of
-    the sdist's era cures, for repositories of before ``before``."""
-
-    pattern: str
-    build_constraint: str
-    before: date
-    source: str
-
-
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -207,9 +180,6 @@ class LegacyNames(Frozen):
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
-    build_module: tuple[BuildModuleRow, ...] = ()
-    build_requires: tuple[BuildRequiresRow, ...] = ()
-    build_error: tuple[BuildErrorRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:

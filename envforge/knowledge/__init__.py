@@ -21,6 +21,9 @@ from typing import Any, Literal, Protocol, assert_never
 from envforge.knowledge.models import (
     ArchiveLayoutRow,
     ArtifactsFile,
+    BuildErrorRow,
+    BuildModuleRow,
+    BuildsFile,
     CondaFile,
     CondaPackageRow,
     CudaFile,
@@ -45,6 +48,7 @@ __all__ = [
     "Knowledge",
     "KnownArtifact",
     "UnknownFactError",
+    "abi_packages",
     "compute_capability_range",
     "conda_package",
     "cuda_library_name",
@@ -57,23 +61,26 @@ __all__ = [
     "cudnn_version_code",
     "debian_package",
     "driver_library",
+    "era_build_error",
     "error_hints",
     "find_artifact",
     "in_range",
     "knowledge",
     "knowledge_file",
+    "known_build_requires",
     "library_file_patterns",
     "major_minor",
     "max_host_gcc",
     "min_driver",
     "read_knowledge",
+    "removed_build_module",
 ]
 
 # The whole base
 
 # The core's files; a pack's own (``FrameworkPack.knowledge``) are typed and looked up by
 # the pack.
-KNOWLEDGE_FILES = ("cuda", "cudnn", "artifacts", "conda", "debian", "reference")
+KNOWLEDGE_FILES = ("cuda", "cudnn", "artifacts", "conda", "debian", "reference", "builds")
 
 
 class Knowledge(Frozen):
@@ -83,6 +90,7 @@ class Knowledge(Frozen):
     conda: CondaFile
     debian: DebianFile
     reference: ReferenceFile
+    builds: BuildsFile
 
 
 def knowledge_file(name: str, package: str = __name__) -> Traversable:
@@ -259,6 +267,33 @@ def _names_runtime(filename: str, shipped: str, target: TargetPlatform) -> bool:
 
 def conda_package(name: str) -> CondaPackageRow | None:
     return next((row for row in knowledge().conda.packages if row.name == name), None)
+
+
+def removed_build_module(module: str) -> BuildModuleRow | None:
+    """The row for a module a later build back-end removed (``distutils.msvccompiler``)."""
+    return next((r for r in knowledge().builds.build_module if r.module == module), None)
+
+
+def era_build_error(reason: str) -> BuildErrorRow | None:
+    """The row whose pattern a failed build's reason matches (a Cython compile error)."""
+    return next((r for r in knowledge().builds.build_error if re.search(r.pattern, reason)),
+                None)
+
+
+def abi_packages() -> frozenset[str]:
+    """The normalized names of the packages whose ABI extensions compile against."""
+    from packaging.utils import canonicalize_name
+
+    return frozenset(canonicalize_name(r.name) for r in knowledge().builds.abi_package)
+
+
+def known_build_requires(project: str) -> tuple[str, ...]:
+    """What the knowledge says ``project``'s sdist build needs besides what it declares."""
+    from packaging.utils import canonicalize_name
+
+    key = canonicalize_name(project)
+    return tuple(need for r in knowledge().builds.build_requires
+                 if canonicalize_name(r.project) == key for need in r.requires)
 
 
 def debian_package(suite: str, package: str) -> DebianPackageRow | None:

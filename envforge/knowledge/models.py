@@ -6,6 +6,7 @@ arithmetic their lookups share. Frozen, ``extra="forbid"``: a typo in a TOML row
 # making these classes, on the start-up of apply.
 
 import re
+from datetime import date
 from typing import Annotated, Generic, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -276,3 +277,42 @@ class ImportDebianRow(InitDebianRow):
     names: tuple[str, ...] = Field(min_length=1)
     runs: str  # the program, for the note a platform with no Debian gets
     keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
+
+
+# builds.toml
+
+class BuildModuleRow(Row):
+    """A module an sdist's build imports that a later build back-end removed, and the build
+    constraint that keeps it."""
+
+    module: str
+    build_constraint: str
+
+
+class BuildRequiresRow(Row):
+    """What a project's sdist build needs that its failed build's log does not name."""
+
+    project: str
+    requires: tuple[str, ...]
+
+
+class BuildErrorRow(Row):
+    """A failed build's words (``pattern``, a regular expression) that a build back-end of
+    the sdist's era cures, for repositories of before ``before``."""
+
+    pattern: str
+    build_constraint: str
+    before: date
+
+
+class AbiPackageRow(Row):
+    """A package whose C ABI an extension compiles against (its run time must be no older)."""
+
+    name: str
+
+
+class BuildsFile(Frozen):
+    abi_package: tuple[AbiPackageRow, ...] = ()
+    build_module: tuple[BuildModuleRow, ...] = ()
+    build_requires: tuple[BuildRequiresRow, ...] = ()
+    build_error: tuple[BuildErrorRow, ...] = ()

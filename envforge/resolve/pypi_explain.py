@@ -75,15 +75,19 @@ def explain_undeclared_build(spec: Spec, exc: UndeclaredBuildError) -> SpecError
     (uv's own hint names its project settings), with what the spec lists for it already."""
     import sys
 
+    from envforge.knowledge import removed_build_module
+
     text = _spec_text(spec.source)
     lines = key_lines(text)
-    if "." in exc.needs or exc.needs in sys.stdlib_module_names:  # no distribution gives it
+    removed = removed_build_module(exc.needs)
+    if removed is not None or "." in exc.needs or exc.needs in sys.stdlib_module_names:
+        keeps = f"{json.dumps(removed.build_constraint)} ({removed.source})" if removed \
+            else "a release of the sdist's era"
         return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, "
                          f"whose build imports {exc.needs}, which its build environment lacks "
-                         "(a module a later setuptools removed: the build back-end floats to "
-                         "the newest for the Python); fix: set [pypi] build_constraints to a "
-                         "setuptools of the sdist's era (\"setuptools<74\" keeps "
-                         "distutils.msvccompiler), or pin a release with a wheel",
+                         "(no distribution gives it: the build back-end floats to the newest "
+                         "for the Python); fix: set [pypi] build_constraints to keep it, "
+                         f"{keeps}, or pin a release with a wheel",
                          line=line_of(lines, ("pypi", "packages")), key="pypi.packages")
     name = canonicalize_name(exc.project)
     listed = [r for p in spec.platforms.values()

@@ -88,6 +88,7 @@ def test_pycocotools_200_locks_and_builds_given_what_its_setup_py_imports(
     build = load_lock(specs.parent / "locks" / "coco.lock", REGISTRY).platforms["linux-64"].build
     assert build is not None
     assert build.extra_dependencies == {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}
+    assert build.runtime == ("numpy<=1.16.4",)  # every build: no NumPy newer than the env's
     prefix = tmp_path / "env"
     assert main(["apply", str(spec), "--yes", "--prefix", str(prefix)]) == 0
     assert "building pycocotools 2.0.0 from source" in capsys.readouterr().err
@@ -118,3 +119,38 @@ def test_a_build_that_fails_importing_an_undeclared_package_names_the_specs_fix(
         'extra_build_dependencies = { "pycocotools" = ["Cython", "numpy"] } in the spec and '
         "lock again")
     assert _fix(sdist, "error: gcc failed", build) == ""
+
+
+LAP = venv_spec_text("lap", 'as_of = 2020-04-01\npackages = ["numpy==1.18.1", "lap==0.4.0"]\n'
+                     'extra_build_dependencies = { lap = ["numpy"] }\n').replace(
+    'version = "3.7.16"', 'version = "3.8"')
+
+
+@pytest.mark.network
+@pytest.mark.posix_only("resolves with the Linux Python 3.8 from pyenv")
+def test_a_module_a_later_setuptools_removed_is_named_with_the_knowledges_constraint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """lap 0.4.0's numpy.distutils imports distutils.msvccompiler, which setuptools 74
+    removed: no distribution gives it, so lock's fix is builds.toml's constraint, and the
+    spec that sets it locks."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    try:
+        find_interpreter("3.8")
+    except StepError:
+        pytest.skip("no Python 3.8 on this host: lap 0.4.0 builds for Python 3.7 as it is")
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))  # nothing kept: uv builds
+    specs = tmp_path / "project" / "specs"
+    specs.mkdir(parents=True)
+    spec = specs / "lap.toml"
+    spec.write_text(LAP)
+    assert main(["lock", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}:13: pypi.packages: lap 0.4.0 is built from its sdist, whose build " \
+           "imports distutils.msvccompiler" in err
+    assert 'fix: set [pypi] build_constraints to keep it, "setuptools<74" (https://' in err
+    assert not (specs.parent / "locks").exists()
+    spec.write_text(LAP + 'build_constraints = ["setuptools<74"]\n')
+    assert main(["lock", str(spec)]) == 0
