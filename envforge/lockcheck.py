@@ -327,7 +327,7 @@ def _check_extra_build(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath,
         for pin, requirement in zip(pins, asked, strict=True):
             name, _, version = pin.partition("==")
             key = canonicalize_name(requirement.name)
-            if canonicalize_name(name) != key or not version:
+            if canonicalize_name(name) != key or not _is_version(version):
                 raise fail((*at, project), f"{list(pins)!r} but the spec gives "
                            f"{list(wanted[project])!r}")
             if key in env and requirement.specifier.contains(env[key], prereleases=True) \
@@ -384,3 +384,14 @@ def ensure_fresh(spec: Spec, lock: Lockfile, lock_path: Path) -> None:
     if reasons:
         raise StaleLockError(f"{lock_path} is stale: {'; '.join(reasons)}; run `envforge lock "
                              f"{spec.source}`")
+
+
+def _is_version(text: str) -> bool:
+    """A PEP 440 version and nothing else (a pin is handed to uv as one requirement)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return text == text.strip()

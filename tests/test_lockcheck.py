@@ -217,6 +217,8 @@ def _coco_lock(**build: Any) -> PlatformLock:
     ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}}, None, None),
     ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "evil==1.0")}},
      "build.extra_dependencies.pycocotools", "but the spec gives ['Cython', 'numpy']"),
+    ({"extra_dependencies": {"pycocotools": ("Cython==0.29 --index-url=x", "numpy==1.16.4")}},
+     "build.extra_dependencies.pycocotools", "but the spec gives ['Cython', 'numpy']"),
     ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.21.6")}},
      "build.extra_dependencies.pycocotools", "numpy==1.21.6 but the environment has numpy"),
     ({"extra_dependencies": {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4"),
