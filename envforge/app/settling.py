@@ -30,6 +30,7 @@ from envforge.app.trialbuild import BuildFailure, Trial, sdists, trial_builds
 from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found, exact_version
+from envforge.importers.debian import library_rows
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.resolve.pypi import UndeclaredBuildError, undeclared_import
@@ -217,6 +218,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 continue  # the same day again, the pin moved to a release that parses
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
+                resolved: dict[str, str] = {canonicalize_name(f.name): f.version
+                                            for f in locked.pypi}
+                if library_rows(resolved):  # [debian] gains what their wheels load
+                    done = replace(done, resolved=resolved)
+                    text = render_spec(done, installed_packs())
                 return Settled(done, text, None, trial)
             given = _era_backend(candidate, trial.failed)
             for needs in _failed_build_needs(trial.failed):

@@ -44,8 +44,8 @@ def check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None, 
     """Refuse (ArtifactError, naming the wheel) a wheel that is not a build of ``sdist`` for
     the target: another name or version than the sdist's, a member outside the install
     scheme, or tags the target's Python or platform cannot use. ``archive`` is the verified
-    sdist when at hand: its ``PKG-INFO`` must agree too (a git dependency's archive is the
-    commit's tree, with no PKG-INFO: the lock's entry names what its wheel must be). Asked
+    sdist when at hand: the ``PKG-INFO`` it carries must agree too (a git dependency's archive
+    is the commit's tree, with none: the lock's entry names what its wheel must be). Asked
     again in this process with both files as they were (same stat), it is not redone."""
     key = (str(wheel), sdist.model_dump_json(), str(archive), target_python, platform)
     seen = _stats(wheel, archive)  # before the check: a write during it is seen next time
@@ -72,7 +72,9 @@ def _check_built_wheel(wheel: Path, sdist: LockedPypiFile, archive: Path | None,
     expected: set[tuple[str, str]] = {(canonicalize_name(sdist.name),
                                        canonicalize_version(sdist.version))}
     if archive is not None and sdist.origin != "git":  # a commit's `git archive` has none
-        expected.add(_identity(_pkg_info(archive), archive))
+        carried = _pkg_info(archive)
+        if carried is not None:
+            expected.add(_identity(carried, archive))
     if len(expected) != 1:
         raise ArtifactError(f"{archive}: its PKG-INFO does not name {sdist.name} "
                             f"{sdist.version}, as the lock does: refusing it")
@@ -107,27 +109,43 @@ def _headers(text: bytes) -> dict[str, str]:
     return {key: str(message[key]) for key in ("Name", "Version") if message[key] is not None}
 
 
-def _pkg_info(archive: Path) -> dict[str, str]:
-    """The top-level ``PKG-INFO`` of an sdist (``NAME-VERSION/PKG-INFO``): a tarball, or a zip
-    as setuptools made them before PEP 625 (networkx 2.2 has no other)."""
+def _pkg_info(archive: Path) -> dict[str, str] | None:
+    """The metadata an sdist carries: its top-level ``NAME-VERSION/PKG-INFO`` (a tarball, or a
+    zip as setuptools made them before PEP 625: networkx 2.2 has no other), else the one
+    ``NAME-VERSION/*.egg-info/PKG-INFO`` (dill 0.2.9's sdist, made by hand, has no other);
+    None where it carries neither (before the sdist format's PKG-INFO rule, PEP 643, nothing
+    required one: the lock's entry, anchored by the sdist's sha256, names the wheel then)."""
+    egg_info: bytes | None = None
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
                 for name in zf.namelist():
                     parts = name.strip("/").split("/")
-                    if not name.endswith("/") and len(parts) == 2 and parts[1] == "PKG-INFO":
+                    if name.endswith("/"):
+                        continue
+                    if len(parts) == 2 and parts[1] == "PKG-INFO":
                         return _headers(zf.read(name))
+                    if egg_info is None and _egg_info_member(parts):
+                        egg_info = zf.read(name)
         else:
             with tarfile.open(archive, "r:*") as tar:
                 for member in tar:  # stops at it: not the whole tarball (0.25 s for Theano's)
                     parts = member.name.strip("/").split("/")
-                    if member.isfile() and len(parts) == 2 and parts[1] == "PKG-INFO":
+                    if not member.isfile():
+                        continue
+                    if len(parts) == 2 and parts[1] == "PKG-INFO":
                         handle = tar.extractfile(member)
-                        if handle is not None:
-                            return _headers(handle.read())
+                        return _headers(handle.read()) if handle is not None else None
+                    if egg_info is None and _egg_info_member(parts):
+                        handle = tar.extractfile(member)
+                        egg_info = handle.read() if handle is not None else None
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ArtifactError(f"{archive}: cannot read the sdist ({exc})") from None
-    raise ArtifactError(f"{archive}: the sdist has no PKG-INFO to check its wheel against")
+    return _headers(egg_info) if egg_info is not None else None
+
+
+def _egg_info_member(parts: list[str]) -> bool:
+    return len(parts) == 3 and parts[1].endswith(".egg-info") and parts[2] == "PKG-INFO"
 
 
 def _scan(wheel: Path) -> dict[str, str]:

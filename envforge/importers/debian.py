@@ -1,7 +1,9 @@
 """The ``[debian]`` section init writes: the packages a mounted pack asks for on the spec's
 platform (its ``init_debian`` rows: Theano's OpenBLAS on linux-64), with the keys of its
-section that use them, and the programs a module the code uses runs (knowledge/
-legacy_names.toml's ``import_debian`` rows: ffmpeg for gym's video recorder). They go into
+section that use them, the programs a module the code uses runs (knowledge/
+legacy_names.toml's ``import_debian`` rows: ffmpeg for gym's video recorder), and the
+libraries a resolved release loads and does not ship (``library_debian`` rows: PortAudio for
+sounddevice). They go into
 the spec with why, so lock, apply and verify take them as the user's own, and the user can
 drop them there."""
 
@@ -11,8 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from packaging.utils import canonicalize_name
+
 from envforge.importers.legacy_names import FrameworkRow, legacy_names
-from envforge.knowledge.models import ImportDebianRow, InitDebianRow
+from envforge.knowledge.models import ImportDebianRow, InitDebianRow, LibraryDebianRow, in_range
 from envforge.packapi import Pack, Registry
 
 
@@ -43,7 +47,8 @@ class DebianAddition:
 
 def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
                      registry: Registry[DebianPack],
-                     uses: Mapping[str, str] | None = None) -> list[DebianAddition]:
+                     uses: Mapping[str, str] | None = None,
+                     resolved: Mapping[str, str] | None = None) -> list[DebianAddition]:
     """The rows for ``platform`` of the mounted sections' packs, in the sections' order, then
     the ``import_debian`` rows one of whose names the code ``uses`` (name -> "path:line").
     The spec gets one [debian], so a row of another suite than the first's is left out, and
@@ -66,7 +71,24 @@ def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
         if code_row.platform != platform or (chosen and code_row.suite != chosen[0].row.suite):
             continue
         chosen.append(DebianAddition(None, code_row, "knowledge/legacy_names.toml", used))
+    for library_row, release in library_rows(resolved or {}):
+        if library_row.platform != platform or \
+                (chosen and library_row.suite != chosen[0].row.suite):
+            continue
+        chosen.append(DebianAddition(None, library_row, "knowledge/legacy_names.toml",
+                                     (release, "as resolved")))
     return chosen
+
+
+def library_rows(resolved: Mapping[str, str]) -> list[tuple[LibraryDebianRow, str]]:
+    """Each ``library_debian`` row a resolved release (normalized name -> version) is in,
+    with that release as ``NAME VERSION``, whatever the platform."""
+    found = []
+    for row in legacy_names().library_debian:
+        version = resolved.get(canonicalize_name(row.project))
+        if version is not None and in_range(version, row.versions):
+            found.append((row, f"{row.project} {version}"))
+    return found
 
 
 def used_rows(uses: Mapping[str, str]) -> list[tuple[ImportDebianRow, tuple[str, str]]]:

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
 from envforge.importers import exact_version
-from envforge.knowledge.models import ImportDebianRow
+from envforge.knowledge.models import ImportDebianRow, LibraryDebianRow
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
@@ -179,6 +179,7 @@ class LegacyNames(Frozen):
     gone_api: tuple[GoneApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
+    library_debian: tuple[LibraryDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
 
 

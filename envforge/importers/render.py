@@ -56,6 +56,9 @@ class Draft:
     extra_build: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # limits on what sdists' builds install, each with why: [pypi] build_constraints
     build_constraints: Mapping[str, str] = field(default_factory=dict)
+    # what the draft resolved to (normalized name -> version), once it does: the releases
+    # whose wheels load a library they do not ship get its Debian package ([debian])
+    resolved: Mapping[str, str] = field(default_factory=dict)
 
 
 def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
@@ -155,11 +158,11 @@ PROJECT_FILES = ("setup.py", "setup.cfg")
 
 
 def debian(draft: Draft, registry: Registry[NotePack]) -> list[DebianAddition]:
-    """What the spec's [debian] holds: the mounted packs' rows for the draft's platform, and
-    the rows for programs a module the code uses runs (none where the platform is not one a
-    row is for)."""
+    """What the spec's [debian] holds: the mounted packs' rows for the draft's platform, the
+    rows for programs a module the code uses runs and for libraries a resolved release loads
+    (none where the platform is not one a row is for)."""
     return debian_additions(sections(draft, registry), draft.platform, registry,
-                            _uses(draft))
+                            _uses(draft), draft.resolved)
 
 
 def not_on_debian(draft: Draft) -> list[str]:

@@ -279,6 +279,20 @@ class ImportDebianRow(InitDebianRow):
     keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
 
 
+
+class LibraryDebianRow(InitDebianRow):
+    """Debian binary packages ``envforge init`` adds where the draft resolves to a release of
+    ``project`` in ``versions`` whose wheel for ``platform`` loads the shared library
+    ``loads`` at import and does not ship it (sounddevice's Linux wheels never carried
+    PortAudio): activation puts the unpacked one on the library path. The project's
+    Windows wheels ship the library: the row is its platform's alone."""
+
+    project: str
+    versions: Range = ""  # PEP 440 range of the releases whose wheel lacks it ("": all)
+    loads: str  # the library's soname, as the row's reason and init's report name it
+    keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
+
+
 # builds.toml
 
 class BuildModuleRow(Row):

@@ -102,6 +102,37 @@ def test_a_zip_sdist_is_read_as_a_tarball_is(tmp_path: Path) -> None:
         check(wheel(tmp_path / COMPILED), locked(archive), tmp_path / "junk-1.0.zip")
 
 
+def tarball(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for member, data in members.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_an_sdist_with_only_an_egg_info_is_held_to_it(tmp_path: Path) -> None:
+    """dill 0.2.9's sdist (made by hand) carries ``dill.egg-info/PKG-INFO`` and no top-level
+    one: init widened its day for it, as if it did not build."""
+    for version, passes in (("1.0", True), ("2.0", False)):
+        archive = tarball(tmp_path / f"demo-{version}.tar.gz", {
+            "demo-1.0/setup.py": b"",
+            "demo-1.0/demo.egg-info/PKG-INFO":
+                f"Metadata-Version: 1.1\nName: demo\nVersion: {version}\n".encode()})
+        if passes:
+            check(wheel(tmp_path / COMPILED), locked(archive), archive)
+        else:
+            with pytest.raises(ArtifactError, match=r"PKG-INFO does not name demo 1\.0"):
+                check(wheel(tmp_path / COMPILED), locked(archive), archive)
+
+
+def test_an_sdist_with_no_metadata_is_held_to_the_lock_entry(tmp_path: Path) -> None:
+    archive = tarball(tmp_path / "demo-1.0.tar.gz", {"demo-1.0/setup.py": b""})
+    check(wheel(tmp_path / COMPILED), locked(archive), archive)
+    with pytest.raises(ArtifactError, match=r"METADATA names demo 1\.1, not demo 1\.0"):
+        check(wheel(tmp_path / COMPILED, version="1.1"), locked(archive), archive)
+
+
 @pytest.mark.parametrize(("member", "why"), [
     ("demo-1.0.data/etc/passwd", "outside the install scheme"),
     ("../../outside.py", "refusing to unpack member"),

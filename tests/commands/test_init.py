@@ -662,6 +662,47 @@ def test_the_newest_python_of_the_day_gives_way_to_the_one_before_not_the_day(
 
 @pytest.mark.network
 @pytest.mark.slow
+@pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's libraries")
+def test_audio_modules_whose_linux_wheels_lack_their_library_get_debians_and_load_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+        shared_cache: Path) -> None:
+    """init -> lock -> apply -> run of a repository of 2019's audio modules
+    (CorentinJ/Real-Time-Voice-Cloning's): sounddevice 0.3.13 and SoundFile 0.10.3.post1
+    load PortAudio and libsndfile at import and their Linux wheels ship neither (`OSError:
+    PortAudio library not found`). init adds Debian's with their closures, as resolved;
+    both modules load them from the environment and a WAV round-trips."""
+    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
+    root = tmp_path / "voice"
+    root.mkdir()
+    (root / "requirements.txt").write_text("sounddevice==0.3.13\nSoundFile==0.10.3.post1\n"
+                                           "numpy==1.16.4\n")
+    (root / "demo.py").write_text("import sounddevice as sd\nimport soundfile\n")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "voice.toml"
+    code = main(["init", str(root), "-o", str(out)])
+    report = capfd.readouterr().err
+    assert code == 0, report
+    assert "[debian] bookworm libportaudio2 with its dependency closure added for " \
+        "sounddevice 0.3.13 (as resolved): " in report
+    debian = load_spec(out, REGISTRY).for_platform("linux-64").debian
+    assert debian is not None and debian.packages == ("libportaudio2", "libsndfile1")
+    assert debian.dependencies == "closure"
+    assert "# for sounddevice 0.3.13 (as resolved) on linux-64: " in out.read_text()
+    assert main(["lock", str(out)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
+    capfd.readouterr()
+    wav = tmp_path / "tone.wav"
+    code = ("import numpy as np, sounddevice as sd, soundfile as sf\n"
+            f"sf.write({str(wav)!r}, np.linspace(-0.5, 0.5, 1600), 16000)\n"
+            f"data, rate = sf.read({str(wav)!r})\n"
+            "print(rate, len(data), round(float(data[-1]), 3), sd.get_portaudio_version()[1])\n")
+    assert main(["run", str(out), "--prefix", str(prefix), "--", "python", "-c", code]) == 0
+    assert capfd.readouterr().out.startswith("16000 1600 0.5 PortAudio V19")
+
+
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's ffmpeg")
 def test_a_repository_recording_gym_video_gets_an_ffmpeg_that_gyms_encoder_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],

@@ -103,3 +103,19 @@ def test_pack_rows_and_the_codes_merge_into_one_section_of_one_suite() -> None:
     registry = Registry([RowPack("a", (deb(["libold"], suite="bullseye"),))])
     (old,) = debian_additions([mounted("a")], "linux-64", registry, VIDEO)
     assert old.row.suite == "bullseye"  # bookworm's ffmpeg would be a second suite: left out
+
+
+def test_a_resolved_release_whose_wheel_loads_a_library_gets_its_package_on_linux() -> None:
+    """sounddevice's Linux wheels never shipped PortAudio; soundfile's shipped libsndfile
+    from 0.12.0 on (its first manylinux wheel): knowledge's ``library_debian`` rows."""
+    added = debian_additions([], "linux-64", REGISTRY,
+                             resolved={"sounddevice": "0.3.13", "soundfile": "0.10.3.post1"})
+    assert [(a.row.packages, a.cause, a.row.dependencies) for a in added] == [
+        (("libportaudio2",), "sounddevice 0.3.13 (as resolved)", "closure"),
+        (("libsndfile1",), "soundfile 0.10.3.post1 (as resolved)", "closure")]
+    assert debian_additions([], "linux-64", REGISTRY, resolved={"soundfile": "0.12.0"}) == []
+    assert debian_additions([], "win-64", REGISTRY, resolved={"sounddevice": "0.3.13"}) == []
+    # one suite: a library row of another suite than the mounted pack's is left out
+    registry = Registry([RowPack("a", (deb(["liba"], suite="bullseye"),))])
+    assert [a.row.packages for a in debian_additions(
+        [mounted("a")], "linux-64", registry, resolved={"sounddevice": "0.3.13"})] == [("liba",)]
