@@ -31,8 +31,10 @@ from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.debian import library_rows
+from envforge.importers.legacy_names import legacy_names
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
+from envforge.knowledge.models import in_range
 from envforge.resolve.pypi import UndeclaredBuildError, undeclared_import
 from envforge.resolve.pypi_explain import UnknownProjectError
 from envforge.spec import PYPI_SIMPLE, Platform, parse_spec
@@ -216,10 +218,16 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 say(unparsed[1])
                 candidate, repairs, tries = unparsed[0], repairs + 1, tries + 1
                 continue  # the same day again, the pin moved to a release that parses
+            resolved: dict[str, str] = {canonicalize_name(f.name): f.version
+                                        for f in locked.pypi}
+            capped = _capped_for_dependencies(candidate, resolved) \
+                if trial.failed is None and repairs < MAX_REPAIRS else None
+            if capped is not None:
+                say(capped[1])
+                candidate, repairs, tries = capped[0], repairs + 1, tries + 1
+                continue  # the same day again, the removing release kept out
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
-                resolved: dict[str, str] = {canonicalize_name(f.name): f.version
-                                            for f in locked.pypi}
                 if library_rows(resolved):  # [debian] gains what their wheels load
                     done = replace(done, resolved=resolved)
                     text = render_spec(done, installed_packs())
@@ -340,6 +348,42 @@ def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: 
             return moved
         say(f"warning: {failed.name} {failed.version}: {why}; no pin of the repository's "
             "names it to move")
+    return None
+
+
+def _capped_for_dependencies(draft: Draft, resolved: Mapping[str, str]
+                             ) -> tuple[Draft, str] | None:
+    """The draft with a requirement capped below the release that removed what another
+    resolved release's own code uses (``[[dependency_removed_api]]``: librosa 0.6.0 imports
+    ``numba.decorators``, gone in numba 0.50): the requirement naming it capped, else one
+    added from the line that brought the user of it; None when no row applies or the draft
+    already keeps below."""
+    found = draft.repository.imported.requirements
+    names = [canonicalize_name(Requirement(f.requirement).name) for f in found]
+    for row in legacy_names().dependency_removed_api:
+        user, removed = canonicalize_name(row.project), canonicalize_name(row.requirement)
+        used, held = resolved.get(user), resolved.get(removed)
+        if used is None or held is None or not in_range(used, row.versions) \
+                or in_range(held, f"<{row.below}"):
+            continue
+        why = f"{row.project} {used} (as resolved) uses {row.uses}, which {row.requirement} " \
+              f"{row.below} removed"
+        if removed in names:
+            at = names.index(removed)
+            requirement = Requirement(found[at].requirement)
+            if requirement.url is not None or not requirement.specifier.contains(held, True) \
+                    or any(s.operator in ("==", "===") for s in requirement.specifier):
+                continue  # the user's own pin of it stays, as it is
+            requirement.specifier &= SpecifierSet(f"<{row.below}")
+            item = Found(str(requirement), found[at].origin,
+                         "; ".join(n for n in (found[at].note, f"capped <{row.below}: {why}")
+                                   if n), True)
+            return _with(draft, at, item), f"{found[at].requirement}: capped <{row.below}: {why}"
+        origin = found[names.index(user)].origin if user in names else \
+            f"{row.project} {used} (as resolved)"
+        item = Found(f"{row.requirement}<{row.below}", origin,
+                     f"added: {why} ({held} resolved; no requirement names it)", True)
+        return _with(draft, len(found), item), f"added {item.requirement}: {why}"
     return None
 
 

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
 from envforge.importers import exact_version
-from envforge.knowledge.models import ImportDebianRow, LibraryDebianRow
+from envforge.knowledge.models import ImportDebianRow, LibraryDebianRow, Range
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
@@ -128,6 +128,20 @@ class RemovedApiRow(Frozen):
     source: str
 
 
+class DependencyRemovedApiRow(Frozen):
+    """Releases of ``project`` (``versions``) whose own code uses ``uses`` where it cannot do
+    without it, which ``requirement`` ``below`` removed: a draft that resolves to both gets
+    ``requirement`` capped below it (librosa 0.6-0.7 import ``numba.decorators`` at import;
+    numba 0.50 removed it), as the project's users pinned it by hand."""
+
+    project: str
+    versions: Range  # PEP 440 range
+    uses: str
+    requirement: str
+    below: str
+    source: str
+
+
 class GoneApiRow(Frozen):
     """Names no release of ``requirement`` that envforge provides has (Theano's
     ``downsample``, gone before Theano-PyMC): no cap brings them back, so code that uses one
@@ -176,6 +190,7 @@ class LegacyNames(Frozen):
     test_runner: tuple[TestRunnerRow, ...] = ()
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
     removed_api: tuple[RemovedApiRow, ...] = ()
+    dependency_removed_api: tuple[DependencyRemovedApiRow, ...] = ()
     gone_api: tuple[GoneApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()

@@ -299,3 +299,38 @@ def test_a_pin_with_no_later_wheel_moves_once_to_the_next_sdist_then_is_left_out
     assert found.requirement == "demo==1.1" and NEXT_SDIST_NOTE in found.note
     again = _unbuilt(moved[0], BuildFailure("demo", "1.1", error), lambda i, n: listing)
     assert again is not None and "demo==1.1" in again[0].left_out
+
+
+def test_a_dependency_using_what_another_removed_caps_that_other_below_the_removal() -> None:
+    """NVIDIA/tacotron2 (2020-06-11) pins librosa==0.6.0, whose decorators.py imports
+    numba.decorators at import; that day resolved numba 0.50.0, which removed it
+    ([[dependency_removed_api]]): numba is capped where a requirement names it, else added
+    from librosa's line; a pin of numba, or a numba before 0.50, or librosa 0.8 is left."""
+    from envforge.app.settling import _capped_for_dependencies
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    def draft(*requirements: str) -> Draft:
+        return Draft(name="r", source="r", platform="linux-64",
+                     repository=Repository(("requirements.txt",), Imported(requirements=[
+                         Found(r, f"requirements.txt:{n}") for n, r in
+                         enumerate(requirements, 1)])),
+                     python=Proposal("3.7.16", ""), as_of=Proposal("2020-06-11", ""))
+
+    resolved = {"librosa": "0.6.0", "numba": "0.50.0"}
+    added = _capped_for_dependencies(draft("torch", "librosa==0.6.0"), resolved)
+    assert added is not None
+    assert added[1] == ("added numba<0.50: librosa 0.6.0 (as resolved) uses numba.decorators, "
+                        "which numba 0.50 removed")
+    last = added[0].repository.imported.requirements[-1]
+    assert (last.requirement, last.origin) == ("numba<0.50", "requirements.txt:2")
+    assert _capped_for_dependencies(added[0], {**resolved, "numba": "0.49.1"}) is None
+    capped = _capped_for_dependencies(draft("numba>=0.43", "resampy"), resolved)
+    assert capped is not None
+    first = capped[0].repository.imported.requirements[0]
+    assert first.requirement == "numba<0.50,>=0.43" and first.origin == "requirements.txt:1"
+    assert "capped <0.50: librosa 0.6.0 (as resolved) uses numba.decorators" in first.note
+    assert _capped_for_dependencies(draft("numba==0.50.0", "librosa"), resolved) is None
+    assert _capped_for_dependencies(draft("librosa"), {**resolved, "librosa": "0.8.0"}) is None

@@ -661,6 +661,27 @@ def test_the_newest_python_of_the_day_gives_way_to_the_one_before_not_the_day(
 
 
 @pytest.mark.network
+def test_a_dependency_that_imports_what_its_days_numba_removed_keeps_the_numba_before(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NVIDIA/tacotron2 at 185cd24 (2020-06-11) pins librosa==0.6.0, whose import needs
+    numba.decorators; numba 0.50.0, uploaded that day, removed it, and `import librosa`
+    failed in the environment init wrote. Now init caps numba below 0.50 from librosa's line
+    and the day resolves numba 0.49.1."""
+    root = git_repo(tmp_path / "tt2", "librosa==0.6.0\nnumpy==1.16.4\n", "2020-06-11")
+    out = tmp_path / "specs" / "tt2.toml"
+    (tmp_path / "specs").mkdir()
+    assert main(["init", str(root), "-o", str(out), "--timeout", "600"]) == 0
+    assert "added numba<0.50: librosa 0.6.0 (as resolved) uses numba.decorators, which " \
+           "numba 0.50 removed" in capsys.readouterr().err
+    assert '"numba<0.50",  # requirements.txt:1; added: librosa 0.6.0 (as resolved) uses ' \
+           "numba.decorators" in out.read_text()
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in
+                load_lock(tmp_path / "locks" / "tt2.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert versions["librosa"] == "0.6.0" and versions["numba"] == "0.49.1"
+
+
+@pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's libraries")
 def test_audio_modules_whose_linux_wheels_lack_their_library_get_debians_and_load_it(
