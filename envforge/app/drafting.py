@@ -305,6 +305,7 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
+    runners: set[str] = set()  # the modules a runner added answers: no longer unknown
     for row in legacy_names().test_runner:
         name = canonicalize_name(Requirement(row.requirement).name)
         shown = [code.imports[m] for m in row.modules if m in code.imports] + \
@@ -314,6 +315,7 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
             added.append(Found(row.requirement, shown[0], f"added: {row.reason} ({how}), "
                                "and no requirement names it", True))
             held.add(name)
+            runners.update(row.modules)
     config = pytest_addopts(root) if "pytest" in held else None
     if config is not None:
         file, words = config
@@ -325,7 +327,11 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
                                f"added: its pytest addopts pass {option}, which pytest takes "
                                f"only with {plugin.requirement}, and no requirement names it",
                                True))
-    return _with_requirements(repo, [*found, *added])
+    repo = _with_requirements(repo, [*found, *added])
+    skipped = [s for s in repo.imported.skipped if s.what not in runners]
+    if len(skipped) == len(repo.imported.skipped):
+        return repo
+    return Repository(repo.files, replace(repo.imported, skipped=skipped))
 
 
 def _with_requirements(repo: Repository, requirements: list[Found]) -> Repository:

@@ -57,6 +57,9 @@ class IndexView:
     # wheel on the target, and that release's Requires-Dist (None where unreadable)
     first: Callable[[Requirement, date], tuple[date, Sequence[str] | None] | None] = \
         lambda _requirement, _day: None
+    # whether a release made by a day satisfying a requirement installs from a wheel on the
+    # target (where none does, the resolver builds an sdist for its metadata)
+    wheel_by: Callable[[Requirement, date], bool] = lambda _requirement, _day: True
 
 
 def mentioned(text: str, names: Iterable[str]) -> list[str]:
@@ -71,7 +74,7 @@ def mentioned(text: str, names: Iterable[str]) -> list[str]:
 def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, failure: str,
            attempt: Callable[[Draft], PlatformLock | str], view: IndexView,
            unbuilt: Callable[[PlatformLock], str | None] = lambda _lock: None,
-           ) -> tuple[Draft, PlatformLock] | None:
+           slow: bool = False) -> tuple[Draft, PlatformLock] | None:
     """``draft`` at ``start`` with only some packages given a later day, and its lock; None
     when that does not resolve. Given it: each package ``failure`` (then each next failure)
     names that the widened resolution (``locked``) took at a release made after ``start``;
@@ -83,7 +86,10 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
     Python 3.7). Each takes the day after the first release that installs from a wheel
     there came (a 2019-01 repository's ``tensorflow<2`` gets 1.13.1, the first with a
     Python 3.7 wheel, not ``widened``'s 1.15), ``widened`` where that is later or unknown.
-    ``attempt`` resolves a draft: its lock, or why not."""
+    ``attempt`` resolves a draft: its lock, or why not. Where ``start`` ran out of time
+    (``slow``: the failure names nothing), the first packages are those it gives only as
+    sdists, which the resolver builds for their metadata, where the widened lock has a wheel
+    (lisa-lab/DeepLearningTutorials: Python 3.7's release day has no SciPy wheel for it)."""
     files: dict[str, LockedPypiFile] = {canonicalize_name(f.name): f for f in locked.pypi}
     exempt = {*BUILD_BACKENDS,  # already taken whatever the day, as exact pins are
               *exact_names(f.requirement for f in draft.repository.imported.requirements)}
@@ -91,6 +97,9 @@ def narrow(draft: Draft, locked: PlatformLock, *, start: date, widened: date, fa
     later = widened.isoformat()
     days: dict[str, str] = {}
     new = _named(failure, files, days, exempt, view, start)
+    if not new and slow:
+        new = sorted(n for n, f in files.items() if f.kind == "wheel" and n not in exempt
+                     and not view.wheel_by(wanted.get(n, Requirement(n)), start))
     if not new:
         return None
     for _ in range(NARROW_STEPS):
@@ -237,5 +246,18 @@ def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
         return found[0], wheel_requirements(str(found[1].get("url", "")),
                                             size if isinstance(size, int) else None)
 
-    return IndexView(released, fits, requires, PLATFORMS[platform].markers(python), first)
+    def wheel_by(requirement: Requirement, day: date) -> bool:
+        return any(_wheel(entry, requirement) and (upload_day(entry.get("upload-time"))
+                                                   or day) <= day
+                   for entry in listed(requirement.name) or ())
+
+    def _wheel(entry: Mapping[str, Any], requirement: Requirement) -> bool:
+        name = str(entry.get("filename", ""))
+        version = version_of(name)
+        return name.endswith(".whl") and version is not None and not entry.get("yanked") \
+            and requirement.specifier.contains(version, prereleases=True) \
+            and installs([entry], minor, platform)
+
+    return IndexView(released, fits, requires, PLATFORMS[platform].markers(python), first,
+                     wheel_by)
 

@@ -158,6 +158,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     attempt, position = 0, 0
     newest: Proposal | None = None  # the Python proposed, while its fallback is tried
     start_failure: str | None = None  # why the proposed day did not resolve
+    start_slow = False  # it ran out of its share: building that day's sdists, not a conflict
     while position < len(days):
         day = days[position]
         attempt += 1
@@ -170,6 +171,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         text = render_spec(candidate, installed_packs())
         share = _share(deadline, tries - attempt + 1)
         locked: PlatformLock | str | None = None
+        timed_out = False
         try:
             locked = _bounded(functools.partial(try_lock, text, source, platform),
                               None if share is None else time.monotonic() + share)
@@ -199,13 +201,14 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 failure = f"init's time bound ran out while resolving {what} (try {attempt} " \
                           f"of {tries}); give more with --timeout, or lock the spec as written"
                 break
+            timed_out = True
             failure = f"no answer {what} within {share:.0f} s, its share of --timeout (where " \
                       "that day's releases have no wheel for the Python, the resolver builds " \
                       "their sdists)"
         if locked is not None and not isinstance(locked, str):
             if start is not None and day is not None and day != start and start_failure:
                 narrowed = _narrowed(candidate, locked, start, day, start_failure, source,
-                                     platform, deadline, lookup, say)
+                                     platform, deadline, lookup, say, slow=start_slow)
                 if narrowed is not None:  # its comment says why the proposed day failed
                     candidate = replace(narrowed[0], as_of_failure=start_failure,
                                         as_of_widened=day.isoformat())
@@ -269,6 +272,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 f"trying {candidate.python_fallback.value}")
             newest, tries = candidate.python, tries + 1
             start_failure = failure  # the Python proposed: the one a widened day keeps
+            start_slow = timed_out
             candidate = replace(candidate, python=candidate.python_fallback,
                                 python_fallback=None)
             continue  # the same day again, with the older Python
@@ -277,7 +281,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         if day is not None:
             tried.append(day.isoformat())
         if position == 0 and start_failure is None:
-            start_failure = failure
+            start_failure, start_slow = failure, timed_out
         position += 1
     if start is not None:
         candidate = replace(candidate, as_of=draft.as_of, as_of_tried=tuple(tried),
@@ -287,7 +291,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
 
 def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date,
               failure: str, source: str, platform: Platform, deadline: float | None,
-              lookup: Lookup | None, say: Say) -> tuple[Draft, PlatformLock] | None:
+              lookup: Lookup | None, say: Say, *, slow: bool = False
+              ) -> tuple[Draft, PlatformLock] | None:
     """``packagedays.narrow`` of a draft that resolved only on a widened day: only the
     packages the proposed day's failures name (and what they need) take a later day, each
     try bounded like any other; None (the widened day kept) when that does not resolve,
@@ -316,7 +321,7 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
         return None if failed is None else failed.name
 
     return narrow(candidate, locked, start=start, widened=widened, failure=failure,
-                  attempt=attempt, view=view, unbuilt=unbuilt)
+                  attempt=attempt, view=view, unbuilt=unbuilt, slow=slow)
 
 
 def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: float | None,

@@ -64,6 +64,17 @@ def test_the_test_runner_the_tests_import_is_added_from_the_line_that_imports_it
     assert "tests run under pytest" in added.note
 
 
+def test_a_runner_added_from_the_code_is_not_also_reported_unknown(tmp_path: Path) -> None:
+    """lisa-lab/DeepLearningTutorials has no dependency file and its code/test.py imports
+    nose: init drafted nose from that line and warned, from the same line, that it knew no
+    distribution of that name. The module a runner answers is no longer reported."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "test.py").write_text("import numpy\nimport nose\nimport midi\n")
+    imported = _draft(tmp_path, date(2018, 6, 15)).repository.imported
+    assert [f.requirement for f in imported.requirements] == ["numpy", "nose"]
+    assert [s.what for s in imported.skipped] == ["midi"]
+
+
 def test_a_conftest_alone_shows_pytest(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text("")
     assert _requirements(tmp_path, "six\n")[-1] == "pytest"

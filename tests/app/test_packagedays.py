@@ -204,3 +204,40 @@ def test_the_index_says_the_first_release_that_installs_after_a_day() -> None:
     assert first is not None and first[0] == date(2019, 2, 26)
     assert first[1] is not None and "tensorboard (<1.14.0,>=1.13.0)" in first[1]
     assert seen.first(Requirement("tensorflow<1"), START) is None
+    # a day's wheels: Python 3.7's release day had SciPy only as an sdist for it
+    assert not seen.wheel_by(Requirement("scipy"), date(2018, 6, 27))
+    assert seen.wheel_by(Requirement("scipy"), date(2018, 7, 3))
+    assert not seen.wheel_by(Requirement("scipy<1.1"), date(2018, 7, 3))
+
+
+def test_a_day_that_ran_out_of_time_narrows_from_what_it_has_only_as_sdists() -> None:
+    """lisa-lab/DeepLearningTutorials: Python 3.7's release day ran out of its share of
+    init's time (the resolver built that day's sdists for their metadata: no NumPy, SciPy or
+    Pillow wheel for 3.7 yet) and the day was widened six months for every package. The
+    failure names nothing; the packages the widened lock takes as wheels that the day has
+    none of take a later day (exact pins and sdists alike exempt), the rest keep it."""
+    widened = lock(wheel("numpy", "1.15.4"), wheel("scipy", "1.2.0"), wheel("six", "1.12.0"),
+                   wheel("lasagne", "0.1", "sdist"), wheel("keras", "2.2.4"))
+    asked: list[str] = []
+
+    def wheel_by(requirement: Requirement, day: date) -> bool:
+        asked.append(requirement.name)
+        assert day == START
+        return requirement.name in ("six", "keras")
+
+    index = IndexView(released=lambda name, _v: None, fits=lambda _r, _d: True,
+                      requires=lambda _file: None, markers={}, wheel_by=wheel_by)
+    tried: list[dict[str, str]] = []
+
+    def attempt(trial: Draft) -> PlatformLock | str:
+        tried.append(dict(trial.as_of_packages))
+        return widened
+
+    timed_out = "no answer as of 2018-10-03 within 24 s, its share of --timeout"
+    narrowed = narrow(draft(), widened, start=START, widened=LATER, failure=timed_out,
+                      attempt=attempt, view=index, slow=True)
+    assert narrowed is not None
+    assert tried == [{"numpy": LATER.isoformat(), "scipy": LATER.isoformat()}]
+    assert sorted(asked) == ["numpy", "scipy", "six"]  # keras: an exact pin, exempt
+    assert narrow(draft(), widened, start=START, widened=LATER, failure=timed_out,
+                  attempt=attempt, view=index) is None  # a conflict's words name nothing

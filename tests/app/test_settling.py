@@ -194,7 +194,8 @@ def test_a_widened_day_is_narrowed_from_the_failure_of_the_python_it_keeps(
 
     narrowed: list[str] = []
     monkeypatch.setattr(settling, "try_lock", resolved)
-    monkeypatch.setattr(settling, "_narrowed", lambda *args: narrowed.append(args[4]))
+    monkeypatch.setattr(settling, "_narrowed",
+                        lambda *args, **_kw: narrowed.append(args[4]))
     draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
         ("requirements.txt",), Imported(requirements=[Found("torch", "requirements.txt:1")])),
         python=Proposal("3.8.20", "the newest Python released by 2019-11-15"),
