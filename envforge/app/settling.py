@@ -557,7 +557,11 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
         return None
     reason = trim(f"{failed.name} {failed.version}'s sdist does not build for Python {minor} "
                   f"(tried as apply builds it): {failed.reason}{_importers(draft, failed.name)}")
-    return (replace(draft, left_out={**draft.left_out, named: reason}),
+    ours = f"{failed.name} {failed.version}'s build failed"  # _era_backend's, for it alone:
+    constraints = {c: why for c, why in draft.build_constraints.items()  # it did not help
+                   if not why.startswith(ours)}
+    return (replace(draft, left_out={**draft.left_out, named: reason},
+                    build_constraints=constraints),
             f"left out {named}: {failed.name} {failed.version}'s sdist does not build: "
             f"{trim(failed.reason)}")
 

@@ -276,6 +276,30 @@ def test_a_cython_error_before_cython_3_gives_the_builds_the_eras_cython() -> No
     assert _era_backend(draft("2019-06-15"), BuildFailure("x", "1", "x.c:1:2: error: y")) is None
 
 
+def test_an_eras_build_constraint_that_did_not_help_leaves_with_the_requirement() -> None:
+    """pydensecrf 1.0rc3 (pytorch-semseg) fails under Cython 3 and under `Cython<3` (its
+    shipped C++ is Python 3.6's): left out, it no longer leaves `Cython<3` on every build."""
+    from envforge.app.settling import _era_backend, _unbuilt
+    from envforge.app.trialbuild import BuildFailure
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    draft = Draft(name="r", source="r", platform="linux-64",
+                  repository=Repository(("requirements.txt",), Imported(requirements=[
+                      Found("pydensecrf", "requirements.txt:1")])),
+                  python=Proposal("3.7.16", ""), as_of=Proposal("2019-03-06", ""),
+                  build_constraints={"setuptools<74": "lap 0.4.0's build imports it"})
+    failed = BuildFailure("pydensecrf", "1.0rc3",
+                          "pydensecrf/densecrf.pxd:1:0: 'eigen.pxd' not found")
+    given = _era_backend(draft, failed)
+    assert given is not None and "Cython<3" in given[0].build_constraints
+    left = _unbuilt(given[0], BuildFailure("pydensecrf", "1.0rc3", "eigen.cpp:1: error"), None)
+    assert left is not None and "pydensecrf" in left[0].left_out
+    assert left[0].build_constraints == {"setuptools<74": "lap 0.4.0's build imports it"}
+
+
 def test_a_pin_with_no_later_wheel_moves_once_to_the_next_sdist_then_is_left_out() -> None:
     """hdbscan's releases of 2019 are sdists only: 0.8.22's failed build moves the pin to
     0.8.23, which init builds next; a second failure leaves the requirement out."""
