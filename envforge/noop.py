@@ -122,6 +122,7 @@ def _offline_reads(ctx: StepContext) -> list[str]:
     for f in ctx.lock.pypi:
         if f.kind == "sdist":
             folder = entry_dir(cache, f.sha256,
-                               build_key(ctx.lock.build, ctx.lock.python, ctx.platform))
+                               build_key(ctx.lock.build, ctx.lock.python, ctx.platform,
+                                         ctx.lock.deb))
             files += [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
     return [str(p) for f in files for p in (f.parent, f)]

@@ -78,7 +78,8 @@ def trial_builds(plock: PlatformLock, platform: Platform, *, deadline: float | N
     for at, f in enumerate(files):
         pin = f"{f.name}=={f.version}"
         rest = ", ".join(f"{g.name}=={g.version}" for g in files[at:])
-        if cached_built_wheel(cache, f.sha256, plock.python, plock.build, platform) is None:
+        if cached_built_wheel(cache, f.sha256, plock.python, plock.build, platform,
+                              plock.deb) is None:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left < BUILD_MIN_S:
                 return Trial(tuple(built), unchecked=f"init's time bound ran out before "
@@ -93,7 +94,7 @@ def trial_builds(plock: PlatformLock, platform: Platform, *, deadline: float | N
             return Trial(tuple(built), unchecked=f"{rest}: its sdist could not be had ({exc})")
         try:
             build_sdist_wheel(f, archive, target_python=plock.python, platform=platform,
-                              cache=cache, environ=env, build=plock.build)
+                              cache=cache, environ=env, build=plock.build, debs=plock.deb)
         except EnvforgeError as exc:
             return Trial(tuple(built), BuildFailure(f.name, f.version, build_reason(exc)))
         built.append(pin)

@@ -290,12 +290,13 @@ def _build_sdists(items: Sequence[Item], plock: PlatformLock, platform: Platform
             continue
         assert item.local is not None
         sdist = next(f for f in plock.pypi if f.sha256 == item.sha256)
-        built = cached_built_wheel(cache, sdist.sha256, plock.python, plock.build, platform)
+        built = cached_built_wheel(cache, sdist.sha256, plock.python, plock.build, platform,
+                                   plock.deb)
         if built is None:
             ui.info(f"building {sdist_label(sdist)} from source…")
             built = build_sdist_wheel(sdist, item.local, target_python=plock.python,
                                       platform=platform, cache=cache, environ=environ,
-                                      build=plock.build)
+                                      build=plock.build, debs=plock.deb)
         else:
             check_built_wheel(built.path, sdist, item.local, target_python=plock.python,
                               platform=platform)

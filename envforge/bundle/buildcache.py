@@ -3,9 +3,10 @@
 A compiled build is not reproducible, so a built wheel's sha256 belongs to the host that
 built it, not to a committed lock. An entry is keyed by what makes the wheel: the sdist's
 sha256 (the lock's anchor), the build environment the lock pins (its ``build`` table), the
-target's Python minor and the platform. It is written whole or not at all (a folder renamed
-into place), and read back only when its wheel still hashes as its record says: a corrupt
-or half-written entry is dropped and the wheel built again.
+target's Python minor, the platform and the Debian packages handed to the build
+(``sysroot``). It is written whole or not at all (a folder renamed into place), and read
+back only when its wheel still hashes as its record says: a corrupt or half-written entry is
+dropped and the wheel built again.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from envforge.host.archives import sha256_file
-from envforge.lockfile import PypiBuild
+from envforge.lockfile import LockedDeb, PypiBuild
 from envforge.spec import PYPI_SIMPLE, Platform
 
 BUILT = "built"  # <cache>/built/<sdist sha256>/<key>/{<wheel>, built.json}
@@ -39,13 +41,22 @@ def minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def build_key(build: PypiBuild | None, target_python: str, platform: Platform) -> str:
-    """What besides the sdist makes the wheel: the pinned build environment and the target."""
+def build_key(build: PypiBuild | None, target_python: str, platform: Platform,
+              debs: Sequence[LockedDeb] = ()) -> str:
+    """What besides the sdist makes the wheel: the pinned build environment, the target, and
+    the Debian packages its build is handed (``sysroot.build_debs``: a lock with none keys
+    its entries as before)."""
+    from envforge.bundle.sysroot import debs_digest
+
     pinned = build or PypiBuild(index=PYPI_SIMPLE)
     # without None: a record from before a field was added keys its entries as it did
-    text = json.dumps({"format": KEY_FORMAT,
-                       "build": pinned.model_dump(mode="json", exclude_none=True),
-                       "python": minor(target_python), "platform": platform}, sort_keys=True)
+    fields: dict[str, object] = {"format": KEY_FORMAT,
+                                 "build": pinned.model_dump(mode="json", exclude_none=True),
+                                 "python": minor(target_python), "platform": platform}
+    digest = debs_digest(debs)
+    if digest is not None:
+        fields["debs"] = digest
+    text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

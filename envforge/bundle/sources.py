@@ -34,7 +34,7 @@ from envforge.host.interpreters import Interpreter
 from envforge.host.unpacked import unpacked_deb, unpacked_wheel
 from envforge.host.uv import uv_binary
 from envforge.host.wheelinstall import WheelToInstall
-from envforge.lockfile import LockedPypiFile, Lockfile
+from envforge.lockfile import LockedDeb, LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext, unpacked_cache
 
 _PARALLEL_FETCHES = 16  # downloads wait on the network: uv keeps 50 going
@@ -165,7 +165,7 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
         problems += found_problems
         if f.kind == "sdist":
             built = cached_built_wheel(cache, f.sha256, ctx.lock.python, ctx.lock.build,
-                                       ctx.platform)
+                                       ctx.platform, ctx.lock.deb)
             if built is None:
                 problems.append(f"{f.filename}: no wheel built from it in the cache")
             elif not found_problems:
@@ -401,7 +401,7 @@ def _built_or_build(ctx: StepContext, sdist: LockedPypiFile, archive: Path | Non
     (with ``builder``'s Python when one was searched for already), announced on stderr;
     offline or with no sdist at hand, an OfflineError."""
     cached = cached_built_wheel(ctx.dirs.cache, sdist.sha256, ctx.lock.python, ctx.lock.build,
-                                ctx.platform)
+                                ctx.platform, ctx.lock.deb)
     if cached is not None:
         _check(ctx, sdist, cached.path, archive)
         return cached
@@ -412,4 +412,12 @@ def _built_or_build(ctx: StepContext, sdist: LockedPypiFile, archive: Path | Non
     ctx.ui.info(f"building {sdist_label(sdist)} from source…")
     return build_sdist_wheel(sdist, archive, target_python=ctx.lock.python,
                              platform=ctx.platform, cache=ctx.dirs.cache, environ=ctx.environ,
-                             build=ctx.lock.build, builder=builder)
+                             build=ctx.lock.build, builder=builder, debs=ctx.lock.deb,
+                             fetch_deb=partial(_deb_for_build, ctx))
+
+
+def _deb_for_build(ctx: StepContext, deb: LockedDeb) -> Path:
+    """A .deb a build is handed, verified: the bundle's or the cache's copy, else downloaded
+    (waiting on prefetch's download of it, if under way)."""
+    return obtain(FileRef(deb.url, deb.sha256, deb.filename, deb.size), cache=ctx.dirs.cache,
+                  bundle=bundle_lookup(ctx.bundle))

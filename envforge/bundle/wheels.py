@@ -17,8 +17,9 @@ import shutil
 import sys
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -29,7 +30,7 @@ from envforge.bundle.wheelcheck import check_built_wheel
 from envforge.errors import EnvforgeError, InputError, StepError, ToolError
 from envforge.host import proc
 from envforge.host.interpreters import Interpreter, find_interpreter, query_version
-from envforge.lockfile import LockedPypiFile, PypiBuild
+from envforge.lockfile import LockedDeb, LockedPypiFile, PypiBuild
 from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform
 
@@ -62,10 +63,12 @@ def sdist_label(sdist: LockedPypiFile) -> str:
 
 
 def cached_built_wheel(cache: Path, sdist_sha256: str, target_python: str,
-                       build: PypiBuild | None, platform: Platform) -> BuiltWheel | None:
+                       build: PypiBuild | None, platform: Platform,
+                       debs: Sequence[LockedDeb] = ()) -> BuiltWheel | None:
     """The cache's wheel for that sdist, built in the build environment the lock pins for
-    this target, when it still hashes as its record says."""
-    return read_entry(cache, sdist_sha256, build_key(build, target_python, platform))
+    this target (with its Debian packages, ``sysroot``), when it still hashes as its record
+    says."""
+    return read_entry(cache, sdist_sha256, build_key(build, target_python, platform, debs))
 
 
 def build_interpreter(target_python: str, environ: Mapping[str, str], *,
@@ -99,17 +102,26 @@ def _fix(sdist: LockedPypiFile, log: str, build: PypiBuild | None) -> str:
 def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: str,
                       platform: Platform, cache: Path, environ: Mapping[str, str],
                       build: PypiBuild | None = None,
-                      builder: Future[tuple[Interpreter, bool]] | None = None) -> BuiltWheel:
+                      builder: Future[tuple[Interpreter, bool]] | None = None,
+                      debs: Sequence[LockedDeb] = (),
+                      fetch_deb: Callable[[LockedDeb], Path] | None = None) -> BuiltWheel:
     """A wheel for the target built from the (verified) sdist in the build environment the
     lock's ``build`` pins, checked (``check_built_wheel``) before it enters the cache.
     ``builder``: ``build_interpreter``'s answer, asked for already (apply starts the search
-    with the downloads, so the build starts as soon as the sdist has landed)."""
-    key = build_key(build, target_python, platform)
+    with the downloads, so the build starts as soon as the sdist has landed). ``debs``: the
+    lock's Debian packages, handed to the build where one is a ``-dev`` package
+    (``sysroot``), each had by ``fetch_deb`` (by default downloaded into the cache)."""
+    from envforge.bundle.sysroot import build_environ, sysroot
+
+    key = build_key(build, target_python, platform, debs)
     cached = read_entry(cache, sdist.sha256, key)
     if cached is not None:
         return cached
     interpreter, exact = builder.result() if builder is not None \
         else build_interpreter(target_python, environ, cache=cache)
+    root = sysroot(cache, debs, fetch_deb or partial(_cached_deb, cache))
+    if root is not None:
+        environ = build_environ(environ, root)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
@@ -136,6 +148,12 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
                           platform=platform)
         return write_entry(cache, sdist.sha256, key, wheel, python=interpreter.version,
                            pure=pure, build_requires=used, sdist=sdist.filename)
+
+
+def _cached_deb(cache: Path, deb: LockedDeb) -> Path:
+    from envforge.host.fetch import FileRef, obtain
+
+    return obtain(FileRef(deb.url, deb.sha256, deb.filename, deb.size), cache=cache)
 
 
 def build_wheel(source: Path, python: Path, out: Path, *, environ: Mapping[str, str],

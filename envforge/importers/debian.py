@@ -3,7 +3,8 @@ platform (its ``init_debian`` rows: Theano's OpenBLAS on linux-64), with the key
 section that use them, the programs a module the code uses runs (knowledge/
 legacy_names.toml's ``import_debian`` rows: ffmpeg for gym's video recorder), and the
 libraries a resolved release loads and does not ship (``library_debian`` rows: PortAudio for
-sounddevice). They go into
+sounddevice), and the headers a named project's sdist compiles against (``build_debian``:
+PortAudio's for PyAudio). They go into
 the spec with why, so lock, apply and verify take them as the user's own, and the user can
 drop them there."""
 
@@ -48,9 +49,12 @@ class DebianAddition:
 def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
                      registry: Registry[DebianPack],
                      uses: Mapping[str, str] | None = None,
-                     resolved: Mapping[str, str] | None = None) -> list[DebianAddition]:
+                     resolved: Mapping[str, str] | None = None,
+                     named: Mapping[str, str] | None = None) -> list[DebianAddition]:
     """The rows for ``platform`` of the mounted sections' packs, in the sections' order, then
-    the ``import_debian`` rows one of whose names the code ``uses`` (name -> "path:line").
+    the ``import_debian`` rows one of whose names the code ``uses`` (name -> "path:line"), the
+    ``build_debian`` rows of the projects the draft ``named`` (normalized name -> origin),
+    the ``library_debian`` rows of the ``resolved`` releases (name -> version).
     The spec gets one [debian], so a row of another suite than the first's is left out, and
     so is a row setting a key its section already has (the mounted row's own keys, or an
     earlier row's): what the requirements mounted is not overridden."""
@@ -71,6 +75,13 @@ def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
         if code_row.platform != platform or (chosen and code_row.suite != chosen[0].row.suite):
             continue
         chosen.append(DebianAddition(None, code_row, "knowledge/legacy_names.toml", used))
+    for build_row in legacy_names().build_debian:
+        origin = (named or {}).get(canonicalize_name(build_row.project))
+        if origin is None or build_row.platform != platform or \
+                (chosen and build_row.suite != chosen[0].row.suite):
+            continue
+        chosen.append(DebianAddition(None, build_row, "knowledge/legacy_names.toml",
+                                     (f"{build_row.project}'s build", origin)))
     for library_row, release in library_rows(resolved or {}):
         if library_row.platform != platform or \
                 (chosen and library_row.suite != chosen[0].row.suite):

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field
 
 from envforge.importers import exact_version
-from envforge.knowledge.models import ImportDebianRow, LibraryDebianRow, Range
+from envforge.knowledge.models import BuildDebianRow, ImportDebianRow, LibraryDebianRow, Range
 from envforge.packapi import Pack, Registry
 from envforge.spec import Frozen
 
@@ -195,6 +195,7 @@ class LegacyNames(Frozen):
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
     library_debian: tuple[LibraryDebianRow, ...] = ()
+    build_debian: tuple[BuildDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
 
 

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from envforge.importers.debian import (
     DebianAddition,
     DebianPack,
@@ -162,13 +165,27 @@ def debian(draft: Draft, registry: Registry[NotePack]) -> list[DebianAddition]:
     rows for programs a module the code uses runs and for libraries a resolved release loads
     (none where the platform is not one a row is for)."""
     return debian_additions(sections(draft, registry), draft.platform, registry,
-                            _uses(draft), draft.resolved)
+                            _uses(draft), draft.resolved, _named(draft))
 
 
 def not_on_debian(draft: Draft) -> list[str]:
     """The programs the code's modules run that no [debian] gives on the draft's platform
     (win-64), each with the use: the user installs them."""
     return no_debian(_uses(draft), draft.platform)
+
+
+def _named(draft: Draft) -> dict[str, str]:
+    """Each project a requirement of the draft names (normalized), with its origin."""
+    named: dict[str, str] = {}
+    for found in draft.repository.imported.requirements:
+        if found.requirement in draft.left_out:
+            continue
+        try:
+            requirement = Requirement(found.requirement)
+        except InvalidRequirement:
+            continue
+        named.setdefault(canonicalize_name(requirement.name), found.origin)
+    return named
 
 
 def _uses(draft: Draft) -> Mapping[str, str]:

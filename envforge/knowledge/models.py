@@ -293,6 +293,16 @@ class LibraryDebianRow(InitDebianRow):
     keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
 
 
+class BuildDebianRow(InitDebianRow):
+    """Debian binary packages ``envforge init`` adds where the draft names ``project``, whose
+    sdist compiles against a library no PyPI wheel gives (PyAudio's ``portaudio.h``): lock
+    and apply hand a lock's packages to its builds where one is a ``-dev`` package
+    (``bundle/sysroot.py``), and activation puts the libraries on the library path."""
+
+    project: str
+    keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
+
+
 # builds.toml
 
 class BuildModuleRow(Row):

@@ -724,6 +724,38 @@ def test_audio_modules_whose_linux_wheels_lack_their_library_get_debians_and_loa
 
 @pytest.mark.network
 @pytest.mark.slow
+@pytest.mark.posix_only("builds PyAudio against Debian's PortAudio for the Linux Python 3.7")
+def test_pyaudio_builds_against_debians_portaudio_headers_init_adds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+        shared_cache: Path) -> None:
+    """init -> lock -> apply -> run of a repository pinning PyAudio==0.2.11 (an sdist alone on
+    Linux, whose extension includes portaudio.h; this host has none): init adds bookworm's
+    portaudio19-dev with its closure, its trial build and apply's are handed them, and the
+    extension built loads PortAudio from the environment."""
+    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
+    root = git_repo(tmp_path / "mic", "PyAudio==0.2.11\nnumpy==1.16.4\n", "2019-06-01")
+    (root / "listen.py").write_text("import pyaudio\n")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "mic.toml"
+    code = main(["init", str(root), "-o", str(out)])
+    report = capfd.readouterr().err
+    assert code == 0, report
+    assert "[debian] bookworm portaudio19-dev with its dependency closure added for PyAudio's " \
+           "build (requirements.txt:1)" in report
+    assert "built from their sdists, as apply will (kept in the cache for it): pyaudio==0.2.11" \
+        in report
+    assert main(["lock", str(out)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
+    capfd.readouterr()
+    code_text = "import pyaudio\nprint(pyaudio.get_portaudio_version_text())\n"
+    assert main(["run", str(out), "--prefix", str(prefix), "--", "python", "-c",
+                 code_text]) == 0
+    assert capfd.readouterr().out.startswith("PortAudio V19")
+
+
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's ffmpeg")
 def test_a_repository_recording_gym_video_gets_an_ffmpeg_that_gyms_encoder_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],

@@ -119,3 +119,13 @@ def test_a_resolved_release_whose_wheel_loads_a_library_gets_its_package_on_linu
     registry = Registry([RowPack("a", (deb(["liba"], suite="bullseye"),))])
     assert [a.row.packages for a in debian_additions(
         [mounted("a")], "linux-64", registry, resolved={"sounddevice": "0.3.13"})] == [("liba",)]
+
+
+def test_a_named_project_whose_sdist_compiles_against_a_library_gets_its_dev_package() -> None:
+    """PyAudio's extension includes portaudio.h (knowledge's ``build_debian`` rows): named by
+    a requirement, Debian's portaudio19-dev comes with its closure, on linux-64 only."""
+    (added,) = debian_additions([], "linux-64", REGISTRY, named={"pyaudio": "requirements.txt:4"})
+    assert added.row.packages == ("portaudio19-dev",) and added.row.dependencies == "closure"
+    assert added.cause == "PyAudio's build (requirements.txt:4)"
+    assert debian_additions([], "win-64", REGISTRY, named={"pyaudio": "r.txt:1"}) == []
+    assert debian_additions([], "linux-64", REGISTRY, named={"sounddevice": "r.txt:1"}) == []
