@@ -26,11 +26,26 @@ TRIPLET = "x86_64-linux-gnu"  # linux-64's multiarch folders, the only Debian pl
 
 
 def build_debs(debs: Sequence[LockedDeb]) -> tuple[LockedDeb, ...]:
-    """The packages a build is handed: all of the lock's where one is a ``-dev`` package
-    (its headers' libraries come from the others), else none."""
-    if not any(d.name.endswith(DEV_SUFFIX) for d in debs):
-        return ()
-    return tuple(sorted(debs, key=lambda d: (d.name, d.sha256)))
+    """The packages a build is handed: the lock's ``-dev`` packages and what they depend on in
+    the lock, on and on (the libraries their ``libX.so`` links name: PortAudio's for
+    portaudio19-dev); none where the lock has no ``-dev`` package. Not the rest: a CUDA
+    toolkit beside ``libgpuarray-dev`` is no build's business."""
+    from envforge.resolve.deb.selection import parse_relations
+
+    by_name = {d.name: d for d in debs}
+    queue = [d.name for d in debs if d.name.endswith(DEV_SUFFIX)]
+    handed: set[str] = set()
+    while queue:
+        name = queue.pop()
+        if name in handed or name not in by_name:
+            continue
+        handed.add(name)
+        try:
+            groups = parse_relations(by_name[name].depends)
+        except ValueError:
+            continue
+        queue += [alt.name for group in groups for alt in group]
+    return tuple(sorted((by_name[n] for n in handed), key=lambda d: (d.name, d.sha256)))
 
 
 def debs_digest(debs: Sequence[LockedDeb]) -> str | None:

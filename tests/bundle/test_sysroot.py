@@ -25,10 +25,14 @@ from tests.host.test_debunpack import build_deb
 pytestmark = pytest.mark.posix_only("builds .debs with dpkg-deb and a C extension with gcc")
 
 
+DEPENDS = {"libanswer-dev": "libanswer1 (= 1.0), libc6-dev | libc-dev"}
+
+
 def locked(deb: Path, name: str) -> LockedDeb:
     return LockedDeb(name=name, version="1.0", architecture="amd64", filename=deb.name,
                      url=f"https://deb.example/{deb.name}", size=deb.stat().st_size,
-                     sha256=hashlib.sha256(deb.read_bytes()).hexdigest())
+                     sha256=hashlib.sha256(deb.read_bytes()).hexdigest(),
+                     depends=DEPENDS.get(name, ""))
 
 
 def answer_debs(tmp_path: Path) -> dict[str, Path]:
@@ -57,6 +61,9 @@ def test_a_lock_without_a_dev_package_hands_its_builds_nothing(tmp_path: Path) -
     runtime = (locked(debs["libanswer1"], "libanswer1"),)
     both = (*runtime, locked(debs["libanswer-dev"], "libanswer-dev"))
     assert build_debs(runtime) == () and debs_digest(runtime) is None
+    # what the -dev package does not depend on (a toolkit beside it) is not handed
+    beside = build_deb(tmp_path, "toolkit", "1.0", files={"usr/bin/nvcc": b"x"})
+    assert build_debs((*both, locked(beside, "toolkit"))) == build_debs(both)
     assert build_key(None, "3.7.16", "linux-64", runtime) == build_key(None, "3.7.16",
                                                                        "linux-64")
     assert [d.name for d in build_debs(both)] == ["libanswer-dev", "libanswer1"]
