@@ -681,6 +681,23 @@ def test_a_dependency_that_imports_what_its_days_numba_removed_keeps_the_numba_b
     assert versions["librosa"] == "0.6.0" and versions["numba"] == "0.49.1"
 
 
+def applied(root: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str],
+            monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> tuple[Path, Path, str]:
+    """init (its report), lock and apply of ``root`` into ``tmp_path``'s ``env``, in a home
+    sharing the run's cache: the spec, the prefix and the report."""
+    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / f"{root.name}.toml"
+    code = main(["init", str(root), "-o", str(out)])
+    report = capfd.readouterr().err
+    assert code == 0, report
+    assert main(["lock", str(out)]) == 0
+    prefix = tmp_path / "env"
+    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
+    capfd.readouterr()
+    return out, prefix, report
+
+
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.posix_only("applies the Linux Python 3.7 from pyenv and Debian's libraries")
@@ -692,27 +709,18 @@ def test_audio_modules_whose_linux_wheels_lack_their_library_get_debians_and_loa
     load PortAudio and libsndfile at import and their Linux wheels ship neither (`OSError:
     PortAudio library not found`). init adds Debian's with their closures, as resolved;
     both modules load them from the environment and a WAV round-trips."""
-    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
     root = tmp_path / "voice"
     root.mkdir()
     (root / "requirements.txt").write_text("sounddevice==0.3.13\nSoundFile==0.10.3.post1\n"
                                            "numpy==1.16.4\n")
     (root / "demo.py").write_text("import sounddevice as sd\nimport soundfile\n")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "voice.toml"
-    code = main(["init", str(root), "-o", str(out)])
-    report = capfd.readouterr().err
-    assert code == 0, report
+    out, prefix, report = applied(root, tmp_path, capfd, monkeypatch, shared_cache)
     assert "[debian] bookworm libportaudio2 with its dependency closure added for " \
         "sounddevice 0.3.13 (as resolved): " in report
     debian = load_spec(out, REGISTRY).for_platform("linux-64").debian
     assert debian is not None and debian.packages == ("libportaudio2", "libsndfile1")
     assert debian.dependencies == "closure"
     assert "# for sounddevice 0.3.13 (as resolved) on linux-64: " in out.read_text()
-    assert main(["lock", str(out)]) == 0
-    prefix = tmp_path / "env"
-    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
-    capfd.readouterr()
     wav = tmp_path / "tone.wav"
     code = ("import numpy as np, sounddevice as sd, soundfile as sf\n"
             f"sf.write({str(wav)!r}, np.linspace(-0.5, 0.5, 1600), 16000)\n"
@@ -732,22 +740,13 @@ def test_pyaudio_builds_against_debians_portaudio_headers_init_adds(
     Linux, whose extension includes portaudio.h; this host has none): init adds bookworm's
     portaudio19-dev with its closure, its trial build and apply's are handed them, and the
     extension built loads PortAudio from the environment."""
-    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
     root = git_repo(tmp_path / "mic", "PyAudio==0.2.11\nnumpy==1.16.4\n", "2019-06-01")
     (root / "listen.py").write_text("import pyaudio\n")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "mic.toml"
-    code = main(["init", str(root), "-o", str(out)])
-    report = capfd.readouterr().err
-    assert code == 0, report
+    out, prefix, report = applied(root, tmp_path, capfd, monkeypatch, shared_cache)
     assert "[debian] bookworm portaudio19-dev with its dependency closure added for PyAudio's " \
            "build (requirements.txt:1)" in report
     assert "built from their sdists, as apply will (kept in the cache for it): pyaudio==0.2.11" \
         in report
-    assert main(["lock", str(out)]) == 0
-    prefix = tmp_path / "env"
-    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
-    capfd.readouterr()
     code_text = "import pyaudio\nprint(pyaudio.get_portaudio_version_text())\n"
     assert main(["run", str(out), "--prefix", str(prefix), "--", "python", "-c",
                  code_text]) == 0
@@ -763,22 +762,15 @@ def test_a_repository_recording_gym_video_gets_an_ffmpeg_that_gyms_encoder_runs(
     """init -> lock -> apply -> run of a small repository whose code wraps its environment in
     gym's Monitor: the [debian] ffmpeg init added (with its closure) is on the environment's
     PATH, and gym 0.15.4's own ImageEncoder, which looks for it there, encodes with it."""
-    enter_home(tmp_path, home_sharing(tmp_path / "envforge-home", shared_cache), monkeypatch)
     root = tmp_path / "recorder"
     root.mkdir()
     (root / "requirements.txt").write_text("gym==0.15.4\n")
     (root / "train.py").write_text("import gym\nfrom gym.wrappers import Monitor\n\n"
                                    "env = Monitor(gym.make('CartPole-v0'), 'videos')\n")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "recorder.toml"
-    assert main(["init", str(root), "-o", str(out)]) == 0, capfd.readouterr().err
+    out, prefix, _ = applied(root, tmp_path, capfd, monkeypatch, shared_cache)
     debian = load_spec(out, REGISTRY).for_platform("linux-64").debian
     assert debian is not None and debian.packages == ("ffmpeg",)
     assert debian.dependencies == "closure"
-    assert main(["lock", str(out)]) == 0
-    prefix = tmp_path / "env"
-    assert main(["apply", str(out), "--yes", "--prefix", str(prefix)]) == 0
-    capfd.readouterr()
     assert main(["run", str(out), "--prefix", str(prefix), "--", "ffmpeg", "-version"]) == 0
     assert capfd.readouterr().out.startswith("ffmpeg version ")
     video = tmp_path / "out.mp4"
