@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from envforge.lockfile import LockedPypiFile, PlatformLock
     from envforge.platforms import Platform
 
-NARROW_STEPS = 6  # resolutions tried before the widened day is kept for every package
+NARROW_STEPS = 8  # resolutions tried before the widened day is kept for every package (keras-gcn
+# of 2018-02 needs 7: TensorFlow, Keras, grpcio, PyYAML, then astor, held back to a release
+# Python 3.7 does not parse)
 
 
 @dataclass(frozen=True)

@@ -317,11 +317,30 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
             return trim(str(exc))
 
     def unbuilt(lock: PlatformLock) -> str | None:
+        """A package whose sdist does not build, else one held back to a release whose code
+        the target Python does not parse (keras-gcn's day kept astor 0.6.2, whose
+        ``async=False`` parameter is a SyntaxError on 3.7, where the widened day had 0.8.0)."""
+        from envforge.app.trialcompile import trial_compile
+
         failed = _trial(lock, platform, deadline, say).failed
-        return None if failed is None else failed.name
+        if failed is not None:
+            return failed.name
+        left = _left(deadline)
+        if left is not None and left < TRY_S:
+            return None
+        broken = trial_compile(lock, platform, held_back(lock, locked))
+        return broken[0].name if broken else None
 
     return narrow(candidate, locked, start=start, widened=widened, failure=failure,
                   attempt=attempt, view=view, unbuilt=unbuilt, slow=slow)
+
+
+def held_back(narrowed: PlatformLock, widened: PlatformLock) -> dict[str, str]:
+    """The releases a narrowed lock keeps at another version than the widened lock took
+    (normalized name -> version): what narrowing held back to the repository's day."""
+    later = {canonicalize_name(f.name): f.version for f in widened.pypi}
+    return {name: f.version for f in narrowed.pypi
+            if later.get(name := canonicalize_name(f.name), f.version) != f.version}
 
 
 def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: float | None,

@@ -359,3 +359,24 @@ def test_a_dependency_using_what_another_removed_caps_that_other_below_the_remov
     assert "capped <0.50: librosa 0.6.0 (as resolved) uses numba.decorators" in first.note
     assert _capped_for_dependencies(draft("numba==0.50.0", "librosa"), resolved) is None
     assert _capped_for_dependencies(draft("librosa"), {**resolved, "librosa": "0.8.0"}) is None
+
+
+def test_what_narrowing_held_back_is_what_the_widened_lock_has_at_another_version() -> None:
+    """tkipf/keras-gcn: narrowed to 2018-06-27, astor stayed 0.6.2 where the widened lock had
+    0.8.0; those releases (and only those) are compiled by the target Python, as 0.6.2's
+    ``async=False`` does not parse on 3.7."""
+    from envforge.app.settling import held_back
+    from envforge.lockfile import ApplyInputs, Expectations, LockedPypiFile, PlatformLock
+
+    def lock(**versions: str) -> PlatformLock:
+        return PlatformLock(python="3.7.16", environment="venv", apply=ApplyInputs(),
+                            expect=Expectations(versions={}, device="cpu", float_x="float64"),
+                            pypi=tuple(LockedPypiFile(
+                                name=n.replace("_", "-"), version=v, kind="wheel",
+                                filename=f"{n}-{v}-py2.py3-none-any.whl",
+                                url=f"https://x.invalid/{n}-{v}.whl", sha256="a" * 64)
+                                for n, v in versions.items()))
+
+    widened = lock(astor="0.8.0", six="1.12.0", tensorflow="1.14.0")
+    narrowed = lock(astor="0.6.2", six="1.12.0", tensorflow="1.14.0", termcolor="1.1.0")
+    assert held_back(narrowed, widened) == {"astor": "0.6.2"}
