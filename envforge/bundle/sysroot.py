@@ -2,26 +2,22 @@
 
 PyAudio's C extension includes ``portaudio.h`` and links ``-lportaudio``, which no PyPI
 wheel gives and Debian's ``portaudio19-dev`` does. A lock whose [debian] holds a ``-dev``
-package hands its Debian packages to each of its sdist builds: unpacked once into a folder of
-the cache that the packages' sha256s name (made aside, then moved in whole), whose include
-folders the compiler searches after the host's (``-idirafter``: the host's libc headers keep
-precedence over Debian's) and whose library folders the linker searches. The wheel built so is
-cached under a key that names those packages (``buildcache.build_key``).
+package hands its ``-dev`` packages and what they depend on to each of its sdist builds:
+unpacked (verified .debs) into the build's own temporary folder, whose include folders the
+compiler searches after the host's (``-idirafter``: the host's libc headers keep precedence
+over Debian's) and whose library folders the linker searches. The wheel built so is cached
+under a key that names those packages (``buildcache.build_key``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from envforge.lockfile import LockedDeb
 
 DEV_SUFFIX = "-dev"  # Debian's name for a package of headers and link-time libraries
-SYSROOTS = "build-sysroots"
-COMPLETE = ".envforge-complete"
 TRIPLET = "x86_64-linux-gnu"  # linux-64's multiarch folders, the only Debian platform
 
 
@@ -57,37 +53,21 @@ def debs_digest(debs: Sequence[LockedDeb]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def sysroot(cache: Path, debs: Sequence[LockedDeb],
+def sysroot(folder: Path, debs: Sequence[LockedDeb],
             fetch: Callable[[LockedDeb], Path]) -> Path | None:
-    """The folder the build's packages are unpacked in (None: no package is handed), made
-    once: ``fetch`` gives each verified .deb."""
-    from filelock import FileLock
-
+    """``folder`` with the build's packages unpacked in it (None: no package is handed, and
+    nothing is made): ``fetch`` gives each verified .deb. Made for each build, in its own
+    temporary folder, never kept: a folder of headers kept in the cache could be edited
+    between builds where no check would see it, and a build is rare (its wheel is kept)."""
     from envforge.host.debunpack import unpack_deb
 
-    digest = debs_digest(debs)
-    if digest is None:
+    wanted = build_debs(debs)
+    if not wanted:
         return None
-    root = cache / SYSROOTS / digest
-    if (root / COMPLETE).is_file():
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{root}.lock"):
-        if (root / COMPLETE).is_file():
-            return root
-        if root.exists():  # a folder an earlier run left unfinished
-            shutil.rmtree(root)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root.parent))
-        try:
-            for deb in build_debs(debs):
-                unpack_deb(fetch(deb), scratch)
-            (scratch / COMPLETE).write_text("".join(f"{d.filename} {d.sha256}\n"
-                                                    for d in build_debs(debs)))
-            scratch.replace(root)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-    return root
+    folder.mkdir(parents=True)
+    for deb in wanted:
+        unpack_deb(fetch(deb), folder)
+    return folder
 
 
 def build_environ(environ: Mapping[str, str], root: Path) -> dict[str, str]:

@@ -119,10 +119,10 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
         return cached
     interpreter, exact = builder.result() if builder is not None \
         else build_interpreter(target_python, environ, cache=cache)
-    root = sysroot(cache, debs, fetch_deb or partial(_cached_deb, cache))
-    if root is not None:
-        environ = build_environ(environ, root)
     with tempfile.TemporaryDirectory(prefix="envforge-build-") as tmp:
+        root = sysroot(Path(tmp) / "sysroot", debs, fetch_deb or partial(_cached_deb, cache))
+        if root is not None:
+            environ = build_environ(environ, root)
         try:
             wheel, used = _build(archive, interpreter.executable, Path(tmp), environ=environ,
                                  cache=cache, build=build,

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from envforge.bundle.buildcache import build_key
-from envforge.bundle.sysroot import SYSROOTS, build_debs, build_environ, debs_digest, sysroot
+from envforge.bundle.sysroot import build_debs, build_environ, debs_digest, sysroot
 from envforge.bundle.wheels import build_sdist_wheel
 from envforge.errors import EnvforgeError
+from envforge.host.debunpack import unpack_deb
 from envforge.lockfile import LockedDeb, LockedPypiFile
 from tests.host.test_debunpack import build_deb
 
@@ -72,7 +73,7 @@ def test_a_lock_without_a_dev_package_hands_its_builds_nothing(tmp_path: Path) -
                                                                     "linux-64")
 
 
-def test_the_packages_are_unpacked_once_and_reached_after_the_hosts_headers(
+def test_the_packages_are_unpacked_for_the_build_and_reached_after_the_hosts_headers(
         tmp_path: Path) -> None:
     debs = answer_debs(tmp_path)
     lock = tuple(locked(path, name) for name, path in debs.items())
@@ -82,17 +83,17 @@ def test_the_packages_are_unpacked_once_and_reached_after_the_hosts_headers(
         fetched.append(deb.name)
         return debs[deb.name]
 
-    root = sysroot(tmp_path / "cache", lock, fetch)
-    assert root is not None and root.parent == tmp_path / "cache" / SYSROOTS
+    root = sysroot(tmp_path / "build" / "sysroot", lock, fetch)
+    assert root == tmp_path / "build" / "sysroot"
     assert (root / "usr/include/answer.h").is_file()
     assert (root / "usr/lib/x86_64-linux-gnu/libanswer.so").resolve().name == "libanswer.so.1"
-    assert sysroot(tmp_path / "cache", lock, fetch) == root
-    assert sorted(fetched) == ["libanswer-dev", "libanswer1"]  # once
+    assert sorted(fetched) == ["libanswer-dev", "libanswer1"]
     env = build_environ({"CFLAGS": "-O2"}, root)
     assert env["CFLAGS"] == f"-O2 -idirafter {root}/usr/include/x86_64-linux-gnu " \
                             f"-idirafter {root}/usr/include"
     assert f"-L{root}/usr/lib/x86_64-linux-gnu " in env["LDFLAGS"]
-    assert sysroot(tmp_path / "cache", lock[:1], fetch) is None  # no -dev package
+    assert sysroot(tmp_path / "other", lock[:1], fetch) is None  # no -dev package
+    assert not (tmp_path / "other").exists()
 
 
 def answer_sdist(tmp_path: Path) -> Path:
@@ -140,11 +141,13 @@ def test_an_extension_compiles_and_links_against_the_locks_dev_package_only(
                               fetch_deb=lambda deb: debs[deb.name])
     assert built.path.name.startswith("answerext-1.0-cp311-")
     assert built.path.parent.name == build_key(None, "3.11", "linux-64", lock)
+    assert not list(cache.rglob("answer.h"))  # the build's folder, not kept
     site = tmp_path / "site"
     zipfile.ZipFile(built.path).extractall(site)
-    root = cache / SYSROOTS / str(debs_digest(lock))
+    runtime = tmp_path / "runtime"  # as apply unpacks the environment's packages
+    unpack_deb(debs["libanswer1"], runtime)
     done = subprocess.run([sys.executable, "-c", "import answerext; print(answerext.get())"],
                           cwd=site, capture_output=True, text=True, check=True,
                           env={**os.environ,
-                               "LD_LIBRARY_PATH": f"{root}/usr/lib/x86_64-linux-gnu"})
+                               "LD_LIBRARY_PATH": f"{runtime}/usr/lib/x86_64-linux-gnu"})
     assert done.stdout.strip() == "42"
