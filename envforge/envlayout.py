@@ -15,6 +15,7 @@ from envforge.lockfile import PlatformLock
 from envforge.platforms import Os, Platform, TargetPlatform, platform_of
 
 DEB_ROOT = "deb"  # Debian packages are unpacked under <prefix>/deb
+MULTIARCH = "x86_64-linux-gnu"  # linux-64's multiarch folders, the only Debian platform
 LINKS_DIR = "envforge-libs"  # unversioned library names a framework's loader and -l flags need
 COMPILEDIR_IN_ENV = "theano-compiledir"
 
@@ -67,15 +68,7 @@ class EnvLayout:
 
     @property
     def deb_lib_dirs(self) -> tuple[PurePath, ...]:
-        """Where unpacked packages' libraries are: bookworm's packages still put some in
-        /lib (libcap2, libexpat1); blas/ and lapack/ are the folders update-alternatives
-        would link from (dpkg's scripts do not run here), after OpenBLAS's, which wins;
-        pulseaudio/ is libpulse0's private library, found by an absolute RUNPATH."""
-        lib = self.deb_root / "usr" / "lib"
-        multiarch = lib / "x86_64-linux-gnu"
-        return (multiarch / "openblas-pthread", multiarch, lib,
-                self.deb_root / "lib" / "x86_64-linux-gnu", multiarch / "blas",
-                multiarch / "lapack", multiarch / "pulseaudio")
+        return deb_lib_dirs(self.deb_root)
 
     @property
     def deb_bin_dirs(self) -> tuple[PurePath, ...]:
@@ -93,6 +86,22 @@ class EnvLayout:
     @property
     def debian_python(self) -> PurePath:
         return self.deb_root / "usr" / "bin" / f"python{self.python_minor}"
+
+
+def deb_lib_dirs(root: PurePath) -> tuple[PurePath, ...]:
+    """Where the libraries of Debian packages unpacked in ``root`` are: bookworm's packages
+    still put some in /lib (libcap2, libexpat1); blas/ and lapack/ are the folders
+    update-alternatives would link from (dpkg's scripts do not run here), after OpenBLAS's,
+    which wins; pulseaudio/ is libpulse0's private library, found by an absolute RUNPATH."""
+    lib = root / "usr" / "lib"
+    multiarch = lib / MULTIARCH
+    return (multiarch / "openblas-pthread", multiarch, lib, root / "lib" / MULTIARCH,
+            multiarch / "blas", multiarch / "lapack", multiarch / "pulseaudio")
+
+
+def deb_include_dirs(root: PurePath) -> tuple[PurePath, ...]:
+    """Where the headers of Debian packages unpacked in ``root`` are (a ``-dev`` package's)."""
+    return (root / "usr" / "include" / MULTIARCH, root / "usr" / "include")
 
 
 def layout_for(platform: Platform | TargetPlatform, kind: str, prefix: Path | str,

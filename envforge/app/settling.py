@@ -422,12 +422,18 @@ def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None
     if row is None or row.build_constraint in draft.build_constraints or \
             (day is not None and day >= row.before):
         return None
-    why = (f"{failed.name} {failed.version}'s build failed ({trim(failed.reason)}) with "
-           f"today's build back-end; its day's builds used one before {row.before}")
+    why = (f"{_era_for(failed)} ({trim(failed.reason)}) with today's build back-end; its "
+           f"day's builds used one before {row.before}")
     return (replace(draft, build_constraints={**draft.build_constraints,
                                               row.build_constraint: why}),
             f"{failed.name}=={failed.version}: its build fails with today's build back-end; "
             f"builds constrained to {row.build_constraint}")
+
+
+def _era_for(failed: BuildFailure) -> str:
+    """How the reason of a build constraint ``_era_backend`` gave one sdist begins: so the
+    constraint leaves with that sdist."""
+    return f"{failed.name} {failed.version}'s build failed"
 
 
 def _failed_build_needs(failed: BuildFailure) -> list[str]:
@@ -576,9 +582,8 @@ def _unbuilt(draft: Draft, failed: BuildFailure, lookup: Lookup | None
         return None
     reason = trim(f"{failed.name} {failed.version}'s sdist does not build for Python {minor} "
                   f"(tried as apply builds it): {failed.reason}{_importers(draft, failed.name)}")
-    ours = f"{failed.name} {failed.version}'s build failed"  # _era_backend's, for it alone:
-    constraints = {c: why for c, why in draft.build_constraints.items()  # it did not help
-                   if not why.startswith(ours)}
+    constraints = {c: why for c, why in draft.build_constraints.items()  # _era_backend's for
+                   if not why.startswith(_era_for(failed))}  # it alone: it did not help
     return (replace(draft, left_out={**draft.left_out, named: reason},
                     build_constraints=constraints),
             f"left out {named}: {failed.name} {failed.version}'s sdist does not build: "

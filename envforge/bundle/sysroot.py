@@ -18,7 +18,6 @@ from pathlib import Path
 from envforge.lockfile import LockedDeb
 
 DEV_SUFFIX = "-dev"  # Debian's name for a package of headers and link-time libraries
-TRIPLET = "x86_64-linux-gnu"  # linux-64's multiarch folders, the only Debian platform
 
 
 def build_debs(debs: Sequence[LockedDeb]) -> tuple[LockedDeb, ...]:
@@ -73,12 +72,12 @@ def sysroot(folder: Path, debs: Sequence[LockedDeb],
 def build_environ(environ: Mapping[str, str], root: Path) -> dict[str, str]:
     """``environ`` with the compiler and linker flags that reach ``root``'s headers and
     libraries: distutils and setuptools add ``CFLAGS`` to each compile and ``LDFLAGS`` to
-    each link."""
-    include = [root / "usr" / "include" / TRIPLET, root / "usr" / "include"]
-    libs = [root / "usr" / "lib" / TRIPLET, root / "usr" / "lib", root / "lib" / TRIPLET]
+    each link. The folders are those activation puts on the library path (``envlayout``)."""
+    from envforge.envlayout import deb_include_dirs, deb_lib_dirs
+
     env = dict(environ)
-    cflags = " ".join(f"-idirafter {folder}" for folder in include)
-    ldflags = " ".join(f"-L{folder} -Wl,-rpath-link,{folder}" for folder in libs)
+    cflags = " ".join(f"-idirafter {folder}" for folder in deb_include_dirs(root))
+    ldflags = " ".join(f"-L{folder} -Wl,-rpath-link,{folder}" for folder in deb_lib_dirs(root))
     env["CFLAGS"] = f"{env.get('CFLAGS', '')} {cflags}".strip()
     env["LDFLAGS"] = f"{env.get('LDFLAGS', '')} {ldflags}".strip()
     return env

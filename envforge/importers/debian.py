@@ -71,23 +71,15 @@ def debian_additions(mounted: Iterable[FrameworkRow], platform: str,
                 continue
             taken |= set(row.keys)
             chosen.append(DebianAddition(mounted_row.section, row, f"the {pack.name} pack"))
-    for code_row, used in used_rows(uses or {}):
-        if code_row.platform != platform or (chosen and code_row.suite != chosen[0].row.suite):
-            continue
-        chosen.append(DebianAddition(None, code_row, "knowledge/legacy_names.toml", used))
-    for build_row in legacy_names().build_debian:
-        origin = (named or {}).get(canonicalize_name(build_row.project))
-        if origin is None or build_row.platform != platform or \
-                (chosen and build_row.suite != chosen[0].row.suite):
-            continue
-        chosen.append(DebianAddition(None, build_row, "knowledge/legacy_names.toml",
-                                     (f"{build_row.project}'s build", origin)))
-    for library_row, release in library_rows(resolved or {}):
-        if library_row.platform != platform or \
-                (chosen and library_row.suite != chosen[0].row.suite):
-            continue
-        chosen.append(DebianAddition(None, library_row, "knowledge/legacy_names.toml",
-                                     (release, "as resolved")))
+    named = named or {}
+    wanted: list[tuple[InitDebianRow, tuple[str, str]]] = [
+        *used_rows(uses or {}),
+        *((row, (f"{row.project}'s build", named[canonicalize_name(row.project)]))
+          for row in legacy_names().build_debian if canonicalize_name(row.project) in named),
+        *((row, (release, "as resolved")) for row, release in library_rows(resolved or {}))]
+    for row, used in wanted:  # knowledge's rows: no section key to set
+        if row.platform == platform and (not chosen or row.suite == chosen[0].row.suite):
+            chosen.append(DebianAddition(None, row, "knowledge/legacy_names.toml", used))
     return chosen
 
 

@@ -279,7 +279,6 @@ class ImportDebianRow(InitDebianRow):
     keys: dict[str, str] = Field(default_factory=dict, max_length=0)  # no section to set
 
 
-
 class LibraryDebianRow(InitDebianRow):
     """Debian binary packages ``envforge init`` adds where the draft resolves to a release of
     ``project`` in ``versions`` whose wheel for ``platform`` loads the shared library

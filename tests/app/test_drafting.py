@@ -75,6 +75,13 @@ def test_a_runner_added_from_the_code_is_not_also_reported_unknown(tmp_path: Pat
     assert [s.what for s in imported.skipped] == ["midi"]
 
 
+def test_a_test_helper_the_tests_import_is_added_by_its_module(tmp_path: Path) -> None:
+    """pytorch/ignite v0.2.0: its tests' ``from mock import call, MagicMock`` (its CI
+    installed mock by hand; six test modules failed to collect without it)."""
+    _tests_importing(tmp_path, "from mock import MagicMock")
+    assert "mock" in _requirements(tmp_path, "torch\n")
+
+
 def test_a_conftest_alone_shows_pytest(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text("")
     assert _requirements(tmp_path, "six\n")[-1] == "pytest"

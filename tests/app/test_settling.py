@@ -380,3 +380,36 @@ def test_what_narrowing_held_back_is_what_the_widened_lock_has_at_another_versio
     widened = lock(astor="0.8.0", six="1.12.0", tensorflow="1.14.0")
     narrowed = lock(astor="0.6.2", six="1.12.0", tensorflow="1.14.0", termcolor="1.1.0")
     assert held_back(narrowed, widened) == {"astor": "0.6.2"}
+
+
+def test_a_proposed_day_that_ran_out_of_time_is_narrowed_as_slow(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proposed day's try runs out of its share (DraftTimeoutError, no deadline of init's
+    reached); the widened day resolves: narrowing is asked to read the day as slow, so it
+    starts from what that day has only as sdists (a conflict's failure is not slow)."""
+    from envforge.app import settling
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+    from envforge.lockfile import ApplyInputs, Expectations, PlatformLock
+
+    locked = PlatformLock(python="3.7.16", environment="venv", apply=ApplyInputs(),
+                          expect=Expectations(versions={}, device="cpu", float_x="float64"))
+
+    def resolved(text: str, _source: str, _platform: str) -> PlatformLock | str:
+        day = text.split("\nas_of = ", 1)[1][:10]
+        if day == "2018-06-27":
+            raise DraftTimeoutError("its share ran out")
+        return locked
+
+    slow: list[bool] = []
+    monkeypatch.setattr(settling, "try_lock", resolved)
+    monkeypatch.setattr(settling, "_narrowed",
+                        lambda *args, **kw: slow.append(kw["slow"]))
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[Found("scipy", "requirements.txt:1")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2018-06-27", "its day"))
+    done = settling.settle(draft, "r.toml", "linux-64", today=date(2019, 1, 1),
+                           deadline=time.monotonic() + 600)
+    assert done.failure is None and slow == [True]

@@ -61,6 +61,20 @@ def test_a_broken_pyproject_is_an_artifact_error_naming_the_sdist(tmp_path: Path
         declared_build_requires(made)
 
 
+def refused_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 capsys: pytest.CaptureFixture[str], name: str, text: str) -> tuple[Path, str]:
+    """``text`` as ``project/specs/NAME.toml`` locked from an empty home (nothing kept: uv
+    builds the sdist's metadata): refused with exit 2, no lock written; the spec and stderr."""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))
+    specs = tmp_path / "project" / "specs"
+    specs.mkdir(parents=True)
+    spec = specs / f"{name}.toml"
+    spec.write_text(text)
+    assert main(["lock", str(spec)]) == 2
+    assert not (specs.parent / "locks").exists()
+    return spec, capsys.readouterr().err
+
+
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.posix_only("builds pycocotools' C extension with the Linux Python 3.7 and gcc")
@@ -71,21 +85,15 @@ def test_pycocotools_200_locks_and_builds_given_what_its_setup_py_imports(
     pins NumPy at the environment's version (the ABI the extension is compiled against) and
     Cython as of the spec's day, and apply from an empty cache builds the extension in that
     environment: it imports and computes."""
-    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))  # nothing kept: uv builds
-    specs = tmp_path / "project" / "specs"
-    specs.mkdir(parents=True)
-    spec = specs / "coco.toml"
-    spec.write_text(SPEC)
-    assert main(["lock", str(spec)]) == 2
-    err = capsys.readouterr().err
+    spec, err = refused_lock(tmp_path, monkeypatch, capsys, "coco", SPEC)
     assert f"{spec}:13: pypi.packages: pycocotools 2.0.0 is built from its sdist, whose " \
            "setup.py imports Cython without declaring it" in err
     assert 'fix: set [pypi] extra_build_dependencies = { "pycocotools" = ["Cython"] }' in err
-    assert not (specs.parent / "locks").exists()
 
     spec.write_text(SPEC + GIVEN)
     assert main(["lock", str(spec)]) == 0
-    build = load_lock(specs.parent / "locks" / "coco.lock", REGISTRY).platforms["linux-64"].build
+    build = load_lock(spec.parent.parent / "locks" / "coco.lock",
+                      REGISTRY).platforms["linux-64"].build
     assert build is not None
     assert build.extra_dependencies == {"pycocotools": ("Cython==0.29.13", "numpy==1.16.4")}
     assert build.runtime == ("numpy<=1.16.4",)  # every build: no NumPy newer than the env's
@@ -141,16 +149,9 @@ def test_a_module_a_later_setuptools_removed_is_named_with_the_knowledges_constr
         find_interpreter("3.8")
     except StepError:
         pytest.skip("no Python 3.8 on this host: lap 0.4.0 builds for Python 3.7 as it is")
-    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "home"))  # nothing kept: uv builds
-    specs = tmp_path / "project" / "specs"
-    specs.mkdir(parents=True)
-    spec = specs / "lap.toml"
-    spec.write_text(LAP)
-    assert main(["lock", str(spec)]) == 2
-    err = capsys.readouterr().err
+    spec, err = refused_lock(tmp_path, monkeypatch, capsys, "lap", LAP)
     assert f"{spec}:13: pypi.packages: lap 0.4.0 is built from its sdist, whose build " \
            "imports distutils.msvccompiler" in err
     assert 'fix: set [pypi] build_constraints to keep it, "setuptools<74" (https://' in err
-    assert not (specs.parent / "locks").exists()
     spec.write_text(LAP + 'build_constraints = ["setuptools<74"]\n')
     assert main(["lock", str(spec)]) == 0
