@@ -22,6 +22,7 @@ from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.host import noopcheck, noopstamp
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Step, StepContext, WatchesFiles
+from envforge.steps.debs import MARKERS
 
 
 def eligible(args: argparse.Namespace) -> bool:
@@ -65,13 +66,16 @@ class NoopProbe:
         prefix = Path(ctx.layout.prefix)
         site = Path(ctx.layout.site_packages)
         skip = [prefix / COMPILEDIR_IN_ENV]
+        deb_root = Path(ctx.layout.deb_root)
         state = ctx.state_dir
         # both the stamp and the record stat these (each a walk of a folder tree): read once
         statted = [*noopstamp.own_files(), *gxx, *(_offline_reads(ctx) if ctx.offline else ())]
         paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
                  *watched, os.path.realpath(ctx.layout.python),
-                 *noopstamp.environment_files(prefix, site, skip=skip), *statted]
+                 *noopstamp.environment_files(prefix, site, skip=skip,
+                                              debian=(deb_root, deb_root / MARKERS)),
+                 *statted]
         quiet = bool(getattr(self.args, "quiet", False))
         loose = noopstamp.loose_folders(prefix, site, skip)
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,

@@ -6,7 +6,8 @@ a stamp of what it read, and the next run with the same words in the same folder
 environment compares that stamp with the file system. The stamp holds (inode, size, mode,
 mtime, ctime) of every path the real path's no-op decision rests on: the spec, the lock,
 the prefix's state files, every folder and file in the environment outside its packages'
-code (site-packages' own entries, the ``*.dist-info`` folders and their files), the
+code and files (site-packages' own entries, the ``*.dist-info`` folders and their RECORDs;
+the Debian tree's folders, links and markers: ``environment_files``), the
 ``.theanorc`` outside it, the base interpreter, and envforge's own modules and knowledge.
 
 ``envforge status`` uses the same stamps: its real path records everything it printed and
@@ -41,7 +42,7 @@ Any mismatch, a missing or unreadable stamp, or a stamp of another format versio
 through to the real path, which writes a fresh stamp when it again finds nothing to do.
 """
 
-# ruff: noqa: PTH115, PTH118, PTH120, PTH208
+# ruff: noqa: PTH113, PTH114, PTH115, PTH118, PTH120, PTH208
 # (os.path on str throughout: the fast path stats hundreds of paths before the interpreter
 # has warmed up, and a Path object per path costs more than the stat itself)
 
@@ -129,27 +130,35 @@ def own_files() -> list[str]:
     return found
 
 
-def environment_files(prefix: Path, site_packages: Path,
-                      skip: Iterable[Path] = ()) -> list[str]:
+def environment_files(prefix: Path, site_packages: Path, skip: Iterable[Path] = (),
+                      debian: tuple[Path, Path] | None = None) -> list[str]:
     """What the real path's no-op decision reads inside an environment: every folder and
-    entry, except inside site-packages, where it reads only the ``*.dist-info`` names (the
-    folder's own stat covers its listing), so only those folders and their files count, and
-    ``skip`` (folders no step reads, such as Theano's compile cache). A package's code, and
-    what using the environment writes (``WRITTEN_BY_USE``), are not read and do not count."""
+    entry, except inside site-packages, where it reads only the ``*.dist-info`` names and
+    whether each holds a RECORD (the folder's own stat covers its listing), and inside the
+    Debian tree (``debian``: its root and its markers' folder), where it reads the markers
+    and the folders' listings (the library links it adds), so there the folders, links and
+    markers count. The files of a wheel's
+    ``*.dist-info`` and of a Debian package are hard links into envforge's cache: another
+    environment's apply or rollback of the same package moves their ctime (a link made or
+    removed) though nothing here changed. ``skip``: folders no step reads (Theano's compile
+    cache). A package's code, and what using the environment writes (``WRITTEN_BY_USE``),
+    are not read and do not count."""
     found: list[str] = []
     site, skipped = str(site_packages), {str(p) for p in skip}
+    deb, markers = (str(debian[0]), str(debian[1])) if debian is not None else ("", "")
     for folder, dirs, files in os.walk(prefix):
         found.append(folder)
         dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped
                    and d not in WRITTEN_BY_USE]
         files = [f for f in files if f not in WRITTEN_BY_USE]
         if folder == site:
-            for info in (d for d in dirs if d.endswith(".dist-info")):
-                path = os.path.join(folder, info)
-                found.append(path)
-                found.extend(os.path.join(path, n) for n in os.listdir(path))
+            for info in (os.path.join(folder, d) for d in dirs if d.endswith(".dist-info")):
+                record = os.path.join(info, "RECORD")  # one added or removed moves the folder
+                found += [info, record] if os.path.isfile(record) else [info]
             dirs[:] = []
             continue
+        if deb and folder != markers and (folder == deb or folder.startswith(deb + os.sep)):
+            files = [f for f in files if os.path.islink(os.path.join(folder, f))]
         found.extend(os.path.join(folder, n) for n in [*dirs, *files])
     return found
 

@@ -160,6 +160,34 @@ def test_in_sync_after_apply_wherever_and_however_it_is_run(
     assert _lean(applied)
 
 
+@pytest.mark.slow
+@pytest.mark.network
+def test_another_environment_of_the_same_packages_keeps_the_record_and_the_stamp(
+        applied: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel's ``*.dist-info`` files and a Debian package's files are hard links into the
+    cache: another environment's apply or rollback of the same package makes or removes a
+    link, which moves their ctime (make test's other workers did, and the record was never
+    saved). No step reads them, so neither the record nor the stamp rests on them."""
+    _settle(applied)
+    monkeypatch.setenv("ENVFORGE_BENCH_ROUND", "9")
+    assert main(_words(applied)) == 0  # stamps these words
+    shared = [next(applied["site"].glob("six-*.dist-info")) / "METADATA",
+              next(p for p in (applied["prefix"] / "deb" / "usr").rglob("*")
+                   if p.is_file() and not p.is_symlink())]
+    assert all(p.stat().st_nlink > 1 for p in shared)  # linked from the cache
+    other = tmp_path / "other-environment"
+    other.mkdir()
+    time.sleep(noopstamp.RACY_NS / 1e9 + 0.1)
+    for n, path in enumerate(shared):
+        os.link(path, other / str(n))  # as the other environment's apply does
+    assert _lean(applied)
+    assert noopstamp.try_noop(_words(applied), cwd=str(Path.cwd()), environ=os.environ,
+                              version=__version__) == 0
+    for n in range(len(shared)):
+        (other / str(n)).unlink()  # its rollback
+    assert _lean(applied)
+
+
 def _edit(path: Path, new: bytes) -> Undo:
     old = path.read_bytes()
     path.write_bytes(new)

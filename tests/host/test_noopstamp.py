@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import pytest
 
 from envforge.host import noopstamp
 from envforge.platforms import Os, host_platform
+from envforge.steps.debs import MARKERS
 
 WORDS = ["apply", "specs/x.toml", "--yes"]
 
@@ -23,13 +25,21 @@ def _tree(root: Path) -> dict[str, Path]:
     (root / "env" / ".lock").write_text("")  # uv's, from a sync before the stamp
     (site / "six-1.16.0.dist-info").mkdir(parents=True)
     (site / "six-1.16.0.dist-info" / "METADATA").write_text("Name: six\n")
+    (site / "six-1.16.0.dist-info" / "RECORD").write_text("six.py,,\n")
+    libs = root / "env" / "deb" / "usr" / "lib"
+    libs.mkdir(parents=True)
+    (libs / "libx.so.1").write_bytes(b"ELF")
+    (libs / "libx.so").symlink_to("libx.so.1")
+    (root / "env" / "deb" / MARKERS).mkdir()
+    (root / "env" / "deb" / MARKERS / "libx1_1.0").write_text("sha\n")
     (site / "numpy").mkdir()
     (site / "numpy" / "core.py").write_text("x = 1\n")
     (root / "env" / "etc").mkdir()
     (root / "env" / "etc" / "theanorc").write_text("[global]\n")
     (root / "spec.toml").write_text("[project]\n")
     (root / "x.lock").write_text("lock\n")
-    return {"site": site, "prefix": root / "env", "spec": root / "spec.toml",
+    return {"site": site, "prefix": root / "env", "deb": root / "env" / "deb",
+            "spec": root / "spec.toml",
             "lock": root / "x.lock", "rc": root / "env" / "etc" / "theanorc"}
 
 
@@ -44,7 +54,8 @@ def _age(paths: list[str], seconds: float = 5.0) -> None:
 def _stamp(root: Path, env: dict[str, str], *, start_ns: int | None = None) -> dict[str, Path]:
     files = _tree(root)
     paths = [str(files["spec"]), str(files["lock"]),
-             *noopstamp.environment_files(files["prefix"], files["site"])]
+             *noopstamp.environment_files(files["prefix"], files["site"],
+                                          debian=(files["deb"], files["deb"] / MARKERS))]
     _age(paths)
     time.sleep(0.01)  # ctime cannot be set back: the start must follow the files' last change
     start = start_ns if start_ns is not None else time.time_ns() + 2 * noopstamp.RACY_NS
@@ -89,9 +100,7 @@ CHANGES: dict[str, Callable[[dict[str, Path]], None]] = {
     "managed file edited": lambda f: f["rc"].write_text("[global]\ndevice = cuda\n"),
     "managed file removed": lambda f: f["rc"].unlink(),
     "managed file created beside": lambda f: (f["prefix"] / "etc" / "other").write_text(""),
-    "dist-info removed": lambda f: (
-        (f["site"] / "six-1.16.0.dist-info" / "METADATA").unlink(),
-        (f["site"] / "six-1.16.0.dist-info").rmdir()),
+    "dist-info removed": lambda f: shutil.rmtree(f["site"] / "six-1.16.0.dist-info"),
     "dist-info added": lambda f: (f["site"] / "pip-24.0.dist-info").mkdir(),
     "dist-info added beside a __pycache__": lambda f: (
         (f["site"] / "__pycache__").mkdir(), (f["site"] / "pip-24.0.dist-info").mkdir()),
@@ -102,8 +111,10 @@ CHANGES: dict[str, Callable[[dict[str, Path]], None]] = {
     "folder made writable to all": lambda f: (f["prefix"] / "etc").chmod(0o777),
     "dist-info renamed": lambda f: (f["site"] / "six-1.16.0.dist-info").rename(
         f["site"] / "six-1.15.0.dist-info"),
-    "metadata rewritten, mtime put back": lambda f: _touch_back(
-        f["site"] / "six-1.16.0.dist-info" / "METADATA"),
+    "RECORD rewritten, mtime put back": lambda f: _touch_back(
+        f["site"] / "six-1.16.0.dist-info" / "RECORD"),
+    "Debian marker removed": lambda f: (f["deb"] / MARKERS / "libx1_1.0").unlink(),
+    "Debian library link removed": lambda f: (f["deb"] / "usr" / "lib" / "libx.so").unlink(),
     "prefix removed": lambda f: f["prefix"].rename(f["prefix"].with_name("gone")),
     "spec made a link elsewhere": lambda f: (
         f["spec"].rename(f["spec"].with_suffix(".old")),
@@ -129,6 +140,11 @@ USES: dict[str, Callable[[dict[str, Path]], None]] = {
         (f["prefix"] / ".lock").unlink(), (f["prefix"] / ".lock").write_text("")),
     "theano compiled into the environment": lambda f: (f["prefix"] / "compiledir").mkdir(),
     "a package's own __pycache__": lambda f: (f["site"] / "numpy" / "__pycache__").mkdir(),
+    # their files are hard links into envforge's cache: another environment's apply links them
+    "another environment linked a Debian file": lambda f: os.link(
+        f["deb"] / "usr" / "lib" / "libx.so.1", f["prefix"].parent / "other-libx.so.1"),
+    "another environment linked a dist-info's METADATA": lambda f: os.link(
+        f["site"] / "six-1.16.0.dist-info" / "METADATA", f["prefix"].parent / "METADATA"),
 }
 
 
