@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from envforge.errors import InputError
 from envforge.paths import envforge_dirs
 from envforge.platforms import host_platform
 from envforge.spec import load_spec
+from envforge.steps.base import StepContext
 from envforge.ui import UI
 
 
@@ -50,6 +51,29 @@ def command_environment(spec: str, command: str, *, prefix: Path | None,
     """The variables ``command`` runs with inside the applied environment; InputError (one
     line, exit 2) for an environment not applied or not finished, a ``pip`` it lacks (the
     host's would install outside it) or a command found nowhere."""
+    return _prepared(spec, command, prefix=prefix, locks_dir=locks_dir, ui=ui,
+                     environ=environ)[1]
+
+
+def run_in_environment(spec: str, words: Sequence[str], *, prefix: Path | None,
+                       locks_dir: Path | None, ui: UI) -> int:
+    """``envforge run``: ``words`` run with the environment's variables, each locked pack told
+    before and after (Theano's compiled modules taken from the store and added to it); the
+    command's exit status."""
+    from envforge.host.proc import run_child
+
+    ctx, env = _prepared(spec, words[0], prefix=prefix, locks_dir=locks_dir, ui=ui)
+    packs = installed_packs().locked(ctx.lock.expect.packs)
+    for pack in packs:
+        pack.before_run(ctx)
+    code = run_child(words, env)
+    for pack in packs:
+        pack.after_run(ctx, succeeded=code == 0)
+    return code
+
+
+def _prepared(spec: str, command: str, *, prefix: Path | None, locks_dir: Path | None, ui: UI,
+              environ: Mapping[str, str] | None = None) -> tuple[StepContext, dict[str, str]]:
     from envforge.app.verification import applied_edits
 
     ctx = prepare(Path(spec), prefix=prefix, artifacts={}, bundle=None, offline=True, ui=ui,
@@ -60,7 +84,7 @@ def command_environment(spec: str, command: str, *, prefix: Path | None,
     if shutil.which(command, path=env.get("PATH")) is None:
         raise InputError(f"envforge run: {command}: command not found in the environment "
                          f"({ctx.prefix}) or on PATH")
-    return env
+    return ctx, env
 
 
 def _refuse_outside_pip(command: str, bin_dir: Path, spec: str) -> None:

@@ -189,8 +189,7 @@ def run_status(args: argparse.Namespace, ui: UI) -> int:
 
 
 def run_in_env(args: argparse.Namespace, ui: UI) -> int:
-    from envforge.app.environments import command_environment
-    from envforge.host.proc import run_child
+    from envforge.app.environments import run_in_environment
 
     words = list(args.cmd)
     prefix = args.prefix
@@ -207,8 +206,7 @@ def run_in_env(args: argparse.Namespace, ui: UI) -> int:
         locks_dir = known.locks_dir or locks_dir
     if not words:
         raise InputError(f"{RUN_USAGE}: no command given")
-    env = command_environment(args.spec, words[0], prefix=prefix, locks_dir=locks_dir, ui=ui)
-    return run_child(words, env)
+    return run_in_environment(args.spec, words, prefix=prefix, locks_dir=locks_dir, ui=ui)
 
 
 RUN_USAGE = "envforge run SPEC [--prefix P] [--locks-dir D] -- COMMAND [ARGS...]"

@@ -124,6 +124,12 @@ class PackDefaults:
     def after_probe(self, ctx: StepContext, *, passed: bool) -> None:
         return None
 
+    def before_run(self, ctx: StepContext) -> None:
+        return None
+
+    def after_run(self, ctx: StepContext, *, succeeded: bool) -> None:
+        return None
+
     def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
         return ()
 

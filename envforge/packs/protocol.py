@@ -215,6 +215,14 @@ class FrameworkPack(Protocol):
         """Once the probe's report was judged, ``passed`` when no row failed (Theano: what it
         compiled kept for the lock's next prefix)."""
 
+    def before_run(self, ctx: StepContext) -> None:
+        """Just before ``envforge run``'s command starts in the environment (Theano: its
+        compile cache seeded from the store)."""
+
+    def after_run(self, ctx: StepContext, *, succeeded: bool) -> None:
+        """Once ``envforge run``'s command ended, ``succeeded`` when it exited 0 (Theano: what
+        it compiled added to the store)."""
+
     def resolver_overrides(self, requirements: Sequence[str]) -> tuple[str, ...]:
         """uv ``--override`` lines the framework's distributions need when ``requirements``
         name them: another distribution installing the same package kept out (Theano-PyMC

@@ -209,6 +209,16 @@ class TheanoPack(ModulePack):
 
         after_probe(ctx, passed=passed)
 
+    def before_run(self, ctx: StepContext) -> None:
+        from envforge.packs.theano.compilecache import before_run
+
+        before_run(ctx)
+
+    def after_run(self, ctx: StepContext, *, succeeded: bool) -> None:
+        from envforge.packs.theano.compilecache import after_run
+
+        after_run(ctx, succeeded=succeeded)
+
     def legacy_requirement(self, text: str) -> tuple[str, str] | None:
         from envforge.packs.theano.legacy import legacy_requirement
 

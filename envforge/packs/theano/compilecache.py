@@ -136,11 +136,12 @@ def read_set(store: Path, key: str) -> ModuleSet | None:
         return None
 
 
-def seed(compiledir: Path, store: Path, key: str) -> Seeded:
+def seed(compiledir: Path, store: Path, key: str, *, repair: bool = True) -> Seeded:
     """Copies each stored folder the environment lacks, every file checked against its hash
-    first; a folder is renamed into place whole, so Theano never sees half of one. A folder
-    the environment has whose library differs from the stored one (Theano never rewrites a
-    built library; it would load a damaged one and crash) is removed and copied afresh."""
+    first; a folder is renamed into place whole, so Theano never sees half of one. With
+    ``repair``, a folder the environment has whose library differs from the stored one
+    (Theano never rewrites a built library; it would load a damaged one and crash) is
+    removed and copied afresh; without, the environment's folders are not read."""
     found = read_set(store, key)
     if found is None:
         return Seeded(0, 0)
@@ -148,7 +149,7 @@ def seed(compiledir: Path, store: Path, key: str) -> Seeded:
     for folder, files in sorted(found.folders.items()):
         target = compiledir / folder
         if target.exists():
-            if _libraries_match(target, files):
+            if not repair or _libraries_match(target, files):
                 continue
             shutil.rmtree(target)
             repaired += 1
@@ -210,13 +211,17 @@ def module_folders(compiledir: Path) -> dict[str, list[Path]]:
     return found
 
 
-def publish(compiledir: Path, store: Path, key: str) -> int:
+def publish(compiledir: Path, store: Path, key: str, *, merge: bool = False) -> int:
     """Stores the environment's modules under the key (files by sha256, then the manifest,
-    each written whole by rename); the number of folders stored."""
+    each written whole by rename); the number of folders stored. With ``merge`` the stored
+    folders are kept as they are and only the environment's others are read and added."""
     blobs = store / "blobs"
     blobs.mkdir(parents=True, exist_ok=True)
-    folders: dict[str, dict[str, str]] = {}
+    stored = read_set(store, key) if merge else None
+    folders: dict[str, dict[str, str]] = dict(stored.folders) if stored is not None else {}
     for rel, files in module_folders(compiledir).items():
+        if rel in folders:
+            continue
         entry: dict[str, str] = {}
         for path in files:
             data = path.read_bytes()
@@ -256,6 +261,40 @@ def before_probe(ctx: StepContext) -> None:
                     + (f", {done.repaired} of them in place of damaged ones in the environment"
                        if done.repaired else "")
                     + (f", {done.rejected} damaged left to rebuild" if done.rejected else ""))
+
+
+def before_run(ctx: StepContext) -> None:
+    """Seeds the environment's compiledir before ``envforge run``'s command: the modules of
+    every earlier verify and run of the lock's environments. The environment's own folders
+    are left unread (verify repairs them), so a run starts at the cost of a listing."""
+    compiledir = shared_compiledir(ctx)
+    key = environment_key(ctx) if compiledir is not None else None
+    if compiledir is None or key is None:
+        return
+    try:
+        done = seed(compiledir, store_dir(ctx.dirs.cache), key, repair=False)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: compiled modules not reused from {store_dir(ctx.dirs.cache)}: "
+                    f"{exc}")
+        return
+    if done.copied:
+        ctx.ui.info(f"theano: {done.copied} of Theano's compiled modules reused from "
+                    f"{store_dir(ctx.dirs.cache)}")
+
+
+def after_run(ctx: StepContext, *, succeeded: bool) -> None:
+    """Adds what the command had Theano compile to the store, once it exited 0 (a module that
+    crashed it is not passed on): the model's own ops, which verify never compiles, are then
+    not compiled again in the lock's next environment."""
+    compiledir = shared_compiledir(ctx) if succeeded else None
+    key = environment_key(ctx) if compiledir is not None else None
+    if compiledir is None or key is None or not compiledir.is_dir():
+        return
+    try:
+        publish(compiledir, store_dir(ctx.dirs.cache), key, merge=True)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: compiled modules not stored in {store_dir(ctx.dirs.cache)}: "
+                    f"{exc}")
 
 
 def after_probe(ctx: StepContext, *, passed: bool) -> None:

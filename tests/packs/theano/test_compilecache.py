@@ -16,7 +16,9 @@ from envforge.cli import main
 from envforge.lockfile import load_lock
 from envforge.packs.theano.compilecache import (
     after_probe,
+    after_run,
     before_probe,
+    before_run,
     module_folders,
     publish,
     read_set,
@@ -221,3 +223,47 @@ def test_a_store_the_host_refuses_costs_a_warning_not_the_verify(
     err = capsys.readouterr().err
     assert "theano: compiled modules not stored in" in err
     assert "theano: compiled modules not reused from" in err
+
+
+@pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
+def test_a_runs_own_modules_are_added_to_the_store_and_reach_the_next_prefix(
+        tmp_path: Path) -> None:
+    """verify stores what its probe compiled; a run's command compiles the model's own ops,
+    added beside them once it exits 0, and the next prefix's run starts with both."""
+    first, second = _ctx(tmp_path / "a"), _ctx(tmp_path / "b")
+    compiledir = Path(first.layout.compiledir)
+    _module(compiledir, "tmpprobe")
+    after_probe(first, passed=True)
+    _module(compiledir, "tmpmodel")
+    after_run(first, succeeded=True)
+    _module(compiledir, "tmpcrashed")
+    after_run(first, succeeded=False)  # a command that failed passes nothing on
+    before_run(second)
+    assert sorted(p.name for p in (Path(second.layout.compiledir) / TOP).iterdir()) == [
+        "tmpmodel", "tmpprobe"]
+    assert _tree(Path(second.layout.compiledir) / TOP / "tmpmodel") == _tree(
+        compiledir / TOP / "tmpmodel")
+
+
+@pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
+def test_a_run_keeps_the_stored_folders_and_reads_none_of_the_environments_own(
+        tmp_path: Path) -> None:
+    """A run's merge reads only folders the store lacks (verify's publish reads them all), and
+    its seeding copies only what the environment lacks: a library the environment holds is
+    not hashed on each run (verify repairs a damaged one)."""
+    first, second = _ctx(tmp_path / "a"), _ctx(tmp_path / "b")
+    _module(Path(first.layout.compiledir), "tmpaaa", so=b"\x7fELF stored")
+    after_probe(first, passed=True)
+    own = _module(Path(second.layout.compiledir), "tmpaaa", so=b"\x7fELF built here")
+    _module(Path(second.layout.compiledir), "tmpbbb")
+    after_run(second, succeeded=True)
+    store = tmp_path / "cache" / "theano-modules"
+    (manifest,) = (store / "sets").iterdir()
+    found = read_set(store, manifest.stem)
+    assert found is not None and f"{TOP}/tmpbbb" in found.folders
+    assert found.folders[f"{TOP}/tmpaaa"]["mtmpaaa.so"] == hashlib.sha256(
+        b"\x7fELF stored").hexdigest()
+    before_run(second)
+    assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF built here"
+    before_probe(second)  # verify's seeding compares it with the store's
+    assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF stored"

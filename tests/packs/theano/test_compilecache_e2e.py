@@ -2,8 +2,9 @@
 verified with an empty store (g++ compiles every module), the second seeded from it with one
 stored module truncated; the second compiles only that one, the BLAS ops (whose key names the
 prefix) and at most one more (Theano rebuilds one even in its own compiledir: bench/results/
-theano-compile-cache.md), and rolling it back leaves the store and the first environment as
-they were. With seeding off, the second compiled 46 modules besides the BLAS ops."""
+theano-compile-cache.md); a model's own ops that a run compiled in the first reach the second's
+run from the store; and rolling it back leaves the store and the first environment as they
+were. With seeding off, the second compiled 46 modules besides the BLAS ops."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge"))
     yield tmp_path / "envforge"
+
+
+OWN_OPS = """
+import numpy as np, theano, theano.tensor as T
+x = T.matrix("x")
+f = theano.function([x], T.cosh(x) ** 3 + T.arctan(x).sum(axis=0))
+assert np.isfinite(f(np.ones((2, 3), dtype=x.dtype))).all()
+"""
 
 
 def _names_prefix(folder: Path, prefix: Path) -> bool:
@@ -66,6 +75,21 @@ def test_a_second_prefix_reuses_the_first_ones_modules(home: Path, tmp_path: Pat
     blas = {rel for rel in compiled if _names_prefix(mine / rel, second)}
     assert len(compiled - blas) <= 2, sorted(compiled - blas)
     assert len(compiled) * 5 < len(built)
+
+    # a model's own ops, which verify never compiles: built by a run in the first prefix,
+    # stored once it exited 0, and copied into the second, not built again (Theano names a
+    # module's folder at random: the second holds the first's folder)
+    known = set(module_folders(compiledir)) | set(read_set(store, manifest.stem).folders)
+    assert main(["run", str(SPEC), "--prefix", str(first), "--", "python", "-c", OWN_OPS]) == 0
+    added = set(module_folders(compiledir)) - known
+    assert added and added <= set(read_set(store, manifest.stem).folders)
+    before = set(module_folders(mine)) | set(read_set(store, manifest.stem).folders)
+    assert not added & set(module_folders(mine))
+    assert main(["run", str(SPEC), "--prefix", str(second), "--", "python", "-c", OWN_OPS]) == 0
+    assert added <= set(module_folders(mine))
+    # g++ built at most the one Theano rebuilds in any process (bench/results/
+    # theano-compile-cache.md), not the run's own ops
+    assert len(set(module_folders(mine)) - before) <= 1 < len(added), sorted(added)
 
     kept, theirs = snapshot(store), snapshot(compiledir)
     assert main(["rollback", str(SPEC), "--prefix", str(second)]) == 0
