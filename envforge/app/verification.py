@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -176,13 +177,14 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     place = hashlib.sha256(str(ctx.prefix).encode()).hexdigest()[:16]
     run_dir = ctx.dirs.cache / "suite" / "runs" / place
     junit = run_dir / "pytest-junit.xml"
+    compiledirs, seed = run_dir / "compiledir", run_dir / "seed"
+    seeded = suite.compiledir_seed(ctx, seed) if suite.compiledir_flag else None
     env = testsuite.suite_environ(apply_edits(load_edits(ctx.prefix), ctx.environ,
                                               pathsep=os.pathsep),
-                                  folder, package=chosen.package,
-                                  compiledir=run_dir / "compiledir",
+                                  folder, package=chosen.package, compiledir=compiledirs,
                                   settings=suite.settings(subset),
                                   compiledir_flag=suite.compiledir_flag,
-                                  compiledir_seed=Path(ctx.layout.compiledir))
+                                  compiledir_seed=seeded or Path(ctx.layout.compiledir))
     ctx.ui.info(f"running {suite.release_name} {release}'s {subset.name} tests ({count} "
                 f"workers, at most {bound}s)")
     run = testsuite.run_pytest(python, testsuite.pytest_args(folder, subset, junit=junit,
@@ -195,4 +197,10 @@ def verify_suite(ctx: StepContext, *, workers: int | None = None, bundle: Path |
     verdict = judge(results, suite.known_bad(release, expect.device, expect.versions),
                     subset=subset.name,
                     problem=problem, seconds=run.seconds, workers=count)
+    if suite.compiledir_flag:
+        own = sorted(p for p in compiledirs.iterdir() if p.is_dir()) \
+            if compiledirs.is_dir() else []
+        suite.keep_compiled(ctx, own, passed=verdict.ok)
+        for made in (compiledirs, seed):  # a few hundred modules per prefix, kept by the pack
+            shutil.rmtree(made, ignore_errors=True)
     return suite_rows(verdict), verdict

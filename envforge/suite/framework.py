@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Protocol
 from envforge.packapi import Pack, Registry
 
 if TYPE_CHECKING:  # lock asks which suite a release has: it needs no installer or verify
+    from pathlib import Path
+
+    from envforge.steps.base import StepContext
     from envforge.suite.results import KnownBad
     from envforge.suite.runner import SuiteSubset
 
@@ -60,6 +63,17 @@ class FrameworkSuite(Protocol):
 
     def settings(self, subset: SuiteSubset) -> tuple[str, Mapping[str, str]] | None:
         """The framework's variable and the pairs a run of ``subset`` adds to it."""
+
+    def compiledir_seed(self, ctx: StepContext, folder: Path) -> Path | None:
+        """The folder each worker's compile folder starts as a copy of, made at ``folder``
+        (Theano: the environment's compiledir and what earlier passing runs compiled); None
+        for the environment's own compiledir."""
+
+    def keep_compiled(self, ctx: StepContext, compiledirs: Sequence[Path], *,
+                      passed: bool) -> None:
+        """After the run, ``passed`` when no test failed that no known-bad row explains: the
+        workers' compile folders, removed once this returns (Theano: stored for the lock's
+        next run)."""
 
 
 class SuitePack(Pack, Protocol):

@@ -3,6 +3,7 @@ locked sdist, run by the locked pytest in a folder apart from the environment.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from envforge.app.context import prepare
 from envforge.cli import main
 from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.envvars import apply_edits
+from envforge.packs.theano.compilecache import STORE, environment_key, read_set, suite_key
 from envforge.packs.theano.knowledge import SuiteSubsetRow, known_bad_tests, suite_subset
 from envforge.packs.theano.suite import THEANO_SUITE
 from envforge.steps.activation import load_edits
@@ -79,6 +81,15 @@ def test_the_cpu_subset_passes_within_its_bound_and_leaves_the_environment_alone
     # pytest went to a folder of its own, not into the user's environment
     after = sorted(p.name for p in _site_packages(prefix).iterdir() if p.name != "__pycache__")
     assert after == before and not any(name.startswith(("pytest", "_pytest")) for name in after)
+    # what the workers compiled went to the store's suite set; their folders are gone
+    ctx = prepare(spec, prefix=prefix, artifacts={}, bundle=None, offline=True, ui=UI(quiet=True))
+    store = ctx.dirs.cache / STORE
+    key = environment_key(ctx)
+    assert key is not None
+    found = read_set(store, suite_key(key))
+    assert found is not None and len(found.folders) > 100
+    place = hashlib.sha256(str(ctx.prefix).encode()).hexdigest()[:16]
+    assert not (ctx.dirs.cache / "suite" / "runs" / place / "compiledir").exists()
 
 
 def test_a_planted_break_fails_the_suite_naming_the_tests(applied: tuple[Path, Path],

@@ -41,7 +41,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -295,6 +295,46 @@ def after_run(ctx: StepContext, *, succeeded: bool) -> None:
     except OSError as exc:
         ctx.ui.warn(f"theano: compiled modules not stored in {store_dir(ctx.dirs.cache)}: "
                     f"{exc}")
+
+
+def suite_key(key: str) -> str:
+    """The set of what ``verify --suite`` had Theano compile, apart from the environment's: a
+    few hundred modules that verify and run never use, so never copied into a prefix."""
+    return f"{key}-suite"
+
+
+def suite_seed(ctx: StepContext, folder: Path) -> Path | None:
+    """``folder`` made the suite workers' starting compiledir: the environment's modules and
+    the stored suite set's, every stored file checked against its hash; None (the workers
+    copy the environment's compiledir, as without a store) where there is no key."""
+    compiledir = shared_compiledir(ctx)
+    key = environment_key(ctx) if compiledir is not None else None
+    if compiledir is None or key is None:
+        return None
+    store = store_dir(ctx.dirs.cache)
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+        if compiledir.is_dir():
+            shutil.copytree(compiledir, folder, ignore=shutil.ignore_patterns("lock_dir"))
+        seed(folder, store, suite_key(key), repair=False)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: the suite's compiled modules not reused from {store}: {exc}")
+        return None
+    return folder
+
+
+def keep_suite_modules(ctx: StepContext, compiledirs: Sequence[Path], *, passed: bool) -> None:
+    """Adds what the suite's workers compiled to the suite set, after a run that passed."""
+    compiledir = shared_compiledir(ctx) if passed else None
+    key = environment_key(ctx) if compiledir is not None else None
+    if compiledir is None or key is None:
+        return
+    store = store_dir(ctx.dirs.cache)
+    try:
+        for worker in compiledirs:
+            publish(worker, store, suite_key(key), merge=True)
+    except OSError as exc:
+        ctx.ui.warn(f"theano: the suite's compiled modules not stored in {store}: {exc}")
 
 
 def after_probe(ctx: StepContext, *, passed: bool) -> None:

@@ -4,6 +4,8 @@ suite's FrameworkSuite protocol (envforge/suite/framework.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envforge.packs.theano.knowledge import (
     KnownBadTestRow,
@@ -15,6 +17,9 @@ from envforge.packs.theano.knowledge import (
     suite_subset,
 )
 from envforge.suite.runner import SuiteSubset
+
+if TYPE_CHECKING:
+    from envforge.steps.base import StepContext
 
 
 class TheanoSuite:
@@ -42,6 +47,17 @@ class TheanoSuite:
     def settings(self, subset: SuiteSubset) -> tuple[str, Mapping[str, str]] | None:
         flags = subset.theano_flags if isinstance(subset, SuiteSubsetRow) else {}
         return ("THEANO_FLAGS", flags) if flags else None
+
+    def compiledir_seed(self, ctx: StepContext, folder: Path) -> Path | None:
+        from envforge.packs.theano.compilecache import suite_seed
+
+        return suite_seed(ctx, folder)
+
+    def keep_compiled(self, ctx: StepContext, compiledirs: Sequence[Path], *,
+                      passed: bool) -> None:
+        from envforge.packs.theano.compilecache import keep_suite_modules
+
+        keep_suite_modules(ctx, compiledirs, passed=passed)
 
 
 THEANO_SUITE = TheanoSuite()

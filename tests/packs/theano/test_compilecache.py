@@ -19,11 +19,13 @@ from envforge.packs.theano.compilecache import (
     after_run,
     before_probe,
     before_run,
+    keep_suite_modules,
     module_folders,
     publish,
     read_set,
     seed,
     set_key,
+    suite_seed,
 )
 from envforge.packs.theano.expect import TheanoExpect
 from envforge.paths import EnvforgeDirs
@@ -267,3 +269,27 @@ def test_a_run_keeps_the_stored_folders_and_reads_none_of_the_environments_own(
     assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF built here"
     before_probe(second)  # verify's seeding compares it with the store's
     assert (own / "mtmpaaa.so").read_bytes() == b"\x7fELF stored"
+
+
+@pytest.mark.posix_only("the prefix's Python is a symlink to this interpreter")
+def test_the_suites_modules_seed_its_next_run_and_never_a_prefix(tmp_path: Path) -> None:
+    """verify --suite compiles hundreds of modules verify and run never use: kept in a set of
+    their own after a run that passed, copied into the next run's starting folder beside
+    the environment's, never into an environment."""
+    first, second = _ctx(tmp_path / "a"), _ctx(tmp_path / "b")
+    _module(Path(first.layout.compiledir), "tmpprobe")
+    after_probe(first, passed=True)
+    workers = [tmp_path / "run" / "gw0", tmp_path / "run" / "gw1"]
+    _module(workers[0], "tmpsuite0")
+    _module(workers[1], "tmpsuite1")
+    keep_suite_modules(first, [tmp_path / "run" / "gw9"], passed=False)
+    keep_suite_modules(first, workers, passed=True)
+    before_probe(second)
+    before_run(second)
+    assert [p.name for p in (Path(second.layout.compiledir) / TOP).iterdir()] == ["tmpprobe"]
+    seeded = suite_seed(second, tmp_path / "seed")
+    assert seeded == tmp_path / "seed"
+    assert sorted(p.name for p in (seeded / TOP).iterdir()) == [
+        "tmpprobe", "tmpsuite0", "tmpsuite1"]
+    own = _ctx(tmp_path / "c", flags={"base_compiledir": "/srv/theano", "device": "cpu"})
+    assert suite_seed(own, tmp_path / "seed2") is None  # the spec's own compiledir: as before
