@@ -438,17 +438,27 @@ def _older(python: Proposal, as_of: Proposal) -> Proposal | None:
 def _full_python(python: Proposal) -> Proposal:
     """``3.7`` -> this host's ``3.7.16``, the version lock resolves for (README: lock uses the
     spec's patch, else the host's); written so, every host locks the same and lock has
-    nothing to warn about. Kept as proposed where this host has no such Python."""
+    nothing to warn about. A stated patch this host lacks (a conda list's ``python==3.6.12``
+    where pyenv has 3.6.15) takes the host's of the same minor: patch releases keep the ABI
+    and wheels are built per minor, and verify's version row holds the Python apply found.
+    Kept as proposed where this host has no such Python."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
 
     value = python.value
-    if value is None or value.count(".") != 1:
+    if value is None or value.count(".") not in (1, 2):
         return python
+    minor = ".".join(value.split(".")[:2])
     try:
-        found = find_interpreter(value)
+        found = find_interpreter(minor)
     except StepError:
         return python
+    if found.version == value:
+        return python
+    if value != minor:
+        return Proposal(found.version, f"{python.why} as {value}; {found.version} is the "
+                        f"Python {minor} on this host (a patch release of the same minor: the "
+                        "same ABI and wheels), the one lock resolves for")
     return Proposal(found.version, f"{python.why}; {found.version} is the Python {value} on "
                     "this host, the one lock resolves for")
 

@@ -377,38 +377,65 @@ def _unparsed(draft: Draft, locked: PlatformLock, platform: Platform, deadline: 
 
 def _capped_for_dependencies(draft: Draft, resolved: Mapping[str, str]
                              ) -> tuple[Draft, str] | None:
-    """The draft with a requirement capped below the release that removed what another
-    resolved release's own code uses (``[[dependency_removed_api]]``: librosa 0.6.0 imports
-    ``numba.decorators``, gone in numba 0.50): the requirement naming it capped, else one
-    added from the line that brought the user of it; None when no row applies or the draft
-    already keeps below."""
-    found = draft.repository.imported.requirements
-    names = [canonicalize_name(Requirement(f.requirement).name) for f in found]
+    """The draft with a requirement capped where two resolved releases do not work together:
+    below the release that removed what another's own code uses (``[[dependency_removed_api]]``:
+    librosa 0.6.0 imports ``numba.decorators``, gone in numba 0.50), or below the first
+    release whose compiled extension was built against another release of what it needs
+    (``[[built_against]]``: torchtext 0.8.0 and torch 1.7.0). The requirement naming it is
+    capped, else one added; None when no row applies or the draft already keeps below."""
     for row in legacy_names().dependency_removed_api:
-        user, removed = canonicalize_name(row.project), canonicalize_name(row.requirement)
-        used, held = resolved.get(user), resolved.get(removed)
+        used, held = resolved.get(canonicalize_name(row.project)), \
+            resolved.get(canonicalize_name(row.requirement))
         if used is None or held is None or not in_range(used, row.versions) \
                 or in_range(held, f"<{row.below}"):
             continue
-        why = f"{row.project} {used} (as resolved) uses {row.uses}, which {row.requirement} " \
-              f"{row.below} removed"
-        if removed in names:
-            at = names.index(removed)
-            requirement = Requirement(found[at].requirement)
-            if requirement.url is not None or not requirement.specifier.contains(held, True) \
-                    or any(s.operator in ("==", "===") for s in requirement.specifier):
-                continue  # the user's own pin of it stays, as it is
-            requirement.specifier &= SpecifierSet(f"<{row.below}")
-            item = Found(str(requirement), found[at].origin,
-                         "; ".join(n for n in (found[at].note, f"capped <{row.below}: {why}")
-                                   if n), True)
-            return _with(draft, at, item), f"{found[at].requirement}: capped <{row.below}: {why}"
-        origin = found[names.index(user)].origin if user in names else \
-            f"{row.project} {used} (as resolved)"
-        item = Found(f"{row.requirement}<{row.below}", origin,
-                     f"added: {why} ({held} resolved; no requirement names it)", True)
-        return _with(draft, len(found), item), f"added {item.requirement}: {why}"
+        capped = _cap(draft, row.requirement, row.below, held, row.project, used,
+                      f"{row.project} {used} (as resolved) uses {row.uses}, which "
+                      f"{row.requirement} {row.below} removed")
+        if capped is not None:
+            return capped
+    for project in dict.fromkeys(r.project for r in legacy_names().built_against):
+        rows = [r for r in legacy_names().built_against if r.project == project]
+        held, other = resolved.get(canonicalize_name(project)), \
+            resolved.get(canonicalize_name(rows[0].requirement))
+        if held is None or other is None or not any(
+                in_range(held, r.versions) and not in_range(other, r.needs) for r in rows):
+            continue
+        below = str(min(Version(spec.version) for r in rows if not in_range(other, r.needs)
+                        for spec in SpecifierSet(r.versions)))
+        capped = _cap(draft, project, below, held, rows[0].requirement, other,
+                      f"{project} {held} (as resolved) carries an extension built against "
+                      f"another {rows[0].requirement} than {other}, and its metadata does not "
+                      "say so")
+        if capped is not None:
+            return capped
     return None
+
+
+def _cap(draft: Draft, name: str, below: str, held: str, cause: str, cause_version: str,
+         why: str) -> tuple[Draft, str] | None:
+    """``name`` capped below ``below`` (``held`` resolved), for ``why``: the requirement that
+    names it, unless the user pinned it or it already excludes ``held``, else one added from
+    the line that brought ``cause``."""
+    found = draft.repository.imported.requirements
+    names = [canonicalize_name(Requirement(f.requirement).name) for f in found]
+    key = canonicalize_name(name)
+    if key in names:
+        at = names.index(key)
+        requirement = Requirement(found[at].requirement)
+        if requirement.url is not None or not requirement.specifier.contains(held, True) \
+                or any(s.operator in ("==", "===") for s in requirement.specifier):
+            return None  # the user's own pin of it stays, as it is
+        requirement.specifier &= SpecifierSet(f"<{below}")
+        item = Found(str(requirement), found[at].origin,
+                     "; ".join(n for n in (found[at].note, f"capped <{below}: {why}") if n), True)
+        return _with(draft, at, item), f"{found[at].requirement}: capped <{below}: {why}"
+    cause_key = canonicalize_name(cause)
+    origin = found[names.index(cause_key)].origin if cause_key in names else \
+        f"{cause} {cause_version} (as resolved)"
+    item = Found(f"{name}<{below}", origin,
+                 f"added: {why} ({held} resolved; no requirement names it)", True)
+    return _with(draft, len(found), item), f"added {item.requirement}: {why}"
 
 
 def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None:

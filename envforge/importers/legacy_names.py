@@ -32,6 +32,7 @@ class RenameRow(Frozen):
     name: str
     admits: str | None = None  # None: every version is mapped
     below: str | None = None  # only an exact pin of a release below this one is mapped
+    above: str | None = None  # only an exact pin of a release above this one is mapped
     to: str
     reason: str
     source: str
@@ -142,6 +143,19 @@ class DependencyRemovedApiRow(Frozen):
     source: str
 
 
+class BuiltAgainstRow(Frozen):
+    """Releases of ``project`` (``versions``) whose wheels carry a compiled extension built
+    against ``requirement`` ``needs`` while their metadata names ``requirement`` unpinned
+    (torchtext 0.7-0.8 and torch): a draft that resolves one beside another ``requirement``
+    gets ``project`` capped below the first such release, as its compatibility table says."""
+
+    project: str
+    versions: Range  # PEP 440 range
+    requirement: str
+    needs: Range
+    source: str
+
+
 class GoneApiRow(Frozen):
     """Names no release of ``requirement`` that envforge provides has (Theano's
     ``downsample``, gone before Theano-PyMC): no cap brings them back, so code that uses one
@@ -191,6 +205,7 @@ class LegacyNames(Frozen):
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
     removed_api: tuple[RemovedApiRow, ...] = ()
     dependency_removed_api: tuple[DependencyRemovedApiRow, ...] = ()
+    built_against: tuple[BuiltAgainstRow, ...] = ()
     gone_api: tuple[GoneApiRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
@@ -228,6 +243,15 @@ class InitPack(Pack, Protocol):
     def init_frameworks(self) -> Sequence[Mapping[str, Any]]: ...
 
 
+def _pinned_above(requirement: Requirement, above: str) -> bool:
+    """Whether the requirement pins one release (``==``), of a version above ``above``."""
+    exact = exact_version(requirement)
+    try:
+        return exact is not None and Version(exact) > Version(above)
+    except InvalidVersion:
+        return False
+
+
 def _pinned_below(requirement: Requirement, below: str) -> bool:
     """Whether the requirement pins one release (``==``), of a version below ``below``."""
     exact = exact_version(requirement)
@@ -258,6 +282,8 @@ def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str
             kept = kept or f"kept as written: it does not admit {row.admits} ({row.to} would)"
             continue
         if row.below is not None and not _pinned_below(requirement, row.below):
+            continue
+        if row.above is not None and not _pinned_above(requirement, row.above):
             continue
         mapped = row.to.replace("{specifier}", str(requirement.specifier))
         if requirement.marker is not None:

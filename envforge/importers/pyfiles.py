@@ -16,6 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
+    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
@@ -132,6 +133,13 @@ def add_requirement(text: str, origin: str, out: Imported) -> None:
         out.skipped.append(Skipped(text, origin, f"not a requirement: {exc}"))
         return
     url = requirement.url or ""
+    if canonicalize_name(requirement.name) == "python" and not url:
+        # a conda name in a pip file (its `python==3.6.12` line is the interpreter): PyPI has
+        # no project python (https://pypi.org/simple/python/ answers 404)
+        out.python.append((str(requirement.specifier), origin))
+        out.skipped.append(Skipped(text, origin, "the interpreter, not a distribution (PyPI "
+                                   "has no project python): [python] version takes it"))
+        return
     if url.startswith("git+"):
         requirement.url, note = _git_url(url)
         out.requirements.append(Found(str(requirement), origin, note))

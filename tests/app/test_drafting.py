@@ -320,3 +320,22 @@ def test_win_64_gets_no_debian_and_a_note_to_install_ffmpeg(tmp_path: Path) -> N
     text = render_spec(draft, installed_packs())
     assert "\n[debian]\n" not in text
     assert "\n# skvideo.io (clip.py:1) runs `ffmpeg` from PATH: no [debian] on win-64" in text
+
+
+@pytest.mark.posix_only("pyenv's Python 3.7 on this host")
+def test_a_stated_patch_this_host_lacks_takes_the_hosts_of_that_minor() -> None:
+    """A conda environment's `python==3.6.12` where pyenv has 3.6.15: the spec names the host's
+    (patch releases share the ABI and wheels), else verify's version row fails against the
+    Python apply found; the stated one is said."""
+    from envforge.app.drafting import _full_python
+    from envforge.host.interpreters import find_interpreter
+    from envforge.importers.propose import Proposal
+
+    host = find_interpreter("3.7").version
+    assert _full_python(Proposal(host, "stated in r.txt:1")).value == host
+    stated = "3.7.0" if host != "3.7.0" else "3.7.1"
+    moved = _full_python(Proposal(stated, "stated in r.txt:1"))
+    assert moved.value == host
+    assert moved.why.startswith(f"stated in r.txt:1 as {stated}; {host} is the Python 3.7 on "
+                                "this host (a patch release of the same minor")
+    assert _full_python(Proposal("3.7", "x")).value == host

@@ -204,6 +204,25 @@ def test_explicit_and_export_lists() -> None:
     assert {s.what for s in exported.skipped} == {"libgcc-ng==9.3.0", "mkl==2020.2"}
 
 
+def test_a_pip_files_python_line_is_the_interpreter_and_conda_names_are_mapped() -> None:
+    """jadore801120/attention-is-all-you-need-pytorch 3c3c190: a requirements.txt written from
+    a conda environment: `python==3.6.12` is the interpreter (PyPI has no project python),
+    `pytorch` and `msgpack-python==1.0.2` are conda's names (PyPI's msgpack-python ended at
+    0.5.6; later releases are msgpack's)."""
+    text = "dill==0.3.3\nmsgpack-python==1.0.2\npython==3.6.12\npytorch==1.3.1\n"
+    got = read_requirements("requirements.txt", text, lambda _: None)
+    assert got.python == [("==3.6.12", "requirements.txt:3")]
+    assert [(s.what, s.origin) for s in got.skipped] == [("python==3.6.12",
+                                                          "requirements.txt:3")]
+    assert "the interpreter" in got.skipped[0].reason
+    assert [f.requirement for f in got.requirements] == [
+        "dill==0.3.3", "msgpack-python==1.0.2", "pytorch==1.3.1"]
+    mapped, why = map_requirement("msgpack-python==1.0.2", REGISTRY)
+    assert mapped == "msgpack==1.0.2" and "ended at 0.5.6" in why
+    for kept in ("msgpack-python==0.5.6", "msgpack-python>=0.4", "msgpack-python"):
+        assert map_requirement(kept, REGISTRY)[0] == kept  # PyPI's own releases
+
+
 def test_legacy_names_follow_the_knowledge_rows() -> None:
     assert map_requirement("theano>=0.8.2", REGISTRY)[0] == "Theano-PyMC==1.0.5"
     assert map_requirement("Theano", REGISTRY)[0] == "Theano-PyMC==1.0.5"
