@@ -75,6 +75,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
 
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
+        previous = _for_python(previous, target.version)
         builder = _host_interpreter(_minor(target.version))
         uv_cache = own_uv_cache(pspec.platform)
         if notes is not None and target.version != pspec.python.version:
@@ -160,6 +161,16 @@ def _debs(resolution: DebResolution, pspec: PlatformSpec,
     if notes is not None:  # Depends outside the spec: assumed on the host, worth a look
         notes.extend(f"{pspec.platform}: Debian: {w}" for w in resolution.warnings)
     return resolution.records
+
+
+def _for_python(previous: PlatformLock | None, python: str) -> PlatformLock | None:
+    """The previous lock as PyPI preferences, where it was resolved for the same Python minor:
+    a release chosen for another is no preference (a lock of Python 3.6 kept NumPy 1.17.2
+    for a spec of Python 3.8, which has no wheel of it: apply then built it, and failed)."""
+    if previous is None:
+        return None
+    was = previous.pypi_python or previous.python
+    return previous if _minor(was) == _minor(python) else None
 
 
 def _runner_files(previous: PlatformLock | None) -> tuple[LockedPypiFile, ...]:

@@ -266,3 +266,20 @@ def test_extra_build_dependencies_are_keyed_by_project_and_named_by_their_line(
         assert main(["lock", str(bad)]) == 2
         assert f"{bad}:12: pypi.extra_build_dependencies" in capsys.readouterr().err
         assert not (tmp_path / "locks" / "bad.lock").exists()
+
+
+@pytest.mark.network
+@pytest.mark.posix_only("pyenv's Pythons 3.7 and 3.8 on this host")
+def test_a_lock_of_another_python_is_no_preference(tmp_path: Path) -> None:
+    """A spec whose Python moved (a spec file written again at the same path, init's
+    `--force` among them) keeps no release its old lock chose for the other Python: NumPy
+    1.17.2, which has no Python 3.8 wheel, was kept and apply failed building it; as of
+    2019-11-20 Python 3.8 takes 1.17.4, the first release with its wheels being 1.17.3."""
+    path = write(tmp_path, "moved", spec_text("moved", ["numpy==1.17.2"], python="3.7",
+                                              as_of="2019-11-20"))
+    assert main(["lock", str(path), "-q"]) == 0
+    path.write_text(spec_text("moved", ["numpy"], python="3.8", as_of="2019-11-20"))
+    assert main(["lock", str(path), "-q"]) == 0
+    locked = load_lock(tmp_path / "locks" / "moved.lock", REGISTRY).platforms["linux-64"]
+    [numpy] = [f for f in locked.pypi if f.name == "numpy"]
+    assert (numpy.version, numpy.kind) == ("1.17.4", "wheel")
