@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import date
 
 import pytest
@@ -19,6 +20,7 @@ from envforge.app.settling import (
 )
 from envforge.errors import ResolveError
 from envforge.host import proc
+from envforge.importers.render import Draft
 
 UV_FAILURE = (  # what resolve/pypi.py raised for a build failure, as users saw it cut
     "PyPI resolution for linux-64 (Python 3.7.16) failed: /root/.venv/bin/uv pip compile "
@@ -326,23 +328,27 @@ def test_a_pin_with_no_later_wheel_moves_once_to_the_next_sdist_then_is_left_out
     assert again is not None and "demo==1.1" in again[0].left_out
 
 
+def _requirements_draft(requirements: Sequence[str], *, python: str, day: str) -> Draft:
+    """A draft of a requirements.txt holding ``requirements``, one a line."""
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    return Draft(name="r", source="r", platform="linux-64",
+                 repository=Repository(("requirements.txt",), Imported(requirements=[
+                     Found(r, f"requirements.txt:{n}") for n, r in enumerate(requirements, 1)])),
+                 python=Proposal(python, ""), as_of=Proposal(day, ""))
+
+
 def test_a_dependency_using_what_another_removed_caps_that_other_below_the_removal() -> None:
     """NVIDIA/tacotron2 (2020-06-11) pins librosa==0.6.0, whose decorators.py imports
     numba.decorators at import; that day resolved numba 0.50.0, which removed it
     ([[dependency_removed_api]]): numba is capped where a requirement names it, else added
     from librosa's line; a pin of numba, or a numba before 0.50, or librosa 0.8 is left."""
     from envforge.app.settling import _capped_for_dependencies
-    from envforge.importers import Found, Imported
-    from envforge.importers.propose import Proposal
-    from envforge.importers.render import Draft
-    from envforge.importers.repository import Repository
 
     def draft(*requirements: str) -> Draft:
-        return Draft(name="r", source="r", platform="linux-64",
-                     repository=Repository(("requirements.txt",), Imported(requirements=[
-                         Found(r, f"requirements.txt:{n}") for n, r in
-                         enumerate(requirements, 1)])),
-                     python=Proposal("3.7.16", ""), as_of=Proposal("2020-06-11", ""))
+        return _requirements_draft(requirements, python="3.7.16", day="2020-06-11")
 
     resolved = {"librosa": "0.6.0", "numba": "0.50.0"}
     added = _capped_for_dependencies(draft("torch", "librosa==0.6.0"), resolved)
@@ -368,17 +374,9 @@ def test_a_release_built_against_another_torch_is_capped_below_the_first_compile
     [[built_against]] caps torchtext below 0.7.0, its first compiled release; 0.8.0 beside
     torch 1.7.0, a pin of torchtext, or 0.6.0 (pure Python) are left."""
     from envforge.app.settling import _capped_for_dependencies
-    from envforge.importers import Found, Imported
-    from envforge.importers.propose import Proposal
-    from envforge.importers.render import Draft
-    from envforge.importers.repository import Repository
 
     def draft(*requirements: str) -> Draft:
-        return Draft(name="r", source="r", platform="linux-64",
-                     repository=Repository(("requirements.txt",), Imported(requirements=[
-                         Found(r, f"requirements.txt:{n}") for n, r in
-                         enumerate(requirements, 1)])),
-                     python=Proposal("3.6.15", ""), as_of=Proposal("2021-02-17", ""))
+        return _requirements_draft(requirements, python="3.6.15", day="2021-02-17")
 
     resolved = {"torch": "1.3.1", "torchtext": "0.8.0"}
     capped = _capped_for_dependencies(draft("torch==1.3.1", "torchtext"), resolved)
