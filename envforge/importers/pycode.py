@@ -178,7 +178,9 @@ def _watched(dotted: str, watch: frozenset[str]) -> str | None:
 def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
     """(watched dotted name, line) of each use: imported by name (or from a watched
     module), or reached as an attribute of a name the file's imports bind (aliases
-    followed, not assignments)."""
+    followed, not assignments). A watched name written ``NAME()`` is used only where it is
+    called: Keras 1's ``merge([...])`` function, where ``keras.layers.merge`` is a module
+    later releases still have."""
     bound: dict[str, str] = {}  # a local name -> the dotted name it stands for
     for node in ast.walk(tree):
         imported: list[str] = []
@@ -212,6 +214,26 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
             name = _watched(".".join([bound[inner.id], *reversed(attributes)]), watch)
             if name is not None:
                 yield name, node.lineno
+    if not any(name.endswith("()") for name in watch):
+        return
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = _dotted(node.func, bound)
+        if called is not None and f"{called}()" in watch:
+            yield f"{called}()", node.lineno
+
+
+def _dotted(expr: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted name an expression of names and attributes stands for, through the
+    file's import bindings; None for anything else."""
+    attributes: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        attributes.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id not in bound:
+        return None
+    return ".".join([bound[expr.id], *reversed(attributes)])
 
 
 def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:

@@ -58,3 +58,26 @@ def test_mkl_names_are_pypi_distributions() -> None:
     for name in row.names:
         assert index_files(PYPI, name), name
         assert f"https://pypi.org/simple/{name}/" in row.source
+
+
+def test_keras_2_2_removed_the_legacy_merge_the_removed_api_row_names() -> None:
+    """Keras 2.1.6's keras/legacy/layers.py has `class Merge` and `def merge` (exported by
+    keras.layers), 2.2.0's has neither: the row caps Keras below 2.2 for code calling them."""
+    import io
+    import re
+    import urllib.request
+    import zipfile
+
+    [row] = [r for r in legacy_names().removed_api if r.requirement == "keras"]
+    assert row.below == "2.2" and set(row.names) == {"keras.layers.merge()",
+                                                     "keras.layers.Merge"}
+    files = {str(f["filename"]): str(f["url"]) for f in index_files(PYPI, "keras") or []}
+    defined = {}
+    for version in ("2.1.6", "2.2.0"):
+        url = files[f"Keras-{version}-py2.py3-none-any.whl"]
+        with urllib.request.urlopen(url, timeout=60) as answer:
+            wheel = zipfile.ZipFile(io.BytesIO(answer.read()))
+        legacy = wheel.read("keras/legacy/layers.py").decode()
+        defined[version] = set(re.findall(r"^(?:def|class) (merge|Merge)\b", legacy, re.M))
+        assert "from ..legacy.layers import *" in wheel.read("keras/layers/__init__.py").decode()
+    assert defined == {"2.1.6": {"merge", "Merge"}, "2.2.0": set()}

@@ -89,6 +89,27 @@ def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> 
     assert scan_code(tmp_path, (3, 7)).uses == {}
 
 
+def test_a_name_watched_as_called_counts_only_where_it_is_called(tmp_path: Path) -> None:
+    """Keras 1's functional ``merge`` (rykov8/ssd_keras ssd.py:12 and :252) is a call of
+    ``keras.layers.merge``; Keras 2 code imports the module of that name and calls what is
+    in it, which is no use of the removed function."""
+    (tmp_path / "ssd.py").write_text(
+        "from keras.layers import merge\n\n\ndef f(a, b):\n"
+        "    return merge([a, b], mode='concat', concat_axis=1)\n")
+    (tmp_path / "keras2.py").write_text(
+        "from keras.layers import merge\nimport keras.layers.merge as m\n"
+        "from keras.layers.merge import concatenate\n\n\ndef g(a, b):\n"
+        "    return merge.concatenate([a, b]), m.add([a, b]), concatenate([a, b])\n")
+    watch = frozenset({"keras.layers.merge()", "keras.layers.Merge"})
+    assert scan_code(tmp_path, (3, 7), watch).uses == {"keras.layers.merge()": "ssd.py:5"}
+    (tmp_path / "ssd.py").unlink()
+    assert scan_code(tmp_path, (3, 7), watch).uses == {}
+    (tmp_path / "k1.py").write_text("import keras\nx = keras.layers.merge([1, 2])\n"
+                                    "from keras.layers import Merge\n")
+    assert scan_code(tmp_path, (3, 7), watch).uses == {"keras.layers.merge()": "k1.py:2",
+                                                       "keras.layers.Merge": "k1.py:3"}
+
+
 def test_a_watched_module_is_found_through_its_members_and_in_python_2_files(
         tmp_path: Path) -> None:
     """``from sklearn.cross_validation import train_test_split`` uses the removed module
