@@ -22,7 +22,7 @@ from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.host import noopcheck, noopstamp
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Step, StepContext, WatchesFiles
-from envforge.steps.debs import MARKERS
+from envforge.steps.debs import MARKERS, marker_path
 
 
 def eligible(args: argparse.Namespace) -> bool:
@@ -89,7 +89,6 @@ class NoopProbe:
         stamp takes (the core's that observe files, g++ found on PATH, the packs'
         ``WatchesFiles``): what their plans read, as that module's docstring lists it."""
         from envforge.steps.activation import activation_files
-        from envforge.steps.debs import marker_path
 
         written, blocks = activation_files(ctx)
         state, prefix = ctx.state_dir, str(ctx.prefix)

@@ -69,13 +69,14 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         else:
             beside = pspec.debian
     early = None
+    preferred = previous  # for PyPI: the previous lock where it was of the same Python
     if pspec.pypi.packages:  # after conda and Debian: their Python is the one PyPI's must fit
         from envforge.resolve.pypi import resolve_pypi
         from envforge.resolve.pyversion import resolver_python
 
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
-        previous = _for_python(previous, target.version)
+        preferred = _for_python(previous, target.version)
         builder = _host_interpreter(_minor(target.version))
         uv_cache = own_uv_cache(pspec.platform)
         if notes is not None and target.version != pspec.python.version:
@@ -90,7 +91,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
                                 controls=_controls(pspec, registry),
                                 extra_indexes=pspec.pypi.extra_indexes, interpreter=builder,
                                 uv_cache=uv_cache,
-                                preferences=previous.pypi if previous is not None else ())
+                                preferences=preferred.pypi if preferred is not None else ())
 
         # what a framework imports undeclared joins the lock, resolved with the rest: known
         # beforehand for an exact pin, else found in the result and resolved again
@@ -101,7 +102,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         main = in_background("pypi", resolve,
                              [*pspec.pypi.packages, *(row.requirement for row in added)])
         early = runner_in_background(pspec, registry, target.version, builder, uv_cache,
-                                     preferences=_runner_files(previous))
+                                     preferences=_runner_files(preferred))
         if beside is not None:
             debs = in_background("deb", yielding(_resolve_debs), beside, pspec.platform)
         pypi = main.result()
@@ -120,7 +121,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
     suite = lock_suite(pspec, registry, pypi, versions, python=pypi_python, early=early,
                        interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
                        else None, uv_cache=own_uv_cache(pspec.platform),
-                       preferences=_runner_files(previous))
+                       preferences=_runner_files(preferred))
     return PlatformLock(
         python=versions.get("python", pspec.python.version),
         environment=pspec.environment.kind,

@@ -379,44 +379,44 @@ def _capped_for_dependencies(draft: Draft, resolved: Mapping[str, str]
                              ) -> tuple[Draft, str] | None:
     """The draft with a requirement capped where two resolved releases do not work together:
     below the release that removed what another's own code uses (``[[dependency_removed_api]]``:
-    librosa 0.6.0 imports ``numba.decorators``, gone in numba 0.50), or below the first
-    release whose compiled extension was built against another release of what it needs
+    librosa 0.6.0 imports ``numba.decorators``, gone in numba 0.50), or away from the releases
+    whose compiled extension was built against another release of what they need
     (``[[built_against]]``: torchtext 0.8.0 and torch 1.7.0). The requirement naming it is
-    capped, else one added; None when no row applies or the draft already keeps below."""
+    capped, else one added; None when no row applies or the draft already keeps clear."""
     for row in legacy_names().dependency_removed_api:
         used, held = resolved.get(canonicalize_name(row.project)), \
             resolved.get(canonicalize_name(row.requirement))
         if used is None or held is None or not in_range(used, row.versions) \
                 or in_range(held, f"<{row.below}"):
             continue
-        capped = _cap(draft, row.requirement, row.below, held, row.project, used,
+        capped = _cap(draft, row.requirement, f"<{row.below}", held, row.project, used,
                       f"{row.project} {used} (as resolved) uses {row.uses}, which "
                       f"{row.requirement} {row.below} removed")
         if capped is not None:
             return capped
-    for project in dict.fromkeys(r.project for r in legacy_names().built_against):
-        rows = [r for r in legacy_names().built_against if r.project == project]
+    rows = legacy_names().built_against
+    for project, requirement in dict.fromkeys((r.project, r.requirement) for r in rows):
         held, other = resolved.get(canonicalize_name(project)), \
-            resolved.get(canonicalize_name(rows[0].requirement))
-        if held is None or other is None or not any(
-                in_range(held, r.versions) and not in_range(other, r.needs) for r in rows):
+            resolved.get(canonicalize_name(requirement))
+        other_built = [r.release for r in rows if (r.project, r.requirement) ==
+                       (project, requirement) and other is not None
+                       and not in_range(other, r.needs)]
+        if held is None or held not in other_built:
             continue
-        below = str(min(Version(spec.version) for r in rows if not in_range(other, r.needs)
-                        for spec in SpecifierSet(r.versions)))
-        capped = _cap(draft, project, below, held, rows[0].requirement, other,
+        capped = _cap(draft, project, ",".join(f"!={v}" for v in other_built), held,
+                      requirement, str(other),
                       f"{project} {held} (as resolved) carries an extension built against "
-                      f"another {rows[0].requirement} than {other}, and its metadata does not "
-                      "say so")
+                      f"another {requirement} than {other}, and its metadata does not say so")
         if capped is not None:
             return capped
     return None
 
 
-def _cap(draft: Draft, name: str, below: str, held: str, cause: str, cause_version: str,
+def _cap(draft: Draft, name: str, allowed: str, held: str, cause: str, cause_version: str,
          why: str) -> tuple[Draft, str] | None:
-    """``name`` capped below ``below`` (``held`` resolved), for ``why``: the requirement that
-    names it, unless the user pinned it or it already excludes ``held``, else one added from
-    the line that brought ``cause``."""
+    """``name`` held to ``allowed`` (``<0.50``; ``held`` resolved), for ``why``: the
+    requirement that names it, unless the user pinned it or it already excludes ``held``, else
+    one added from the line that brought ``cause``."""
     found = draft.repository.imported.requirements
     names = [canonicalize_name(Requirement(f.requirement).name) for f in found]
     key = canonicalize_name(name)
@@ -426,14 +426,14 @@ def _cap(draft: Draft, name: str, below: str, held: str, cause: str, cause_versi
         if requirement.url is not None or not requirement.specifier.contains(held, True) \
                 or any(s.operator in ("==", "===") for s in requirement.specifier):
             return None  # the user's own pin of it stays, as it is
-        requirement.specifier &= SpecifierSet(f"<{below}")
+        requirement.specifier &= SpecifierSet(allowed)
         item = Found(str(requirement), found[at].origin,
-                     "; ".join(n for n in (found[at].note, f"capped <{below}: {why}") if n), True)
-        return _with(draft, at, item), f"{found[at].requirement}: capped <{below}: {why}"
+                     "; ".join(n for n in (found[at].note, f"capped {allowed}: {why}") if n), True)
+        return _with(draft, at, item), f"{found[at].requirement}: capped {allowed}: {why}"
     cause_key = canonicalize_name(cause)
     origin = found[names.index(cause_key)].origin if cause_key in names else \
         f"{cause} {cause_version} (as resolved)"
-    item = Found(f"{name}<{below}", origin,
+    item = Found(f"{name}{allowed}", origin,
                  f"added: {why} ({held} resolved; no requirement names it)", True)
     return _with(draft, len(found), item), f"added {item.requirement}: {why}"
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import Field
@@ -144,13 +144,13 @@ class DependencyRemovedApiRow(Frozen):
 
 
 class BuiltAgainstRow(Frozen):
-    """Releases of ``project`` (``versions``) whose wheels carry a compiled extension built
-    against ``requirement`` ``needs`` while their metadata names ``requirement`` unpinned
-    (torchtext 0.7-0.8 and torch): a draft that resolves one beside another ``requirement``
-    gets ``project`` capped below the first such release, as its compatibility table says."""
+    """A ``release`` of ``project`` whose wheels carry a compiled extension built against
+    ``requirement`` ``needs`` while its metadata names ``requirement`` unpinned (torchtext
+    0.7-0.8 and torch): a draft that resolves it beside another ``requirement`` excludes the
+    releases built against another, as the project's compatibility table says."""
 
     project: str
-    versions: Range  # PEP 440 range
+    release: str
     requirement: str
     needs: Range
     source: str
@@ -243,21 +243,13 @@ class InitPack(Pack, Protocol):
     def init_frameworks(self) -> Sequence[Mapping[str, Any]]: ...
 
 
-def _pinned_above(requirement: Requirement, above: str) -> bool:
-    """Whether the requirement pins one release (``==``), of a version above ``above``."""
+def _pinned_in(requirement: Requirement, versions: str) -> bool:
+    """Whether the requirement pins one release (``==``), of a version in ``versions``
+    (``<1.14``: below, ``>0.5.6``: above)."""
     exact = exact_version(requirement)
     try:
-        return exact is not None and Version(exact) > Version(above)
-    except InvalidVersion:
-        return False
-
-
-def _pinned_below(requirement: Requirement, below: str) -> bool:
-    """Whether the requirement pins one release (``==``), of a version below ``below``."""
-    exact = exact_version(requirement)
-    try:
-        return exact is not None and Version(exact) < Version(below)
-    except InvalidVersion:
+        return exact is not None and SpecifierSet(versions).contains(exact, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
         return False
 
 
@@ -281,9 +273,9 @@ def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str
                                                                          prereleases=True):
             kept = kept or f"kept as written: it does not admit {row.admits} ({row.to} would)"
             continue
-        if row.below is not None and not _pinned_below(requirement, row.below):
+        if row.below is not None and not _pinned_in(requirement, f"<{row.below}"):
             continue
-        if row.above is not None and not _pinned_above(requirement, row.above):
+        if row.above is not None and not _pinned_in(requirement, f">{row.above}"):
             continue
         mapped = row.to.replace("{specifier}", str(requirement.specifier))
         if requirement.marker is not None:

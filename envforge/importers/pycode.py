@@ -203,25 +203,16 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
             if name is not None:
                 yield name, line
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node, bound)
+            name = _watched(dotted, watch) if dotted is not None else None
+        elif isinstance(node, ast.Call):
+            called = _dotted(node.func, bound)
+            name = f"{called}()" if called is not None and f"{called}()" in watch else None
+        else:
             continue
-        attributes: list[str] = []
-        inner: ast.expr = node
-        while isinstance(inner, ast.Attribute):
-            attributes.append(inner.attr)
-            inner = inner.value
-        if isinstance(inner, ast.Name) and inner.id in bound:
-            name = _watched(".".join([bound[inner.id], *reversed(attributes)]), watch)
-            if name is not None:
-                yield name, node.lineno
-    if not any(name.endswith("()") for name in watch):
-        return
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        called = _dotted(node.func, bound)
-        if called is not None and f"{called}()" in watch:
-            yield f"{called}()", node.lineno
+        if name is not None:
+            yield name, node.lineno
 
 
 def _dotted(expr: ast.expr, bound: dict[str, str]) -> str | None:

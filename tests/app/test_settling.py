@@ -367,12 +367,13 @@ def test_a_dependency_using_what_another_removed_caps_that_other_below_the_remov
     assert _capped_for_dependencies(draft("librosa"), {**resolved, "librosa": "0.8.0"}) is None
 
 
-def test_a_release_built_against_another_torch_is_capped_below_the_first_compiled_one() -> None:
+def test_the_releases_built_against_another_torch_are_excluded() -> None:
     """jadore801120/attention-is-all-you-need-pytorch pins torch==1.3.1 and imports torchtext,
     which its day resolved to 0.8.0: a wheel whose extension was built against torch 1.7.0
     while its metadata names torch unpinned (`import torchtext`: libtorch_cpu.so not found).
-    [[built_against]] caps torchtext below 0.7.0, its first compiled release; 0.8.0 beside
-    torch 1.7.0, a pin of torchtext, or 0.6.0 (pure Python) are left."""
+    [[built_against]] excludes the compiled releases built against another torch (all three
+    beside 1.3.1: 0.6.0, pure Python, resolves); beside torch 1.7.0 only 0.7.0 and 0.8.1, so
+    0.8.0, built against it, stays allowed; a pin of torchtext, or 0.6.0, are left."""
     from envforge.app.settling import _capped_for_dependencies
 
     def draft(*requirements: str) -> Draft:
@@ -381,17 +382,26 @@ def test_a_release_built_against_another_torch_is_capped_below_the_first_compile
     resolved = {"torch": "1.3.1", "torchtext": "0.8.0"}
     capped = _capped_for_dependencies(draft("torch==1.3.1", "torchtext"), resolved)
     assert capped is not None
-    assert capped[1].startswith("torchtext: capped <0.7.0: torchtext 0.8.0 (as resolved) "
-                                "carries an extension built against another torch than 1.3.1")
-    assert capped[0].repository.imported.requirements[1].requirement == "torchtext<0.7.0"
+    assert capped[1].startswith("torchtext: capped !=0.7.0,!=0.8.0,!=0.8.1: torchtext 0.8.0 "
+                                "(as resolved) carries an extension built against another "
+                                "torch than 1.3.1")
+    assert capped[0].repository.imported.requirements[1].requirement == \
+        "torchtext!=0.7.0,!=0.8.0,!=0.8.1"
     assert _capped_for_dependencies(capped[0], {**resolved, "torchtext": "0.6.0"}) is None
     assert _capped_for_dependencies(draft("torch", "torchtext"),
                                     {"torch": "1.7.0", "torchtext": "0.8.0"}) is None
+    newer = _capped_for_dependencies(draft("torch==1.7.0", "torchtext"),
+                                     {"torch": "1.7.0", "torchtext": "0.8.1"})
+    assert newer is not None
+    assert newer[0].repository.imported.requirements[1].requirement == \
+        "torchtext!=0.7.0,!=0.8.1"
     assert _capped_for_dependencies(draft("torch==1.3.1", "torchtext==0.8.0"), resolved) is None
     added = _capped_for_dependencies(draft("torch==1.3.1", "spacy"),
                                      {**resolved, "torchtext": "0.7.0"})
     assert added is not None
-    assert added[0].repository.imported.requirements[-1].requirement == "torchtext<0.7.0"
+    last = added[0].repository.imported.requirements[-1]
+    assert (last.requirement, last.origin) == ("torchtext!=0.7.0,!=0.8.0,!=0.8.1",
+                                               "requirements.txt:1")
 
 
 def test_what_narrowing_held_back_is_what_the_widened_lock_has_at_another_version() -> None:

@@ -243,16 +243,34 @@ def _write_whole(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+def _keyed(ctx: StepContext) -> tuple[Path, str] | None:
+    """The environment's compiledir and store key; None where the store does not apply (the
+    spec's own compiledir, no compiler)."""
+    compiledir = shared_compiledir(ctx)
+    key = environment_key(ctx) if compiledir is not None else None
+    return None if compiledir is None or key is None else (compiledir, key)
+
+
 def before_probe(ctx: StepContext) -> None:
     """Seeds a compiledir inside the prefix from the store, for verify's probe. The store
     only saves time: where the host refuses it, verify warns and compiles as before."""
-    compiledir = shared_compiledir(ctx)
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None:
+    _seed_environment(ctx, repair=True)
+
+
+def before_run(ctx: StepContext) -> None:
+    """Seeds the environment's compiledir before ``envforge run``'s command: the modules of
+    every earlier verify and run of the lock's environments. The environment's own folders
+    are left unread (verify repairs them), so a run starts at the cost of a listing."""
+    _seed_environment(ctx, repair=False)
+
+
+def _seed_environment(ctx: StepContext, *, repair: bool) -> None:
+    keyed = _keyed(ctx)
+    if keyed is None:
         return
     store = store_dir(ctx.dirs.cache)
     try:
-        done = seed(compiledir, store, key)
+        done = seed(keyed[0], store, keyed[1], repair=repair)
     except OSError as exc:
         ctx.ui.warn(f"theano: compiled modules not reused from {store}: {exc}")
         return
@@ -263,38 +281,31 @@ def before_probe(ctx: StepContext) -> None:
                     + (f", {done.rejected} damaged left to rebuild" if done.rejected else ""))
 
 
-def before_run(ctx: StepContext) -> None:
-    """Seeds the environment's compiledir before ``envforge run``'s command: the modules of
-    every earlier verify and run of the lock's environments. The environment's own folders
-    are left unread (verify repairs them), so a run starts at the cost of a listing."""
-    compiledir = shared_compiledir(ctx)
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None:
-        return
-    try:
-        done = seed(compiledir, store_dir(ctx.dirs.cache), key, repair=False)
-    except OSError as exc:
-        ctx.ui.warn(f"theano: compiled modules not reused from {store_dir(ctx.dirs.cache)}: "
-                    f"{exc}")
-        return
-    if done.copied:
-        ctx.ui.info(f"theano: {done.copied} of Theano's compiled modules reused from "
-                    f"{store_dir(ctx.dirs.cache)}")
+def after_probe(ctx: StepContext, *, passed: bool) -> None:
+    """Keeps what the probe had Theano compile, for the next environment of the same key;
+    only after a probe whose rows all held (a module that crashed it is not passed on)."""
+    if passed:
+        _publish_environment(ctx, merge=False)
 
 
 def after_run(ctx: StepContext, *, succeeded: bool) -> None:
     """Adds what the command had Theano compile to the store, once it exited 0 (a module that
     crashed it is not passed on): the model's own ops, which verify never compiles, are then
-    not compiled again in the lock's next environment."""
-    compiledir = shared_compiledir(ctx) if succeeded else None
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None or not compiledir.is_dir():
+    not compiled again in the lock's next environment. Only the folders the set lacks are
+    read."""
+    if succeeded:
+        _publish_environment(ctx, merge=True)
+
+
+def _publish_environment(ctx: StepContext, *, merge: bool) -> None:
+    keyed = _keyed(ctx)
+    if keyed is None or not keyed[0].is_dir():
         return
+    store = store_dir(ctx.dirs.cache)
     try:
-        publish(compiledir, store_dir(ctx.dirs.cache), key, merge=True)
+        publish(keyed[0], store, keyed[1], merge=merge)
     except OSError as exc:
-        ctx.ui.warn(f"theano: compiled modules not stored in {store_dir(ctx.dirs.cache)}: "
-                    f"{exc}")
+        ctx.ui.warn(f"theano: compiled modules not stored in {store}: {exc}")
 
 
 def suite_key(key: str) -> str:
@@ -307,10 +318,10 @@ def suite_seed(ctx: StepContext, folder: Path) -> Path | None:
     """``folder`` made the suite workers' starting compiledir: the environment's modules and
     the stored suite set's, every stored file checked against its hash; None (the workers
     copy the environment's compiledir, as without a store) where there is no key."""
-    compiledir = shared_compiledir(ctx)
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None:
+    keyed = _keyed(ctx)
+    if keyed is None:
         return None
+    compiledir, key = keyed
     store = store_dir(ctx.dirs.cache)
     try:
         shutil.rmtree(folder, ignore_errors=True)
@@ -325,27 +336,12 @@ def suite_seed(ctx: StepContext, folder: Path) -> Path | None:
 
 def keep_suite_modules(ctx: StepContext, compiledirs: Sequence[Path], *, passed: bool) -> None:
     """Adds what the suite's workers compiled to the suite set, after a run that passed."""
-    compiledir = shared_compiledir(ctx) if passed else None
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None:
+    keyed = _keyed(ctx) if passed else None
+    if keyed is None:
         return
     store = store_dir(ctx.dirs.cache)
     try:
         for worker in compiledirs:
-            publish(worker, store, suite_key(key), merge=True)
+            publish(worker, store, suite_key(keyed[1]), merge=True)
     except OSError as exc:
         ctx.ui.warn(f"theano: the suite's compiled modules not stored in {store}: {exc}")
-
-
-def after_probe(ctx: StepContext, *, passed: bool) -> None:
-    """Keeps what the probe had Theano compile, for the next environment of the same key;
-    only after a probe whose rows all held (a module that crashed it is not passed on)."""
-    compiledir = shared_compiledir(ctx) if passed else None
-    key = environment_key(ctx) if compiledir is not None else None
-    if compiledir is None or key is None or not compiledir.is_dir():
-        return
-    store = store_dir(ctx.dirs.cache)
-    try:
-        publish(compiledir, store, key)
-    except OSError as exc:
-        ctx.ui.warn(f"theano: compiled modules not stored in {store}: {exc}")
