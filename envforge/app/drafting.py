@@ -22,6 +22,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
@@ -217,7 +218,7 @@ def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
             at = names.index(key)
             requirement = Requirement(found[at].requirement)
             if requirement.url is None and requirement.specifier.contains(row.below, True):
-                requirement.specifier &= SpecifierSet(f"<{row.below}")
+                requirement.specifier = _below_only(requirement.specifier, row.below)
                 found[at] = Found(str(requirement), found[at].origin,
                                   _joined(found[at].note, f"capped <{row.below}: {why}"), True)
         for need in row.needs:
@@ -225,6 +226,14 @@ def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
                 added.append(Found(need, where, f"added: {name} needs {need} (imported only "
                                    "where it is installed), and no requirement names it", True))
     return _with_requirements(repo, [*found, *added])
+
+
+def _below_only(specifier: SpecifierSet, below: str) -> SpecifierSet:
+    """``specifier`` capped ``<below``, its upper bounds the cap makes redundant dropped
+    (``Keras<2.4`` capped below 2.2.1 is ``Keras<2.2.1``, not ``Keras<2.2.1,<2.4``)."""
+    kept = [s for s in specifier
+            if s.operator not in ("<", "<=") or Version(s.version) < Version(below)]
+    return SpecifierSet(",".join(str(s) for s in kept)) & SpecifierSet(f"<{below}")
 
 
 def _with_extras(repo: Repository, code: CodeScan) -> Repository:

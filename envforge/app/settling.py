@@ -325,14 +325,30 @@ def _narrowed(candidate: Draft, locked: PlatformLock, start: date, widened: date
         failed = _trial(lock, platform, deadline, say).failed
         if failed is not None:
             return failed.name
+        kept = held_back(lock, locked)
         left = _left(deadline)
-        if left is not None and left < TRY_S:
-            return None
-        broken = trial_compile(lock, platform, held_back(lock, locked))
+        if kept and left is not None and left < TRY_S:
+            raise _UncheckedError(sorted(kept))
+        broken = trial_compile(lock, platform, kept)
         return broken[0].name if broken else None
 
-    return narrow(candidate, locked, start=start, widened=widened, failure=failure,
-                  attempt=attempt, view=view, unbuilt=unbuilt, slow=slow)
+    try:
+        return narrow(candidate, locked, start=start, widened=widened, failure=failure,
+                      attempt=attempt, view=view, unbuilt=unbuilt, slow=slow)
+    except _UncheckedError as unchecked:
+        say(f"the widened day kept: the releases narrowing held back ({', '.join(unchecked.names)})"
+            " were not compiled by the target Python in the time left")
+        return None
+
+
+class _UncheckedError(Exception):
+    """Narrowing held releases back and no time was left to compile them (deep-learning-
+    models' init kept astor 0.6.2 so, a SyntaxError on Python 3.7, and said it resolved):
+    the widened day, whose releases are the later ones, is kept instead."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(", ".join(names))
+        self.names = names
 
 
 def held_back(narrowed: PlatformLock, widened: PlatformLock) -> dict[str, str]:

@@ -339,3 +339,22 @@ def test_a_stated_patch_this_host_lacks_takes_the_hosts_of_that_minor() -> None:
     assert moved.why.startswith(f"stated in r.txt:1 as {stated}; {host} is the Python 3.7 on "
                                 "this host (a patch release of the same minor")
     assert _full_python(Proposal("3.7", "x")).value == host
+
+
+def test_theanos_old_gpu_back_end_and_sandbox_neighbours_are_named_to_port(
+        tmp_path: Path) -> None:
+    """Newmu/dcgan_code imports theano.sandbox.cuda.dnn (Theano-PyMC's module only calls
+    pytest.skip), keras-contrib theano.sandbox.neighbours (an empty file there): both named
+    with what replaced them, and the removed private Keras helper caps Keras below 2.2.1."""
+    (tmp_path / "ops.py").write_text(
+        "import theano\nfrom theano.sandbox.cuda.dnn import dnn_conv\n"
+        "from theano.sandbox.neighbours import images2neibs\n"
+        "from keras.applications.imagenet_utils import _obtain_input_shape\n")
+    draft = _draft(tmp_path, date(2017, 9, 8))
+    assert [line.split(",", 1)[0] for line in draft.to_port] == [
+        "ops.py:2 uses theano.sandbox.cuda", "ops.py:3 uses theano.sandbox.neighbours"]
+    assert "port it to the gpuarray back-end, theano.gpuarray" in draft.to_port[0]
+    assert draft.to_port[1].endswith("port it to theano.tensor.nnet.neighbours (images2neibs, "
+                                     "neibs2images)")
+    assert [f.requirement for f in draft.repository.imported.requirements] == [
+        "Theano-PyMC==1.0.5", "Keras<2.2.1"]  # Theano imported: its back-end

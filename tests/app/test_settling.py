@@ -456,3 +456,44 @@ def test_a_proposed_day_that_ran_out_of_time_is_narrowed_as_slow(
     done = settling.settle(draft, "r.toml", "linux-64", today=date(2019, 1, 1),
                            deadline=time.monotonic() + 600)
     assert done.failure is None and slow == [True]
+
+
+def test_releases_held_back_with_no_time_left_to_compile_keep_the_widened_day(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """fchollet/deep-learning-models' init narrowed to 2018-06-27 with under TRY_S left, took
+    astor 0.6.2 (``async=False``: a SyntaxError on 3.7) uncompiled, and said it resolved: an
+    unchecked narrowing is not taken; the widened day is, and init says why."""
+    from envforge.app import settling, trialcompile
+    from envforge.importers import Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+    from envforge.lockfile import ApplyInputs, Expectations, LockedPypiFile, PlatformLock
+
+    def lock(**versions: str) -> PlatformLock:
+        return PlatformLock(python="3.7.16", environment="venv", apply=ApplyInputs(),
+                            expect=Expectations(versions={}, device="cpu", float_x="float64"),
+                            pypi=tuple(LockedPypiFile(
+                                name=n, version=v, kind="wheel",
+                                filename=f"{n}-{v}-py2.py3-none-any.whl",
+                                url=f"https://x.invalid/{n}-{v}.whl", sha256="a" * 64)
+                                for n, v in versions.items()))
+
+    widened, narrowed = lock(astor="0.8.0", six="1.12.0"), lock(astor="0.6.2", six="1.12.0")
+    left = iter([100.0])
+    monkeypatch.setattr(settling, "_left", lambda _deadline: next(left, 1.0))
+    monkeypatch.setattr(settling, "index_view", lambda *args: None)
+    monkeypatch.setattr(trialcompile, "trial_compile", lambda *args: pytest.fail("compiled"))
+    monkeypatch.setattr(settling, "narrow",
+                        lambda draft, _locked, *, unbuilt, **kw: (draft, unbuilt(narrowed)))
+    said: list[str] = []
+    draft = Draft(name="r", source="r", platform="linux-64",
+                  repository=Repository(("requirements.txt",), Imported()),
+                  python=Proposal("3.7.16", ""), as_of=Proposal("2018-06-27", "its day"))
+    assert settling._narrowed(draft, widened, date(2018, 6, 27), date(2019, 6, 27), "x", "r",
+                              "linux-64", 0.0, lambda *args: None, said.append) is None
+    assert said == ["the widened day kept: the releases narrowing held back (astor) were not "
+                    "compiled by the target Python in the time left"]
+    left = iter([100.0, 100.0])
+    monkeypatch.setattr(trialcompile, "trial_compile", lambda *args: ())
+    assert settling._narrowed(draft, widened, date(2018, 6, 27), date(2019, 6, 27), "x", "r",
+                              "linux-64", 0.0, lambda *args: None, said.append) == (draft, None)

@@ -782,3 +782,22 @@ def test_a_repository_recording_gym_video_gets_an_ffmpeg_that_gyms_encoder_runs(
     assert capfd.readouterr().out.strip().endswith("ffmpeg")
     assert video.stat().st_size > 0 and video.read_bytes()[4:8] == b"ftyp"
     assert main(["rollback", str(out), "--prefix", str(prefix)]) == 0
+
+
+def test_a_git_theano_line_becomes_theano_pymc(tmp_path: Path) -> None:
+    """mila-iqia/blocks' requirements.txt (c69c2dc, 2018-09-06) names the original Theano by
+    its git tree: mapped as a PyPI pin of it is, so lock does not refuse the draft."""
+    root = tmp_path / "blocks"
+    root.mkdir()
+    (root / "requirements.txt").write_text(
+        "numpy==1.11.1\nsix==1.10.0\ngit+https://github.com/Theano/Theano.git#egg=theano\n")
+    out = tmp_path / "specs" / "blocks.toml"
+    assert main(["init", str(root), "-o", str(out), "--offline"]) == 0
+    spec = load_spec(out, REGISTRY)
+    assert "Theano-PyMC==1.0.5" in spec.for_platform("linux-64").pypi.packages
+    assert '"Theano-PyMC==1.0.5",  # requirements.txt:3; was theano @ ' \
+        "git+https://github.com/Theano/Theano.git: the original Theano's development tree, " \
+        "last released as 1.0.5; envforge's rules are for Theano-PyMC==1.0.5" in out.read_text()
+    from envforge.compat import ensure_compatible
+
+    ensure_compatible(spec, REGISTRY)

@@ -4,10 +4,15 @@ JSON): what broke (tensorflow-gpu 2.12.0 is a tiny sdist), why 1.x keeps the nam
 
 from __future__ import annotations
 
+import io
+import re
+import urllib.request
+import zipfile
+
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from envforge.importers.legacy_names import legacy_names, map_requirement
+from envforge.importers.legacy_names import RemovedApiRow, legacy_names, map_requirement
 from envforge.resolve.pypi_index import index_files
 from tests.testing.packs import REGISTRY
 
@@ -60,24 +65,40 @@ def test_mkl_names_are_pypi_distributions() -> None:
         assert f"https://pypi.org/simple/{name}/" in row.source
 
 
+def _keras_wheel(version: str) -> zipfile.ZipFile:
+    files = {str(f["filename"]): str(f["url"]) for f in index_files(PYPI, "keras") or []}
+    with urllib.request.urlopen(files[f"Keras-{version}-py2.py3-none-any.whl"],
+                                timeout=60) as answer:
+        return zipfile.ZipFile(io.BytesIO(answer.read()))
+
+
+def _keras_row(name: str) -> RemovedApiRow:
+    [row] = [r for r in legacy_names().removed_api
+             if r.requirement == "keras" and name in r.names]
+    return row
+
+
 def test_keras_2_2_removed_the_legacy_merge_the_removed_api_row_names() -> None:
     """Keras 2.1.6's keras/legacy/layers.py has `class Merge` and `def merge` (exported by
     keras.layers), 2.2.0's has neither: the row caps Keras below 2.2 for code calling them."""
-    import io
-    import re
-    import urllib.request
-    import zipfile
-
-    [row] = [r for r in legacy_names().removed_api if r.requirement == "keras"]
+    row = _keras_row("keras.layers.Merge")
     assert row.below == "2.2" and set(row.names) == {"keras.layers.merge()",
                                                      "keras.layers.Merge"}
-    files = {str(f["filename"]): str(f["url"]) for f in index_files(PYPI, "keras") or []}
     defined = {}
     for version in ("2.1.6", "2.2.0"):
-        url = files[f"Keras-{version}-py2.py3-none-any.whl"]
-        with urllib.request.urlopen(url, timeout=60) as answer:
-            wheel = zipfile.ZipFile(io.BytesIO(answer.read()))
+        wheel = _keras_wheel(version)
         legacy = wheel.read("keras/legacy/layers.py").decode()
         defined[version] = set(re.findall(r"^(?:def|class) (merge|Merge)\b", legacy, re.M))
         assert "from ..legacy.layers import *" in wheel.read("keras/layers/__init__.py").decode()
     assert defined == {"2.1.6": {"merge", "Merge"}, "2.2.0": set()}
+
+
+def test_keras_2_2_1_left_out_the_private_obtain_input_shape() -> None:
+    """fchollet/deep-learning-models imports ``_obtain_input_shape`` from Keras's
+    imagenet_utils: 2.2.0 defines it, 2.2.1 re-exports keras_applications' module instead."""
+    row = _keras_row("keras.applications.imagenet_utils._obtain_input_shape")
+    assert row.below == "2.2.1"
+    member = "keras/applications/imagenet_utils.py"
+    old, new = (_keras_wheel(v).read(member).decode() for v in ("2.2.0", "2.2.1"))
+    assert "\ndef _obtain_input_shape(" in old
+    assert "_obtain_input_shape" not in new and "from keras_applications import" in new

@@ -104,3 +104,14 @@ def test_hash_ignores_comments_but_follows_values() -> None:
 def test_missing_file() -> None:
     with pytest.raises(SpecError, match="no such spec file"):
         load_spec("does/not/exist.toml", REGISTRY)
+
+
+def test_a_lock_given_for_a_spec_names_the_spec_it_was_locked_from() -> None:
+    lock = Path(__file__).resolve().parents[2] / "locks" / "theano-cpu.lock"
+    with pytest.raises(SpecError) as info:
+        load_spec(lock, REGISTRY)
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+    assert str(info.value) == (
+        f"{lock}:4: meta: this is a lock (`envforge lock` wrote it), not a spec: give the "
+        "spec it was locked from (specs/theano-cpu.toml): commands take the spec and find "
+        "its lock themselves")

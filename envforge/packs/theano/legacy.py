@@ -10,13 +10,21 @@ from envforge.packs.theano.knowledge import map_legacy_theano, theano_distributi
 
 
 def legacy_requirement(text: str) -> tuple[str, str] | None:
+    """The original Theano's requirement as Theano-PyMC's, and why. A URL one too
+    (``git+https://github.com/Theano/Theano.git#egg=theano``, mila-iqia/blocks'): the
+    original's own development tree, whose last release 1.0.5 the row maps; left as it
+    was, init stopped at lock's refusal of the original Theano before any repair ran."""
     requirement = Requirement(text)
     theano = theano_distribution(canonicalize_name(requirement.name))
-    if theano is None or theano.maps_to is None or requirement.url:
+    if theano is None or theano.maps_to is None:
         return None
-    return map_legacy_theano(text), (f"was {text}: the original Theano; envforge's rules are "
-                                     f"for {theano.maps_to} (packs/theano/theano.toml "
-                                     "[[distributions]])")
+    what = "the original Theano's development tree, last released as " \
+        f"{theano.releases[-1]}" if requirement.url else "the original Theano"
+    if requirement.url:
+        requirement.url = None
+    return map_legacy_theano(str(requirement)), (
+        f"was {text}: {what}; envforge's rules are for {theano.maps_to} "
+        "(packs/theano/theano.toml [[distributions]])")
 
 
 def compiler_note(requirement: str) -> str | None:

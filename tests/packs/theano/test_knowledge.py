@@ -67,3 +67,37 @@ def test_inits_debian_openblas_is_what_the_reference_spec_verifies_with() -> Non
     assert spec.debian is not None
     assert (row.suite, row.packages) == (spec.debian.suite, spec.debian.packages)
     assert row.keys == {"blas_ldflags": spec.packs["theano"].model_dump()["blas_ldflags"]}
+
+
+@pytest.mark.network
+def test_the_gone_theano_modules_are_so_in_theano_pymcs_sdist(shared_cache: Path) -> None:
+    """legacy_names.toml's [[gone_api]] rows for Theano-PyMC, read from the locked sdist:
+    theano.sandbox.cuda only skips (pytest), theano.sandbox.neighbours is empty and its
+    functions are in theano.tensor.nnet.neighbours, theano.tensor.signal has no downsample."""
+    import tarfile
+
+    from envforge.host.fetch import FileRef, obtain
+    from envforge.importers.legacy_names import legacy_names
+    from envforge.lockfile import load_lock
+
+    lock = load_lock(Path(__file__).resolve().parents[3] / "locks" / "theano-cpu.lock",
+                     REGISTRY).platforms["linux-64"]
+    sdist = next(f for f in lock.pypi if f.kind == "sdist" and f.name == "theano-pymc")
+    path = obtain(FileRef(sdist.url, sdist.sha256, sdist.filename, sdist.size),
+                  cache=shared_cache)
+    with tarfile.open(path) as tar:
+        def member(name: str) -> bytes | None:
+            try:
+                found = tar.extractfile(f"Theano-PyMC-1.0.5/theano/{name}")
+            except KeyError:
+                return None
+            return None if found is None else found.read()
+
+        gone = {name for row in legacy_names().gone_api if row.requirement == "Theano-PyMC"
+                for name in row.names}
+        assert gone == {"theano.tensor.signal.downsample", "theano.sandbox.cuda",
+                        "theano.sandbox.neighbours"}
+        assert member("tensor/signal/downsample.py") is None
+        assert b"pytest.skip(" in (member("sandbox/cuda/__init__.py") or b"")
+        assert member("sandbox/neighbours.py") == b""
+        assert b"\ndef images2neibs(" in (member("tensor/nnet/neighbours.py") or b"")
