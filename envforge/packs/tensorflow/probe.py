@@ -48,11 +48,17 @@ def _devices(tf):
         return [], error_text(exc)
 
 
+def _v1(tf):
+    """TensorFlow 1.x's graph API: ``tf.compat.v1`` from 1.13 on, the top level before it
+    (allenai/bilm-tf's TensorFlow 1.2.1 has no ``tf.compat.v1``)."""
+    return getattr(getattr(tf, "compat", None), "v1", tf)
+
+
 def _graph(tf, kernel, values, device):
     """The kernel as a TensorFlow graph on ``device``: (placeholders, output)."""
     name = kernel["name"]
     with tf.device(device):
-        holders = [tf.compat.v1.placeholder(v.dtype, v.shape) for v in values]
+        holders = [_v1(tf).placeholder(v.dtype, v.shape) for v in values]
         if name == "elementwise":
             return holders, tf.exp(holders[0])
         if name == "gemm":
@@ -78,8 +84,8 @@ def _kernel(tf, np, kernel, float_x, device, repeats):
         graph = tf.Graph()
         with graph.as_default():
             holders, output = _graph(tf, kernel, values, device)
-            config = tf.compat.v1.ConfigProto(log_device_placement=False)
-            with tf.compat.v1.Session(graph=graph, config=config) as session:
+            config = _v1(tf).ConfigProto(log_device_placement=False)
+            with _v1(tf).Session(graph=graph, config=config) as session:
                 feed = dict(zip(holders, values))
                 entry["run_s"], result = proberuntime.best_of(
                     lambda: session.run(output, feed_dict=feed), repeats)
