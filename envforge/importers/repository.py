@@ -25,7 +25,10 @@ from envforge.importers.pyfiles import (
 from envforge.inputfile import DEPENDENCY_LIMIT, LINE_LIMIT, read_input_text
 from envforge.packapi import Registry
 
-_DEV = re.compile(r"(dev|test|doc|lint|ci|tox|build)", re.IGNORECASE)
+# requirements-dev.txt and the like are left out; a tests' file is read (what the repository's
+# own tests need: ibab/tensorflow-wavenet's requirements_test.txt names nose and pep8, which its
+# ci/test.sh runs), as init takes a test extra whole
+_DEV = re.compile(r"(dev|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 _KNOWN = {"setup.py", "setup.cfg", "pipfile", "pipfile.lock"}
 

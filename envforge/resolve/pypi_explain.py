@@ -152,8 +152,11 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
 
 
 def uv_reason(output: str) -> str:
-    """uv's first reason (``cause:`` and its continuation lines) on one line, without its
-    hints, which name uv's options rather than envforge's."""
+    """uv's first reason (``cause:`` and its continuation lines, every paragraph of its
+    derivation) on one line, without its hints, which name uv's options rather than
+    envforge's. The paragraphs after the first name what blocks a release the first one
+    ruled in (``tensorflow>=1.13.1 depends on tensorflow-estimator>=1.13.0``): init's
+    narrowing reads those names, and stopped at the blank line before them."""
     reason: list[str] = []
     for line in output.splitlines():
         stripped = line.strip()
@@ -161,9 +164,10 @@ def uv_reason(output: str) -> str:
             if stripped.startswith("cause:"):
                 reason.append(stripped.removeprefix("cause:"))
             continue
-        if not stripped or stripped.startswith(("hint:", "cause:", "error:")):
+        if stripped.startswith(("hint:", "cause:", "error:")):
             break
-        reason.append(stripped)
+        if stripped:
+            reason.append(stripped)
     joined = re.sub(r"\s+", " ", " ".join(reason)).strip().rstrip(".,")
     return joined or "uv found no solution"
 

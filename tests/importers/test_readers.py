@@ -409,3 +409,19 @@ def test_condas_pyqt_is_reported_not_pinned_on_pypi() -> None:
 
     name, why = conda_to_pypi("pyqt")
     assert name is None and "PyQt4, which PyPI never held" in why
+
+
+def test_a_tests_requirements_file_is_read_a_development_one_is_not(tmp_path: Path) -> None:
+    """ibab/tensorflow-wavenet (3c973c0): requirements_test.txt includes requirements.txt and
+    adds nose and pep8, which its ci/test.sh runs; requirements-dev.txt stays out."""
+    (tmp_path / "requirements.txt").write_text("librosa>=0.5\n")
+    (tmp_path / "requirements_test.txt").write_text(
+        "# Pull in the packages required to run the project\n-r requirements.txt\n\n"
+        "pep8>=1.7.0\nnose>=1.3.7\n")
+    (tmp_path / "requirements-dev.txt").write_text("ipython\n")
+    repo = read_repository(tmp_path, REGISTRY)
+    assert repo.files == ("requirements.txt", "requirements_test.txt")
+    assert _pins(repo.imported) == [("librosa>=0.5", "requirements.txt:1"),
+                                    ("pep8>=1.7.0", "requirements_test.txt:4"),
+                                    ("nose>=1.3.7", "requirements_test.txt:5")]
+    assert [s.what for s in repo.imported.skipped] == ["requirements-dev.txt"]

@@ -83,5 +83,22 @@ def test_uv_reason_and_line() -> None:
     assert uv_reason(output) == ("Because a==1 depends on b>2 and b>2 has no version, we can "
                                 "conclude that a==1 cannot be used")
     assert uv_reason("error: boom\n") == "uv found no solution"
+    # tensorflow-wavenet's narrowed day: the second paragraph names what blocks the release
+    # the first one leaves (its estimator's day was too early), the hints are left out
+    output = ("error: No solution found when resolving dependencies\n"
+              "  cause: Because tensorflow>=1.0.0,<=1.12.0 has no wheels with a matching "
+              "Python ABI tag (e.g., `cp37m`) and only the following versions of tensorflow "
+              "are available:\n             tensorflow<=1.12.0\n             "
+              "tensorflow>=1.13.1\n         we can conclude that tensorflow>=1.0.0,<1.13.1 "
+              "cannot be used. (1)\n\n         Because only tensorflow-estimator<=1.10.11 is "
+              "available and tensorflow>=1.13.1 depends on tensorflow-estimator>=1.13.0,"
+              "<1.14.0rc0, we can conclude that tensorflow>=1.13.1 cannot be used.\n\n"
+              "hint: You require CPython 3.7 (`cp37m`), but we only found wheels for "
+              "`tensorflow` (v1.12.0)\n")
+    reason = uv_reason(output)
+    assert reason.startswith("Because tensorflow>=1.0.0,<=1.12.0 has no wheels")
+    assert reason.endswith("Because only tensorflow-estimator<=1.10.11 is available and "
+                           "tensorflow>=1.13.1 depends on tensorflow-estimator>=1.13.0,"
+                           "<1.14.0rc0, we can conclude that tensorflow>=1.13.1 cannot be used")
     text = '[pypi]\npackages = [\n    "numpy",\n    "a==1",\n]\n'
     assert requirement_line(text, "a==1") == 4
