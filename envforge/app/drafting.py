@@ -117,7 +117,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
-                 python_fallback=_older(python, as_of), to_port=_gone_apis(repo, code))
+                 python_fallback=_older(python, as_of),
+                 to_port=(*_gone_apis(repo, code), *_generator_stops(code, minor)))
 
 
 def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> Repository:
@@ -180,6 +181,17 @@ def _with_backends(repo: Repository) -> Repository:
                            f"\"{backend}\", which no requirement names", True))
         held |= backends
     return _with_requirements(repo, [*found, *added])
+
+
+def _generator_stops(code: CodeScan, minor: str) -> tuple[str, ...]:
+    """Each ``raise StopIteration`` in a generator, where the proposed Python (3.7 or later)
+    makes it a RuntimeError (PEP 479: https://peps.python.org/pep-0479/, "Python 3.7:
+    Enable new semantics everywhere"); 3.6 and earlier only warn."""
+    if _minor_tuple(minor) < (3, 7):
+        return ()
+    return tuple(f"{where} raises StopIteration into a generator, which Python {minor} "
+                 "turns into RuntimeError (PEP 479): port it to `return`, or set [python] "
+                 "version to 3.6" for where in code.generator_stops)
 
 
 def _gone_apis(repo: Repository, code: CodeScan) -> tuple[str, ...]:

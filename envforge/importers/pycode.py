@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from envforge.inputfile import DEPENDENCY_LIMIT
 
@@ -37,6 +38,8 @@ class CodeScan:
     # top-level module names the repository defines itself: a .py file's stem outside a
     # package (a script's folder is on sys.path), a package whose folder is in no package
     local: frozenset[str] = frozenset()
+    # "path:line" of each ``raise StopIteration`` a generator's own body makes (PEP 479)
+    generator_stops: tuple[str, ...] = ()
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
         """The first of ``modules`` the code imports that is none of its own."""
@@ -62,6 +65,7 @@ def scan_code(root: Path, python: tuple[int, int],
     named: dict[str, str] = {}
     uses: dict[str, str] = {}
     local: set[str] = set()
+    stops: list[str] = []
     read = 0
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
@@ -87,7 +91,64 @@ def scan_code(root: Path, python: tuple[int, int],
             imports.setdefault(module, f"{where}:{line}")
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, f"{where}:{line}")
-    return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local))
+        stops += (f"{where}:{line}" for line in generator_stops(tree))
+    return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local),
+                    tuple(stops))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def generator_stops(tree: ast.Module) -> Iterator[int]:
+    """The line of each ``raise StopIteration`` (outside any ``try``, which may catch it) in
+    a generator's own body, or in a function of the module a generator calls by its name
+    (``self._load_random_shard()``): from Python 3.7 it ends the generator with RuntimeError
+    ("generator raised StopIteration", PEP 479), where before it ended the iteration
+    (allenai/bilm-tf's data.py:358, in a method its generator ``get_sentence`` calls: four
+    of its tests). An iterator's ``__next__`` (Python 2's ``next``) raises it by protocol; a
+    module that imports ``generator_stop`` from ``__future__`` already runs so, and is not
+    read."""
+    if any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+           and any(a.name == "generator_stop" for a in node.names) for node in tree.body):
+        return
+    generators: list[list[ast.AST]] = []
+    raisers: dict[str, list[int]] = {}  # a function that is no generator -> its raises
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own = list(_own_nodes(node))
+            raised = [n.lineno for n in own if _raises_stop(n)]
+            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own):
+                generators.append(own)
+                found.update(raised)
+            elif raised and node.name not in ("__next__", "next"):
+                raisers.setdefault(node.name, []).extend(raised)
+    for own in generators:
+        for node in own:
+            if isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else ""
+                found.update(raisers.get(called, ()) if called else ())
+    yield from sorted(found)
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's own body: not of the functions, lambdas and classes it
+    defines, nor under a ``try`` statement."""
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (*_SCOPES, ast.Try)):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _raises_stop(node: ast.AST) -> TypeGuard[ast.Raise]:
+    if not isinstance(node, ast.Raise) or node.exc is None:
+        return False
+    exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+    return isinstance(exc, ast.Name) and exc.id == "StopIteration"
 
 
 def _parsed(source: bytes, python: tuple[int, int], where: str,

@@ -358,3 +358,21 @@ def test_theanos_old_gpu_back_end_and_sandbox_neighbours_are_named_to_port(
                                      "neibs2images)")
     assert [f.requirement for f in draft.repository.imported.requirements] == [
         "Theano-PyMC==1.0.5", "Keras<2.2.1"]  # Theano imported: its back-end
+
+
+def test_a_stop_iteration_pep_479_turns_into_runtime_error_is_named_to_port(
+        tmp_path: Path) -> None:
+    """allenai/bilm-tf (2018-10-16): its generator reaches a ``raise StopIteration``, which
+    Python 3.7, the Python proposed, turns into RuntimeError: named with its line."""
+    (tmp_path / "requirements.txt").write_text("h5py\n")
+    (tmp_path / "bilm").mkdir()
+    (tmp_path / "bilm" / "data.py").write_text(
+        "class LMDataset:\n    def _load_random_shard(self):\n        raise StopIteration\n"
+        "    def get_sentence(self):\n        while True:\n"
+        "            yield self._load_random_shard()\n")
+    draft = _draft(tmp_path, date(2018, 10, 16))
+    assert draft.python.minor == "3.7"
+    assert draft.to_port == (
+        "bilm/data.py:3 raises StopIteration into a generator, which Python 3.7 turns into "
+        "RuntimeError (PEP 479): port it to `return`, or set [python] version to 3.6",)
+    assert f"# {draft.to_port[0]}\n" in render_spec(draft, installed_packs())

@@ -3,6 +3,7 @@ before it fails at import."""
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -163,3 +164,41 @@ def test_a_parenthesized_expression_in_a_with_is_python_37s_and_39s_form_is_not(
     scan = scan_code(tmp_path, (3, 7))
     assert sorted(where for where, _, _ in scan.failing) == ["new.py", "utf8.py"]
     assert "mock" in scan.imports
+
+
+def test_a_stop_iteration_a_generator_raises_or_reaches_is_found() -> None:
+    """PEP 479: allenai/bilm-tf's data.py raises StopIteration in ``_load_random_shard``,
+    which its generator ``get_sentence`` calls (four of its tests fail on Python 3.7); one in
+    a generator's own body too; not an iterator's ``__next__``, one under ``try``, one in a
+    nested function or a function no generator calls, nor a module importing
+    ``generator_stop``."""
+    from envforge.importers.pycode import generator_stops
+
+    source = (
+        "class Reader:\n"
+        "    def _load_random_shard(self):\n"
+        "        if not self._all_shards:\n"
+        "            raise StopIteration\n"                     # 4: reached from a generator
+        "        return self._all_shards.pop()\n"
+        "    def get_sentence(self):\n"
+        "        while True:\n"
+        "            self._ids = self._load_random_shard()\n"
+        "            yield self._ids\n"
+        "    def __next__(self):\n"
+        "        raise StopIteration\n"                         # 11: the protocol
+        "def own(items):\n"
+        "    for item in items:\n"
+        "        if item is None:\n"
+        "            raise StopIteration()\n"                   # 15: its own body
+        "        try:\n"
+        "            raise StopIteration\n"                     # 17: under try
+        "        except StopIteration:\n"
+        "            pass\n"
+        "        def inner():\n"
+        "            raise StopIteration\n"                     # 21: another function's
+        "        yield item\n"
+        "def helper():\n"
+        "    raise StopIteration\n")                            # 24: no generator calls it
+    assert list(generator_stops(ast.parse(source))) == [4, 15]
+    future = "from __future__ import generator_stop\n" + source
+    assert list(generator_stops(ast.parse(future))) == []
