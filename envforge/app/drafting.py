@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
-from envforge.importers import Found, exact_version
+from envforge.importers import Found, Skipped, exact_version
 from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
     capped,
@@ -295,12 +295,18 @@ def _with_imported(repo: Repository, code: CodeScan, *,
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
+    skipped: list[Skipped] = []
     for row in legacy_names().import_name:
         if row.imports_only or row.framework != frameworks:
             continue
         where = code.imports.get(row.module)
         names = {canonicalize_name(n) for n in (row.requirement, *row.also)}
         if where is None or row.module in code.local or not held.isdisjoint(names):
+            continue
+        if frameworks and row.module in code.uncalled:
+            skipped.append(Skipped(row.module, code.uncalled[row.module],
+                                   "imported only inside a function nothing in the "
+                                   "repository names: not added (add it where you call it)"))
             continue
         text, mapped = row.requirement, ""
         if frameworks:
@@ -309,7 +315,11 @@ def _with_imported(repo: Repository, code: CodeScan, *,
                 "no requirement names it" + (FRAMEWORK_LEFT_OUT if frameworks else ""))
         added.append(Found(text, where, _joined(note, mapped), True))
         held.add(canonicalize_name(row.requirement))
-    return _with_requirements(repo, [*found, *added])
+    repo = _with_requirements(repo, [*found, *added])
+    if not skipped:
+        return repo
+    return Repository(repo.files, replace(repo.imported,
+                                          skipped=[*repo.imported.skipped, *skipped]))
 
 
 # why a file leaves a framework out, with its sources: legacy_names.toml's `framework` rows

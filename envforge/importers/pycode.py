@@ -40,6 +40,10 @@ class CodeScan:
     local: frozenset[str] = frozenset()
     # "path:line" of each ``raise StopIteration`` a generator's own body makes (PEP 479)
     generator_stops: tuple[str, ...] = ()
+    # each module imported only inside functions nothing in the repository names (a
+    # library's hook for a framework it does not need: tensorboardX's ``prepare_theano``)
+    # -> "path:line, in FUNCTION"
+    uncalled: Mapping[str, str] = field(default_factory=dict)
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
         """The first of ``modules`` the code imports that is none of its own."""
@@ -66,6 +70,8 @@ def scan_code(root: Path, python: tuple[int, int],
     uses: dict[str, str] = {}
     local: set[str] = set()
     stops: list[str] = []
+    sites: dict[str, list[tuple[str, str | None]]] = {}  # module -> (where, its function)
+    names: set[str] = set()  # every identifier the code names (Name ids, attributes)
     read = 0
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
@@ -81,19 +87,60 @@ def scan_code(root: Path, python: tuple[int, int],
         named.setdefault(path.name, where)
         tree = _parsed(source, python, where, failing)
         if tree is None:
+            names.update(w.decode("ascii") for w in _WORD.findall(source))
             for dotted, line in _imported_by_line(source):
                 imports.setdefault(dotted.partition(".")[0], f"{where}:{line}")
+                sites.setdefault(dotted.partition(".")[0], []).append((f"{where}:{line}", None))
                 name = _watched(dotted, watch)
                 if name is not None:
                     uses.setdefault(name, f"{where}:{line}")
             continue
         for module, line in _imported(tree):
             imports.setdefault(module, f"{where}:{line}")
+        for module, line, function in _import_sites(tree):
+            sites.setdefault(module, []).append((f"{where}:{line}", function))
+        names.update(_named_identifiers(tree))
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, f"{where}:{line}")
         stops += (f"{where}:{line}" for line in generator_stops(tree))
+    uncalled = {module: f"{found[0][0]}, in {found[0][1]}"
+                for module, found in sites.items()
+                if all(function is not None and function not in names
+                       for _, function in found)}
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local),
-                    tuple(stops))
+                    tuple(stops), uncalled)
+
+
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _import_sites(tree: ast.Module) -> Iterator[tuple[str, int, str | None]]:
+    """(top-level module, line, the outermost function around it or None) of each absolute
+    import."""
+    def walk(node: ast.AST, function: str | None) -> Iterator[tuple[str, int, str | None]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name.partition(".")[0], child.lineno, function
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                yield child.module.partition(".")[0], child.lineno, function
+            inner = child.name if function is None and isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            yield from walk(child, inner)
+    return walk(tree, None)
+
+
+def _named_identifiers(tree: ast.Module) -> Iterator[str]:
+    """Every name the code refers to: a call, a reference, an attribute, a string (a
+    registry or ``__all__`` that names a function), but not a definition's own name."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.isidentifier():
+            yield node.value
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -376,3 +376,20 @@ def test_a_stop_iteration_pep_479_turns_into_runtime_error_is_named_to_port(
         "bilm/data.py:3 raises StopIteration into a generator, which Python 3.7 turns into "
         "RuntimeError (PEP 479): port it to `return`, or set [python] version to 3.6",)
     assert f"# {draft.to_port[0]}\n" in render_spec(draft, installed_packs())
+
+
+def test_a_framework_imported_only_in_an_uncalled_function_is_not_added(
+        tmp_path: Path) -> None:
+    """lanpa/tensorboardX v1.6 (setup.py names no framework): x2num.py imports theano only in
+    ``prepare_theano``, which nothing calls; init had added Theano-PyMC, mounted the Theano
+    pack and Debian's OpenBLAS, and built it. torch, imported at module level, is added."""
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nsetup(name='tensorboardX', install_requires=['numpy'])\n")
+    (tmp_path / "x2num.py").write_text(
+        "import torch\n\ndef prepare_theano(x):\n    import theano\n    pass\n")
+    draft = _draft(tmp_path, date(2019, 1, 2))
+    assert [f.requirement for f in draft.repository.imported.requirements] == [
+        "numpy", "torch"]
+    assert [(s.what, s.origin) for s in draft.repository.imported.skipped] == [
+        ("theano", "x2num.py:4, in prepare_theano")]
+    assert "[theano]" not in render_spec(draft, installed_packs())

@@ -202,3 +202,21 @@ def test_a_stop_iteration_a_generator_raises_or_reaches_is_found() -> None:
     assert list(generator_stops(ast.parse(source))) == [4, 15]
     future = "from __future__ import generator_stop\n" + source
     assert list(generator_stops(ast.parse(future))) == []
+
+
+def test_a_module_imported_only_in_functions_nothing_names_is_uncalled(tmp_path: Path) -> None:
+    """lanpa/tensorboardX v1.6: x2num.py's ``prepare_theano`` imports theano and nothing calls
+    it; ``prepare_chainer`` is called, a string may name a function (a registry), and an
+    import at module level or in a Python 2 file (read line by line) is never uncalled."""
+    (tmp_path / "x2num.py").write_text(
+        "import numpy as np\n\ndef make_np(x):\n    return prepare_chainer(x)\n\n"
+        "def prepare_theano(x):\n    import theano\n    pass\n\n"
+        "def prepare_chainer(x):\n    import chainer\n    return x\n\n"
+        "def prepare_mxnet(x):\n    import mxnet\n\nHOOKS = {'mx': 'prepare_mxnet'}\n\n"
+        "def prepare_caffe2(x):\n    def inner():\n        from caffe2.python import workspace\n"
+        "    return x\n")
+    (tmp_path / "legacy.py").write_text("import cPickle\nprint 'old'\ndef f():\n    import lasagne\n")
+    scan = scan_code(tmp_path, (3, 7))
+    assert scan.uncalled == {"theano": "x2num.py:7, in prepare_theano",
+                             "caffe2": "x2num.py:21, in prepare_caffe2"}
+    assert {"numpy", "chainer", "mxnet", "lasagne", "cPickle"} <= set(scan.imports)
