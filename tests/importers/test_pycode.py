@@ -215,7 +215,8 @@ def test_a_module_imported_only_in_functions_nothing_names_is_uncalled(tmp_path:
         "def prepare_mxnet(x):\n    import mxnet\n\nHOOKS = {'mx': 'prepare_mxnet'}\n\n"
         "def prepare_caffe2(x):\n    def inner():\n        from caffe2.python import workspace\n"
         "    return x\n")
-    (tmp_path / "legacy.py").write_text("import cPickle\nprint 'old'\ndef f():\n    import lasagne\n")
+    (tmp_path / "legacy.py").write_text(
+        "import cPickle\nprint 'old'\ndef f():\n    import lasagne\n")
     scan = scan_code(tmp_path, (3, 7))
     assert scan.uncalled == {"theano": "x2num.py:7, in prepare_theano",
                              "caffe2": "x2num.py:21, in prepare_caffe2"}
