@@ -100,6 +100,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     rows = legacy_names()
     watched = frozenset({*(name for row in rows.removed_api for name in row.names),
                          *(name for row in rows.gone_api for name in row.names),
+                         *(name for row in rows.api_needs for name in row.names),
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
     early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
@@ -112,7 +113,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     repaired = _repaired(repo, pins, listings, minor, platform)
     as_of = _era_of_moved(as_of, repo, repaired, listings)
     code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
-    repo = _capped_for_removed_apis(repaired, code)
+    repo = _with_api_needs(_capped_for_removed_apis(repaired, code), code)
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
@@ -237,6 +238,24 @@ def _capped_for_removed_apis(repo: Repository, code: CodeScan) -> Repository:
             if canonicalize_name(need) not in names:
                 added.append(Found(need, where, f"added: {name} needs {need} (imported only "
                                    "where it is installed), and no requirement names it", True))
+    return _with_requirements(repo, [*found, *added])
+
+
+def _with_api_needs(repo: Repository, code: CodeScan) -> Repository:
+    """The requirements with what an API the code uses needs added where no requirement
+    names it (``load_img``: Pillow; knowledge/legacy_names.toml's [[api_needs]] rows)."""
+    found = repo.imported.requirements
+    held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
+    added: list[Found] = []
+    for row in legacy_names().api_needs:
+        used = sorted((code.uses[name], name) for name in row.names if name in code.uses)
+        for need in row.needs if used else ():
+            if canonicalize_name(need) not in held:
+                where, name = used[0]
+                added.append(Found(need, where, f"added: that line uses {name}, which needs "
+                                   f"{need} (imported only where it is installed; no metadata "
+                                   "requires it), and no requirement names it", True))
+                held.add(canonicalize_name(need))
     return _with_requirements(repo, [*found, *added])
 
 

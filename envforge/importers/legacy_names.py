@@ -156,6 +156,16 @@ class BuiltAgainstRow(Frozen):
     source: str
 
 
+class ApiNeedsRow(Frozen):
+    """Names whose release imports what they need only where it is installed, while no
+    metadata of it requires that (Keras's ``load_img`` and PIL): code that uses one gets
+    ``needs`` added."""
+
+    names: tuple[str, ...]
+    needs: tuple[str, ...]
+    source: str
+
+
 class GoneApiRow(Frozen):
     """Names no release of ``requirement`` that envforge provides has (Theano's
     ``downsample``, gone before Theano-PyMC): no cap brings them back, so code that uses one
@@ -207,6 +217,7 @@ class LegacyNames(Frozen):
     dependency_removed_api: tuple[DependencyRemovedApiRow, ...] = ()
     built_against: tuple[BuiltAgainstRow, ...] = ()
     gone_api: tuple[GoneApiRow, ...] = ()
+    api_needs: tuple[ApiNeedsRow, ...] = ()
     import_name: tuple[ImportNameRow, ...] = ()
     import_debian: tuple[ImportDebianRow, ...] = ()
     library_debian: tuple[LibraryDebianRow, ...] = ()

@@ -393,3 +393,15 @@ def test_a_framework_imported_only_in_an_uncalled_function_is_not_added(
     assert [(s.what, s.origin) for s in draft.repository.imported.skipped] == [
         ("theano", "x2num.py:4, in prepare_theano")]
     assert "[theano]" not in render_spec(draft, installed_packs())
+
+
+def test_kerass_load_img_gets_pillow(tmp_path: Path) -> None:
+    """fchollet/deep-learning-models: resnet50.py calls ``image.load_img``, which imports PIL
+    only where installed; no Keras metadata requires Pillow: init adds it from that line."""
+    (tmp_path / "resnet50.py").write_text(
+        "from keras.preprocessing import image\n\nimg = image.load_img('e.jpg')\n")
+    found = _draft(tmp_path, date(2017, 9, 8)).repository.imported.requirements
+    assert [(f.requirement, f.origin) for f in found][-1] == ("Pillow", "resnet50.py:3")
+    (tmp_path / "resnet50.py").write_text("from keras.preprocessing import image\n")
+    found = _draft(tmp_path, date(2017, 9, 8)).repository.imported.requirements
+    assert "Pillow" not in [f.requirement for f in found]

@@ -102,3 +102,24 @@ def test_keras_2_2_1_left_out_the_private_obtain_input_shape() -> None:
     old, new = (_keras_wheel(v).read(member).decode() for v in ("2.2.0", "2.2.1"))
     assert "\ndef _obtain_input_shape(" in old
     assert "_obtain_input_shape" not in new and "from keras_applications import" in new
+
+
+def test_kerass_image_helpers_need_pil_which_no_metadata_requires() -> None:
+    """The [[api_needs]] row for Keras's load_img: Keras 2.0.8's own image.py and
+    Keras_Preprocessing 1.0.5's (Keras 2.2.4's) import PIL only where installed and raise
+    without it, and neither wheel's METADATA requires Pillow."""
+    [row] = [r for r in legacy_names().api_needs if "keras.preprocessing.image.load_img"
+             in r.names]
+    assert row.needs == ("Pillow",)
+    files = {str(f["filename"]): str(f["url"])
+             for f in index_files(PYPI, "keras-preprocessing") or []}
+    with urllib.request.urlopen(files["Keras_Preprocessing-1.0.5-py2.py3-none-any.whl"],
+                                timeout=60) as answer:
+        preprocessing = zipfile.ZipFile(io.BytesIO(answer.read()))
+    for wheel, member in ((_keras_wheel("2.0.8"), "keras/preprocessing/image.py"),
+                          (preprocessing, "keras_preprocessing/image.py")):
+        code = wheel.read(member).decode()
+        assert "pil_image = None" in code and "\ndef load_img(" in code
+        assert "raise ImportError('Could not import PIL.Image. '" in code
+        metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "pillow" not in wheel.read(metadata).decode().lower()
