@@ -140,9 +140,12 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
         fixes.append(f"set [pypi] as_of to {day} or later, or give {requirement.name} alone "
                      f"that day (as_of_packages = {{ {json.dumps(requirement.name)} = {day} }})")
     other_python = [r for r in wanted if not supports(r, python)]
-    if other_python:
-        fixes.append(f"set [python] version to one {requirement.name} {other_python[-1].version} "
-                     f"supports (Requires-Python {other_python[-1].requires_python})")
+    if other_python:  # the one nearest the era: by as_of, else the first after it
+        by_then = [r for r in other_python
+                   if as_of is None or r.uploaded is None or r.uploaded <= as_of]
+        named = by_then[-1] if by_then else other_python[0]
+        fixes.append(f"set [python] version to one {requirement.name} {named.version} "
+                     f"supports (Requires-Python {named.requires_python})")
     if not wanted:
         fixes.append(f"the index has no release matching {requirement.specifier or 'it'} at all")
     elif as_of is None and not too_new and not other_python:

@@ -56,9 +56,10 @@ def parse_spec(text: str, *, source: str, registry: Registry[SpecPack]) -> Spec:
                          key=".".join(str(p) for p in path) or None)
 
     if "project" not in raw and {"meta", "platforms"} <= set(raw):
-        spec = raw["meta"].get("spec") if isinstance(raw["meta"], dict) else None
+        locked_from = raw["meta"].get("spec") if isinstance(raw["meta"], dict) else None
+        named = f" ({locked_from})" if locked_from else ""
         raise fail(("meta",), "this is a lock (`envforge lock` wrote it), not a spec: give "
-                   f"the spec it was locked from{f' ({spec})' if spec else ''}: commands "
+                   f"the spec it was locked from{named}: commands "
                    "take the spec and find its lock themselves")
     sections = (*_PER_PLATFORM_SECTIONS, *registry.names)
     unknown = sorted(set(raw) - {"project", *sections})

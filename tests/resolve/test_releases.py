@@ -102,3 +102,17 @@ def test_uv_reason_and_line() -> None:
                            "<1.14.0rc0, we can conclude that tensorflow>=1.13.1 cannot be used")
     text = '[pypi]\npackages = [\n    "numpy",\n    "a==1",\n]\n'
     assert requirement_line(text, "a==1") == 4
+
+
+def test_the_python_a_fix_names_is_of_the_release_nearest_the_era() -> None:
+    """A 2018 project whose requirement admits only releases that need a newer Python: the
+    fix names the first of them (0.27.8, Python 3.7), not today's newest (0.28.0, 3.9),
+    which the lock of a 2018-era spec showed for torch."""
+    message = culprit_message(Requirement("lifelines>=0.27"), releases_from_files(FILES),
+                              python="3.6.15", as_of=date(2018, 6, 1), platform="linux-64")
+    assert message is not None
+    assert "set [python] version to one lifelines 0.27.8 supports (Requires-Python >=3.7)" \
+        in message
+    message = culprit_message(Requirement("lifelines>=0.27"), releases_from_files(FILES),
+                              python="3.6.15", as_of=None, platform="linux-64")
+    assert message is not None and "lifelines 0.28.0 supports" in message

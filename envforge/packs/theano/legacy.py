@@ -18,10 +18,9 @@ def legacy_requirement(text: str) -> tuple[str, str] | None:
     theano = theano_distribution(canonicalize_name(requirement.name))
     if theano is None or theano.maps_to is None:
         return None
-    what = "the original Theano's development tree, last released as " \
-        f"{theano.releases[-1]}" if requirement.url else "the original Theano"
-    if requirement.url:
-        requirement.url = None
+    what = (f"the original Theano's development tree, last released as "
+            f"{theano.releases[-1]}") if requirement.url else "the original Theano"
+    requirement.url = None
     return map_legacy_theano(str(requirement)), (
         f"was {text}: {what}; envforge's rules are for {theano.maps_to} "
         "(packs/theano/theano.toml [[distributions]])")
