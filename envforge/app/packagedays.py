@@ -160,7 +160,10 @@ def _give(named: Sequence[Requirement], days: dict[str, str],
           start: date, widened: date) -> None:
     """A day for each of ``named`` and for each dependency of theirs (and of those, on) that
     nothing made by ``start`` satisfies: the day after the first release that installs came
-    (whose dependencies are then read), else ``widened`` (the widened lock's release's)."""
+    (whose dependencies are then read), else ``widened`` (the widened lock's release's). A
+    dependency already given an earlier day that does not satisfy it moves on
+    (tensorflow-wavenet's tensorflow-estimator, named alone first and given 1.10's day, where
+    TensorFlow 1.13.1 needs ``>=1.13.0``)."""
     queue: list[tuple[str, Sequence[str] | None]] = []
     for requirement in named:
         name = canonicalize_name(requirement.name)
@@ -179,10 +182,15 @@ def _give(named: Sequence[Requirement], days: dict[str, str],
                     not requirement.marker.evaluate({**view.markers, "extra": ""}):
                 continue
             name = canonicalize_name(requirement.name)
-            if name in days or name in exempt or view.fits(requirement, start):
+            if name in exempt or view.fits(requirement, start):
                 continue
-            days[name], more = _day(requirement, name, files, view, start, widened)
-            queue.append((name, more))
+            given = days.get(name)  # a day given for another requirement of it may be early
+            if given is not None and view.fits(requirement, date.fromisoformat(given)):
+                continue
+            day, more = _day(requirement, name, files, view, start, widened)
+            if given is None or day > given:
+                days[name] = day
+                queue.append((name, more))
 
 
 def _day(requirement: Requirement, name: str, files: Mapping[str, LockedPypiFile],

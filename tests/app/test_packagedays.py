@@ -241,3 +241,32 @@ def test_a_day_that_ran_out_of_time_narrows_from_what_it_has_only_as_sdists() ->
     assert sorted(asked) == ["numpy", "scipy", "six"]  # keras: an exact pin, exempt
     assert narrow(draft(), widened, start=START, widened=LATER, failure=timed_out,
                   attempt=attempt, view=index) is None  # a conflict's words name nothing
+
+
+def test_a_dependency_given_a_day_too_early_for_what_needs_it_moves_on() -> None:
+    """tensorflow-wavenet: tensorflow-estimator, named alone, got the day after its first
+    release (1.10.6, 2018-09-18); TensorFlow 1.13.1's ``>=1.13.0,<1.14.0rc0`` needs its
+    1.13.0 (2019-02-22): its day moves there, never back."""
+    from envforge.app.packagedays import _give
+
+    start, widened = date(2018, 6, 27), date(2019, 6, 27)
+    first = {"tensorflow": (date(2019, 2, 26), ["tensorflow-estimator (>=1.13.0,<1.14.0rc0)"]),
+             "tensorflow-estimator": (date(2018, 9, 18), []),
+             "tensorflow-estimator<1.14.0rc0,>=1.13.0": (date(2019, 2, 22), [])}
+    came = {"tensorflow-estimator": date(2018, 9, 18), "tensorflow": date(2019, 2, 26)}
+
+    def fits(requirement: Requirement, day: date) -> bool:
+        if requirement.specifier:
+            return day >= date(2019, 2, 22)
+        return day >= came[requirement.name]
+
+    view = IndexView(released=lambda _n, _v: None, fits=fits, requires=lambda _f: None,
+                     markers={"python_version": "3.7"},
+                     first=lambda r, _day: first[f"{r.name}{r.specifier}"])
+    days: dict[str, str] = {}
+    _give([Requirement("tensorflow-estimator"), Requirement("tensorflow")], days, {}, set(),
+          view, start, widened)
+    assert days == {"tensorflow-estimator": "2019-02-23", "tensorflow": "2019-02-27"}
+    days = {"tensorflow-estimator": "2019-05-01"}  # a later day stays
+    _give([Requirement("tensorflow")], days, {}, set(), view, start, widened)
+    assert days == {"tensorflow-estimator": "2019-05-01", "tensorflow": "2019-02-27"}
