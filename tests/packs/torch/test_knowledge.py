@@ -104,7 +104,8 @@ def _wheel_url(version: str, python: str) -> str:
 
 
 @pytest.mark.network
-@pytest.mark.parametrize(("version", "python"), [("1.0.1", "cp37"), ("1.1.0", "cp37"),
+@pytest.mark.parametrize(("version", "python"), [("1.0.0", "cp37"), ("1.0.1", "cp37"),
+                                                  ("1.1.0", "cp37"),
                                                   ("1.3.0", "cp37"), ("1.4.0", "cp37"),
                                                   ("1.7.1", "cp37"), ("1.13.1", "cp37"),
                                                   ("2.1.0", "cp38")])
