@@ -162,9 +162,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
     while position < len(days):
         day = days[position]
         attempt += 1
-        if day is not None:
+        if day is not None:  # a repair's retry of the same day keeps its packages' days
+            again = candidate.as_of.value == day.isoformat()
             candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
-                                as_of_tried=tuple(tried), as_of_packages={},
+                                as_of_tried=tuple(tried),
+                                as_of_packages=candidate.as_of_packages if again else {},
                                 as_of_widened=None)
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
@@ -261,7 +263,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                                          for g in gits}})
             continue  # the same day again, without them
         repaired = None if repairs >= MAX_REPAIRS else (
-            _repair_build(candidate, failure, lookup)
+            _repair_too_new(candidate, failure)
+            or _repair_build(candidate, failure, lookup)
             or _repair_conflict(candidate, failure, lookup))
         if repaired is not None:
             say(f"{repaired[1]}")
@@ -771,6 +774,37 @@ def _pinned_version(text: str, name: str) -> str | None:
     if canonicalize_name(requirement.name) != canonicalize_name(name):
         return None
     return exact_version(requirement)
+
+
+# lock's own fix for a project none of whose releases for the Python came by as_of
+# (resolve/pypi_explain.py's culprit_message)
+_ALONE = re.compile(r"give (\S+) alone that day \(as_of_packages = \{ \"([^\"]+)\" = "
+                    r"(\d{4}-\d{2}-\d{2}) \}\)")
+
+
+def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
+    """The draft with a project none of whose releases for the Python came by its day given
+    the day its first one did (``as_of_packages``), as lock's fix says; widening every
+    package's day could not reach it: pytorch/text 0.4.0 (2019-08) names codecov, whose
+    every PyPI upload is of 2023-04-17 (re-uploaded after its removal), and init widened
+    four times, then stopped."""
+    match = _ALONE.search(failure)
+    if match is None or canonicalize_name(match[2]) in {
+            canonicalize_name(n) for n in draft.as_of_packages}:
+        return None
+    name, day = match[2], match[3]
+    why = (f"as_of_packages gives {name} {day}: the index has no release of it for Python "
+           f"{draft.python.minor} uploaded by as_of, its first came that day")
+    found = draft.repository.imported.requirements
+    at = next((i for i, f in enumerate(found) if " @ " not in f.requirement
+               and canonicalize_name(Requirement(f.requirement).name)
+               == canonicalize_name(name)), None)
+    changed = replace(draft, as_of_packages={**draft.as_of_packages, name: day})
+    if at is not None:
+        old = found[at]
+        changed = _with(changed, at, Found(old.requirement, old.origin,
+                                           "; ".join(n for n in (old.note, why) if n), True))
+    return changed, why
 
 
 def _with(draft: Draft, at: int, item: Found) -> Draft:

@@ -167,7 +167,12 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         tried = f"; tried first: {', '.join(draft.as_of_tried)}" if draft.as_of_tried and \
             draft.as_of_failure is None else ""
         ui.info(f"as_of {draft.as_of.value} ({draft.as_of.why}{tried})")
-        if draft.as_of_packages:
+        if draft.as_of_packages and draft.as_of_widened is None:  # settling's own days
+            days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
+            ui.info(f"as_of_packages {days}: no release of these for the Python came by "
+                    f"{draft.as_of.value}; each takes the day its first one did, every other "
+                    f"package keeps {draft.as_of.value}")
+        elif draft.as_of_packages:
             days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
             ui.info(f"as_of_packages {days}: as of {draft.as_of.value} these (or what they "
                     f"need) do not resolve, or only as sdists that do not build or that "

@@ -497,3 +497,42 @@ def test_releases_held_back_with_no_time_left_to_compile_keep_the_widened_day(
     monkeypatch.setattr(trialcompile, "trial_compile", lambda *args: ())
     assert settling._narrowed(draft, widened, date(2018, 6, 27), date(2019, 6, 27), "x", "r",
                               "linux-64", 0.0, lambda *args: None, said.append) == (draft, None)
+
+
+def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytorch/text 0.4.0 (2019-08-02) names codecov, every PyPI upload of which is of
+    2023-04-17: lock's fix gives it that day alone; init did not take it, widened every
+    package's day four times and stopped. Now the day stays and codecov gets its own."""
+    from envforge.app import settling
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+    from envforge.lockfile import ApplyInputs, Expectations, PlatformLock
+
+    locked = PlatformLock(python="3.7.16", environment="venv", apply=ApplyInputs(),
+                          expect=Expectations(versions={}, device="cpu", float_x="float64"))
+    texts: list[str] = []
+
+    def resolved(text: str, _source: str, _platform: str) -> PlatformLock | str:
+        texts.append(text)
+        if '"codecov" = 2023-04-17' in text:
+            return locked
+        return ("r.toml:12: pypi.packages: codecov cannot be installed on Python 3.7.16 "
+                "(linux-64): the index has no release for Python 3.7.16 uploaded by "
+                "2019-08-02; fix: set [pypi] as_of to 2023-04-17 or later, or give codecov "
+                'alone that day (as_of_packages = { "codecov" = 2023-04-17 })')
+
+    monkeypatch.setattr(settling, "try_lock", resolved)
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[Found("codecov", "requirements.txt:3")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2019-08-02", "its day"))
+    done = settling.settle(draft, "r.toml", "linux-64", today=date(2026, 1, 1),
+                           deadline=time.monotonic() + 600)
+    assert done.failure is None and len(texts) == 2
+    assert done.draft.as_of.value == "2019-08-02" and not done.draft.as_of_tried
+    assert done.draft.as_of_packages == {"codecov": "2023-04-17"}
+    [found] = done.draft.repository.imported.requirements
+    assert found.note == ("as_of_packages gives codecov 2023-04-17: the index has no release "
+                          "of it for Python 3.7 uploaded by as_of, its first came that day")

@@ -801,3 +801,26 @@ def test_a_git_theano_line_becomes_theano_pymc(tmp_path: Path) -> None:
     from envforge.compat import ensure_compatible
 
     ensure_compatible(spec, REGISTRY)
+
+
+def test_a_projects_own_day_is_reported_as_settling_gave_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A day given to a project none of whose releases came by as_of (pytorch/text's
+    codecov) is reported as that, not as a narrowing of a widened day (which read "None")."""
+    from envforge.app.trialbuild import Trial
+    from envforge.commands.init import _report
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    draft = Draft(name="text", source="text", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[Found("codecov", "requirements.txt:3")])),
+        python=Proposal("3.7.16", "its day"), as_of=Proposal("2019-08-02", "its last commit"),
+        as_of_packages={"codecov": "2023-04-17"})
+    _report(draft, tmp_path / "text.toml", None, Trial(), UI(), resolved=True)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "as_of_packages codecov 2023-04-17: no release of these for the Python came by " \
+        "2019-08-02; each takes the day its first one did, every other package keeps " \
+        "2019-08-02" in err
+    assert "None" not in err
