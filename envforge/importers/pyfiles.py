@@ -238,7 +238,7 @@ def _read_setup_py(name: str, text: str) -> Imported:
     if not calls:
         out.skipped.append(Skipped(name, name, "no setup() call found"))
     for call in calls:
-        for keyword in call.keywords:
+        for keyword in _keywords(name, call.keywords, assigned, out):
             if keyword.arg == "extras_require":
                 _read_extras(name, keyword.value, assigned, out)
                 continue
@@ -268,6 +268,33 @@ def _read_setup_py(name: str, text: str) -> Imported:
                     if line.strip():
                         add_requirement(line.strip(), f"{name}:{value.lineno + offset}", out)
     return out
+
+
+def _keywords(name: str, keywords: list[ast.keyword], assigned: dict[str, ast.expr],
+              out: Imported) -> list[ast.keyword]:
+    """A call's keywords, ``**X`` ones expanded where X is (a name assigned) a ``dict(...)``
+    call or a dict literal with string keys (pytorch/text's ``setup(**setup_info)``, where
+    ``setup_info = dict(install_requires=[...], ...)``); another ``**`` is reported."""
+    found: list[ast.keyword] = []
+    for keyword in keywords:
+        if keyword.arg is not None:
+            found.append(keyword)
+            continue
+        value = keyword.value
+        if isinstance(value, ast.Name) and value.id in assigned:
+            value = assigned[value.id]
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                and value.func.id == "dict" and not value.args:
+            found += _keywords(name, value.keywords, assigned, out)
+        elif isinstance(value, ast.Dict) and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+            found += [ast.keyword(arg=k.value, value=v)  # type: ignore[union-attr]
+                      for k, v in zip(value.keys, value.values, strict=True)]
+        else:
+            out.skipped.append(Skipped(f"**{ast.unparse(keyword.value)}",
+                                       f"{name}:{keyword.value.lineno}",
+                                       "computed at run time: setup.py is not executed"))
+    return found
 
 
 def _read_extras(name: str, value: ast.expr, assigned: dict[str, ast.expr],

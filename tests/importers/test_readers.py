@@ -425,3 +425,18 @@ def test_a_tests_requirements_file_is_read_a_development_one_is_not(tmp_path: Pa
                                     ("pep8>=1.7.0", "requirements_test.txt:4"),
                                     ("nose>=1.3.7", "requirements_test.txt:5")]
     assert [s.what for s in repo.imported.skipped] == ["requirements-dev.txt"]
+
+
+def test_setup_with_a_dict_of_keywords_is_read() -> None:
+    """pytorch/text 0.4.0: ``setup_info = dict(install_requires=[...])`` then
+    ``setup(**setup_info)``: read (numpy was dropped, torch only found in a docs import);
+    a dict literal too; a ``**`` envforge cannot see through is reported."""
+    text = ("from setuptools import setup\n\nsetup_info = dict(\n    name='torchtext',\n"
+            "    install_requires=[\n        'tqdm', 'torch', 'numpy'\n    ],\n)\n\n"
+            "extra = {'python_requires': '>=3.5', 'tests_require': ['pytest']}\n"
+            "setup(**setup_info, **extra, **compute())\n")
+    found = read_setup_py("setup.py", text)
+    assert [(f.requirement, f.origin) for f in found.requirements] == [
+        ("tqdm", "setup.py:6"), ("torch", "setup.py:6"), ("numpy", "setup.py:6")]
+    assert found.python == [(">=3.5", "setup.py:10")]
+    assert [(s.what, s.origin) for s in found.skipped] == [("**compute()", "setup.py:11")]
