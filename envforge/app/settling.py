@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.requirements import Requirement
@@ -784,7 +784,7 @@ _ALONE = re.compile(r"give (\S+) alone that day \(as_of_packages = \{ \"([^\"]+)
 
 def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     """The draft with a project none of whose releases for the Python came by its day given
-    the day its first one did (``as_of_packages``), as lock's fix says; widening every
+    the day after its first one came (``as_of_packages``), as lock's fix says; widening every
     package's day could not reach it: pytorch/text 0.4.0 (2019-08) names codecov, whose
     every PyPI upload is of 2023-04-17 (re-uploaded after its removal), and init widened
     four times, then stopped."""
@@ -792,9 +792,10 @@ def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     if match is None or canonicalize_name(match[2]) in {
             canonicalize_name(n) for n in draft.as_of_packages}:
         return None
-    name, day = match[2], match[3]
+    name, came = match[2], date.fromisoformat(match[3])
+    day = (came + timedelta(days=1)).isoformat()  # as narrowing's: whatever uv's time zone
     why = (f"as_of_packages gives {name} {day}: the index has no release of it for Python "
-           f"{draft.python.minor} uploaded by as_of, its first came that day")
+           f"{draft.python.minor} uploaded by as_of, its first came {came.isoformat()}")
     found = draft.repository.imported.requirements
     at = next((i for i, f in enumerate(found) if " @ " not in f.requirement
                and canonicalize_name(Requirement(f.requirement).name)

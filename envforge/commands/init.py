@@ -170,8 +170,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         if draft.as_of_packages and draft.as_of_widened is None:  # settling's own days
             days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
             ui.info(f"as_of_packages {days}: no release of these for the Python came by "
-                    f"{draft.as_of.value}; each takes the day its first one did, every other "
-                    f"package keeps {draft.as_of.value}")
+                    f"{draft.as_of.value}; each takes the day after its first one came, every "
+                    f"other package keeps {draft.as_of.value}")
         elif draft.as_of_packages:
             days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
             ui.info(f"as_of_packages {days}: as of {draft.as_of.value} these (or what they "

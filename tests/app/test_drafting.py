@@ -405,3 +405,8 @@ def test_kerass_load_img_gets_pillow(tmp_path: Path) -> None:
     (tmp_path / "resnet50.py").write_text("from keras.preprocessing import image\n")
     found = _draft(tmp_path, date(2017, 9, 8)).repository.imported.requirements
     assert "Pillow" not in [f.requirement for f in found]
+
+
+def test_absl_is_absl_py(tmp_path: Path) -> None:
+    """deepmind/sonnet v1.23 imports absl (its tests' parameterized), PyPI's absl-py."""
+    assert _code(tmp_path, "from absl.testing import parameterized\n") == ("absl-py",)

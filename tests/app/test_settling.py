@@ -517,7 +517,7 @@ def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one
 
     def resolved(text: str, _source: str, _platform: str) -> PlatformLock | str:
         texts.append(text)
-        if '"codecov" = 2023-04-17' in text:
+        if '"codecov" = 2023-04-18' in text:
             return locked
         return ("r.toml:12: pypi.packages: codecov cannot be installed on Python 3.7.16 "
                 "(linux-64): the index has no release for Python 3.7.16 uploaded by "
@@ -532,7 +532,7 @@ def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one
                            deadline=time.monotonic() + 600)
     assert done.failure is None and len(texts) == 2
     assert done.draft.as_of.value == "2019-08-02" and not done.draft.as_of_tried
-    assert done.draft.as_of_packages == {"codecov": "2023-04-17"}
+    assert done.draft.as_of_packages == {"codecov": "2023-04-18"}
     [found] = done.draft.repository.imported.requirements
-    assert found.note == ("as_of_packages gives codecov 2023-04-17: the index has no release "
-                          "of it for Python 3.7 uploaded by as_of, its first came that day")
+    assert found.note == ("as_of_packages gives codecov 2023-04-18: the index has no release "
+                          "of it for Python 3.7 uploaded by as_of, its first came 2023-04-17")

@@ -821,6 +821,6 @@ def test_a_projects_own_day_is_reported_as_settling_gave_it(
     _report(draft, tmp_path / "text.toml", None, Trial(), UI(), resolved=True)
     err = " ".join(capsys.readouterr().err.split())
     assert "as_of_packages codecov 2023-04-17: no release of these for the Python came by " \
-        "2019-08-02; each takes the day its first one did, every other package keeps " \
+        "2019-08-02; each takes the day after its first one came, every other package keeps " \
         "2019-08-02" in err
     assert "None" not in err
