@@ -263,7 +263,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                                          for g in gits}})
             continue  # the same day again, without them
         repaired = None if repairs >= MAX_REPAIRS else (
-            _repair_too_new(candidate, failure)
+            (_repair_too_new(candidate, failure) if position == 0 else None)
             or _repair_build(candidate, failure, lookup)
             or _repair_conflict(candidate, failure, lookup))
         if repaired is not None:
@@ -787,7 +787,9 @@ def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     the day after its first one came (``as_of_packages``), as lock's fix says; widening every
     package's day could not reach it: pytorch/text 0.4.0 (2019-08) names codecov, whose
     every PyPI upload is of 2023-04-17 (re-uploaded after its removal), and init widened
-    four times, then stopped."""
+    four times, then stopped. On the proposed day only: on a widened day it let that day
+    resolve where narrowing from the proposed one did better (pytorch-cifar's torchvision,
+    whose first Python 3.7 wheel needs a later torch, kept the widened day for both)."""
     match = _ALONE.search(failure)
     if match is None or canonicalize_name(match[2]) in {
             canonicalize_name(n) for n in draft.as_of_packages}:
