@@ -778,7 +778,7 @@ def _pinned_version(text: str, name: str) -> str | None:
 
 # lock's own fix for a project none of whose releases for the Python came by as_of
 # (resolve/pypi_explain.py's culprit_message)
-_ALONE = re.compile(r"give (\S+) alone that day \(as_of_packages = \{ \"([^\"]+)\" = "
+_ALONE = re.compile(r"give \S+ alone that day \(as_of_packages = \{ \"([^\"]+)\" = "
                     r"(\d{4}-\d{2}-\d{2}) \}\)")
 
 
@@ -791,10 +791,10 @@ def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     resolve where narrowing from the proposed one did better (pytorch-cifar's torchvision,
     whose first Python 3.7 wheel needs a later torch, kept the widened day for both)."""
     match = _ALONE.search(failure)
-    if match is None or canonicalize_name(match[2]) in {
+    if match is None or canonicalize_name(match[1]) in {
             canonicalize_name(n) for n in draft.as_of_packages}:
         return None
-    name, came = match[2], date.fromisoformat(match[3])
+    name, came = match[1], date.fromisoformat(match[2])
     day = (came + timedelta(days=1)).isoformat()  # as narrowing's: whatever uv's time zone
     why = (f"as_of_packages gives {name} {day}: the index has no release of it for Python "
            f"{draft.python.minor} uploaded by as_of, its first came {came.isoformat()}")

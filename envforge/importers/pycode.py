@@ -95,9 +95,8 @@ def scan_code(root: Path, python: tuple[int, int],
                 if name is not None:
                     uses.setdefault(name, f"{where}:{line}")
             continue
-        for module, line in _imported(tree):
-            imports.setdefault(module, f"{where}:{line}")
         for module, line, function in _import_sites(tree):
+            imports.setdefault(module, f"{where}:{line}")
             sites.setdefault(module, []).append((f"{where}:{line}", function))
         names.update(_named_identifiers(tree))
         for name, line in _used(tree, watch) if watch else ():
@@ -116,7 +115,7 @@ _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 def _import_sites(tree: ast.Module) -> Iterator[tuple[str, int, str | None]]:
     """(top-level module, line, the outermost function around it or None) of each absolute
-    import."""
+    import, nested ones too (a test's own), in the file's order."""
     def walk(node: ast.AST, function: str | None) -> Iterator[tuple[str, int, str | None]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
@@ -333,16 +332,6 @@ def _dotted(expr: ast.expr, bound: dict[str, str]) -> str | None:
     if not isinstance(expr, ast.Name) or expr.id not in bound:
         return None
     return ".".join([bound[expr.id], *reversed(attributes)])
-
-
-def _imported(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(top-level module, line) of each absolute import, nested ones too (a test's own)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name.partition(".")[0], node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module.partition(".")[0], node.lineno
 
 
 _IMPORT_LINE = re.compile(
