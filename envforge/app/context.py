@@ -90,8 +90,8 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
     if platform not in spec.project.platforms:
         raise InputError(f"{project.spec_path}: this host is {platform}, which the spec does "
                          "not target")
-    lock = project.fresh_lock(references=options.references)
     dirs = envforge_dirs(dict(host.environ))
+    lock = project.fresh_lock(references=options.references, memo=dirs.cache / "lock-checked")
     prefix = (options.prefix or default_prefix(spec, dirs, platform)).absolute()
     return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix),
                           project.registry, spec_dir=project.spec_path.absolute().parent)

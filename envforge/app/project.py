@@ -42,13 +42,24 @@ class Project:
         """The lock on disk, or None where there is none yet (it may be stale)."""
         return load_lock(self.lock_path, self.registry) if self.lock_path.exists() else None
 
-    def fresh_lock(self, *, references: bool = False) -> Lockfile:
+    def fresh_lock(self, *, references: bool = False, memo: Path | None = None) -> Lockfile:
         """The lock, refused unless it is its spec's (exit 3) and says what the spec would
         lock (a tampered one: exit 2): what plan, apply, verify and run may use. The kernels'
-        references are read, not recomputed, unless ``references`` (which needs NumPy)."""
+        references are read, not recomputed, unless ``references`` (which needs NumPy).
+        ``memo``: a folder where a passed check is remembered (``host.lockmemo``), so the
+        same spec, lock and envforge are not judged again."""
         lock = load_lock(self.lock_path, self.registry)
         ensure_fresh(self.spec, lock, self.lock_path)
-        check_lock(self.spec, lock, self.lock_path, self.registry, references=references)
+        if memo is None:
+            check_lock(self.spec, lock, self.lock_path, self.registry, references=references)
+            return lock
+        from envforge.host import lockmemo
+
+        key = lockmemo.digest(self.spec.model_dump_json(), lock.model_dump_json(),
+                              references=references, packs=self.registry)
+        if not lockmemo.passed(memo, self.lock_path, key):
+            check_lock(self.spec, lock, self.lock_path, self.registry, references=references)
+            lockmemo.remember(memo, self.lock_path, key)
         return lock
 
     def stale_reasons(self) -> list[str]:

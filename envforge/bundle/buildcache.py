@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envforge.host.archives import sha256_file
+from envforge.host.fetch import checked_record, sha256_of
 from envforge.lockfile import LockedDeb, PypiBuild
 from envforge.spec import PYPI_SIMPLE, Platform
 
@@ -75,7 +76,8 @@ def read_entry(cache: Path, sdist_sha256: str, key: str) -> BuiltWheel | None:
         built = BuiltWheel(folder / Path(str(record["filename"])).name, str(record["sha256"]),
                            str(record["python"]), bool(record["pure"]),
                            tuple(str(r) for r in record.get("build_requires", ())))
-        if built.path.is_file() and sha256_file(built.path) == built.sha256:
+        if built.path.is_file() and sha256_of(built.path, built.sha256, record=checked_record(
+                built.path, built.sha256, cache)) == built.sha256:
             return built
     except (OSError, ValueError, KeyError, TypeError):
         pass

@@ -77,36 +77,52 @@ _SETTLED_NS = 1_000_000_000
 
 
 def _check(path: Path, ref: FileRef, *, where: str) -> None:
-    """Hash ``path`` against the lock, once for a file that stays as it was: a write after
-    the hash moves its mtime past the recorded one, since the recorded mtime was already
-    over a second old when the hash began (a newer file is hashed every time). In the cache
-    the answer outlives the process (``_CheckedRecord``); a bundle's copy is hashed once per
-    process, since a bundle is not envforge's to write into; on Windows too, where a file's
-    ctime is when it was made, not changed, so setting mtime back would go unseen."""
-    key = (str(path), ref.sha256)
+    """Hash ``path`` against the lock (``sha256_of``: once for a file that stays as it was);
+    in the cache the answer outlives the process, a bundle's copy is hashed once per
+    process, since a bundle is not envforge's to write into."""
+    record = checked_record(path, ref.sha256) if where == "cache" else None
+    found = sha256_of(path, ref.sha256, record=record)
+    if found != ref.sha256:
+        raise ArtifactError(f"{path}: sha256 {found} does not match the lock's {ref.sha256} "
+                            f"(the {where} copy was altered; refusing it)")
+
+
+def sha256_of(path: Path, expected: str, *, record: Path | None = None) -> str:
+    """``path``'s sha256, not hashed again for a file that hashed as ``expected`` and stays
+    as it was: a write after the hash moves its mtime past the recorded one, since the
+    recorded mtime was already over a second old when the hash began (a newer file is
+    hashed every time). ``record`` (in envforge's cache: ``checked_record``) keeps the answer
+    beyond this process, never on Windows, where a file's ctime is when it was made, not
+    changed, so setting mtime back would go unseen."""
+    key = (str(path), expected)
     before = time.time_ns()
     st = path.stat()
     seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
     if _HASHED.get(key) == seen:
-        return
-    record = _CheckedRecord(path, ref.sha256) \
-        if where == "cache" and host_platform().os is not Os.WINDOWS else None
-    if record is not None and record.holds(seen):
+        return expected
+    kept = _CheckedRecord(record, expected) \
+        if record is not None and host_platform().os is not Os.WINDOWS else None
+    if kept is not None and kept.holds(seen):
         _HASHED[key] = seen
-        return
+        return expected
     found = sha256_file(path)
-    if found != ref.sha256:
-        raise ArtifactError(f"{path}: sha256 {found} does not match the lock's {ref.sha256} "
-                            f"(the {where} copy was altered; refusing it)")
-    if st.st_mtime_ns < before - _SETTLED_NS:
-        _remember(key, seen, record)
+    if found == expected and st.st_mtime_ns < before - _SETTLED_NS:
+        _HASHED[key] = seen
+        if kept is not None:
+            kept.keep(seen)
+    return found
 
 
-def _remember(key: tuple[str, str], seen: tuple[int, ...], record: _CheckedRecord | None,
-              ) -> None:
-    _HASHED[key] = seen
-    if record is not None:
-        record.keep(seen)
+def checked_record(path: Path, sha256: str, cache: Path | None = None) -> Path | None:
+    """Where the answer for a cache file is kept: ``CACHE/checked/SHA256.NAME``. ``cache``
+    given: for any file of that cache (a built wheel); else for ``CACHE/files/SH/SHA256/
+    NAME`` (``cache_path``) only, None for a file elsewhere."""
+    if cache is None:
+        parents = path.parents
+        if len(parents) < 4 or parents[0].name != sha256 or parents[2].name != "files":
+            return None
+        cache = parents[3]
+    return cache / "checked" / f"{sha256}.{path.name}"
 
 
 @dataclass(frozen=True)
@@ -115,39 +131,26 @@ class _CheckedRecord:
     ctime, inode, device) in the cache's ``checked/`` folder, not beside the file: a write
     into the file's own folder would move that folder's mtime, which the no-op check's
     record rests on (host/noopcheck.py), and void it. A later apply takes the file without
-    hashing it
-    while the stat is the same, as uv takes its cache. A write moves mtime and ctime, a
-    replacement the inode, and setting mtime back moves ctime, which only the clock sets;
-    what it cannot see is someone who can write to envforge's cache rewriting this record
-    too (host/unpacked.py's entries trust their manifests the same way). A warm theano-cpu
-    apply hashed its 62 MB of archives again each time: about 130 ms of CPU."""
+    hashing it while the stat is the same, as uv takes its cache. A write moves mtime and
+    ctime, a replacement the inode, and setting mtime back moves ctime, which only the clock
+    sets; what it cannot see is someone who can write to envforge's cache rewriting this
+    record too (host/unpacked.py's entries trust their manifests the same way). A warm
+    theano-cpu apply hashed its 62 MB of archives again each time: about 130 ms of CPU."""
 
-    path: Path
+    file: Path
     sha256: str
 
-    @property
-    def _file(self) -> Path | None:
-        """``CACHE/checked/SHA256.NAME`` for ``CACHE/files/SH/SHA256/NAME`` (cache_path);
-        None for a file elsewhere (a download a caller put outside the cache)."""
-        parents = self.path.parents
-        if len(parents) < 4 or parents[0].name != self.sha256 or parents[2].name != "files":
-            return None
-        return parents[3] / "checked" / f"{self.sha256}.{self.path.name}"
-
     def holds(self, seen: tuple[int, ...]) -> bool:
-        if self._file is None:
-            return False
         try:
-            text = self._file.read_text(encoding="ascii")
+            text = self.file.read_text(encoding="ascii")
         except (OSError, UnicodeDecodeError):
             return False
         return text == self._line(seen)
 
     def keep(self, seen: tuple[int, ...]) -> None:
         """Written whole; one that cannot be written costs the next apply a hash."""
-        if self._file is not None:
-            with suppress(OSError):
-                write_atomic(self._file, self._line(seen).encode("ascii"))
+        with suppress(OSError):
+            write_atomic(self.file, self._line(seen).encode("ascii"))
 
     def _line(self, seen: tuple[int, ...]) -> str:
         return f"{self.sha256} {' '.join(map(str, seen))}\n"
@@ -243,7 +246,7 @@ def _silent(name: str, size: int | None, have: int) -> Iterator[Progress]:
 def _finish(part: Path, target: Path, ref: FileRef, found: str, began: int) -> None:
     """Move the checked ``part`` into place, settled: its mtime set to a whole second before
     the download began, so any later write moves it (as an unpacked entry's, host/unpacked.py),
-    and its stat remembered as hashed (``_check``), in this process and beside it: the step
+    and its stat remembered as hashed (``sha256_of``), in this process and beside it: the step
     that takes the file, and the next apply, do not hash it again (a cold theano-cpu apply's
     steps hashed its 62 MB of archives a second time, after prefetch's download had)."""
     if found != ref.sha256:
@@ -254,7 +257,8 @@ def _finish(part: Path, target: Path, ref: FileRef, found: str, began: int) -> N
     os.utime(part, ns=(settled, settled))
     part.replace(target)
     st = target.stat()
-    record = _CheckedRecord(target, ref.sha256) if host_platform().os is not Os.WINDOWS \
-        else None
-    _remember((str(target), ref.sha256),
-              (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev), record)
+    seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    _HASHED[(str(target), ref.sha256)] = seen
+    record = checked_record(target, ref.sha256)
+    if record is not None and host_platform().os is not Os.WINDOWS:
+        _CheckedRecord(record, ref.sha256).keep(seen)

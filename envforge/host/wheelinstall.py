@@ -16,6 +16,7 @@ RECORD from the entry's plan (``host/wheelplan.py``: its rows, sorted and spelle
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -43,6 +44,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from envforge.errors import ArtifactError, StepError
 from envforge.host import proc
 from envforge.host.archives import safe_member_name, sha256_file
+from envforge.host.atomicfile import write_atomic
 from envforge.host.filelink import link_file
 from envforge.host.unpacked import UnpackedWheel, unpacked_wheel
 from envforge.host.wheelplan import WheelPlan
@@ -94,13 +96,21 @@ class WheelToInstall:
     sha256: str  # what the lock or the bundle's manifest says it must hash to
 
 
-def target_scheme(python: Path) -> TargetScheme:
-    """Ask ``python`` where it installs things (JSON over a subprocess)."""
+def target_scheme(python: Path, *, memo: Path | None = None) -> TargetScheme:
+    """Ask ``python`` where it installs things (JSON over a subprocess). ``memo``: a folder of
+    envforge's cache where a venv's answer is kept relative to its prefix, so that a new venv
+    of the same base interpreter is not asked again (``_venv_key``: a Python start-up, 20-30
+    ms of a warm apply's critical path)."""
+    key = _venv_key(python) if memo is not None else None
+    if memo is not None and key is not None:
+        kept = _remembered_scheme(memo / f"{key}.json", python)
+        if kept is not None:
+            return kept
     done = proc.run([python, "-c", _SCHEME_SCRIPT], timeout=60)
     try:
         info = json.loads(done.stdout)
         paths = info["paths"]
-        return TargetScheme(
+        scheme = TargetScheme(
             python=python, version=(int(info["version"][0]), int(info["version"][1])),
             implementation=str(info["implementation"]), prefix=Path(info["prefix"]),
             purelib=Path(paths["purelib"]), platlib=Path(paths["platlib"]),
@@ -109,6 +119,71 @@ def target_scheme(python: Path) -> TargetScheme:
     except (ValueError, KeyError, TypeError) as exc:
         raise StepError(f"{python} did not say where it installs packages ({exc}): "
                         f"{done.stdout.strip()[:500]}") from None
+    if memo is not None and key is not None:
+        _remember_scheme(memo / f"{key}.json", scheme)
+    return scheme
+
+
+_SCHEME_KEYS = ("purelib", "platlib", "scripts", "data", "headers")
+
+
+def _venv_key(python: Path) -> str | None:
+    """What a venv's answer rests on, for ``PREFIX/bin/python*`` beside ``PREFIX/pyvenv.cfg``
+    (POSIX; elsewhere None: always asked): the base interpreter the link leads to, by path
+    and stat (a rebuilt Python has another), the link's name and pyvenv.cfg's text (the
+    same in every venv made from that base). The prefix itself is not in it: the answer is
+    kept relative to it."""
+    if host_platform().os is Os.WINDOWS or python.parent.name != "bin":
+        return None
+    try:
+        config = (python.parent.parent / "pyvenv.cfg").read_text(encoding="utf-8")
+        base = python.resolve()
+        st = base.stat()
+    except (OSError, UnicodeDecodeError):
+        return None
+    identity = [1, python.name, str(base), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                config]
+    return hashlib.blake2b(json.dumps(identity).encode("utf-8"), digest_size=20).hexdigest()
+
+
+def _remember_scheme(record: Path, scheme: TargetScheme) -> None:
+    """Kept only where the answer's prefix is the venv's and every folder lies inside it;
+    one that cannot be written costs the next apply a question."""
+    prefix = scheme.python.parent.parent.resolve()
+    if scheme.prefix.resolve() != prefix:
+        return
+    relative = {}
+    for key in _SCHEME_KEYS:
+        try:
+            relative[key] = getattr(scheme, key).resolve().relative_to(prefix).as_posix()
+        except ValueError:  # a folder outside the prefix
+            return
+    text = json.dumps({"version": list(scheme.version), "implementation": scheme.implementation,
+                       "paths": relative})
+    with contextlib.suppress(OSError):
+        write_atomic(record, text.encode("utf-8"))
+
+
+def _remembered_scheme(record: Path, python: Path) -> TargetScheme | None:
+    """The kept answer for this venv, its folders joined to its prefix; None when there is
+    none or it is not one ``_remember_scheme`` writes (a folder that would leave the prefix)."""
+    try:
+        info = json.loads(record.read_text(encoding="utf-8"))
+        prefix = python.parent.parent
+        folders = {}
+        for key in _SCHEME_KEYS:
+            inside = Path(str(info["paths"][key]))
+            if inside.is_absolute() or os.pardir in inside.parts:
+                return None
+            folders[key] = prefix / inside
+        major, minor = (int(v) for v in info["version"])
+        return TargetScheme(python=python, version=(major, minor),
+                            implementation=str(info["implementation"]), prefix=prefix,
+                            purelib=folders["purelib"], platlib=folders["platlib"],
+                            scripts=folders["scripts"], data=folders["data"],
+                            headers=folders["headers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 @functools.cache  # asked once a wheel
@@ -147,7 +222,7 @@ def verify_wheels(wheels: Sequence[WheelToInstall]) -> None:
 
 
 def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
-                   cache: Path | None = None,
+                   cache: Path | None = None, schemes: Path | None = None,
                    skipped: Counter[str] | None = None) -> list[str]:
     """Install each wheel into ``python``'s environment, replacing any other installed version
     of the same distribution; returns ``name==version`` per wheel, in order. With ``cache``
@@ -156,7 +231,7 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
     its files are hard-linked (read-only) into the environment where they can be. Members
     under ``__pycache__/`` are not installed, as installer skips them: an entry's are counted
     per distribution in ``skipped`` where given (PyPI's PyYAML 5.4.1 wheels carry 17), else
-    warned of one by one, as installer warns."""
+    warned of one by one, as installer warns. ``schemes``: ``target_scheme``'s memo."""
     if cache is None:
         verify_wheels(wheels)
         for wheel in wheels:
@@ -165,7 +240,7 @@ def install_wheels(wheels: Sequence[WheelToInstall], python: Path, *,
     installed = []
     with ThreadPoolExecutor(_THREADS) as pool:
         # The target's answer (a Python start-up) while the entries are stat-checked.
-        asked = pool.submit(target_scheme, python)
+        asked = pool.submit(target_scheme, python, memo=schemes)
         checked = [pool.submit(unpacked_wheel, cache, w.path, w.sha256) for w in wheels] \
             if cache is not None else []
         scheme = asked.result()

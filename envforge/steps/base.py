@@ -256,6 +256,11 @@ def unpacked_cache(ctx: StepContext) -> Path:
     return ctx.dirs.cache / "unpacked"
 
 
+def scheme_memo(ctx: StepContext) -> Path:
+    """Where a venv's install folders are kept (``host.wheelinstall.target_scheme``)."""
+    return ctx.dirs.cache / "schemes"
+
+
 def text_digest(text: str | None) -> str | None:
     """A short content hash for a plan's before/after column; None for an absent file."""
     return None if text is None else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from envforge.journal import Transaction
 from envforge.lockfile import LockedPypiFile
-from envforge.steps.base import Change, StepContext, unpacked_cache
+from envforge.steps.base import Change, StepContext, scheme_memo, unpacked_cache
 
 
 def installed_distributions(site_packages: Path) -> dict[str, str]:
@@ -76,5 +76,5 @@ class PypiInstallStep:
 
         skipped: Counter[str] = Counter()
         install_wheels(ctx.sources.pypi_wheels(ctx, todo), Path(ctx.layout.python),
-                       cache=unpacked_cache(ctx), skipped=skipped)
+                       cache=unpacked_cache(ctx), schemes=scheme_memo(ctx), skipped=skipped)
         say_skipped_pycache(ctx, skipped)

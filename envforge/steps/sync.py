@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from envforge.drift import Drift, find_drift
 from envforge.errors import StepError
 from envforge.journal import Transaction
-from envforge.steps.base import Change, StepContext, unpacked_cache
+from envforge.steps.base import Change, StepContext, scheme_memo, unpacked_cache
 from envforge.steps.pypi import say_skipped_pycache
 
 
@@ -50,14 +50,15 @@ class SyncStep:
         wheels = ctx.sources.pypi_wheels(ctx, files)  # all verified before a removal
         python = Path(ctx.layout.python)
         if drift.extra:
-            scheme = target_scheme(python)
+            scheme = target_scheme(python, memo=scheme_memo(ctx))
             extra = [item.split()[0] for item in drift.extra]
             kept = claimed_paths(scheme, excluding=extra)  # a module two of them install
             for name in extra:
                 remove_distribution(scheme, name, keep=kept)
         if wheels:
             skipped: Counter[str] = Counter()
-            install_wheels(wheels, python, cache=unpacked_cache(ctx), skipped=skipped)
+            install_wheels(wheels, python, cache=unpacked_cache(ctx), schemes=scheme_memo(ctx),
+                           skipped=skipped)
             say_skipped_pycache(ctx, skipped)
         left = _drift(ctx)
         if left.extra or left.modified:

@@ -4,6 +4,8 @@ corrupt entry dropped (so the wheel is built again) rather than installed."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ from envforge.bundle.buildcache import (
     read_entry,
     write_entry,
 )
+from envforge.host import fetch
+from envforge.host.archives import sha256_file
 from envforge.lockfile import PypiBuild
 from envforge.spec import PYPI_SIMPLE
 
@@ -89,3 +93,29 @@ def test_a_failed_write_leaves_no_entry(tmp_path: Path) -> None:
                     build_requires=(), sdist="demo-1.0.tar.gz")
     assert list((cache / BUILT / SDIST).iterdir()) == []
     assert read_entry(cache, SDIST, key) is None
+
+
+@pytest.mark.posix_only("on Windows the check is kept per process only: ctime is creation")
+def test_a_settled_entry_is_not_hashed_again_and_a_byte_flipped_since_is_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    key = build_key(None, "3.7.16", "linux-64")
+    path = _put(cache, tmp_path, key)
+    os.utime(path, (time.time() - 60, time.time() - 60))  # settled: a write would move it
+    assert read_entry(cache, SDIST, key) is not None  # hashed, and the answer kept
+    monkeypatch.setattr(fetch, "_HASHED", {})  # as in a new process
+    hashed: list[Path] = []
+
+    def counting(path: Path) -> str:
+        hashed.append(path)
+        return sha256_file(path)
+    monkeypatch.setattr(fetch, "sha256_file", counting)
+    assert read_entry(cache, SDIST, key) is not None
+    assert hashed == []
+    monkeypatch.setattr(fetch, "_HASHED", {})
+    st = path.stat()
+    with open(path, "r+b") as handle:  # same size, inode and mtime: only ctime moves
+        handle.write(b"W")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert read_entry(cache, SDIST, key) is None
+    assert hashed == [path] and not entry_dir(cache, SDIST, key).exists()

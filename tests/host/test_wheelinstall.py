@@ -11,6 +11,7 @@ import base64
 import csv
 import hashlib
 import io
+import json
 import os
 import subprocess
 import zipfile
@@ -94,6 +95,42 @@ def test_scheme_comes_from_the_target_interpreter(venv37: Path) -> None:
     assert scheme.purelib == prefix / "lib" / "python3.7" / "site-packages"
     assert scheme.scripts == prefix / "bin"
     assert scheme.headers == prefix / "include" / "site" / "python3.7"
+
+
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
+def test_a_second_venv_of_the_same_python_takes_the_kept_scheme(venv37: Path, python37: Path,
+                                                                tmp_path: Path) -> None:
+    memo = tmp_path / "schemes"
+    first = target_scheme(venv37, memo=memo)
+    assert first == target_scheme(venv37)
+    (record,) = memo.iterdir()
+    other = tmp_path / "other venv"
+    subprocess.run([str(python37), "-m", "venv", "--without-pip", str(other)], check=True)
+    python = other / "bin" / "python"
+    record.write_text(record.read_text().replace('"bin"', '"bin-kept"'))  # seen if taken
+    kept = target_scheme(python, memo=memo)
+    assert kept.scripts == other / "bin-kept"
+    record.unlink()
+    assert target_scheme(python, memo=memo) == target_scheme(python)  # asked again, the same
+
+
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
+@pytest.mark.parametrize("folder", ["../elsewhere", "/tmp/elsewhere", "lib/../../up"])
+def test_a_kept_scheme_leaving_the_prefix_is_not_taken(venv37: Path, tmp_path: Path,
+                                                       folder: str) -> None:
+    memo = tmp_path / "schemes"
+    asked = target_scheme(venv37, memo=memo)
+    (record,) = memo.iterdir()
+    record.write_text(record.read_text().replace('"bin"', json.dumps(folder)))
+    assert target_scheme(venv37, memo=memo) == asked  # asked again
+    assert '"scripts": "bin"' in record.read_text()  # and kept anew
+
+
+@pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
+def test_no_scheme_is_kept_for_an_interpreter_outside_a_venv(python37: Path,
+                                                             tmp_path: Path) -> None:
+    target_scheme(python37, memo=tmp_path / "schemes")
+    assert not (tmp_path / "schemes").exists()
 
 
 @pytest.mark.posix_only("the Python 3.7 here is pyenv's Linux build (no Windows 3.7 is reachable)")
