@@ -8,7 +8,6 @@ same verified copies; host/ and steps/ never read a bundle's manifest themselves
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +27,7 @@ from envforge.bundle.wheels import (
 from envforge.confine import inside
 from envforge.errors import ArtifactError, EnvforgeError, OfflineError
 from envforge.host.archives import sha256_file
+from envforge.host.cores import usable_cores
 from envforge.host.fetch import FileRef, Lookup, Progress, cache_path, obtain
 from envforge.host.headstart import landed
 from envforge.host.interpreters import Interpreter
@@ -38,17 +38,9 @@ from envforge.lockfile import LockedDeb, LockedPypiFile, Lockfile
 from envforge.steps.base import StepContext, unpacked_cache
 
 _PARALLEL_FETCHES = 16  # downloads wait on the network: uv keeps 50 going
-_PARALLEL_HASHES = 8
+_PARALLEL_HASHES = 8  # at most: a stat check is the GIL's, a hash the kernel's
 _UNPACKS = 4  # unpacks: inflate, lzma and hashing let go of the GIL
 _BUILDS = 4  # builds wait on their own subprocess
-
-
-def _cores() -> int:
-    """The CPUs this process may run on (its affinity where the host says, a container's
-    share), else the machine's."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 class UnpackGate:
@@ -63,7 +55,7 @@ class UnpackGate:
 
     def __init__(self, builds: int, *, cores: int | None = None) -> None:
         wide = _UNPACKS
-        narrow = max(1, min(wide, (cores or _cores()) - 1))
+        narrow = max(1, min(wide, (cores or usable_cores()) - 1))
         self._builds = builds
         self._held = wide - narrow if builds else 0  # permits kept back until the builds end
         self._free = threading.Semaphore(wide - self._held)
@@ -155,7 +147,7 @@ def _preflight_cache(ctx: StepContext) -> dict[str, Path]:
     refs = [FileRef(f.url, f.sha256, f.filename, f.size) for f in ctx.lock.pypi]
     refs += [FileRef(c.url, c.sha256, c.filename, c.size) for c in ctx.lock.conda]
     refs += [FileRef(d.url, d.sha256, d.filename, d.size) for d in ctx.lock.deb]
-    with ThreadPoolExecutor(_PARALLEL_HASHES) as pool:  # hashing lets go of the GIL
+    with ThreadPoolExecutor(min(_PARALLEL_HASHES, usable_cores())) as pool:
         checked = dict(zip(refs, pool.map(lambda ref: _cache_problem(cache, ref), refs),
                            strict=True))
     problems = []

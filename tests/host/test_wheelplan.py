@@ -83,7 +83,7 @@ def test_this_host_s_launchers_and_scheme_prefixes_match_installer_s(
     for cache in (None, tmp_path / "cache"):
         shutil.rmtree(folder, ignore_errors=True)
         with ThreadPoolExecutor(2) as pool:
-            linker = _Linker(pool)
+            linker = _Linker(pool, 2)
             destination = _Destination(schemes, interpreter=str(folder / "python"),
                                        script_kind=_script_kind(), overwrite_existing=True,
                                        linker=linker)
