@@ -107,7 +107,7 @@ def plan_spec(spec: Path, options: ApplyOptions, ui: UI) -> Planned:
 
     ctx = prepare(spec, prefix=options.prefix, artifacts=options.artifacts,
                   bundle=options.bundle, offline=options.offline, ui=ui, check_sources=True,
-                  locks_dir=options.locks_dir)
+                  locks_dir=options.locks_dir, lock_memo=True)
     spec_file = str(spec.resolve())
     check_owner(ctx.state_dir, spec_file, ctx.prefix)
     refuse_if_held(ctx.state_dir)
@@ -203,6 +203,7 @@ def perform(planned: Planned) -> list[str]:
     checked (each --artifact a step already checked while planning is not hashed again),
     then the one executor. The names of the steps that did something."""
     from envforge.executor import execute
+    from envforge.host.lockmemo import keep_held
 
     ctx, plan = planned.ctx, planned.plan
     writable([ctx.state_dir, *(Path(c.target) for s in plan.steps for c in s.changes)])
@@ -212,7 +213,9 @@ def perform(planned: Planned) -> list[str]:
         fetched = ctx.sources.prefetch(replace(ctx, artifacts=unchecked))
         ctx = replace(ctx, artifacts={**fetched, **{r: p for r, p in ctx.artifacts.items()
                                                     if r in checked}})
-    return execute(ctx, planned.steps, record=dict(planned.record), plan=plan)
+    ran = execute(ctx, planned.steps, record=dict(planned.record), plan=plan)
+    keep_held()  # the lock's check, passed at planning: the next apply reads its answer
+    return ran
 
 
 def writable(targets: Sequence[Path]) -> None:

@@ -54,6 +54,10 @@ class Options:
     ui: UI = field(default_factory=UI)
     check_sources: bool = False
     references: bool = False  # recompute the lock's kernel references (NumPy): verify's
+    lock_memo: bool = False  # the lock's check answered from envforge's cache (apply's)
+
+
+LOCK_CHECKS = "lock-checked"  # the cache's folder of passed lock checks (host/lockmemo.py)
 
 
 def default_prefix(spec: Spec, dirs: EnvforgeDirs, platform: Platform) -> Path:
@@ -91,7 +95,8 @@ def context_for(project: Project, host: Host, options: Options) -> StepContext:
         raise InputError(f"{project.spec_path}: this host is {platform}, which the spec does "
                          "not target")
     dirs = envforge_dirs(dict(host.environ))
-    lock = project.fresh_lock(references=options.references, memo=dirs.cache / "lock-checked")
+    lock = project.fresh_lock(references=options.references,
+                              memo=dirs.cache / LOCK_CHECKS if options.lock_memo else None)
     prefix = (options.prefix or default_prefix(spec, dirs, platform)).absolute()
     return locked_context(lock, project.lock_path, host, replace(options, prefix=prefix),
                           project.registry, spec_dir=project.spec_path.absolute().parent)
@@ -139,9 +144,9 @@ def prepare(spec_path: Path, *, prefix: Path | None, artifacts: Mapping[str, Pat
             bundle: Path | None, offline: bool, ui: UI,
             environ: Mapping[str, str] | None = None, home: Path | None = None,
             locks_dir: Path | None = None, check_sources: bool = False,
-            references: bool = False) -> StepContext:
+            references: bool = False, lock_memo: bool = False) -> StepContext:
     """``context_for`` from a spec path and this host, the way the commands call it."""
     return context_for(Project.load(spec_path, locks_dir), Host.current(environ, home),
                        Options(prefix=prefix, artifacts=artifacts, bundle=bundle,
                                offline=offline, ui=ui, check_sources=check_sources,
-                               references=references))
+                               references=references, lock_memo=lock_memo))

@@ -46,8 +46,9 @@ class Project:
         """The lock, refused unless it is its spec's (exit 3) and says what the spec would
         lock (a tampered one: exit 2): what plan, apply, verify and run may use. The kernels'
         references are read, not recomputed, unless ``references`` (which needs NumPy).
-        ``memo``: a folder where a passed check is remembered (``host.lockmemo``), so the
-        same spec, lock and envforge are not judged again."""
+        ``memo``: the folder of passed checks (``host.lockmemo``): the same spec, lock and
+        envforge are not judged again, and a check that passes is held for
+        ``lockmemo.keep_held``."""
         lock = load_lock(self.lock_path, self.registry)
         ensure_fresh(self.spec, lock, self.lock_path)
         if memo is None:
@@ -59,7 +60,7 @@ class Project:
                               references=references, packs=self.registry)
         if not lockmemo.passed(memo, self.lock_path, key):
             check_lock(self.spec, lock, self.lock_path, self.registry, references=references)
-            lockmemo.remember(memo, self.lock_path, key)
+            lockmemo.hold(memo, self.lock_path, key)
         return lock
 
     def stale_reasons(self) -> list[str]:

@@ -64,6 +64,10 @@ def record_path(folder: Path, lock_path: Path) -> Path:
     return folder / f"{name}.txt"
 
 
+# record -> key: the checks this process passed, kept once its run went past its refusals
+_HELD: dict[Path, str] = {}
+
+
 def passed(folder: Path, lock_path: Path, key: str) -> bool:
     """Whether the lock at ``lock_path`` passed the check with this very ``key``."""
     try:
@@ -72,11 +76,16 @@ def passed(folder: Path, lock_path: Path, key: str) -> bool:
         return False
 
 
-def remember(folder: Path, lock_path: Path, key: str) -> None:
-    """Written whole; the lock's previous record is replaced (one record per lock path).
-    Not where the folder's parent (envforge's cache) is not there yet: a run refused on a
-    fresh home leaves nothing behind, and the next run checks once more."""
-    if not folder.parent.is_dir():
-        return
-    with suppress(OSError):
-        write_atomic(record_path(folder, lock_path), key.encode("ascii"))
+def hold(folder: Path, lock_path: Path, key: str) -> None:
+    """A check that passed, kept by ``keep_held``: not before the run is past its refusals,
+    so that a refused apply leaves envforge's cache as it found it."""
+    _HELD[record_path(folder, lock_path)] = key
+
+
+def keep_held() -> None:
+    """Every held record written whole, each replacing the lock path's previous one (one
+    record per lock path); one that cannot be written costs the next run the check."""
+    for record, key in _HELD.items():
+        with suppress(OSError):
+            write_atomic(record, key.encode("ascii"))
+    _HELD.clear()
