@@ -18,7 +18,7 @@ import pytest
 
 from envforge.cli import main
 from envforge.lockfile import load_lock
-from tests.testing.gpuspec import GPU_HOST_STEPS, apply_without_gpu_host, run_check
+from tests.testing.gpuspec import GPU_HOST_STEPS, applied_without_gpu_host, run_check
 from tests.testing.packs import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,18 +62,18 @@ def _h5_check(prefix: Path, env: dict[str, str], flags: str) -> tuple[int, dict[
 @pytest.mark.network
 def test_keras_trains_and_round_trips_hdf5_in_the_environment(tmp_path: Path,
                                                               shared_cache: Path) -> None:
-    env, prefix, planned, ran = apply_without_gpu_host(SPEC, tmp_path, shared_cache)
-    assert planned >= GPU_HOST_STEPS | {"keras-json"}
-    assert {"debian-packages", "pypi-packages", "theanorc", "keras-json"} <= set(ran)
+    with applied_without_gpu_host(SPEC, tmp_path, shared_cache) as (env, prefix, planned, ran):
+        assert planned >= GPU_HOST_STEPS | {"keras-json"}
+        assert {"debian-packages", "pypi-packages", "theanorc", "keras-json"} <= set(ran)
 
-    code, report = _h5_check(prefix, env, "device=cpu")
-    assert code == 0, report
-    assert (report["python"], report["numpy"], report["keras"], report["backend"]) == (
-        "3.9.2", "1.19.5", "2.3.1", "theano")
-    assert (report["h5py"], report["hdf5"], report["saved_by"]) == ("2.10.0", "1.10.6", "2.3.1")
-    assert report["roundtrip_equal"] is True
+        code, report = _h5_check(prefix, env, "device=cpu")
+        assert code == 0, report
+        assert (report["python"], report["numpy"], report["keras"], report["backend"]) == (
+            "3.9.2", "1.19.5", "2.3.1", "theano")
+        assert (report["h5py"], report["hdf5"], report["saved_by"]) == ("2.10.0", "1.10.6", "2.3.1")
+        assert report["roundtrip_equal"] is True
 
-    # No GPU here: with device=cuda Theano falls back to the CPU; the check must say so.
-    code, report = _h5_check(prefix, env, "device=cuda")
-    assert code == 1
-    assert report["gpu_ops"] == [] and report["ok"] is False
+        # No GPU here: with device=cuda Theano falls back to the CPU; the check must say so.
+        code, report = _h5_check(prefix, env, "device=cuda")
+        assert code == 1
+        assert report["gpu_ops"] == [] and report["ok"] is False
