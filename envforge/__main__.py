@@ -1,3 +1,3 @@
-from envforge.cli import main
+from envforge.cli import entry
 
-raise SystemExit(main())
+entry()

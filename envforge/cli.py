@@ -14,6 +14,7 @@ TYPE_CHECKING = False  # typing's, spelt here: importing typing costs start-up 3
 if TYPE_CHECKING:  # argparse and the rest load after the no-op fast path has had its turn
     import argparse
     from collections.abc import Callable, Sequence
+    from typing import NoReturn
 
     from envforge.ui import UI
 
@@ -106,6 +107,17 @@ def _tolerant_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
             stream.reconfigure(errors="replace")
+
+
+def entry() -> NoReturn:
+    """The ``envforge`` command's (and ``python -m envforge``'s): ``main``, then the process
+    ends without the interpreter's last full collection. Every object lives until the exit
+    anyway; frozen, they are left out of it, as of the command's own collections (walking
+    them all took 50-60 ms of a 0.4 s warm apply). Objects still die by reference count, and
+    atexit handlers run."""
+    code = main()
+    gc.freeze()
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,9 @@ of the heavy modules."""
 from __future__ import annotations
 
 import argparse
+import gc
+import subprocess
+import sys
 
 import pytest
 
@@ -40,3 +43,24 @@ def test_start_up_imports_nothing_heavy(words: list[str]) -> None:
                 f"try_noop({words!r}, cwd=os.getcwd(), environ=os.environ, version='0')")
     allowed = ["argparse"] if words == ["--help"] else []
     assert imported_after(code, HEAVY) == allowed
+
+
+def test_the_command_ends_with_its_objects_frozen_out_of_the_last_collection(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``entry`` (the console script's) exits with main's code, every object frozen: the
+    interpreter's last full collection then walks none of them (50-60 ms of a warm apply)."""
+    monkeypatch.setattr("sys.argv", ["envforge", "--version"])
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.entry()
+        assert exited.value.code == 0 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert capsys.readouterr().out.startswith("envforge ")
+
+
+def test_python_m_envforge_is_the_command() -> None:
+    done = subprocess.run([sys.executable, "-m", "envforge", "--version"], capture_output=True,
+                          text=True, check=False)
+    assert (done.returncode, done.stdout.split()[0]) == (0, "envforge")
