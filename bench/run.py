@@ -105,8 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.rounds} for lock, {args.apply_rounds} for cold/warm apply and bundle, "
         f"{args.local_rounds} for the no-op and start-up. "
         f"envforge at `{_git('rev-parse', '--short=12', 'HEAD')}`"
-        + (" with uncommitted changes" if _git("status", "--porcelain", "--",
-                                                 "envforge", "bench") else "")
+        + (" with uncommitted changes" if _git("status", "--porcelain", "--", "envforge",
+                                                 "bench", ":!bench/results") else "")
         + f"; uv at `{tools.uv}`, Python {tools.python37_version} for the environments.", "",
         "Locked files per size (linux-64): " + ", ".join(f"{s} {n}" for s, n in counts.items())
         + ". A goal is judged by the median of the per-round ratios.",
