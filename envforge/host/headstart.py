@@ -1,4 +1,5 @@
-"""A cold apply's locked sdists downloaded from its first milliseconds, beside planning.
+"""A cold apply's locked sdists downloaded from its first milliseconds, beside planning, and
+the Python that builds them found.
 
 An sdist's download and then its build are a cold apply's longest chain (theano-cpu: the
 download of Theano-PyMC, then ``uv build``), and the download began only once planning had
@@ -46,7 +47,8 @@ def start(words: Sequence[str], *, cwd: str,
     if invocation is None or invocation["offline"]:
         return None
     lock = lock_file(str(invocation["spec"]), invocation["locks_dir"], cwd=cwd)
-    thread = threading.Thread(target=fetch_sdists, args=(lock, str(cache_root(environ))),
+    thread = threading.Thread(target=fetch_sdists,
+                              args=(lock, str(cache_root(environ)), dict(environ)),
                               name="envforge-headstart", daemon=True)
     thread.start()
     return thread
@@ -62,10 +64,13 @@ def lock_file(spec: str, locks_dir: object, *, cwd: str) -> str:
     return os.path.join(folder, "locks", f"{stem}.lock")
 
 
-def fetch_sdists(lock: str, cache: str) -> None:
+def fetch_sdists(lock: str, cache: str, environ: Mapping[str, str] | None = None) -> None:
     """Each sdist the lock names for this host that envforge's ``cache`` lacks (an apply
-    with nothing to do finds it there: no download), downloaded into memory for ``take``."""
+    with nothing to do finds it there: no download), downloaded into memory for ``take``;
+    with ``environ``, where there is one, the lock's Python is searched for beside them
+    (``find_python``)."""
     flights = []
+    python = None
     try:
         import tomllib
         from pathlib import Path
@@ -74,7 +79,8 @@ def fetch_sdists(lock: str, cache: str) -> None:
         from envforge.platforms import host_platform
 
         with open(lock, "rb") as handle:
-            rows = tomllib.load(handle)["platforms"][host_platform().name].get("pypi", [])
+            table = tomllib.load(handle)["platforms"][host_platform().name]
+        rows, python = table.get("pypi", []), table.get("python")
         for row in rows:
             url, size = str(row.get("url", "")), row.get("size")
             if row.get("kind") == "sdist" and url.startswith(_SCHEMES) \
@@ -88,6 +94,9 @@ def fetch_sdists(lock: str, cache: str) -> None:
                 flights.append((url, str(row["sha256"]), size, flight))
     except Exception:  # a lock the real path reads and reports
         pass
+    if flights and environ is not None and isinstance(python, str):
+        threading.Thread(target=find_python, args=(python, environ),
+                         name="envforge-headstart-python", daemon=True).start()
     for url, sha256, size, flight in flights:
         try:
             flight.set_result(_download(url, sha256, size))
@@ -110,6 +119,19 @@ def _download(url: str, sha256: str, size: int) -> bytes | None:
                 return None
     body = bytes(data)
     return body if hashlib.sha256(body).hexdigest() == sha256 else None
+
+
+def find_python(version: str, environ: Mapping[str, str]) -> None:
+    """The lock's Python found while planning imports its modules, for the sdists' build:
+    each interpreter's answer is kept in this process (``interpreters.query_version``), where
+    the build's own search finds it (asking the candidates took a cold apply a tenth of a
+    second between the sdist's download and its build). Nothing is written."""
+    try:
+        from envforge.host.interpreters import find_interpreter
+
+        find_interpreter(".".join(version.split(".")[:2]), environ=environ)
+    except Exception:  # the build's own search reports it
+        pass
 
 
 def take(url: str, sha256: str) -> bytes | None:

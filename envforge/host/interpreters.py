@@ -5,7 +5,9 @@ order and the Windows rules are tested anywhere; only ``query_version`` runs a p
 given envforge's cache it runs it once per interpreter file: the answer is kept keyed by the
 path asked and its real file's stat (inode, size, mtime, ctime), as uv keeps its own
 interpreter queries, so a replaced or upgraded interpreter is asked again (each query
-starts a Python: a second or more of a warm apply on a loaded host).
+starts a Python: a second or more of a warm apply on a loaded host). Within a process an
+answer is also kept by the same key, so a search made early (apply's head start, while
+planning imports its modules) serves the build's.
 """
 
 from __future__ import annotations
@@ -98,22 +100,33 @@ def _version_key(name: str) -> tuple[int, ...]:
 _QUERIES = "interpreters-v1.json"
 
 
+# key (``_query_key``) -> the answer this process had for that very file: apply's head start
+# asks while planning imports its modules (``host/headstart.py``), the build then takes it
+_ASKED: dict[str, Interpreter] = {}
+
+
 def query_version(executable: Path, *, cache: Path | None = None) -> Interpreter | None:
     """Ask an interpreter what it is; None when it does not run. With ``cache`` (envforge's
-    cache folder), an answer kept for this very file is used instead of running it."""
-    key = _query_key(executable) if cache is not None else None
+    cache folder), an answer kept there for this very file is used instead of running it,
+    else one this process had for it (then kept there too)."""
+    key = _query_key(executable)
     if cache is not None and key is not None:
         known = _read_queries(cache).get(key)
         if isinstance(known, dict) and {"executable", "version"} <= known.keys():
             return Interpreter(Path(str(known["executable"])), str(known["version"]), "")
-    try:
-        done = proc.run([executable, "-c", _VERSION_SCRIPT], timeout=30)
-        info = json.loads(done.stdout)
-        found = Interpreter(Path(info["executable"]), str(info["version"]), "")
-    except (EnvforgeError, ValueError, KeyError, TypeError):
-        return None
-    if cache is not None and key is not None and key == _query_key(executable):
-        _keep_query(cache, key, {"executable": str(found.executable), "version": found.version})
+    found = _ASKED.get(key) if key is not None else None
+    if found is None:
+        try:
+            done = proc.run([executable, "-c", _VERSION_SCRIPT], timeout=30)
+            info = json.loads(done.stdout)
+            found = Interpreter(Path(info["executable"]), str(info["version"]), "")
+        except (EnvforgeError, ValueError, KeyError, TypeError):
+            return None
+    if key is not None and key == _query_key(executable):  # the same file all along
+        _ASKED[key] = found
+        if cache is not None:
+            _keep_query(cache, key, {"executable": str(found.executable),
+                                     "version": found.version})
     return found
 
 

@@ -6,9 +6,9 @@ The check is a pure function of the spec and the lock (as models), whether the k
 references were recomputed, and the code judging them: envforge's modules and knowledge and
 each pack's. The record, one file per lock path, holds a digest of all of those (the code
 by the stat of its files, as the no-op stamp takes it: ``noopstamp`` says why a same stat is
-a same file). A lock with one byte changed, an edited spec or an edited envforge gives
-another digest, so the check runs again and refuses what it refused before; a record that
-cannot be read or written costs only that check.
+a same file). A lock that says anything else (a comment or a blank line aside), an edited
+spec or an edited envforge gives another digest, so the check runs again and refuses what
+it refused before; a record that cannot be read or written costs only that check.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ FORMAT = 1
 
 def code_files(modules: Iterable[str]) -> list[str]:
     """envforge's own files and, for a pack whose module lives elsewhere (a third party's),
-    the Python files of its top-level package."""
+    the Python and TOML files of its top-level package (of a lone module: that file)."""
     found = own_files()
     own_root = str(Path(__file__).resolve().parent.parent)
     roots: set[str] = set()
@@ -38,6 +38,9 @@ def code_files(modules: Iterable[str]) -> list[str]:
         module = sys.modules.get(name.partition(".")[0])
         where = getattr(module, "__file__", None)
         if where is None:
+            continue
+        if not hasattr(module, "__path__"):  # a lone module, not a package
+            found.append(os.path.realpath(where))
             continue
         root = os.path.dirname(os.path.realpath(where))  # noqa: PTH120
         if root != own_root and root not in roots:

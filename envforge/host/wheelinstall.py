@@ -3,9 +3,10 @@
 A closed host has neither uv nor, inside a ``--without-pip`` venv, pip; ``installer`` is pure
 Python and only unpacks. Where files go is the target's business, so its own
 ``sysconfig.get_paths()`` is asked over a subprocess (the target may be Python 3.7 while
-envforge runs on 3.12). Every wheel's sha256 is checked before the first one is installed,
-and a wheel whose tags the target cannot use is refused rather than half-installed.
-No bytecode is compiled: this interpreter's would not fit the target's.
+envforge runs on 3.12), and a venv's answer kept in envforge's cache for the next venv of the
+same base interpreter (``target_scheme``'s memo). Every wheel's sha256 is checked before the
+first one is installed, and a wheel whose tags the target cannot use is refused rather than
+half-installed. No bytecode is compiled: this interpreter's would not fit the target's.
 
 Given envforge's cache, each wheel is unzipped once into it (``host/unpacked.py``) and
 installed by hard-linking its files from there on a few threads; only what depends on the target
@@ -135,8 +136,9 @@ def _venv_key(python: Path) -> str | None:
     """What a venv's answer rests on, for ``PREFIX/bin/python*`` beside ``PREFIX/pyvenv.cfg``
     (POSIX; elsewhere None: always asked): the base interpreter the link leads to, by path
     and stat (a rebuilt Python has another), the link's name and pyvenv.cfg's text (the
-    same in every venv made from that base). The prefix itself is not in it: the answer is
-    kept relative to it."""
+    same in every venv made from that base where it does not name the venv: Python 3.11's
+    ``command`` line does, so such venvs are asked each time). The prefix itself is not in
+    it: the answer is kept relative to it."""
     if host_platform().os is Os.WINDOWS or python.parent.name != "bin":
         return None
     try:

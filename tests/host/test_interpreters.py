@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from envforge.errors import StepError
+from envforge.host import interpreters
+from envforge.host.headstart import find_python
 from envforge.host.interpreters import candidates, find_interpreter
 from envforge.platforms import PLATFORMS
 
@@ -81,7 +83,8 @@ def _counting_python(path: Path, version: str, runs: Path) -> None:
 
 
 @pytest.mark.posix_only("a shell script stands in for the interpreter")
-def test_an_interpreter_is_asked_once_then_again_when_its_file_changes(tmp_path: Path) -> None:
+def test_an_interpreter_is_asked_once_then_again_when_its_file_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query starts a Python; envforge's cache keeps its answer for that very file."""
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     python = tmp_path / "bin" / "python3.7"
@@ -96,7 +99,28 @@ def test_an_interpreter_is_asked_once_then_again_when_its_file_changes(tmp_path:
     assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.17"
     assert runs.read_text().count("run") == 2
     assert find_interpreter("3.7", environ=env, home=tmp_path).version == "3.7.17"  # no cache
+    assert runs.read_text().count("run") == 2  # this process had the answer for this file
+    monkeypatch.setattr(interpreters, "_ASKED", {})  # as in a new process
+    assert find_interpreter("3.7", environ=env, home=tmp_path).version == "3.7.17"
     assert runs.read_text().count("run") == 3
+
+
+@pytest.mark.posix_only("a shell script stands in for the interpreter")
+def test_the_head_starts_search_is_the_builds_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply's head start asks the lock's Python while planning imports; the build's search
+    with envforge's cache then runs nothing and keeps that answer there."""
+    monkeypatch.setattr(interpreters, "_ASKED", {})
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    python = tmp_path / "bin" / "python3.7"
+    python.parent.mkdir()
+    _counting_python(python, "3.7.16", runs)
+    env = {"PATH": str(python.parent), "HOME": str(tmp_path)}
+    find_python("3.7.16", env)
+    assert runs.read_text().count("run") == 1 and not cache.exists()
+    found = find_interpreter("3.7", environ=env, home=tmp_path, cache=cache)
+    assert (found.version, runs.read_text().count("run")) == ("3.7.16", 1)
+    assert (cache / "interpreters-v1.json").is_file()
 
 
 @pytest.mark.posix_only("a shell script stands in for the interpreter")

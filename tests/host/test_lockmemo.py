@@ -104,3 +104,18 @@ def test_a_third_party_packs_edited_code_gives_another_digest(
     assert key() != before
     assert lockmemo.digest("{}", "{}", references=True, packs=packs) != key()
     assert lockmemo.digest("{}", "{}", references=False, packs=list(REGISTRY)) != key()
+
+
+def test_a_lone_module_pack_is_its_file_not_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "lonepack.py").write_text("class Pack:\n    name = 'lone'\n")
+    (site / "neighbour.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(site))
+    module = importlib.import_module("lonepack")
+    monkeypatch.setitem(sys.modules, "lonepack", module)
+    files = lockmemo.code_files(["lonepack"])
+    assert str((site / "lonepack.py").resolve()) in files
+    assert not any(f.endswith("neighbour.py") for f in files)  # site-packages is not walked
+
