@@ -206,7 +206,9 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         if dated:
             return Proposal(dated[-1], f"the newest Python released by {as_of}{fits}")
         if ok:
-            return Proposal(ok[0], f"the oldest Python{fits}; none was released by {as_of}")
+            return Proposal(ok[0], f"the oldest Python envforge proposes{fits}: none of "
+                            f"{CANDIDATES[0]}-{CANDIDATES[-1]} was released by {as_of} (an "
+                            "older Python is taken where the repository states it)")
     elif pins and ok:
         return Proposal(ok[-1], f"the newest Python{fits}")
     blockers = sorted(p for p, files in pins.items()

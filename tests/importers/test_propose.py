@@ -55,7 +55,8 @@ def test_python_is_the_newest_of_the_era_that_every_pin_supports() -> None:
     assert propose_python({"six==1.12.0": SIX_1120}, None, []).value == "3.11"
     assert propose_python({}, "2019-08-15", []).value == "3.7"
     early = propose_python({"six==1.12.0": SIX_1120}, "2017-01-01", [])
-    assert early.value == "3.7" and "none was released by 2017-01-01" in early.why
+    assert early.value == "3.7" and "none of 3.7-3.11 was released by 2017-01-01" in early.why
+    assert "the oldest Python envforge proposes" in early.why  # 3.6 was out by then
 
 
 def test_a_stated_python_wins_and_a_range_limits() -> None:
