@@ -21,6 +21,7 @@ from pathlib import Path
 
 from envforge.host.archives import sha256_file
 from envforge.host.fetch import checked_record, sha256_of
+from envforge.host.interpreters import minor
 from envforge.lockfile import LockedDeb, PypiBuild
 from envforge.spec import PYPI_SIMPLE, Platform
 
@@ -36,10 +37,6 @@ class BuiltWheel:
     python: str  # the version that built it
     pure: bool
     build_requires: tuple[str, ...] = ()  # what its build environment held (name==version)
-
-
-def minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
 
 
 def build_key(build: PypiBuild | None, target_python: str, platform: Platform,

@@ -25,11 +25,11 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 import envforge
-from envforge.bundle.buildcache import BuiltWheel, build_key, minor, read_entry, write_entry
+from envforge.bundle.buildcache import BuiltWheel, build_key, read_entry, write_entry
 from envforge.bundle.wheelcheck import check_built_wheel
 from envforge.errors import EnvforgeError, InputError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.interpreters import Interpreter, find_interpreter, query_version
+from envforge.host.interpreters import Interpreter, find_interpreter, minor, query_version
 from envforge.lockfile import LockedDeb, LockedPypiFile, PypiBuild
 from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform

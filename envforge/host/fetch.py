@@ -97,20 +97,37 @@ def sha256_of(path: Path, expected: str, *, record: Path | None = None) -> str:
     key = (str(path), expected)
     before = time.time_ns()
     st = path.stat()
-    seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    seen = _seen(st)
     if _HASHED.get(key) == seen:
         return expected
-    kept = _CheckedRecord(record, expected) \
-        if record is not None and host_platform().os is not Os.WINDOWS else None
+    kept = _kept(record, expected)
     if kept is not None and kept.holds(seen):
         _HASHED[key] = seen
         return expected
     found = sha256_file(path)
     if found == expected and st.st_mtime_ns < before - _SETTLED_NS:
-        _HASHED[key] = seen
-        if kept is not None:
-            kept.keep(seen)
+        _remember(key, seen, kept)
     return found
+
+
+def _kept(record: Path | None, sha256: str) -> _CheckedRecord | None:
+    """The record's keeper; None on Windows, where ctime does not move on a write."""
+    if record is None or host_platform().os is Os.WINDOWS:
+        return None
+    return _CheckedRecord(record, sha256)
+
+
+def _seen(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _remember(key: tuple[str, str], seen: tuple[int, ...], kept: _CheckedRecord | None,
+              ) -> None:
+    """A file that hashed as its sha256 with this stat: in this process, and in the cache's
+    record where there is one."""
+    _HASHED[key] = seen
+    if kept is not None:
+        kept.keep(seen)
 
 
 def checked_record(path: Path, sha256: str, cache: Path | None = None) -> Path | None:
@@ -256,9 +273,5 @@ def _finish(part: Path, target: Path, ref: FileRef, found: str, began: int) -> N
     settled = (began // _SETTLED_NS - 1) * _SETTLED_NS
     os.utime(part, ns=(settled, settled))
     part.replace(target)
-    st = target.stat()
-    seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
-    _HASHED[(str(target), ref.sha256)] = seen
-    record = checked_record(target, ref.sha256)
-    if record is not None and host_platform().os is not Os.WINDOWS:
-        _CheckedRecord(record, ref.sha256).keep(seen)
+    _remember((str(target), ref.sha256), _seen(target.stat()),
+              _kept(checked_record(target, ref.sha256), ref.sha256))

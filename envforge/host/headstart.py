@@ -127,9 +127,9 @@ def find_python(version: str, environ: Mapping[str, str]) -> None:
     the build's own search finds it (asking the candidates took a cold apply a tenth of a
     second between the sdist's download and its build). Nothing is written."""
     try:
-        from envforge.host.interpreters import find_interpreter
+        from envforge.host.interpreters import find_interpreter, minor
 
-        find_interpreter(".".join(version.split(".")[:2]), environ=environ)
+        find_interpreter(minor(version), environ=environ)
     except Exception:  # the build's own search reports it
         pass
 

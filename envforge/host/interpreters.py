@@ -29,6 +29,11 @@ _VERSION_SCRIPT = ("import json, sys; print(json.dumps({'version': "
                    "'%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable}))")
 
 
+def minor(version: str) -> str:
+    """``3.7`` of ``3.7.16``: what interpreters are searched by."""
+    return ".".join(version.split(".")[:2])
+
+
 @dataclass(frozen=True)
 class Interpreter:
     executable: Path
@@ -37,7 +42,7 @@ class Interpreter:
 
     @property
     def minor(self) -> str:
-        return ".".join(self.version.split(".")[:2])
+        return minor(self.version)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from envforge import __version__
 from envforge.host.atomicfile import write_atomic
-from envforge.host.noopstamp import own_files, stat_of
+from envforge.host.noopstamp import own_files, package_files, stat_of
 
 FORMAT = 1
 
@@ -45,10 +45,7 @@ def code_files(modules: Iterable[str]) -> list[str]:
         root = os.path.dirname(os.path.realpath(where))  # noqa: PTH120
         if root != own_root and root not in roots:
             roots.add(root)
-            for folder, dirs, files in os.walk(root):
-                dirs[:] = [d for d in dirs if d != "__pycache__"]
-                found += [os.path.join(folder, f) for f in files  # noqa: PTH118
-                          if f.endswith((".py", ".toml"))]
+            found += package_files(root)
     return found
 
 

@@ -121,8 +121,12 @@ def stamp_path(words: Sequence[str], *, cwd: str, environ: Mapping[str, str],
 def own_files() -> list[str]:
     """envforge's modules and knowledge, and the folders holding them: a changed envforge
     may decide differently."""
-    root = Path(__file__).resolve().parent.parent
-    found = [str(root)]
+    return package_files(str(Path(__file__).resolve().parent.parent))
+
+
+def package_files(root: str) -> list[str]:
+    """A package's folder, its folders and its modules and TOML files (not ``__pycache__``)."""
+    found = [root]
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         found.extend(os.path.join(folder, d) for d in dirs)

@@ -189,3 +189,39 @@ def test_run_and_status(host: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     capsys.readouterr()
     assert main(["status", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["environments"] == []
+
+
+def test_a_second_apply_of_a_lock_takes_its_passed_check_from_the_cache(
+        host: Path, envforge_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply remembers that the lock passed its check once it has performed
+    (host/lockmemo.py); the next apply of the same spec and lock, into another prefix, does
+    not judge it again, and one whose lock was edited since is judged, and refused."""
+    (tmp_path / "project" / "specs").mkdir(parents=True)
+    (tmp_path / "project" / "locks").mkdir()
+    spec = tmp_path / "project" / "specs" / SPEC.name
+    shutil.copy(SPEC, spec)
+    lock = tmp_path / "project" / "locks" / "theano-cpu.lock"
+    shutil.copy(REPO / "locks" / "theano-cpu.lock", lock)
+    checked: list[Path] = []
+    from envforge.app import project as project_module
+
+    real = project_module.check_lock
+
+    def counting(*args: object, **kwargs: object) -> None:
+        checked.append(Path(str(args[2])))
+        real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(project_module, "check_lock", counting)
+
+    words = ["apply", str(spec), "--yes", "--quiet", "--prefix"]
+    assert main([*words, str(tmp_path / "first")]) == 0
+    assert checked == [lock]
+    assert list((envforge_home / "cache" / "lock-checked").glob("*.txt"))
+    assert main([*words, str(tmp_path / "second")]) == 0
+    assert checked == [lock]  # answered from the record
+    numpy = "numpy-1.19.5-cp37-cp37m-manylinux2010_x86_64.whl"
+    text = lock.read_text(encoding="utf-8")
+    assert numpy in text
+    lock.write_text(text.replace(numpy, numpy.replace("cp37-cp37m", "cp311-cp311"), 1),
+                    encoding="utf-8")
+    assert main([*words, str(tmp_path / "third")]) == 2  # edited since: judged and refused
+    assert checked == [lock, lock] and not (tmp_path / "third").exists()
