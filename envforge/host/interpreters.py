@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from envforge.host import proc
 from envforge.host.atomicfile import write_atomic
 from envforge.platforms import Os, TargetPlatform, host_platform
 
+_NAMED = re.compile(r"python(\d+\.\d+)")
 _VERSION_SCRIPT = ("import json, sys; print(json.dumps({'version': "
                    "'%d.%d.%d' % sys.version_info[:3], 'executable': sys.executable}))")
 
@@ -177,6 +179,8 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
             continue
         seen.add(real)
         looked.append(str(candidate.path))
+        if named_minor(real) not in (None, minor):
+            continue  # /usr/bin/python3 -> python3.11: not asked (a Python's start each)
         found = query_version(candidate.path, cache=cache)
         if found is not None and found.minor == minor:
             return Interpreter(candidate.path, found.version, candidate.found_by)
@@ -187,6 +191,14 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
     tried = f" (tried {', '.join(looked)})" if looked else ""
     raise StepError(f"no Python {minor} found on PATH, in pyenv or among uv's Pythons{tried}; "
                     f"install one, e.g. `uv python install {minor}` or `pyenv install {minor}`")
+
+
+def named_minor(real: Path) -> str | None:
+    """The minor version an interpreter's real file is named for (``python3.11``: 3.11), as
+    CPython's ``make install`` and Debian name it; None for ``python3``, ``python.exe`` and
+    other names, which only asking can tell."""
+    match = _NAMED.fullmatch(real.name)
+    return match.group(1) if match else None
 
 
 def _py_launcher(minor: str) -> Interpreter | None:  # pragma: no cover - Windows only

@@ -60,3 +60,13 @@ def test_a_child_process_writes_the_entry_and_a_cancelled_get_raises(
     references.cancel()
     with pytest.raises(CancelledError):
         references.get(VERIFY, "float64", REGISTRY)
+
+
+def test_the_child_computes_with_one_blas_thread_unless_told_otherwise() -> None:
+    """The child runs beside uv's resolvers: NumPy's BLAS gets one thread, unless the user's
+    environment names a count (kept as given)."""
+    from envforge.app.references import child_environ
+
+    given = child_environ({"PATH": "/usr/bin", "OMP_NUM_THREADS": "4"})
+    assert given["PATH"] == "/usr/bin" and given["OMP_NUM_THREADS"] == "4"
+    assert given["OPENBLAS_NUM_THREADS"] == given["MKL_NUM_THREADS"] == "1"

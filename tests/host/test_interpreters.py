@@ -135,3 +135,29 @@ def test_a_damaged_interpreter_cache_is_asked_past(tmp_path: Path) -> None:
     assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.16"
     assert find_interpreter("3.7", environ=env, home=tmp_path, cache=cache).version == "3.7.16"
     assert runs.read_text().count("run") == 1
+
+
+@pytest.mark.posix_only("a shell script stands in for the interpreter")
+def test_an_interpreter_named_for_another_minor_is_not_run(tmp_path: Path) -> None:
+    """``python3`` -> ``python3.11`` (Debian's /usr/bin, pyenv's and CPython's installs name
+    the real file so) is passed over without starting it when 3.7 is searched; a plain name
+    is still asked, and so is a link to a file named for the minor searched."""
+    runs = tmp_path / "runs"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    _counting_python(first / "python3.11", "3.11.7", runs)
+    (first / "python3").symlink_to(first / "python3.11")
+    _counting_python(second / "python3.7", "3.7.16", runs)
+    (second / "python3").symlink_to(second / "python3.7")
+    env = {"PATH": os.pathsep.join([str(first), str(second)])}
+    found = find_interpreter("3.7", environ=env, home=tmp_path)
+    assert (found.version, runs.read_text().count("run")) == ("3.7.16", 1)
+    with pytest.raises(StepError, match=r"tried .*first/python3\)"):  # looked at, by its name
+        find_interpreter("3.5", environ={"PATH": str(first)}, home=tmp_path)
+    assert runs.read_text().count("run") == 1
+    (first / "python").write_text((first / "python3.11").read_text())
+    (first / "python").chmod(0o755)
+    with pytest.raises(StepError):
+        find_interpreter("3.5", environ={"PATH": str(first)}, home=tmp_path)
+    assert runs.read_text().count("run") == 2  # a name that says no version is asked
