@@ -38,6 +38,7 @@ from envforge.importers.legacy_names import (
 )
 from envforge.importers.propose import (
     CANDIDATES,
+    OLDER,
     Proposal,
     era_for_python,
     propose_as_of,
@@ -96,7 +97,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     files = {pin: release_files(listings[pin], version)  # the project's own pins date it
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
-    python = propose_python(files, as_of.value, repo.imported.python)
+    python = propose_python(files, as_of.value, repo.imported.python, older=_host_older())
     rows = legacy_names()
     watched = frozenset({*(name for row in rows.removed_api for name in row.names),
                          *(name for row in rows.gone_api for name in row.names),
@@ -483,6 +484,21 @@ def _older(python: Proposal, as_of: Proposal) -> Proposal | None:
     older = CANDIDATES[CANDIDATES.index(python.value) - 1]
     return _full_python(Proposal(older, f"Python {python.value}, the newest released by "
                                  f"{as_of.value}, did not resolve on that day; {older} did"))
+
+
+def _host_older() -> tuple[str, ...]:
+    """The Pythons older than init's candidates (``OLDER``) that this host has."""
+    from envforge.errors import StepError
+    from envforge.host.interpreters import find_interpreter
+
+    found = []
+    for minor in OLDER:
+        try:
+            find_interpreter(minor)
+        except StepError:
+            continue
+        found.append(minor)
+    return tuple(found)
 
 
 def _full_python(python: Proposal) -> Proposal:

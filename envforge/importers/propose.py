@@ -28,6 +28,10 @@ from envforge.resolve.releases import releases_from_files
 
 CANDIDATES = ("3.7", "3.8", "3.9", "3.10", "3.11")  # the Pythons envforge's probe runs on
 DEFAULT_PYTHON = "3.7"
+# run by the probe too (allenai/bilm-tf's TensorFlow 1.2.1, specs/tf12-py36-cpu.toml), but
+# proposed only for pins no candidate has files for, on a host that has one: uv installs
+# none (its Pythons start at 3.7), so a spec for it is this host's to apply
+OLDER = ("3.6",)
 
 
 @dataclass(frozen=True)
@@ -188,9 +192,13 @@ def propose_as_of(pins: Mapping[str, Sequence[Mapping[str, Any]]],
 
 
 def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str | None,
-                   stated: Sequence[tuple[str, str]]) -> Proposal:
+                   stated: Sequence[tuple[str, str]], *,
+                   older: Sequence[str] = ()) -> Proposal:
     """An exact version the repository states wins; else the newest candidate released by
-    ``as_of`` that every exact pin supports; else the newest any pins support; else 3.7."""
+    ``as_of`` that every exact pin supports; else the newest any pins support; else, where
+    no candidate has files for every pin, the newest of the ``older`` Pythons this host has
+    (``OLDER``) that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
+    has cp36 wheels and none for cp37); else 3.7."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
         if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, "3.6"):
@@ -213,6 +221,13 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         return Proposal(ok[-1], f"the newest Python{fits}")
     blockers = sorted(p for p, files in pins.items()
                       if not any(supports_python(files, m) for m in CANDIDATES))
+    kept = [m for m in OLDER if m in older
+            and all(supports_python(files, m) for files in pins.values())
+            and all(spec.contains(f"{m}.99") for spec in ranges)]
+    if blockers and kept:
+        return Proposal(kept[-1], f"the newest Python that every exact pin has files for: "
+                        f"none of {CANDIDATES[0]}-{CANDIDATES[-1]} suits {', '.join(blockers)}, "
+                        f"and this host has Python {kept[-1]}, so the pins are kept")
     why = "nothing to date the project by" if not pins else \
         f"no Python {CANDIDATES[0]}-{CANDIDATES[-1]} suits every pin " \
         f"({', '.join(blockers) or 'they disagree'})"

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app import drafting
 from envforge.cli import main
 from envforge.commands.init import run_init
+from envforge.errors import EnvforgeError
+from envforge.host.interpreters import find_interpreter
 from envforge.lockfile import load_lock
 from envforge.spec import load_spec
 from envforge.ui import UI
@@ -259,14 +262,17 @@ def test_no_day_resolves_the_proposed_one_is_kept_with_every_day_tried(
 
 
 @pytest.mark.network
-def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path) -> None:
-    """The issue's repository: TF 1.x and Keras, last committed before any TensorFlow had a
+def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's repository, on a host without Python 3.6 (which would keep numpy 1.13.3's
+    era): TF 1.x and Keras, last committed before any TensorFlow had a
     Python 3.7 wheel. init once dropped the day and TF 2.11 resolved; now the day moves to
     Python 3.7's release, then a year on, and that later day is narrowed to what needs it
     (TensorFlow, what it needs, what Python 3.7's release day had only as sdists, each from
     its first release that installs: TF 1.13.1; six keeps the first day); numpy 1.13.3 (no
     cp37 wheel) moves to 1.14.5, the Python 2 and macOS pins get markers, sklearn is
     scikit-learn, and [tensorflow] and [keras] are mounted."""
+    monkeypatch.setattr(drafting, "_host_older", lambda: ())
     root = git_repo(tmp_path / "tf1", "tensorflow>=1.4,<2\nkeras\nh5py\nnumpy==1.13.3\n"
                     "functools32==3.2.3-2\nappnope==0.1.0\nsklearn\n", "2018-03-15",
                     name="REQUIREMENTS.txt")
@@ -295,9 +301,12 @@ def test_a_2018_tensorflow_repository_locks_tf1_in_a_widened_era(tmp_path: Path)
 
 
 @pytest.mark.network
-def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
-    """facenet's tensorflow==1.7 (no cp37 wheel) moves to 1.13.1, whose tensorboard 1.13 is
-    of 2019-02-26: the day follows it, and the first try resolves."""
+def test_a_pin_moved_to_a_later_release_brings_its_era(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """facenet's tensorflow==1.7 (no cp37 wheel), on a host without Python 3.6, moves to
+    1.13.1, whose tensorboard 1.13 is of 2019-02-26: the day follows it, and the first try
+    resolves."""
+    monkeypatch.setattr(drafting, "_host_older", lambda: ())
     root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
     out = tmp_path / "facenet.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
@@ -306,6 +315,31 @@ def test_a_pin_moved_to_a_later_release_brings_its_era(tmp_path: Path) -> None:
     assert str(pspec.pypi.as_of) == "2019-02-26"
     text = out.read_text()
     assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
+
+
+@pytest.mark.network
+def test_a_pin_only_an_older_python_has_files_for_keeps_its_release_on_a_host_with_it(
+        tmp_path: Path) -> None:
+    """davidsandberg/facenet (2018-04-16): tensorflow==1.7's wheels stop at cp36. With a
+    Python 3.6 here the pin and the repository's day are kept (its MTCNN alignment and its
+    tests ran so), and the lock resolves TensorFlow 1.7.0 for it."""
+    try:
+        find_interpreter("3.6")
+    except EnvforgeError as exc:
+        pytest.skip(f"needs a Python 3.6 on this host (pyenv install 3.6): {exc}")
+    root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "facenet.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.python.version.startswith("3.6.") and str(pspec.pypi.as_of) == "2018-04-16"
+    assert "tensorflow==1.7" in pspec.pypi.packages
+    assert "none of 3.7-3.11 suits tensorflow==1.7, and this host has Python 3.6" \
+        in out.read_text()
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "facenet.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert versions["tensorflow"] == "1.7.0"
 
 
 @pytest.mark.network
