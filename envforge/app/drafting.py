@@ -41,6 +41,7 @@ from envforge.importers.propose import (
     OLDER,
     Proposal,
     era_for_python,
+    older_for_code,
     propose_as_of,
     propose_python,
     release_files,
@@ -97,7 +98,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     files = {pin: release_files(listings[pin], version)  # the project's own pins date it
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
-    python = propose_python(files, as_of.value, repo.imported.python, older=_host_older())
+    older = _host_older()
+    python = propose_python(files, as_of.value, repo.imported.python, older=older)
     rows = legacy_names()
     watched = frozenset({*(name for row in rows.removed_api for name in row.names),
                          *(name for row in rows.gone_api for name in row.names),
@@ -105,6 +107,13 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
     early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
+    stops = early.generator_stops if _generator_stops(early, python.minor) else ()
+    kept = older_for_code(python, files, repo.imported.python, older, (
+        f"{stops[0]} raises StopIteration into a generator, which Python 3.7 and later turn "
+        "into RuntimeError (PEP 479)")) if stops else None
+    if kept is not None:
+        python = kept
+        early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
     # before the packs mount for the requirements: a framework the code imports is one
     repo = _from_imports(source, repo, early, python.minor) if not repo.files else \
         _with_imported(repo, early, frameworks=True)

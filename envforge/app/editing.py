@@ -80,7 +80,7 @@ def edit_packages(spec_path: Path, *, add: Sequence[str] = (), remove: Sequence[
     if not relock:
         _write_spec(spec_path, edited, text)
         return Edit(new, before, after, spec_changed=edited != text)
-    previous = project.previous_lock()
+    previous = project.lock_to_replace()
     notes: list[str] = []
     try:
         locked = lock(new, previous, notes=notes)

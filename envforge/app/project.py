@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envforge.app.packs import installed_packs
+from envforge.errors import InputError
 from envforge.lockcheck import check_lock, ensure_fresh, stale_reasons
 from envforge.lockfile import Lockfile, load_lock, lock_path_for
 from envforge.packapi import Registry
@@ -41,6 +42,21 @@ class Project:
     def previous_lock(self) -> Lockfile | None:
         """The lock on disk, or None where there is none yet (it may be stale)."""
         return load_lock(self.lock_path, self.registry) if self.lock_path.exists() else None
+
+    def lock_to_replace(self) -> Lockfile | None:
+        """The lock on disk that a new lock of this spec replaces (its versions preferred),
+        or None; refused where it is another spec's (exit 2, nothing written): specs
+        outside a ``specs/`` folder lock beside their folder (``REPO/envforge.toml`` to
+        ``REPO/../locks/envforge.lock``), where a sibling repository's spec of the same file
+        name locks too, and each lock would overwrite the other's and take its versions."""
+        previous = self.previous_lock()
+        if previous is not None and previous.meta.spec_name != self.spec.name:
+            raise InputError(
+                f"{self.lock_path} is the lock of another spec, {previous.meta.spec_name!r} "
+                f"({previous.meta.spec}), not of {self.spec.name!r} ({self.spec_path}): "
+                f"nothing written; lock with --locks-dir DIR, or keep the spec in a specs/ "
+                f"folder of its own project (its lock then goes to locks/ beside it)")
+        return previous
 
     def fresh_lock(self, *, references: bool = False, memo: Path | None = None) -> Lockfile:
         """The lock, refused unless it is its spec's (exit 3) and says what the spec would

@@ -46,7 +46,7 @@ def run_lock(spec_paths: Sequence[Path], *, platforms: Sequence[Platform], check
             continue
         notes: list[str] = []
         try:
-            previous = project.previous_lock()
+            previous = project.lock_to_replace()
             with ui.progress(f"locking {spec.name}"):
                 locked = lock(project, previous, platforms, notes, upgrade=upgrade,
                               upgrade_packages=upgrade_packages)

@@ -234,6 +234,25 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
     return Proposal(DEFAULT_PYTHON, f"envforge's legacy default; {why}")
 
 
+def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, Any]]],
+                   stated: Sequence[tuple[str, str]], older: Sequence[str],
+                   why: str) -> Proposal | None:
+    """The newest of the ``older`` Pythons this host has, for code that a candidate breaks
+    (``why``: a generator's ``raise StopIteration``, a RuntimeError from 3.7 by PEP 479),
+    where every exact pin has files for it and the repository's stated ranges admit it;
+    None where the repository states its Python exactly (its word wins) or none fits."""
+    if python.why.startswith("stated in") or python.value not in CANDIDATES:
+        return None
+    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v)]
+    kept = [m for m in OLDER if m in older
+            and all(supports_python(files, m) for files in pins.values())
+            and all(spec.contains(f"{m}.99") for spec in ranges)]
+    if not kept:
+        return None
+    return Proposal(kept[-1], f"{why}: Python {kept[-1]}, which this host has, runs it as "
+                    f"written (proposed before: {python.value}, {python.why})")
+
+
 def _valid(text: str) -> bool:
     try:
         SpecifierSet(text)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from envforge.app import drafting
 from envforge.app.drafting import draft_spec
 from envforge.app.packs import installed_packs
 from envforge.errors import InputError
@@ -360,22 +361,49 @@ def test_theanos_old_gpu_back_end_and_sandbox_neighbours_are_named_to_port(
         "Theano-PyMC==1.0.5", "Keras<2.2.1"]  # Theano imported: its back-end
 
 
-def test_a_stop_iteration_pep_479_turns_into_runtime_error_is_named_to_port(
-        tmp_path: Path) -> None:
-    """allenai/bilm-tf (2018-10-16): its generator reaches a ``raise StopIteration``, which
-    Python 3.7, the Python proposed, turns into RuntimeError: named with its line."""
-    (tmp_path / "requirements.txt").write_text("h5py\n")
-    (tmp_path / "bilm").mkdir()
-    (tmp_path / "bilm" / "data.py").write_text(
+def _bilm_like(root: Path, requirements: str = "h5py\n") -> None:
+    root.mkdir(exist_ok=True)
+    (root / "requirements.txt").write_text(requirements)
+    (root / "bilm").mkdir()
+    (root / "bilm" / "data.py").write_text(
         "class LMDataset:\n    def _load_random_shard(self):\n        raise StopIteration\n"
         "    def get_sentence(self):\n        while True:\n"
         "            yield self._load_random_shard()\n")
+
+
+def test_a_stop_iteration_pep_479_turns_into_runtime_error_is_named_to_port(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """allenai/bilm-tf (2018-10-16), on a host without Python 3.6: its generator reaches a
+    ``raise StopIteration``, which Python 3.7, the Python proposed, turns into RuntimeError:
+    named with its line."""
+    monkeypatch.setattr(drafting, "_host_older", lambda: ())
+    _bilm_like(tmp_path)
     draft = _draft(tmp_path, date(2018, 10, 16))
     assert draft.python.minor == "3.7"
     assert draft.to_port == (
         "bilm/data.py:3 raises StopIteration into a generator, which Python 3.7 turns into "
         "RuntimeError (PEP 479): port it to `return`, or set [python] version to 3.6",)
     assert f"# {draft.to_port[0]}\n" in render_spec(draft, installed_packs())
+
+
+def test_code_a_stop_iteration_breaks_on_3_7_takes_the_python_3_6_this_host_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same code where this host has Python 3.6, which runs it as written (bilm-tf's 24
+    tests pass there; four fail on 3.7): proposed with the line, nothing left to port; a
+    repository whose stated range leaves 3.6 out keeps 3.7 and the port."""
+    monkeypatch.setattr(drafting, "_host_older", lambda: ("3.6",))
+    _bilm_like(tmp_path / "kept")
+    draft = _draft(tmp_path / "kept", date(2018, 10, 16))
+    assert draft.python.minor == "3.6" and draft.to_port == ()
+    assert draft.python.why.startswith(
+        "bilm/data.py:3 raises StopIteration into a generator, which Python 3.7 and later "
+        "turn into RuntimeError (PEP 479): Python 3.6, which this host has, runs it as written "
+        "(proposed before: 3.7, the newest Python released by 2018-10-16")
+    _bilm_like(tmp_path / "stated")
+    (tmp_path / "stated" / "setup.py").write_text(
+        "from setuptools import setup\nsetup(name='bilm', python_requires='>=3.7')\n")
+    stated = _draft(tmp_path / "stated", date(2018, 10, 16))
+    assert stated.python.minor == "3.7" and len(stated.to_port) == 1
 
 
 def test_a_framework_imported_only_in_an_uncalled_function_is_not_added(

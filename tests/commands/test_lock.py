@@ -165,6 +165,28 @@ def test_unchanged_spec_relocks_without_resolving(tmp_path: Path, no_resolvers: 
     assert (tmp_path / "locks" / "theano-cpu.lock").read_text() == committed
 
 
+def test_a_lock_of_another_spec_at_the_lock_path_is_refused_and_kept(
+        tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two repositories' ``envforge.toml`` lock to one ``../locks/envforge.lock``: the second
+    lock once took the first's versions as preferences and overwrote it (facenet's and
+    bilm-tf's, side by side). It is refused, naming both, and the lock left as it was."""
+    (tmp_path / "locks").mkdir()
+    committed = (REPO / "locks" / "theano-cpu.lock").read_bytes()
+    (tmp_path / "locks" / "envforge.lock").write_bytes(committed)
+    text = (REPO / "specs" / "theano-cpu.toml").read_text()
+    for repo, name in (("first", "theano-cpu"), ("second", "second")):
+        (tmp_path / repo).mkdir()
+        (tmp_path / repo / "envforge.toml").write_text(
+            text.replace('name = "theano-cpu"', f'name = "{name}"'))
+    capsys.readouterr()
+    assert main(["lock", str(tmp_path / "second" / "envforge.toml"), "-q"]) == 2
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'locks' / 'envforge.lock'} is the lock of another spec, " \
+           "'theano-cpu'" in " ".join(said.split()) and "--locks-dir" in said
+    assert (tmp_path / "locks" / "envforge.lock").read_bytes() == committed
+    assert main(["lock", str(tmp_path / "first" / "envforge.toml"), "-q"]) == 0  # its own
+
+
 def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
         tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "specs").mkdir()
