@@ -128,7 +128,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
-                 python_fallback=_older(python, as_of),
+                 python_fallback=_older(python, as_of, older),
                  to_port=(*_gone_apis(repo, code), *_generator_stops(code, minor)))
 
 
@@ -482,15 +482,19 @@ def _joined(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def _older(python: Proposal, as_of: Proposal) -> Proposal | None:
+def _older(python: Proposal, as_of: Proposal,
+           host_older: Sequence[str] = ()) -> Proposal | None:
     """The Python one minor older than a Python proposed as the newest of the day (none for
-    a Python the repository states, or the oldest envforge runs): the day's wheels of the
-    newest Python are often few (Python 3.8 of 2019-10: torch's first cp38 wheels came in
-    2020-01), and the older one keeps the day where widening it would change every release."""
+    a Python the repository states, or the oldest envforge runs; 3.6 where this host has it,
+    ``host_older``): the day's wheels of the newest Python are often few (Python 3.8 of
+    2019-10: torch's first cp38 wheels came in 2020-01; 3.7 of 2018-10: TensorFlow's first
+    cp37 wheels came in 2019-02), and the older one keeps the day where widening it would
+    change every release."""
+    order = (*(m for m in OLDER if m in host_older), *CANDIDATES)
     if python.value is None or not python.why.startswith("the newest Python released by") \
-            or python.value not in CANDIDATES[1:]:
+            or python.value not in order[1:]:
         return None
-    older = CANDIDATES[CANDIDATES.index(python.value) - 1]
+    older = order[order.index(python.value) - 1]
     return _full_python(Proposal(older, f"Python {python.value}, the newest released by "
                                  f"{as_of.value}, did not resolve on that day; {older} did"))
 

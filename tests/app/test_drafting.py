@@ -438,3 +438,22 @@ def test_kerass_load_img_gets_pillow(tmp_path: Path) -> None:
 def test_absl_is_absl_py(tmp_path: Path) -> None:
     """deepmind/sonnet v1.23 imports absl (its tests' parameterized), PyPI's absl-py."""
     assert _code(tmp_path, "from absl.testing import parameterized\n") == ("absl-py",)
+
+
+def test_the_day_s_older_python_is_3_6_for_3_7_only_where_this_host_has_it() -> None:
+    """fizyr/keras-retinanet 0.5.0 (2018-10-17): Python 3.7 was the newest of the day, and no
+    TensorFlow had a cp37 wheel until 2019-02; 3.6 resolves on the day (TensorFlow 1.11, the
+    3.6 its CI ran), where this host has it. 3.8's older one stays 3.7."""
+    from envforge.importers.propose import Proposal
+
+    day = Proposal("2018-10-17", "the repository's last commit")
+    newest = Proposal("3.7", "the newest Python released by 2018-10-17")
+    fallback = drafting._older(newest, day, ("3.6",))
+    assert fallback is not None and fallback.value is not None
+    assert fallback.value.startswith("3.6") and fallback.why.startswith(
+        "Python 3.7, the newest released by 2018-10-17, did not resolve on that day; 3.6 did")
+    assert drafting._older(newest, day) is None
+    later = drafting._older(Proposal("3.8", "the newest Python released by 2019-12-31"),
+                            Proposal("2019-12-31", "x"), ("3.6",))
+    assert later is not None and later.value is not None and later.value.startswith("3.7")
+    assert drafting._older(Proposal("3.7", "stated in setup.py:9"), day, ("3.6",)) is None
