@@ -28,6 +28,7 @@ from envforge.host.outputs import check_output
 from envforge.importers.render import (
     PROJECT_FILES,
     Draft,
+    built_in_place,
     code_note,
     debian,
     not_on_debian,
@@ -126,7 +127,8 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
                 "files": draft.code.files, "note": code_note(draft),
                 "not_parsed": [{"path": p, "line": n, "message": m}
                                for p, n, m in draft.code.failing],
-                "to_port": list(draft.to_port)},
+                "to_port": list(draft.to_port),
+                "build_in_place": built_in_place(draft, str(output))},
             "resolved": resolved, "locks": failure is None if resolved else None,
             "error": failure, "next": f"envforge lock {output}" if failure is None
             else f"edit {output} as the error says, then envforge lock {output}"})
@@ -159,7 +161,7 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
     note = code_note(draft)
     if note is not None:
         ui.warn(note)
-    for use in draft.to_port:
+    for use in (*draft.to_port, *built_in_place(draft, str(output))):
         ui.warn(use)
     if draft.as_of.value is None:
         ui.info(f"as_of - ({draft.as_of.why})")

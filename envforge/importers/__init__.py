@@ -57,6 +57,9 @@ class Imported:
     # the project's optional requirements (setup.py's extras_require), each noted with its
     # extra: init adds those the code imports
     extras: list[Found] = field(default_factory=list)
+    # the project's own compiled extensions (setup.py's ext_modules), (module, origin): no
+    # wheel gives them, its code imports them from its own folder once built there
+    extensions: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Imported) -> None:
         self.requirements += other.requirements
@@ -66,6 +69,7 @@ class Imported:
         self.extra_indexes += other.extra_indexes
         self.find_links += other.find_links
         self.extras += other.extras
+        self.extensions += other.extensions
 
 
 def exact_version(requirement: Requirement) -> str | None:

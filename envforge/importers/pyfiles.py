@@ -245,6 +245,9 @@ def _read_setup_py(name: str, text: str) -> Imported:
             if keyword.arg == "tests_require":
                 _read_tests_require(name, keyword.value, assigned, out)
                 continue
+            if keyword.arg == "ext_modules":
+                out.extensions += _extensions(name, keyword.value, assigned)
+                continue
             if keyword.arg not in ("install_requires", "python_requires"):
                 continue
             value = keyword.value
@@ -268,6 +271,27 @@ def _read_setup_py(name: str, text: str) -> Imported:
                     if line.strip():
                         add_requirement(line.strip(), f"{name}:{value.lineno + offset}", out)
     return out
+
+
+def _extensions(name: str, value: ast.expr,
+                assigned: dict[str, ast.expr]) -> list[tuple[str, str]]:
+    """``ext_modules=[Extension("pkg.mod", [...]), ...]`` (or a name assigned such a list,
+    or ``cythonize([...])`` of one): each extension's module with the line naming it; a
+    module computed at run time counts by its line alone."""
+    if isinstance(value, ast.Name) and value.id in assigned:
+        value = assigned[value.id]
+    if isinstance(value, ast.Call) and value.args:  # cythonize(extensions, ...)
+        return _extensions(name, value.args[0], assigned)
+    found = []
+    for element in _elements(value) if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+        module = None
+        if isinstance(element, ast.Call):
+            first = element.args[0] if element.args else next(
+                (k.value for k in element.keywords if k.arg == "name"), None)
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                module = first.value
+        found.append((module or "an extension", f"{name}:{element.lineno}"))
+    return found
 
 
 def _keywords(name: str, keywords: list[ast.keyword], assigned: dict[str, ast.expr],

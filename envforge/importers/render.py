@@ -212,10 +212,21 @@ def code_note(draft: Draft) -> str | None:
     return draft.code.summary(draft.python.minor)
 
 
+def built_in_place(draft: Draft, spec: str = "SPEC") -> list[str]:
+    """The project's own compiled extensions (setup.py's ``ext_modules``), which its code
+    imports from its own folder and no lock can give: each with the command that builds it
+    there, its CI's (fizyr/keras-retinanet's ``compute_overlap``: ``python setup.py
+    build_ext --inplace`` in .travis.yml); envforge never writes into the repository."""
+    return [f"{origin} builds {module}, the project's own compiled extension, which no wheel "
+            f"gives: build it in the repository's folder before running its code, "
+            f"`envforge run {spec} -- python setup.py build_ext --inplace`"
+            for module, origin in draft.repository.imported.extensions]
+
+
 def _code_note(draft: Draft) -> list[str]:
     note = code_note(draft)
     return [_comment(f"# {line}") for line in ([] if note is None else [note])
-            + list(draft.to_port)]
+            + list(draft.to_port) + built_in_place(draft)]
 
 
 def left_out(draft: Draft) -> dict[str, str]:

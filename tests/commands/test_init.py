@@ -99,6 +99,26 @@ def corpus_copy(tmp_path: Path, name: str) -> Path:
     return root
 
 
+def test_a_project_s_own_extension_is_named_with_the_command_that_builds_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fizyr/keras-retinanet: its code imports ``compute_overlap``, built from a .pyx by its
+    setup.py (its CI runs ``python setup.py build_ext --inplace``); no lock gives it, and
+    init, which writes nothing into the repository, names it and that command."""
+    root = tmp_path / "retinanet"
+    root.mkdir()
+    (root / "setup.py").write_text(
+        "from setuptools import setup, Extension\nsetup(install_requires=['cython'],\n"
+        "      ext_modules=[Extension('pkg.overlap', ['pkg/overlap.pyx'])])\n")
+    out = tmp_path / "specs" / "retinanet.toml"
+    assert main(["init", str(root), "-o", str(out), "--offline", "--json"]) == 0
+    [line] = json.loads(capsys.readouterr().out)["code"]["build_in_place"]
+    assert line.startswith("setup.py:3 builds pkg.overlap, the project's own compiled "
+                           "extension, which no wheel gives") and line.endswith(
+        f"`envforge run {out} -- python setup.py build_ext --inplace`")
+    assert "# setup.py:3 builds pkg.overlap" in out.read_text()
+    assert sorted(p.name for p in root.iterdir()) == ["setup.py"]
+
+
 def test_a_theano_repository_gets_debians_openblas_on_linux(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """pm-prophet (PyMC3 on Theano): on Linux Theano finds no BLAS in NumPy's wheels, so the

@@ -121,6 +121,29 @@ def test_setup_py_is_never_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def test_setup_py_extensions_are_named_with_their_lines() -> None:
+    """fizyr/keras-retinanet 0.5.0's setup.py (an ``extensions`` list, then
+    ``ext_modules=extensions``); a ``cythonize`` of a list, and a module computed at run
+    time, counted by its line."""
+    retinanet = ("import setuptools\nfrom setuptools.extension import Extension\n"
+                 "import numpy as np\n\nextensions = [\n    Extension(\n"
+                 "        'keras_retinanet.utils.compute_overlap',\n"
+                 "        ['keras_retinanet/utils/compute_overlap.pyx'],\n"
+                 "        include_dirs=[np.get_include()]\n    ),\n]\n\n"
+                 "setuptools.setup(\n    name='keras-retinanet',\n"
+                 "    install_requires=['keras', 'cython'],\n    ext_modules=extensions,\n)\n")
+    got = read_setup_py("setup.py", retinanet)
+    assert got.extensions == [("keras_retinanet.utils.compute_overlap", "setup.py:6")]
+    assert _pins(got) == [("keras", "setup.py:15"), ("cython", "setup.py:15")]
+    cythonized = ("from setuptools import setup, Extension\nfrom Cython.Build import cythonize\n"
+                  "setup(ext_modules=cythonize([Extension(name='a.b', sources=['a/b.pyx']),\n"
+                  "                             Extension(NAME, ['c.c'])]))\n")
+    assert read_setup_py("setup.py", cythonized).extensions == [
+        ("a.b", "setup.py:3"), ("an extension", "setup.py:4")]
+    assert read_setup_py("setup.py", "from setuptools import setup\nsetup(name='x')\n"
+                         ).extensions == []
+
+
 def test_setup_py_extras_are_read_apart_noted_with_their_extra() -> None:
     """keras-rl's ``extras_require={'gym': ['gym']}``: optional, so not a requirement; init
     adds the ones the code imports (tests/app/test_drafting.py)."""
