@@ -221,9 +221,7 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         return Proposal(ok[-1], f"the newest Python{fits}")
     blockers = sorted(p for p, files in pins.items()
                       if not any(supports_python(files, m) for m in CANDIDATES))
-    kept = [m for m in OLDER if m in older
-            and all(supports_python(files, m) for files in pins.values())
-            and all(spec.contains(f"{m}.99") for spec in ranges)]
+    kept = _older_fitting(older, pins, ranges)
     if blockers and kept:
         return Proposal(kept[-1], f"the newest Python that every exact pin has files for: "
                         f"none of {CANDIDATES[0]}-{CANDIDATES[-1]} suits {', '.join(blockers)}, "
@@ -243,14 +241,20 @@ def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, An
     None where the repository states its Python exactly (its word wins) or none fits."""
     if python.why.startswith("stated in") or python.value not in CANDIDATES:
         return None
-    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v)]
-    kept = [m for m in OLDER if m in older
-            and all(supports_python(files, m) for files in pins.values())
-            and all(spec.contains(f"{m}.99") for spec in ranges)]
+    kept = _older_fitting(older, pins, [SpecifierSet(v) for v, _ in stated if _valid(v)])
     if not kept:
         return None
     return Proposal(kept[-1], f"{why}: Python {kept[-1]}, which this host has, runs it as "
                     f"written (proposed before: {python.value}, {python.why})")
+
+
+def _older_fitting(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],
+                   ranges: Sequence[SpecifierSet]) -> list[str]:
+    """The ``OLDER`` Pythons this host has (``older``) that every exact pin has files for
+    and every stated range admits, oldest first."""
+    return [m for m in OLDER if m in older
+            and all(supports_python(files, m) for files in pins.values())
+            and all(spec.contains(f"{m}.99") for spec in ranges)]
 
 
 def _valid(text: str) -> bool:
