@@ -289,9 +289,12 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
     called: Keras 1's ``merge([...])`` function, where ``keras.layers.merge`` is a module
     later releases still have."""
     bound: dict[str, str] = {}  # a local name -> the dotted name it stands for
+    guarded = _with_alternative(tree)
     for node in ast.walk(tree):
         imported: list[str] = []
         line = getattr(node, "lineno", 0)
+        if id(node) in guarded:
+            continue  # the other branch imports the same name from elsewhere
         if isinstance(node, ast.Import):
             for alias in node.names:
                 imported.append(alias.name)
@@ -320,6 +323,35 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
             continue
         if name is not None:
             yield name, node.lineno
+
+
+def _with_alternative(tree: ast.Module) -> set[int]:
+    """The imports (by ``id``) that have an alternative: an ``if``/``else`` or a ``try`` and
+    its ``except`` whose other branch imports the same name, of which only one runs (Python's
+    reference, "The if statement" and "The try statement"). segmentation_models v0.2.1's
+    ``if StrictVersion(keras.__version__) < StrictVersion('2.2.0'): from
+    keras.applications.imagenet_utils import _obtain_input_shape`` ``else: from
+    keras_applications...``: counted as a use, it capped Keras below 2.2.1, which its
+    ``keras_applications>=1.0.7`` rules out, and the draft did not resolve."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            branches = [node.body, node.orelse]
+        elif isinstance(node, ast.Try):
+            branches = [node.body, *(handler.body for handler in node.handlers)]
+        else:
+            continue
+        binding = [{id(i): _bound_names(i) for i in branch
+                    if isinstance(i, (ast.Import, ast.ImportFrom))} for branch in branches]
+        for k, imports in enumerate(binding):
+            elsewhere = {name for j, other in enumerate(binding) if j != k
+                         for names in other.values() for name in names}
+            guarded |= {key for key, names in imports.items() if names & elsewhere}
+    return guarded
+
+
+def _bound_names(node: ast.Import | ast.ImportFrom) -> set[str]:
+    return {alias.asname or alias.name.partition(".")[0] for alias in node.names}
 
 
 def _dotted(expr: ast.expr, bound: dict[str, str]) -> str | None:

@@ -90,6 +90,28 @@ def test_watched_names_are_found_however_imported_or_aliased(tmp_path: Path) -> 
     assert scan_code(tmp_path, (3, 7)).uses == {}
 
 
+def test_an_import_whose_other_branch_imports_the_name_from_elsewhere_is_no_use(
+        tmp_path: Path) -> None:
+    """qubvel/segmentation_models v0.2.1 imports ``_obtain_input_shape`` from Keras before
+    2.2.0 and from keras_applications after (an ``if``/``else``); a ``try``/``except
+    ImportError`` fallback is the same. Only an import with no alternative counts."""
+    shape = "keras.applications.imagenet_utils._obtain_input_shape"
+    (tmp_path / "inception.py").write_text(
+        "import keras\nfrom distutils.version import StrictVersion\n\n"
+        "if StrictVersion(keras.__version__) < StrictVersion('2.2.0'):\n"
+        "    from keras.applications.imagenet_utils import _obtain_input_shape\n"
+        "else:\n    from keras_applications.imagenet_utils import _obtain_input_shape\n")
+    (tmp_path / "fallback.py").write_text(
+        "try:\n    from sklearn.cross_validation import KFold\n"
+        "except ImportError:\n    from sklearn.model_selection import KFold\n")
+    watch = frozenset({shape, "sklearn.cross_validation"})
+    assert scan_code(tmp_path, (3, 7), watch).uses == {}
+    (tmp_path / "plain.py").write_text(
+        "try:\n    from keras.applications.imagenet_utils import _obtain_input_shape\n"
+        "except ImportError:\n    _obtain_input_shape = None\n")
+    assert scan_code(tmp_path, (3, 7), watch).uses == {shape: "plain.py:2"}
+
+
 def test_a_name_watched_as_called_counts_only_where_it_is_called(tmp_path: Path) -> None:
     """Keras 1's functional ``merge`` (rykov8/ssd_keras ssd.py:12 and :252) is a call of
     ``keras.layers.merge``; Keras 2 code imports the module of that name and calls what is
