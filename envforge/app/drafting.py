@@ -110,7 +110,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     stops = early.generator_stops if _generator_stops(early, python.minor) else ()
     kept = older_for_code(python, files, repo.imported.python, older, (
         f"{stops[0]} raises StopIteration into a generator, which Python 3.7 and later turn "
-        "into RuntimeError (PEP 479)")) if stops else None
+        "into RuntimeError (PEP 479)"), as_of.value) if stops else None
     if kept is not None:
         python = kept
         early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)

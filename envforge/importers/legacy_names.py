@@ -95,6 +95,7 @@ class SameModuleRow(Frozen):
 class PythonReleaseRow(Frozen):
     python: str = Field(pattern=r"^3\.\d+$")
     day: date
+    end: date | None = None  # its end of life, where init may propose it after others
     source: str
 
 
@@ -413,6 +414,11 @@ def conda_to_pypi(name: str) -> tuple[str | None, str]:
         if key in only.names or name.lower().startswith(only.prefixes):
             return None, only.reason
     return name, ""
+
+
+def python_end_day(minor: str) -> date | None:
+    """The day Python ``minor`` reached its end of life, where the knowledge base has it."""
+    return next((r.end for r in legacy_names().python_release if r.python == minor), None)
 
 
 def python_release_day(minor: str) -> date | None:

@@ -22,7 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from envforge.importers.legacy_names import python_release_day
+from envforge.importers.legacy_names import python_end_day, python_release_day
 from envforge.platforms import PLATFORMS, Platform
 from envforge.resolve.releases import releases_from_files
 
@@ -234,14 +234,19 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
 
 def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, Any]]],
                    stated: Sequence[tuple[str, str]], older: Sequence[str],
-                   why: str) -> Proposal | None:
+                   why: str, as_of: str | None) -> Proposal | None:
     """The newest of the ``older`` Pythons this host has, for code that a candidate breaks
     (``why``: a generator's ``raise StopIteration``, a RuntimeError from 3.7 by PEP 479),
-    where every exact pin has files for it and the repository's stated ranges admit it;
-    None where the repository states its Python exactly (its word wins) or none fits."""
+    where every exact pin has files for it, the repository's stated ranges admit it and the
+    day (``as_of``) is not past its end of life (after it, the day's releases stop having its
+    wheels); None where the repository states its Python exactly (its word wins) or none
+    fits."""
     if python.why.startswith("stated in") or python.value not in CANDIDATES:
         return None
-    kept = _older_fitting(older, pins, [SpecifierSet(v) for v, _ in stated if _valid(v)])
+    day = date.fromisoformat(as_of) if as_of else None
+    kept = [m for m in _older_fitting(older, pins,
+                                      [SpecifierSet(v) for v, _ in stated if _valid(v)])
+            if day is None or (python_end_day(m) or day) >= day]
     if not kept:
         return None
     return Proposal(kept[-1], f"{why}: Python {kept[-1]}, which this host has, runs it as "

@@ -186,3 +186,19 @@ def test_pins_no_candidate_has_files_for_take_an_older_python_this_host_has() ->
     # pins a candidate suits keep the candidate, 3.6 or not
     assert propose_python({"six==1.12.0": SIX_1120}, "2017-01-01", [],
                           older=("3.6",)).value == "3.7"
+
+
+def test_code_3_7_breaks_takes_3_6_only_until_its_end_of_life() -> None:
+    """A generator's ``raise StopIteration`` (PEP 479) on a day 3.6 still lived keeps the
+    code as written on the host's 3.6; after its end of life (2021-12-23) the day's releases
+    drop its wheels, so 3.7 stays, and so does a Python the repository states."""
+    from envforge.importers.propose import older_for_code
+
+    newest = Proposal("3.7", "the newest Python released by 2018-10-16")
+    why = "bilm/data.py:358 raises StopIteration into a generator"
+    kept = older_for_code(newest, {}, [], ("3.6",), why, "2018-10-16")
+    assert kept is not None and kept.value == "3.6" and kept.why.startswith(why)
+    assert older_for_code(newest, {}, [], ("3.6",), why, "2022-03-01") is None
+    assert older_for_code(newest, {}, [], (), why, "2018-10-16") is None
+    assert older_for_code(Proposal("3.7", "stated in setup.py:9"), {}, [], ("3.6",), why,
+                          "2018-10-16") is None
