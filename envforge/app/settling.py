@@ -20,7 +20,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -730,8 +730,10 @@ def _moved(draft: Draft, name: str, version: str, minor: str, why: str,
     return None if moved is None or moved.value is None else moved
 
 
+# a version ends at a comma, a space or the bracket that closes uv's aside ("(torchvision
+# ==0.5.0 depends on torch==1.4.0)", which ``==1.4.0)`` crashed init with)
 _DEPENDS = re.compile(r"([A-Za-z0-9_.-]+)==(\S+?) depends on ([A-Za-z0-9_.-]+)"
-                      r"((?:[<>=!~]=?[^,\s]+,?)+)")
+                      r"((?:[<>=!~]=?[^,\s()]+,?)+)")
 
 
 def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
@@ -745,7 +747,10 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
     minor = draft.python.minor
     found = draft.repository.imported.requirements
     for parent, parent_version, name, spec in _DEPENDS.findall(failure):
-        allowed = SpecifierSet(spec.rstrip(","))
+        try:
+            allowed = SpecifierSet(spec.rstrip(","))
+        except InvalidSpecifier:  # words of the resolver's this reading does not know
+            continue
         at = next((i for i, f in enumerate(found)
                    if (pinned := _pinned_version(f.requirement, name)) is not None
                    and not allowed.contains(pinned, prereleases=True)), None)

@@ -132,6 +132,35 @@ def test_a_pack_refusal_moves_the_pin_its_first_installable_repair_names() -> No
                           lambda index, name: listings[name]) is None
 
 
+def test_a_pin_another_pin_rules_out_is_read_from_the_resolver_s_words_in_brackets_too(
+        ) -> None:
+    """uv names a dependency in an aside, "(torchvision==0.5.0 depends on torch==1.4.0)":
+    the bracket ended the version read (``==1.4.0)``), and init crashed with "unexpected
+    error" (kuangliu/pytorch-cifar's torch and torchvision, trying a yanked torchvision)."""
+    from envforge.app.settling import _repair_conflict
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import Draft
+    from envforge.importers.repository import Repository
+
+    def wheel(name: str, version: str) -> dict[str, object]:
+        return {"filename": f"{name}-{version}-cp37-cp37m-manylinux1_x86_64.whl",
+                "upload-time": "2020-01-15T00:00:00Z"}
+
+    listings = {"torch": [wheel("torch", "1.3.1"), wheel("torch", "1.4.0")]}
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[
+            Found("torch==1.3.1", "requirements.txt:1"),
+            Found("torchvision==0.5.0", "requirements.txt:2")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2020-01-20", ""))
+    failure = ("torchvision==0.5.0 cannot be used with torch==1.3.1 (torchvision==0.5.0 "
+               "depends on torch==1.4.0)")
+    repaired = _repair_conflict(draft, failure, lambda index, name: listings[name])
+    assert repaired is not None
+    assert repaired[0].repository.imported.requirements[0].requirement == "torch==1.4.0"
+    assert _repair_conflict(draft, "x==1 depends on torch==)(", lambda i, n: []) is None
+
+
 def test_a_trial_build_that_fails_moves_an_exact_pin_else_leaves_the_requirement_out() -> None:
     """What init's trial build of a resolved sdist found: an exact pin moves to the nearest
     later release with a wheel (as for a build uv failed); a requirement with nothing to move
