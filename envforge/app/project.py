@@ -45,12 +45,16 @@ class Project:
 
     def lock_to_replace(self) -> Lockfile | None:
         """The lock on disk that a new lock of this spec replaces (its versions preferred),
-        or None; refused where it is another spec's (exit 2, nothing written): specs
-        outside a ``specs/`` folder lock beside their folder (``REPO/envforge.toml`` to
+        or None; refused where it is another spec's, of another name and file (exit 2,
+        nothing written; a spec renamed or moved keeps its lock): specs outside a
+        ``specs/`` folder lock beside their folder (``REPO/envforge.toml`` to
         ``REPO/../locks/envforge.lock``), where a sibling repository's spec of the same file
         name locks too, and each lock would overwrite the other's and take its versions."""
+        from envforge.app.locking import spec_label  # apply, plan and run never lock
+
         previous = self.previous_lock()
-        if previous is not None and previous.meta.spec_name != self.spec.name:
+        if previous is not None and previous.meta.spec_name != self.spec.name \
+                and previous.meta.spec != spec_label(self.spec_path, self.lock_path):
             raise InputError(
                 f"{self.lock_path} is the lock of another spec, {previous.meta.spec_name!r} "
                 f"({previous.meta.spec}), not of {self.spec.name!r} ({self.spec_path}): "

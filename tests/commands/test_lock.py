@@ -185,6 +185,11 @@ def test_a_lock_of_another_spec_at_the_lock_path_is_refused_and_kept(
            "'theano-cpu'" in " ".join(said.split()) and "--locks-dir" in said
     assert (tmp_path / "locks" / "envforge.lock").read_bytes() == committed
     assert main(["lock", str(tmp_path / "first" / "envforge.toml"), "-q"]) == 0  # its own
+    from envforge.app.project import Project
+
+    renamed = tmp_path / "first" / "envforge.toml"  # the file the lock now names
+    renamed.write_text(renamed.read_text().replace('name = "theano-cpu"', 'name = "renamed"'))
+    assert Project.load(renamed).lock_to_replace() is not None  # renamed: its lock still
 
 
 def test_lock_ends_with_the_command_to_run_next_but_not_quiet_or_in_json(
