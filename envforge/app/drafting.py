@@ -34,6 +34,7 @@ from envforge.importers.legacy_names import (
     legacy_names,
     map_requirement,
     module_names,
+    python_end_day,
     section_names,
 )
 from envforge.importers.propose import (
@@ -490,7 +491,9 @@ def _older(python: Proposal, as_of: Proposal,
     2019-10: torch's first cp38 wheels came in 2020-01; 3.7 of 2018-10: TensorFlow's first
     cp37 wheels came in 2019-02), and the older one keeps the day where widening it would
     change every release."""
-    order = (*(m for m in OLDER if m in host_older), *CANDIDATES)
+    day = date.fromisoformat(as_of.value) if as_of.value else None
+    order = (*(m for m in OLDER if m in host_older  # not past its end: the day lacks its wheels
+               and (day is None or (python_end_day(m) or day) >= day)), *CANDIDATES)
     if python.value is None or not python.why.startswith("the newest Python released by") \
             or python.value not in order[1:]:
         return None

@@ -457,3 +457,6 @@ def test_the_day_s_older_python_is_3_6_for_3_7_only_where_this_host_has_it() -> 
                             Proposal("2019-12-31", "x"), ("3.6",))
     assert later is not None and later.value is not None and later.value.startswith("3.7")
     assert drafting._older(Proposal("3.7", "stated in setup.py:9"), day, ("3.6",)) is None
+    late = Proposal("2022-03-01", "x")  # 3.7 proposed for pins (tensorflow==1.15.0), 3.6 over
+    assert drafting._older(Proposal("3.7", "the newest Python released by 2022-03-01"), late,
+                           ("3.6",)) is None
