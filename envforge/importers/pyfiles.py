@@ -280,6 +280,8 @@ def _extensions(name: str, value: ast.expr,
     module computed at run time counts by its line alone."""
     if isinstance(value, ast.Name) and value.id in assigned:
         value = assigned[value.id]
+    if isinstance(value, ast.Constant) and value.value is None:  # ext_modules=None: none
+        return []
     if isinstance(value, ast.Call) and value.args:  # cythonize(extensions, ...)
         return _extensions(name, value.args[0], assigned)
     found = []

@@ -142,6 +142,10 @@ def test_setup_py_extensions_are_named_with_their_lines() -> None:
         ("a.b", "setup.py:3"), ("an extension", "setup.py:4")]
     assert read_setup_py("setup.py", "from setuptools import setup\nsetup(name='x')\n"
                          ).extensions == []
+    assert read_setup_py("setup.py", "from setuptools import setup\n"
+                         "setup(ext_modules=None)\n").extensions == []
+    globbed = "from Cython.Build import cythonize\nsetup(ext_modules=cythonize('a/*.pyx'))\n"
+    assert read_setup_py("setup.py", globbed).extensions == [("an extension", "setup.py:2")]
 
 
 def test_setup_py_extras_are_read_apart_noted_with_their_extra() -> None:
