@@ -293,8 +293,6 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
     for node in ast.walk(tree):
         imported: list[str] = []
         line = getattr(node, "lineno", 0)
-        if id(node) in guarded:
-            continue  # the other branch imports the same name from elsewhere
         if isinstance(node, ast.Import):
             for alias in node.names:
                 imported.append(alias.name)
@@ -308,6 +306,8 @@ def _used(tree: ast.Module, watch: frozenset[str]) -> Iterator[tuple[str, int]]:
                 full = f"{node.module}.{alias.name}"
                 bound[alias.asname or alias.name] = full
                 imported.append(full)
+        if id(node) in guarded:
+            continue  # bound, but no use: the other branch imports the name from elsewhere
         for full in imported:
             name = _watched(full, watch)
             if name is not None:

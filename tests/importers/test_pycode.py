@@ -110,6 +110,12 @@ def test_an_import_whose_other_branch_imports_the_name_from_elsewhere_is_no_use(
         "try:\n    from keras.applications.imagenet_utils import _obtain_input_shape\n"
         "except ImportError:\n    _obtain_input_shape = None\n")
     assert scan_code(tmp_path, (3, 7), watch).uses == {shape: "plain.py:2"}
+    (tmp_path / "plain.py").unlink()  # the name still binds: a use through it counts
+    (tmp_path / "arrays.py").write_text(
+        "try:\n    import cupy as xp\nexcept ImportError:\n    import numpy as xp\n"
+        "x = xp.float\n")
+    assert scan_code(tmp_path, (3, 7), watch | {"numpy.float"}).uses == {
+        "numpy.float": "arrays.py:5"}
 
 
 def test_a_name_watched_as_called_counts_only_where_it_is_called(tmp_path: Path) -> None:
