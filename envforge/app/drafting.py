@@ -31,6 +31,7 @@ from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
     capped,
     framework_sections,
+    kept_yanked,
     legacy_names,
     map_requirement,
     module_names,
@@ -420,7 +421,7 @@ def _query(lookup: Lookup, index: str, pins: Mapping[str, tuple[str, str]],
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
     wait_all(futures.values(), timeout=left)
     pool.shutdown(wait=False, cancel_futures=True)
-    return {pin: got for pin, future in futures.items()
+    return {pin: kept_yanked(pins[pin][0], got) for pin, future in futures.items()
             if future.done() and not future.cancelled() and future.exception() is None
             and (got := future.result())}
 

@@ -31,7 +31,7 @@ from envforge.errors import CompatibilityError, EnvforgeError
 from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.debian import library_rows
-from envforge.importers.legacy_names import legacy_names
+from envforge.importers.legacy_names import kept_yanked, legacy_names
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.knowledge.models import in_range
@@ -702,8 +702,9 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
             continue
         old = found[at]
         pinned = _pinned_version(old.requirement, wanted.name) or ""
-        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, wanted.name)
-        moved = nearest_allowed(listed or (), pinned, minor, wanted.specifier, draft.platform)
+        listed = kept_yanked(wanted.name, (lookup or index_files)(
+            draft.index or PYPI_SIMPLE, wanted.name) or ())  # an exact pin: PEP 592
+        moved = nearest_allowed(listed, pinned, minor, wanted.specifier, draft.platform)
         if moved is None or moved == pinned:
             continue
         requirement = Requirement(old.requirement)

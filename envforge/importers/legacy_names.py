@@ -203,6 +203,17 @@ class StdlibRow(Frozen):
     source: str
 
 
+class YankedReleaseRow(Frozen):
+    """Releases an index marks yanked for a ``reason`` that does not hold for the Pythons
+    envforge locks: an exact pin installs a yanked release (PEP 592), so init keeps a
+    repository's exact pin of one (and may move a pin to one) rather than count it gone."""
+
+    project: str
+    versions: str  # a PEP 440 specifier of the releases kept
+    reason: str  # the yank reason the index gives, word for word
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -224,6 +235,7 @@ class LegacyNames(Frozen):
     library_debian: tuple[LibraryDebianRow, ...] = ()
     build_debian: tuple[BuildDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
+    yanked_release: tuple[YankedReleaseRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:
@@ -240,6 +252,28 @@ def legacy_names() -> LegacyNames:
     text = resources.files("envforge.knowledge").joinpath("legacy_names.toml").read_text(
         encoding="utf-8")
     return LegacyNames.model_validate(tomllib.loads(text))
+
+
+def kept_yanked(name: str, files: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """An index's file list of ``name`` for an exact pin: the files of a
+    ``[[yanked_release]]`` row's releases, yanked for its reason word for word, no longer
+    yanked (an exact pin installs them, PEP 592); any other yanked file stays yanked. Only
+    for exact pins: a range does not take a yanked release, so a day's narrowing must not
+    count them."""
+    from envforge.resolve.releases import version_of
+
+    key = canonicalize_name(name)
+    rows = [r for r in legacy_names().yanked_release if canonicalize_name(r.project) == key]
+    kept: list[Mapping[str, Any]] = []
+    for entry in files:
+        version = version_of(str(entry.get("filename", "")))
+        if version is not None and any(
+                entry.get("yanked") == row.reason
+                and SpecifierSet(row.versions).contains(version, prereleases=True)
+                for row in rows):
+            entry = {**entry, "yanked": False}
+        kept.append(entry)
+    return kept
 
 
 class LegacyPack(Pack, Protocol):

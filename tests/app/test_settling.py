@@ -130,6 +130,14 @@ def test_a_pack_refusal_moves_the_pin_its_first_installable_repair_names() -> No
                                  "torch==1.0.0: torch 1.0.0 goes with torchvision")
     assert _repair_compat(draft, CompatibilityError("x", source="s", fix="f"),
                           lambda index, name: listings[name]) is None
+    # yanked for the reason PyPI gives ([[yanked_release]]): an exact pin installs it (PEP
+    # 592), so the first repair, torch 1.0's own torchvision, is taken and torch stays
+    reason = "So that users won't accidentally install this when using python 3.11"
+    listings["torchvision"][0] = {**listings["torchvision"][0], "yanked": reason}
+    kept = _repair_compat(draft, refusal, lambda index, name: listings[name])
+    assert kept is not None
+    torch, vision = kept[0].repository.imported.requirements
+    assert (torch.requirement, vision.requirement) == ("torch==1.0.0", "torchvision==0.2.2")
 
 
 def test_a_pin_another_pin_rules_out_is_read_from_the_resolver_s_words_in_brackets_too(

@@ -363,6 +363,25 @@ def test_a_pin_only_an_older_python_has_files_for_keeps_its_release_on_a_host_wi
 
 
 @pytest.mark.network
+def test_an_exact_pin_of_a_release_yanked_for_newer_pythons_is_kept(tmp_path: Path) -> None:
+    """torch 1.0.1 and its torchvision, 0.2.2.post3, pinned on 2019-03-08: PyPI yanked every
+    torchvision before 0.3.0 "So that users won't accidentally install this when using python
+    3.11", and init said "the index has no such release" and moved the pair to torch 1.1.0
+    and torchvision 0.3.0. An exact pin installs a yanked release (PEP 592): both are kept
+    and lock resolves them."""
+    root = git_repo(tmp_path / "tv", "torch==1.0.1\ntorchvision==0.2.2.post3\n", "2019-03-08")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "tv.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.pypi.packages == ("torch==1.0.1", "torchvision==0.2.2.post3")
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "tv.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert (versions["torch"], versions["torchvision"]) == ("1.0.1", "0.2.2.post3")
+
+
+@pytest.mark.network
 def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """blocks' toolz==0.8.0: an sdist only, whose code is a SyntaxError on Python 3.7 (its

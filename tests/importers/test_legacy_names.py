@@ -123,3 +123,20 @@ def test_kerass_image_helpers_need_pil_which_no_metadata_requires() -> None:
         assert "raise ImportError('Could not import PIL.Image. '" in code
         metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
         assert "pillow" not in wheel.read(metadata).decode().lower()
+
+
+def test_a_yanked_release_of_a_kept_row_counts_for_an_exact_pin_only_for_its_reason() -> None:
+    """PyPI yanked every torchvision before 0.3.0 "So that users won't accidentally install
+    this when using python 3.11": an exact pin installs one (PEP 592), so init counts them;
+    a file yanked for another reason (0.1.6's), or of a release the row leaves out, stays
+    yanked."""
+    from envforge.importers.legacy_names import kept_yanked
+
+    reason = "So that users won't accidentally install this when using python 3.11"
+    files = [{"filename": "torchvision-0.2.2.post3-py2.py3-none-any.whl", "yanked": reason},
+             {"filename": "torchvision-0.1.6.tar.gz", "yanked": "past its support date"},
+             {"filename": "torchvision-0.3.0-cp37-cp37m-manylinux1_x86_64.whl", "yanked": reason},
+             {"filename": "torchvision-0.4.0-cp37-cp37m-manylinux1_x86_64.whl", "yanked": False}]
+    assert [f["yanked"] for f in kept_yanked("TorchVision", files)] == [
+        False, "past its support date", reason, False]
+    assert kept_yanked("numpy", files[:1]) == files[:1]  # no row: as listed
