@@ -29,8 +29,9 @@ from envforge.resolve.releases import releases_from_files
 CANDIDATES = ("3.7", "3.8", "3.9", "3.10", "3.11")  # the Pythons envforge's probe runs on
 DEFAULT_PYTHON = "3.7"
 # run by the probe too (allenai/bilm-tf's TensorFlow 1.2.1, specs/tf12-py36-cpu.toml), but
-# proposed only for pins no candidate has files for, on a host that has one: uv installs
-# none (its Pythons start at 3.7), so a spec for it is this host's to apply
+# proposed only where no candidate fits, on a host that has one: uv installs none (`uv python
+# list --all-versions --only-downloads`, uv 0.13.9: from 3.8.2), so such a spec is for hosts
+# that have it
 OLDER = ("3.6",)
 
 
