@@ -35,7 +35,6 @@ from envforge.importers.legacy_names import (
     legacy_names,
     map_requirement,
     module_names,
-    python_end_day,
     section_names,
 )
 from envforge.importers.propose import (
@@ -48,6 +47,7 @@ from envforge.importers.propose import (
     propose_python,
     release_files,
     repair_pin,
+    still_served,
 )
 from envforge.importers.pycode import CodeScan, scan_code
 from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
@@ -493,8 +493,7 @@ def _older(python: Proposal, as_of: Proposal,
     cp37 wheels came in 2019-02), and the older one keeps the day where widening it would
     change every release."""
     day = date.fromisoformat(as_of.value) if as_of.value else None
-    order = (*(m for m in OLDER if m in host_older  # not past its end: the day lacks its wheels
-               and (day is None or (python_end_day(m) or day) >= day)), *CANDIDATES)
+    order = (*(m for m in OLDER if m in host_older and still_served(m, day)), *CANDIDATES)
     if python.value is None or not python.why.startswith("the newest Python released by") \
             or python.value not in order[1:]:
         return None
@@ -527,11 +526,12 @@ def _full_python(python: Proposal) -> Proposal:
     Kept as proposed where this host has no such Python."""
     from envforge.errors import StepError
     from envforge.host.interpreters import find_interpreter
+    from envforge.host.interpreters import minor as minor_of
 
     value = python.value
     if value is None or value.count(".") not in (1, 2):
         return python
-    minor = ".".join(value.split(".")[:2])
+    minor = minor_of(value)
     try:
         found = find_interpreter(minor)
     except StepError:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from envforge.app.locksuite import lock_suite, runner_in_background
 from envforge.background import in_background, yielding
+from envforge.host.interpreters import minor as minor_of
 from envforge.lockfile import (
     Expectations,
     LockedCondaPackage,
@@ -77,7 +78,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
         target = resolver_python(pspec, conda=conda, deb=deb, find=_host_python)
         pypi_python = target.version
         preferred = _for_python(previous, target.version)
-        builder = _host_interpreter(_minor(target.version))
+        builder = _host_interpreter(minor_of(target.version))
         uv_cache = own_uv_cache(pspec.platform)
         if notes is not None and target.version != pspec.python.version:
             notes.append(f"{pspec.platform}: PyPI resolved for Python {target.version} "
@@ -119,7 +120,7 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
                     pspec, notes)
     versions = stack_versions(pspec, registry, pypi=pypi, conda=conda, deb=deb)
     suite = lock_suite(pspec, registry, pypi, versions, python=pypi_python, early=early,
-                       interpreter=_host_interpreter(_minor(pypi_python)) if pypi_python
+                       interpreter=_host_interpreter(minor_of(pypi_python)) if pypi_python
                        else None, uv_cache=own_uv_cache(pspec.platform),
                        preferences=_runner_files(preferred))
     return PlatformLock(
@@ -171,7 +172,7 @@ def _for_python(previous: PlatformLock | None, python: str) -> PlatformLock | No
     if previous is None:
         return None
     was = previous.pypi_python or previous.python
-    return previous if _minor(was) == _minor(python) else None
+    return previous if minor_of(was) == minor_of(python) else None
 
 
 def _runner_files(previous: PlatformLock | None) -> tuple[LockedPypiFile, ...]:
@@ -248,10 +249,6 @@ def own_uv_cache(platform: Platform) -> Path | None:
     from envforge.platforms import host_platform
 
     return None if platform == host_platform().name else envforge_dirs().cache / f"uv-{platform}"
-
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
 
 
 def _expectations(pspec: PlatformSpec, registry: Registry[FrameworkPack],

@@ -645,14 +645,13 @@ def _next_sdist(draft: Draft, at: int, failed: BuildFailure, why: str,
     that ships an sdist, which init then builds: hdbscan 0.8.22's sdist lacks the
     ``dist_metrics.pxd`` its Cython needs, 0.8.23's has it. Once per requirement: a pin
     moved so already is left out if that build fails too."""
-    from envforge.resolve.pypi_index import index_files
     from envforge.resolve.releases import releases_from_files
 
     old = draft.repository.imported.requirements[at]
     if NEXT_SDIST_NOTE in old.note:
         return None
     name = Requirement(old.requirement).name
-    listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name) or ()
+    listed = _pin_listing(draft, name, lookup)
     pinned = Version(failed.version)
     later = sorted(r.version for r in releases_from_files(listed)
                    if r.version > pinned and r.version.major == pinned.major
@@ -688,10 +687,9 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
                    ) -> tuple[Draft, str] | None:
     """The draft with one exact pin moved as a pack's rule proposes (``exc.repairs``:
     ``torch==1.1.0``, the release a torchvision 0.3.0 is built for), the first repair with a
-    release on the index that has a wheel for the Python (torchvision 0.2.2, torch 1.0's
-    pair, is yanked); None when no repair applies."""
-    from envforge.resolve.pypi_index import index_files
-
+    release on the index that has a wheel for the Python (``_pin_listing``: torchvision
+    0.2.2, torch 1.0's pair, yanked only for newer Pythons, counts); None when no repair
+    applies."""
     minor = draft.python.minor
     found = draft.repository.imported.requirements
     for repair in exc.repairs:
@@ -702,8 +700,7 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
             continue
         old = found[at]
         pinned = _pinned_version(old.requirement, wanted.name) or ""
-        listed = kept_yanked(wanted.name, (lookup or index_files)(
-            draft.index or PYPI_SIMPLE, wanted.name) or ())  # an exact pin: PEP 592
+        listed = _pin_listing(draft, wanted.name, lookup)
         moved = nearest_allowed(listed, pinned, minor, wanted.specifier, draft.platform)
         if moved is None or moved == pinned:
             continue
@@ -719,14 +716,23 @@ def _repair_compat(draft: Draft, exc: CompatibilityError, lookup: Lookup | None
     return None
 
 
+def _pin_listing(draft: Draft, name: str, lookup: Lookup | None
+                 ) -> Sequence[Mapping[str, Any]]:
+    """The index's files of ``name`` for a repair that writes an exact pin: a release
+    yanked for a reason that does not hold here counts (``kept_yanked``: an exact pin
+    installs it, PEP 592), as it does for the repository's own pins (drafting's listings)."""
+    from envforge.resolve.pypi_index import index_files
+
+    return kept_yanked(name, (lookup or index_files)(draft.index or PYPI_SIMPLE, name) or ())
+
+
 def _moved(draft: Draft, name: str, version: str, minor: str, why: str,
            lookup: Lookup | None, *, metadata: bool) -> Proposal | None:
     """``name==version``'s nearest later release with a wheel for Python ``minor`` (with
     ``metadata``, also whose metadata the resolver reads: pandas 0.23.2 -> 0.25.0)."""
-    from envforge.resolve.pypi_index import index_files, metadata_parses
+    from envforge.resolve.pypi_index import metadata_parses
 
-    listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
-    moved = repair_pin(listed or (), version, minor, failed=why,
+    moved = repair_pin(_pin_listing(draft, name, lookup), version, minor, failed=why,
                        accept=metadata_parses if metadata else None, platform=draft.platform)
     return None if moved is None or moved.value is None else moved
 
@@ -743,7 +749,6 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
     (tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; the file pins numpy==1.15.4, which
     pip's resolver before 20.3 installed anyway) moved to the nearest release the
     dependency admits that has a wheel for the Python."""
-    from envforge.resolve.pypi_index import index_files
 
     minor = draft.python.minor
     found = draft.repository.imported.requirements
@@ -759,8 +764,8 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
             continue
         old = found[at]
         version = _pinned_version(old.requirement, name) or ""
-        listed = (lookup or index_files)(draft.index or PYPI_SIMPLE, name)
-        moved = nearest_allowed(listed or (), version, minor, allowed, draft.platform)
+        moved = nearest_allowed(_pin_listing(draft, name, lookup), version, minor, allowed,
+                                draft.platform)
         if moved is None:
             return None
         requirement = Requirement(old.requirement)

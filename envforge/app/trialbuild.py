@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envforge.errors import EnvforgeError
+from envforge.host.interpreters import minor
 
 if TYPE_CHECKING:
     from envforge.lockfile import LockedPypiFile, PlatformLock
@@ -86,7 +87,7 @@ def trial_builds(plock: PlatformLock, platform: Platform, *, deadline: float | N
                              f"building {rest} from source; give more with --timeout")
             if not build_interpreter(plock.python, env, cache=cache)[1]:
                 return Trial(tuple(built), unchecked=f"{rest} would be built from source, and "
-                             f"this host has no Python {_minor(plock.python)} to build with")
+                             f"this host has no Python {minor(plock.python)} to build with")
             say(f"building {pin} from its sdist, as apply will…")
         try:
             archive = obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=cache)
@@ -127,7 +128,3 @@ def build_reason(error: EnvforgeError) -> str:
     own = [ln for ln in lines if not ln.startswith(("error:", "cause:", "Caused by:", "hint:"))
            and not ln.startswith(_GENERIC)]
     return (own or lines or [str(error)])[-1]
-
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])

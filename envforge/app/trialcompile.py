@@ -78,7 +78,7 @@ def trial_compile(plock: PlatformLock, platform: Platform, pinned: Mapping[str, 
     where none, or where this host cannot tell (another platform, no such Python, no
     download)."""
     from envforge.host.fetch import FileRef, obtain
-    from envforge.host.interpreters import find_interpreter
+    from envforge.host.interpreters import find_interpreter, minor
     from envforge.paths import envforge_dirs
     from envforge.platforms import host_platform
 
@@ -87,9 +87,8 @@ def trial_compile(plock: PlatformLock, platform: Platform, pinned: Mapping[str, 
         return ()
     cache = envforge_dirs().cache
     env = dict(os.environ if environ is None else environ)
-    minor = ".".join(plock.python.split(".")[:2])
     try:
-        python = find_interpreter(minor, environ=env, cache=cache)
+        python = find_interpreter(minor(plock.python), environ=env, cache=cache)
         paths = {str(obtain(FileRef(f.url, f.sha256, f.filename, f.size), cache=cache)): f
                  for f in files}
     except EnvforgeError:

@@ -202,7 +202,7 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
     has cp36 wheels and none for cp37); else 3.7."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
-        if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, "3.6"):
+        if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, *OLDER):
             return Proposal(exact, f"stated in {origin}")
     ranges = [SpecifierSet(v) for v, _ in stated if _valid(v)]
     era = date.fromisoformat(as_of) if as_of else None
@@ -247,11 +247,18 @@ def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, An
     day = date.fromisoformat(as_of) if as_of else None
     kept = [m for m in _older_fitting(older, pins,
                                       [SpecifierSet(v) for v, _ in stated if _valid(v)])
-            if day is None or (python_end_day(m) or day) >= day]
+            if still_served(m, day)]
     if not kept:
         return None
     return Proposal(kept[-1], f"{why}: Python {kept[-1]}, which this host has, runs it as "
                     f"written (proposed before: {python.value}, {python.why})")
+
+
+def still_served(minor: str, day: date | None) -> bool:
+    """Whether Python ``minor`` had not reached its end of life by ``day`` (none known: it
+    had not): after it, the day's releases stop shipping its wheels."""
+    end = python_end_day(minor)
+    return day is None or end is None or end >= day
 
 
 def _older_fitting(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -167,6 +167,21 @@ def test_a_pin_another_pin_rules_out_is_read_from_the_resolver_s_words_in_bracke
     assert repaired is not None
     assert repaired[0].repository.imported.requirements[0].requirement == "torch==1.4.0"
     assert _repair_conflict(draft, "x==1 depends on torch==)(", lambda i, n: []) is None
+    # every repair that writes an exact pin counts a release yanked for newer Pythons only
+    # ([[yanked_release]]: an exact pin installs it, PEP 592), as the repository's own pins do
+    reason = "So that users won't accidentally install this when using python 3.11"
+    vision = {"filename": "torchvision-0.2.2-py2.py3-none-any.whl",
+              "upload-time": "2019-02-27T00:00:00Z", "yanked": reason}
+    pinned = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[
+            Found("torchvision==0.2.1", "requirements.txt:1")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2019-03-08", ""))
+    aside = "(pretrainedmodels==0.7.4 depends on torchvision>=0.2.2,<0.3)"
+    moved = _repair_conflict(pinned, aside, lambda index, name: [vision])
+    assert moved is not None
+    assert moved[0].repository.imported.requirements[0].requirement == "torchvision==0.2.2"
+    assert _repair_conflict(pinned, aside, lambda index, name: [
+        {**vision, "yanked": "a broken upload"}]) is None
 
 
 def test_a_trial_build_that_fails_moves_an_exact_pin_else_leaves_the_requirement_out() -> None:
