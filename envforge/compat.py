@@ -103,7 +103,8 @@ def _bump(version: Version) -> Version:
 
 
 def interval(specifiers: str) -> Releases | None:
-    """The releases a PEP 440 specifier set allows (``!=`` ignored: a superset is safe here)."""
+    """The releases a PEP 440 specifier set allows (``!=`` ignored: a superset is safe here),
+    local labels dropped (PEP 440: ``==1.4.0`` matches ``1.4.0+cpu``)."""
     try:
         parsed = SpecifierSet(specifiers)
     except InvalidSpecifier:
@@ -115,8 +116,8 @@ def interval(specifiers: str) -> Releases | None:
             if op in ("==", "===") and text.endswith(".*"):
                 base = Version(text[:-2])
                 part = Releases(base, True, _bump(base), False)
-            elif op in ("==", "==="):
-                exact = Version(text)
+            elif op in ("==", "==="):  # a local build is its public release here: a rule
+                exact = Version(Version(text).public)  # on 1.4.0 holds for 1.4.0+cpu
                 part = Releases(exact, True, exact, True)
             elif op == "~=":
                 base = Version(text)

@@ -275,6 +275,19 @@ def test_releases_within_and_disjoint() -> None:
     assert interval("not a spec") is None
 
 
+def test_a_local_build_is_its_public_release_to_the_rules() -> None:
+    """PEP 440: ``==0.5.0`` matches 0.5.0+cpu, so a rule on 0.5.0 holds for PyTorch's +cpu
+    builds (torchvision 0.5.0+cpu with torch 1.4.0+cpu was refused as unpaired)."""
+    assert str(_r("==1.4.0+cpu").exact) == "1.4.0"
+    assert _r("==0.5.0+cpu").within(_r("==0.5.0"))
+    assert not _r("==0.5.0+cpu").disjoint(_r(">=0.5.0,<0.5.1"))
+    assert _r("==0.6.0+cu101").disjoint(_r("==0.5.0"))
+    assert "torch-torchvision" not in _rules(
+        pypi={"packages": ["torch==1.4.0+cpu", "torchvision==0.5.0+cpu"]}, torch={})
+    assert "torch-torchvision" in _rules(
+        pypi={"packages": ["torch==1.4.0+cpu", "torchvision==0.6.0+cpu"]}, torch={})
+
+
 def test_cudnn_8_0_5_with_cuda_11_1_passes() -> None:
     """cuDNN 8.0.4/8.0.5 were built for CUDA 11.1 too (Spack's cudnn 8.0.5.39-11.1)."""
     assert _rules(cuda={"version": "11.1"}, cudnn={"version": "8.0.5.39"},

@@ -37,6 +37,7 @@ from envforge.importers.legacy_names import (
     module_names,
     section_names,
 )
+from envforge.importers.localbuilds import local_label, public_pins, public_version, sources
 from envforge.importers.propose import (
     CANDIDATES,
     OLDER,
@@ -91,13 +92,18 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     counts as unknown."""
     repo = read_repository(root, installed_packs())
     index = repo.imported.index[0][0] if repo.imported.index else None
+    if not sources(repo.imported) and index in (None, PYPI_SIMPLE):
+        repo = _with_requirements(repo, public_pins(
+            repo.imported.requirements, "and the requirements name no find-links page or "
+            "index that serves it"))
     pins = exact_pins(repo, mapped=True)
     listings: dict[str, Sequence[Mapping[str, Any]]] = {}
     if lookup is not None and pins:
         say(f"querying {_host(index or PYPI_SIMPLE)} for {len(pins)} "
             f"pin{'s' if len(pins) != 1 else ''}…")
         listings = _query(lookup, index or PYPI_SIMPLE, pins, deadline)
-    files = {pin: release_files(listings[pin], version)  # the project's own pins date it
+    # the project's own pins date it, a local build by the release it was built from
+    files = {pin: release_files(listings[pin], public_version(version))
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     older = _host_older()
@@ -434,9 +440,9 @@ def _repaired(repo: Repository, pins: Mapping[str, tuple[str, str]],
     moved: list[Found] = []
     for found in repo.imported.requirements:
         requirement = Requirement(found.requirement)
-        pin = next((p for p, (package, _) in pins.items()
+        pin = next((p for p, (package, version) in pins.items()
                     if package == requirement.name and p in listings
-                    and requirement.url is None), None)
+                    and requirement.url is None and local_label(version) is None), None)
         proposal = None if pin is None else repair_pin(listings[pin], pins[pin][1], minor,
                                                        platform=platform)
         if proposal is None or proposal.value is None:

@@ -32,6 +32,7 @@ from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.debian import library_rows
 from envforge.importers.legacy_names import kept_yanked, legacy_names
+from envforge.importers.localbuilds import public_pins, sources
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
 from envforge.importers.render import Draft, render_spec
 from envforge.knowledge.models import in_range
@@ -262,6 +263,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 **candidate.left_out, **{g: f"the resolver cannot fetch it: {failure}"
                                          for g in gits}})
             continue  # the same day again, without them
+        unreachable = _unreachable_sources(candidate, failure)
+        if unreachable:
+            say(f"left out {', '.join(unreachable)}: the resolver cannot reach it")
+            candidate, tries = _without_sources(candidate, unreachable, failure), tries + 1
+            continue  # the same day again, from the index alone where none is left
         repaired = None if repairs >= MAX_REPAIRS else (
             (_repair_too_new(candidate, failure) if position == 0 else None)
             or _repair_build(candidate, failure, lookup)
@@ -544,6 +550,25 @@ def _blames_url(failure: str, gits: Sequence[str]) -> bool:
             for g in gits]
     return any(u in failure for u in urls) or bool(re.search(r"\bgit\b.*(fail|fetch|clone)",
                                                             failure, re.IGNORECASE))
+
+
+def _unreachable_sources(draft: Draft, failure: str) -> tuple[str, ...]:
+    """The find-links pages and extra indexes, not left out yet, that a failure names: uv
+    names the page it could not read, or an index's page of one project (``URL/six/``)."""
+    return tuple(url for url in sources(draft.repository.imported)
+                 if url not in draft.left_out and url.rstrip("/") in failure)
+
+
+def _without_sources(draft: Draft, urls: Sequence[str], failure: str) -> Draft:
+    """The draft with these sources left out, and, once none is left, each pin of a local
+    build moved to its public release (``localbuilds``)."""
+    left = {**draft.left_out, **{url: f"the resolver cannot reach it: {failure}"
+                                 for url in urls}}
+    imported = draft.repository.imported
+    if all(url in left for url in sources(imported)):
+        imported = replace(imported, requirements=public_pins(
+            imported.requirements, "and the page or index that serves it cannot be reached"))
+    return replace(draft, left_out=left, repository=replace(draft.repository, imported=imported))
 
 
 def _repair_build(draft: Draft, failure: str, lookup: Lookup | None

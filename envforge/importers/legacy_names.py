@@ -214,6 +214,15 @@ class YankedReleaseRow(Frozen):
     source: str
 
 
+class NotDistributionRow(Frozen):
+    """Names a tool wrote into requirements files that no index holds as a distribution:
+    skipped with the reason, as a conda file's ``python`` is."""
+
+    names: tuple[str, ...]
+    reason: str
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -236,6 +245,7 @@ class LegacyNames(Frozen):
     build_debian: tuple[BuildDebianRow, ...] = ()
     stdlib: tuple[StdlibRow, ...] = ()
     yanked_release: tuple[YankedReleaseRow, ...] = ()
+    not_distribution: tuple[NotDistributionRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:
@@ -245,6 +255,14 @@ def module_names(distribution: str) -> tuple[str, ...]:
     known = [row.module for row in legacy_names().import_name
              if canonicalize_name(row.requirement) == key]
     return tuple(dict.fromkeys([*known, key.replace("-", "_")]))
+
+
+def not_distribution(name: str) -> str | None:
+    """Why a requirement's name is no distribution (``pkg-resources``), None for the rest."""
+    key = canonicalize_name(name)
+    return next((f"{row.reason} (knowledge/legacy_names.toml)" for row in
+                 legacy_names().not_distribution
+                 if key in {canonicalize_name(n) for n in row.names}), None)
 
 
 @functools.cache

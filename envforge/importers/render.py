@@ -47,7 +47,8 @@ class Draft:
     # the Python one minor older, tried on the proposed day before the day is widened (the
     # newest Python of a day often has few of that day's wheels: Python 3.8 in late 2019)
     python_fallback: Proposal | None = None
-    left_out: Mapping[str, str] = field(default_factory=dict)  # requirement -> why, commented
+    # requirement (or find-links page, extra index) -> why, written commented out
+    left_out: Mapping[str, str] = field(default_factory=dict)
     index: str | None = None
     code: CodeScan | None = None  # the repository's own .py files, parsed for the Python
     # the repository's folder from the spec's, on PYTHONPATH where it is a project (setup.py)
@@ -92,7 +93,12 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         urls = list(dict.fromkeys(url for url, _ in places))
         if urls:
             origins = ", ".join(dict.fromkeys(origin for _, origin in places))
-            lines += [_comment(f"# pip's {option} at {origins}"), f"{key} = {json.dumps(urls)}"]
+            lines.append(_comment(f"# pip's {option} at {origins}"))
+            lines += [_comment(f"# left out {url}: {draft.left_out[url]}") for url in urls
+                      if url in draft.left_out]
+            kept = [url for url in urls if url not in draft.left_out]
+            if kept:
+                lines.append(f"{key} = {json.dumps(kept)}")
     if draft.as_of.value is not None:
         lines.append(f"# resolve as of {draft.as_of.why}")
         lines += _as_of_steps(draft)

@@ -7,14 +7,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import SpecError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.importers.codeimports import FROM_IMPORTS
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
-from envforge.importers.legacy_names import LegacyPack, map_requirement, module_group
+from envforge.importers.legacy_names import (
+    LegacyPack,
+    map_requirement,
+    module_group,
+    not_distribution,
+)
 from envforge.importers.pyfiles import (
     read_pipfile,
     read_pipfile_lock,
@@ -135,8 +140,24 @@ def read_repository(root: Path, registry: Registry[LegacyPack]) -> Repository:
             everything.extend(_read_one(name, text, files, seen))
         except UnreadableError as exc:
             raise SpecError(root / exc.name, exc.reason, line=exc.line) from None
-    everything.requirements = merge(everything.requirements, registry)
+    everything.requirements = merge(_distributions(everything), registry)
     return Repository(tuple(chosen), everything)
+
+
+def _distributions(imported: Imported) -> list[Found]:
+    """The requirements that name a distribution; the others (``pkg-resources==0.0.0`` of an
+    Ubuntu ``pip freeze``) added to what was skipped, with why."""
+    kept = []
+    for found in imported.requirements:
+        try:
+            why = not_distribution(Requirement(found.requirement).name)
+        except InvalidRequirement:
+            why = None
+        if why is None:
+            kept.append(found)
+        else:
+            imported.skipped.append(Skipped(found.requirement, found.origin, why))
+    return kept
 
 
 def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:

@@ -460,3 +460,46 @@ def test_the_day_s_older_python_is_3_6_for_3_7_only_where_this_host_has_it() -> 
     late = Proposal("2022-03-01", "x")  # 3.7 proposed for pins (tensorflow==1.15.0), 3.6 over
     assert drafting._older(Proposal("3.7", "the newest Python released by 2022-03-01"), late,
                            ("3.6",)) is None
+
+
+def test_a_local_build_pin_with_no_page_to_serve_it_takes_its_public_release(
+        tmp_path: Path) -> None:
+    """siqueira-hc's facial-expression README (2020): ``torch==1.5.0+cpu`` in requirements.txt
+    and the ``-f`` page on pip's command line only. PyPI holds no local builds (PEP 440), so
+    init said "the index has no such release" and moved the pin to the next release: now it
+    takes the release the build was made from, its marker kept."""
+    found = {f.requirement: f for f in _draft_of(tmp_path, (
+        "torch==1.5.0+cpu\ntorchvision==0.6.0+cpu; sys_platform != 'darwin'\nsix==1.14.0\n"
+    )).repository.imported.requirements}
+    assert list(found) == ["torch==1.5.0", 'torchvision==0.6.0; sys_platform != "darwin"',
+                           "six==1.14.0"]
+    assert found["torch==1.5.0"].note.startswith(
+        "was torch==1.5.0+cpu: a local build (+cpu), and the requirements name no find-links "
+        "page or index that serves it; PyPI holds none (PEP 440")
+    assert found["torch==1.5.0"].note.endswith("1.5.0 is the release it was built from")
+    assert not found["torch==1.5.0"].mapped  # the project's pin still dates it
+
+
+@pytest.mark.parametrize("source", ["-f https://download.pytorch.org/whl/torch_stable.html",
+                                    "--extra-index-url https://download.pytorch.org/whl/cpu",
+                                    "-i https://mirror.example/simple"])
+def test_a_local_build_pin_beside_a_page_that_may_serve_it_is_kept_unchecked(
+        tmp_path: Path, source: str) -> None:
+    """With a page or index named beside it, the pin stays as written: the index's file list
+    cannot judge it (it was moved to 1.5.0 as "no such release"), and Python is proposed from
+    the files of the release it was built from."""
+    listing = [{"filename": "torch-1.4.0-cp37-cp37m-manylinux1_x86_64.whl",
+                "upload-time": "2020-01-16T00:00:00Z"},
+               {"filename": "torch-1.5.0-cp37-cp37m-manylinux1_x86_64.whl",
+                "upload-time": "2020-04-21T00:00:00Z"}]
+    (tmp_path / "requirements.txt").write_text(f"{source}\ntorch==1.4.0+cpu\n")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=lambda index, name: listing, commit_day=date(2020, 3, 1))
+    (kept,) = draft.repository.imported.requirements
+    assert (kept.requirement, kept.note) == ("torch==1.4.0+cpu", "")
+    assert draft.python.minor == "3.7" and "torch==1.4.0+cpu" in draft.python.why
+
+
+def _draft_of(tmp_path: Path, requirements: str) -> Draft:
+    (tmp_path / "requirements.txt").write_text(requirements)
+    return _draft(tmp_path, date(2020, 4, 27))

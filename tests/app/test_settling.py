@@ -588,3 +588,42 @@ def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one
     [found] = done.draft.repository.imported.requirements
     assert found.note == ("as_of_packages gives codecov 2023-04-18: the index has no release "
                           "of it for Python 3.7 uploaded by as_of, its first came 2023-04-17")
+
+
+def test_a_page_the_resolver_cannot_read_is_left_out_and_its_local_builds_go_public() -> None:
+    """uv's words for an unreachable ``-f`` page: that page is left out (written commented,
+    with why) and, once no page or extra index is left, each local build's pin takes its
+    public release; with another source left, the pins stay as written."""
+    from envforge.app.packs import installed_packs
+    from envforge.app.settling import _unreachable_sources, _without_sources
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import render_spec
+    from envforge.importers.repository import Repository
+
+    page, index = "https://download.pytorch.org/whl/torch_stable.html", "https://i.example/simple"
+    failure = (f"PyPI resolution for linux-64 (Python 3.8.18) failed: error: Failed to read "
+               f"`--find-links` URL: {page} cause: Request failed after 3 retries in 10.3s")
+
+    def draft(*extra: str) -> Draft:
+        return Draft(name="r", source="r", platform="linux-64", repository=Repository(
+            ("requirements.txt",), Imported(
+                requirements=[Found("torch==1.4.0+cpu", "requirements.txt:2")],
+                find_links=[(page, "requirements.txt:1")],
+                extra_indexes=[(url, "requirements.txt:3") for url in extra])),
+            python=Proposal("3.8.18", ""), as_of=Proposal("2020-03-01", ""))
+
+    alone = draft()
+    assert _unreachable_sources(alone, failure) == (page,)
+    assert _unreachable_sources(alone, "error: no version of torch==1.4.0+cpu") == ()
+    left = _without_sources(alone, (page,), failure)
+    assert _unreachable_sources(left, failure) == ()  # once: never left out twice
+    assert left.left_out == {page: f"the resolver cannot reach it: {failure}"}
+    assert [f.requirement for f in left.repository.imported.requirements] == ["torch==1.4.0"]
+    text = render_spec(left, installed_packs())
+    assert f"# left out {page}: the resolver cannot reach it: " in text
+    assert "find_links =" not in text and '"torch==1.4.0",' in text
+    both = _without_sources(draft(index), (page,), failure)
+    assert [f.requirement for f in both.repository.imported.requirements] == \
+        ["torch==1.4.0+cpu"]
+    assert f'extra_indexes = ["{index}"]' in render_spec(both, installed_packs())

@@ -382,6 +382,35 @@ def test_an_exact_pin_of_a_release_yanked_for_newer_pythons_is_kept(tmp_path: Pa
 
 
 @pytest.mark.network
+def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_releases(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The era's PyTorch CPU pins: ``torch==1.4.0+cpu`` from ``-f .../torch_stable.html``.
+    With that page unreachable (here a closed port; download.pytorch.org is not reachable from
+    this machine either) init said "the index has no such release", moved both pins to 1.5.0
+    and 0.6.0, and the draft did not resolve on any of five days (uv could not read the page).
+    Now the page is left out, commented with why, and the pins take the releases the builds
+    were made from, which lock resolves from PyPI."""
+    page = "http://127.0.0.1:9/whl/torch_stable.html"
+    root = git_repo(tmp_path / "cpu", f"-f {page}\ntorch==1.4.0+cpu\ntorchvision==0.5.0+cpu\n",
+                    "2020-03-01")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "cpu.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.pypi.packages == ("torch==1.4.0", "torchvision==0.5.0")
+    assert pspec.pypi.find_links == () and str(pspec.pypi.as_of) == "2020-03-01"
+    text = out.read_text()
+    assert f"# left out {page}: the resolver cannot reach it: " in text
+    assert "was torch==1.4.0+cpu: a local build (+cpu), and the page or index that serves it " \
+           "cannot be reached; PyPI holds none (PEP 440" in text
+    assert f"left out {page}: the resolver cannot reach it" in capsys.readouterr().err
+    assert main(["lock", str(out)]) == 0
+    versions = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "cpu.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert (versions["torch"], versions["torchvision"]) == ("1.4.0", "0.5.0")
+
+
+@pytest.mark.network
 def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """blocks' toolz==0.8.0: an sdist only, whose code is a SyntaxError on Python 3.7 (its

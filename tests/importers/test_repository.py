@@ -59,3 +59,15 @@ def test_another_txt_linked_out_is_not_sniffed(tmp_path: Path) -> None:
     (repo_root / "requirements.txt").symlink_to(outside)
     with pytest.raises(SpecError, match=r"requirements\.txt: a link to .*outside"):
         read_repository(repo_root, REGISTRY)
+
+
+def test_pkg_resources_of_an_ubuntu_pip_freeze_is_skipped_with_why(tmp_path: Path) -> None:
+    """siqueira-hc's facial-expression repository (2020) pins ``pkg-resources==0.0.0``, a
+    line Ubuntu's pip wrote into ``pip freeze`` (pypa/pip#4022): no index has it, and init's
+    spec failed on it ("the index lists no release of pkg-resources at all")."""
+    (tmp_path / "requirements.txt").write_text("six==1.14.0\npkg-resources==0.0.0\n")
+    imported = read_repository(tmp_path, REGISTRY).imported
+    assert [f.requirement for f in imported.requirements] == ["six==1.14.0"]
+    (skipped,) = imported.skipped
+    assert (skipped.what, skipped.origin) == ("pkg-resources==0.0.0", "requirements.txt:2")
+    assert skipped.reason.startswith("not a distribution: `pip freeze` on Debian and Ubuntu")
