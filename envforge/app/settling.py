@@ -32,8 +32,9 @@ from envforge.host import proc
 from envforge.importers import Found, exact_version
 from envforge.importers.debian import library_rows
 from envforge.importers.legacy_names import kept_yanked, legacy_names
-from envforge.importers.localbuilds import public_pins, sources
+from envforge.importers.localbuilds import local_label, public_pins, public_version, sources
 from envforge.importers.propose import DEFAULT_PYTHON, Proposal, nearest_allowed, repair_pin
+from envforge.importers.pyfiles import archive_release
 from envforge.importers.render import Draft, render_spec
 from envforge.knowledge.models import in_range
 from envforge.resolve.pypi import UndeclaredBuildError, undeclared_import
@@ -257,11 +258,10 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                            f"not build: {failed.reason}")
         assert failure is not None
         candidate = replace(candidate, as_of_failure=failure)
-        if gits and not any(g in candidate.left_out for g in gits) and \
+        held = {f.requirement for f in candidate.repository.imported.requirements}
+        if gits and not any(g in candidate.left_out or g not in held for g in gits) and \
                 _blames_url(failure, gits):
-            candidate = replace(candidate, left_out={
-                **candidate.left_out, **{g: f"the resolver cannot fetch it: {failure}"
-                                         for g in gits}})
+            candidate = _without_urls(candidate, gits, failure)
             continue  # the same day again, without them
         unreachable = _unreachable_sources(candidate, failure)
         if unreachable:
@@ -550,6 +550,32 @@ def _blames_url(failure: str, gits: Sequence[str]) -> bool:
             for g in gits]
     return any(u in failure for u in urls) or bool(re.search(r"\bgit\b.*(fail|fetch|clone)",
                                                             failure, re.IGNORECASE))
+
+
+def _without_urls(draft: Draft, urls: Sequence[str], failure: str) -> Draft:
+    """The draft without the URL requirements the resolver cannot fetch: a wheel's or an
+    sdist's takes, from the index, the release its file name gives (the public one of a
+    local build: PyTorch's ``torch-1.4.0%2Bcpu-...whl``); a git URL's is left out."""
+    why = f"the resolver cannot fetch it: {failure}"
+    left = dict(draft.left_out)
+    requirements = []
+    for found in draft.repository.imported.requirements:
+        url = Requirement(found.requirement).url if found.requirement in urls else None
+        release = archive_release(url) if url else None
+        if release is not None:
+            name, version = release
+            marker = Requirement(found.requirement).marker
+            pinned = f"{name}=={public_version(version)}" + (f"; {marker}" if marker else "")
+            local = f" (a local build, +{local_label(version)}: PyPI holds none)" \
+                if local_label(version) else ""
+            found = Found(pinned, found.origin, trim(
+                f"was {found.requirement}: {why}; {public_version(version)} is the release "
+                f"its file name gives{local}, from the index"), found.mapped)
+        elif found.requirement in urls:
+            left[found.requirement] = why
+        requirements.append(found)
+    imported = replace(draft.repository.imported, requirements=requirements)
+    return replace(draft, left_out=left, repository=replace(draft.repository, imported=imported))
 
 
 def _unreachable_sources(draft: Draft, failure: str) -> tuple[str, ...]:

@@ -178,13 +178,25 @@ _ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
 
 def _archive_name(url: str) -> str | None:
     """The project a wheel or sdist URL serves, from its file name; None for anything else."""
+    release = archive_release(url)
+    return release[0] if release is not None else None
+
+
+def archive_release(url: str) -> tuple[str, str] | None:
+    """(project, version) of the wheel or sdist a URL serves, from its file name
+    (``torch-1.4.0%2Bcpu-cp36-cp36m-win_amd64.whl``: torch, 1.4.0+cpu); None for anything
+    else."""
     filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     try:
         if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[0])
+            name, version = parse_wheel_filename(filename)[:2]
+            return str(name), str(version)
         if filename.endswith(_ARCHIVES):
             stem = re.sub(r"\.(tar\.gz|zip|tar\.bz2|tgz)$", "", filename)
-            return str(parse_sdist_filename(stem + ".tar.gz")[0]) if "-" in stem else None
+            if "-" not in stem:
+                return None
+            name, version = parse_sdist_filename(stem + ".tar.gz")
+            return str(name), str(version)
     except (InvalidWheelFilename, InvalidSdistFilename):
         return None
     return None

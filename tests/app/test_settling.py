@@ -627,3 +627,29 @@ def test_a_page_the_resolver_cannot_read_is_left_out_and_its_local_builds_go_pub
     assert [f.requirement for f in both.repository.imported.requirements] == \
         ["torch==1.4.0+cpu"]
     assert f'extra_indexes = ["{index}"]' in render_spec(both, installed_packs())
+
+
+def test_a_wheel_url_the_resolver_cannot_fetch_takes_its_release_a_git_url_is_left_out() -> None:
+    """A wheel's file name gives its release (the public one of a local build), which the
+    index has; a git URL names none and is left out, as before."""
+    from envforge.app.settling import _without_urls
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    wheel = ("torch @ https://download.pytorch.org/whl/cpu/torch-1.4.0%2Bcpu-cp37-cp37m-"
+             "linux_x86_64.whl ; sys_platform == 'linux'")
+    git = "tool @ git+https://github.com/o/tool@abc"
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[
+            Found(wheel, "requirements.txt:1"), Found(git, "requirements.txt:2"),
+            Found("six==1.14.0", "requirements.txt:3")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2020-03-01", ""))
+    done = _without_urls(draft, (wheel, git), "error: Failed to fetch")
+    torch, tool, six = done.repository.imported.requirements
+    assert torch.requirement == 'torch==1.4.0; sys_platform == "linux"'
+    assert torch.note == (f"was {wheel}: the resolver cannot fetch it: error: Failed to fetch; "
+                          "1.4.0 is the release its file name gives (a local build, +cpu: PyPI "
+                          "holds none), from the index")
+    assert (tool.requirement, six.requirement) == (git, "six==1.14.0")
+    assert done.left_out == {git: "the resolver cannot fetch it: error: Failed to fetch"}

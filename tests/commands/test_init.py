@@ -389,10 +389,11 @@ def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_relea
     this machine either) init said "the index has no such release", moved both pins to 1.5.0
     and 0.6.0, and the draft did not resolve on any of five days (uv could not read the page).
     Now the page is left out, commented with why, and the pins take the releases the builds
-    were made from, which lock resolves from PyPI."""
+    were made from, which lock resolves from PyPI; a wheel's URL there (the era's other
+    spelling) takes the release its file name gives, where it was left out."""
     page = "http://127.0.0.1:9/whl/torch_stable.html"
-    root = git_repo(tmp_path / "cpu", f"-f {page}\ntorch==1.4.0+cpu\ntorchvision==0.5.0+cpu\n",
-                    "2020-03-01")
+    wheel = "http://127.0.0.1:9/whl/cpu/torchvision-0.5.0%2Bcpu-cp37-cp37m-linux_x86_64.whl"
+    root = git_repo(tmp_path / "cpu", f"-f {page}\ntorch==1.4.0+cpu\n{wheel}\n", "2020-03-01")
     (tmp_path / "specs").mkdir()
     out = tmp_path / "specs" / "cpu.toml"
     assert main(["init", str(root), "-o", str(out)]) == 0
@@ -404,6 +405,7 @@ def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_relea
     assert "was torch==1.4.0+cpu: a local build (+cpu), and the page or index that serves it " \
            "cannot be reached; PyPI holds none (PEP 440" in text
     assert f"left out {page}: the resolver cannot reach it" in capsys.readouterr().err
+    assert f"was torchvision @ {wheel}: the resolver cannot fetch it: " in text
     assert main(["lock", str(out)]) == 0
     versions = {f.name: f.version for f in load_lock(
         tmp_path / "locks" / "cpu.lock", REGISTRY).platforms["linux-64"].pypi}
