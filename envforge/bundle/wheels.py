@@ -29,7 +29,13 @@ from envforge.bundle.buildcache import BuiltWheel, build_key, read_entry, write_
 from envforge.bundle.wheelcheck import check_built_wheel
 from envforge.errors import EnvforgeError, InputError, StepError, ToolError
 from envforge.host import proc
-from envforge.host.interpreters import Interpreter, find_interpreter, minor, query_version
+from envforge.host.interpreters import (
+    Interpreter,
+    find_interpreter,
+    install_hint,
+    minor,
+    query_version,
+)
 from envforge.lockfile import LockedDeb, LockedPypiFile, PypiBuild
 from envforge.platforms import host_platform
 from envforge.spec import PYPI_SIMPLE, Platform
@@ -139,8 +145,8 @@ def build_sdist_wheel(sdist: LockedPypiFile, archive: Path, *, target_python: st
         if not exact and not pure:
             raise StepError(f"{sdist.filename} builds a wheel for one Python only "
                             f"({wheel.name}), and no Python {minor(target_python)} was found "
-                            f"to build it: install one (`uv python install "
-                            f"{minor(target_python)}`)")
+                            f"to build it: install one, "
+                            f"{install_hint(minor(target_python))}")
         if not pure and platform != host_platform().name:
             raise StepError(f"{wheel.name} is not pure Python, and it was built on this host, "
                             f"not {platform}: build it on a {platform} host")

@@ -190,7 +190,20 @@ def find_interpreter(minor: str, *, environ: Mapping[str, str] | None = None,
             return launched
     tried = f" (tried {', '.join(looked)})" if looked else ""
     raise StepError(f"no Python {minor} found on PATH, in pyenv or among uv's Pythons{tried}; "
-                    f"install one, e.g. `uv python install {minor}` or `pyenv install {minor}`")
+                    f"install one: {install_hint(minor)}")
+
+
+# uv's own Pythons start at 3.8.2 (`uv python list --all-versions --only-downloads`, uv 0.13.9):
+# an older one comes from pyenv (or the system's packages)
+UV_OLDEST = (3, 8)
+
+
+def install_hint(wanted: str) -> str:
+    """How to install a Python of the minor ``wanted``: pyenv below what uv downloads."""
+    if tuple(int(part) for part in minor(wanted).split(".")) < UV_OLDEST:
+        return (f"`pyenv install {wanted}` (uv downloads CPython from 3.8.2 on, so "
+                f"`uv python install {wanted}` cannot)")
+    return f"`uv python install {wanted}` or `pyenv install {wanted}`"
 
 
 def named_minor(real: Path) -> str | None:

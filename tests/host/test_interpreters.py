@@ -10,7 +10,7 @@ import pytest
 from envforge.errors import StepError
 from envforge.host import interpreters
 from envforge.host.headstart import find_python
-from envforge.host.interpreters import candidates, find_interpreter
+from envforge.host.interpreters import candidates, find_interpreter, install_hint
 from envforge.platforms import PLATFORMS
 
 LINUX, WINDOWS = PLATFORMS["linux-64"], PLATFORMS["win-64"]
@@ -55,9 +55,15 @@ def test_real_python37_is_discovered() -> None:
     assert interpreter.executable.is_file()
 
 
-def test_missing_version_says_where_it_looked(tmp_path: Path) -> None:
-    with pytest.raises(StepError, match=r"no Python 3\.5 found"):
+def test_missing_version_says_where_it_looked_and_how_to_install_one(tmp_path: Path) -> None:
+    """uv downloads no CPython below 3.8.2 (uv 0.13.9's ``uv python list --all-versions
+    --only-downloads``): for 3.5-3.7 the hint is pyenv's alone."""
+    with pytest.raises(StepError, match=r"no Python 3\.5 found") as older:
         find_interpreter("3.5", environ={"PATH": str(tmp_path)}, home=tmp_path)
+    assert str(older.value).endswith("install one: `pyenv install 3.5` (uv downloads CPython "
+                                     "from 3.8.2 on, so `uv python install 3.5` cannot)")
+    assert install_hint("3.8") == "`uv python install 3.8` or `pyenv install 3.8`"
+    assert install_hint("3.10") == "`uv python install 3.10` or `pyenv install 3.10`"
 
 
 @pytest.mark.posix_only("symlinked folders on PATH, as a merged /usr has them")
