@@ -367,9 +367,10 @@ FRAMEWORK_LEFT_OUT = (" (its files leave the framework to the user, who installs
 def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Repository:
     """The requirements with the test runner the repository's code shows its tests need
     (``import pytest``, a ``conftest.py``) added where no requirement names it, from the
-    file and line that showed it, and the pytest plugins its pytest configuration's addopts
-    need (``-n 2``: pytest-xdist) (knowledge/legacy_names.toml's [[test_runner]] and
-    [[pytest_plugin]] rows)."""
+    file and line that showed it, the pytest plugins its pytest configuration's addopts
+    need (``-n 2``: pytest-xdist), and Jupyter's notebook where it has notebooks and no
+    requirement names a front end (knowledge/legacy_names.toml's [[test_runner]],
+    [[pytest_plugin]] and [[notebook_runner]] rows)."""
     found = repo.imported.requirements
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
@@ -395,6 +396,14 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
                                f"added: its pytest addopts pass {option}, which pytest takes "
                                f"only with {plugin.requirement}, and no requirement names it",
                                True))
+    for notebooks in legacy_names().notebook_runner:
+        if code.notebooks and held.isdisjoint(canonicalize_name(n)
+                                              for n in notebooks.provided_by):
+            count = len(code.notebooks)
+            added.append(Found(notebooks.requirement, code.notebooks[0], (
+                f"added: {notebooks.reason}; {count} notebook{'s' if count != 1 else ''}, "
+                "and no requirement names a notebook front end"), True))
+            held.add(canonicalize_name(notebooks.requirement))
     repo = _with_requirements(repo, [*found, *added])
     skipped = [s for s in repo.imported.skipped if s.what not in runners]
     if len(skipped) == len(repo.imported.skipped):

@@ -110,6 +110,16 @@ class TestRunnerRow(Frozen):
     source: str
 
 
+class NotebookRunnerRow(Frozen):
+    """What runs a repository's Jupyter notebooks where no requirement of ``provided_by``
+    gives a notebook front end (``importers/pycode.py`` finds the notebooks)."""
+
+    requirement: str
+    provided_by: tuple[str, ...]
+    reason: str
+    source: str
+
+
 class PytestPluginRow(Frozen):
     """A pytest plugin the repository's pytest configuration needs: one of ``options`` in
     its addopts (``importers/pytestconfig.py`` reads them)."""
@@ -234,6 +244,7 @@ class LegacyNames(Frozen):
     python_release: tuple[PythonReleaseRow, ...]
     test_runner: tuple[TestRunnerRow, ...] = ()
     pytest_plugin: tuple[PytestPluginRow, ...] = ()
+    notebook_runner: tuple[NotebookRunnerRow, ...] = ()
     removed_api: tuple[RemovedApiRow, ...] = ()
     dependency_removed_api: tuple[DependencyRemovedApiRow, ...] = ()
     built_against: tuple[BuiltAgainstRow, ...] = ()

@@ -1,4 +1,5 @@
-"""What a repository's own code tells init, read as text and never run.
+"""What a repository's own code (its .py files, and its notebooks' code cells) tells init, read
+as text and never run.
 
 Whether it is Python 3: envforge provisions Python 3 only, and Python 2 code (DeepMoji's
 ``ur'[0-9]+'``, a ``print x`` statement) fails when it is imported, whatever the environment
@@ -14,11 +15,12 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
 
+from envforge.importers.notebooks import NotebookSource, notebook_source
 from envforge.inputfile import DEPENDENCY_LIMIT
 
 MAX_FILES = 500  # a repository's own modules; more is vendored code or data
@@ -27,7 +29,7 @@ _SKIPPED_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
 
 @dataclass(frozen=True)
 class CodeScan:
-    files: int  # .py files read
+    files: int  # .py files and notebooks read
     failing: tuple[tuple[str, int, str], ...]  # (path, line, message) that do not parse
     # each top-level module imported (absolute imports) -> where: "path:line"
     imports: Mapping[str, str] = field(default_factory=dict)
@@ -44,6 +46,7 @@ class CodeScan:
     # library's hook for a framework it does not need: tensorboardX's ``prepare_theano``)
     # -> "path:line, in FUNCTION"
     uncalled: Mapping[str, str] = field(default_factory=dict)
+    notebooks: tuple[str, ...] = ()  # of ``files``, the Jupyter notebooks read: their paths
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
         """The first of ``modules`` the code imports that is none of its own."""
@@ -54,7 +57,8 @@ class CodeScan:
         if not self.failing:
             return None
         path, line, message = self.failing[0]
-        return (f"{len(self.failing)} of {self.files} .py files do not parse as Python "
+        kinds = ".py files and notebooks" if self.notebooks else ".py files"
+        return (f"{len(self.failing)} of {self.files} {kinds} do not parse as Python "
                 f"{python} (first: {path}:{line}: {message}): Python 2 code? envforge "
                 "provisions Python 3 only; port it (2to3) before it runs")
 
@@ -73,9 +77,9 @@ def scan_code(root: Path, python: tuple[int, int],
     sites: dict[str, list[tuple[str, str | None]]] = {}  # module -> (where, its function)
     names: set[str] = set()  # every identifier the code names (Name ids, attributes)
     read = 0
+    notebooks: list[str] = []
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
-        local.update(_top_level(root, path))
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
             if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
@@ -83,31 +87,57 @@ def scan_code(root: Path, python: tuple[int, int],
             source = path.read_bytes()
         except OSError:
             continue
+        notebook = None
+        if path.suffix == ".ipynb":  # no module: its code is read, its name is no import
+            notebook = notebook_source(source)
+            if notebook is None:
+                continue
+            source = notebook.source
+            notebooks.append(where)
+        else:
+            local.update(_top_level(root, path))
+            named.setdefault(path.name, where)
         read += 1
-        named.setdefault(path.name, where)
+        at = _placer(where, notebook)
         tree = _parsed(source, python, where, failing)
         if tree is None:
+            if notebook is not None:  # the cell and its line, as the notebook shows them
+                _, line, message = failing[-1]
+                cell, line = notebook.where(line)
+                failing[-1] = (f"{where}:cell {cell}", line, message)
             names.update(w.decode("ascii") for w in _WORD.findall(source))
             for dotted, line in _imported_by_line(source):
-                imports.setdefault(dotted.partition(".")[0], f"{where}:{line}")
-                sites.setdefault(dotted.partition(".")[0], []).append((f"{where}:{line}", None))
+                imports.setdefault(dotted.partition(".")[0], at(line))
+                sites.setdefault(dotted.partition(".")[0], []).append((at(line), None))
                 name = _watched(dotted, watch)
                 if name is not None:
-                    uses.setdefault(name, f"{where}:{line}")
+                    uses.setdefault(name, at(line))
             continue
         for module, line, function in _import_sites(tree):
-            imports.setdefault(module, f"{where}:{line}")
-            sites.setdefault(module, []).append((f"{where}:{line}", function))
+            imports.setdefault(module, at(line))
+            sites.setdefault(module, []).append((at(line), function))
         names.update(_named_identifiers(tree))
         for name, line in _used(tree, watch) if watch else ():
-            uses.setdefault(name, f"{where}:{line}")
-        stops += (f"{where}:{line}" for line in generator_stops(tree))
+            uses.setdefault(name, at(line))
+        stops += (at(line) for line in generator_stops(tree))
     uncalled = {module: f"{found[0][0]}, in {found[0][1]}"
                 for module, found in sites.items()
                 if all(function is not None and function not in names
                        for _, function in found)}
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local),
-                    tuple(stops), uncalled)
+                    tuple(stops), uncalled, tuple(notebooks))
+
+
+def _placer(where: str, notebook: NotebookSource | None) -> Callable[[int], str]:
+    """A line's place as the reader finds it: ``path:line``, a notebook's ``path:cell N,
+    line M``."""
+    if notebook is None:
+        return lambda line: f"{where}:{line}"
+
+    def place(line: int) -> str:
+        cell, in_cell = notebook.where(line)
+        return f"{where}:cell {cell}, line {in_cell}"
+    return place
 
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -394,12 +424,12 @@ def _imported_by_line(source: bytes) -> Iterator[tuple[str, int]]:
 
 
 def _modules(root: Path) -> list[Path]:
-    """The first MAX_FILES ``.py`` paths, folder by folder."""
+    """The first MAX_FILES ``.py`` and ``.ipynb`` paths, folder by folder."""
     found: list[Path] = []
     for folder, subfolders, names in os.walk(root):  # links to folders are not followed
         subfolders[:] = sorted(d for d in subfolders
                                if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
-        found += [Path(folder) / n for n in sorted(names) if n.endswith(".py")]
+        found += [Path(folder) / n for n in sorted(names) if n.endswith((".py", ".ipynb"))]
         if len(found) >= MAX_FILES:
             break
     return found[:MAX_FILES]

@@ -503,3 +503,32 @@ def test_a_local_build_pin_beside_a_page_that_may_serve_it_is_kept_unchecked(
 def _draft_of(tmp_path: Path, requirements: str) -> Draft:
     (tmp_path / "requirements.txt").write_text(requirements)
     return _draft(tmp_path, date(2020, 4, 27))
+
+
+def test_a_repository_of_notebooks_gets_their_imports_and_jupyters_notebook(
+        tmp_path: Path) -> None:
+    """A tutorial repository whose code is its notebooks: what their cells import, each from
+    its cell and line, and Jupyter's notebook to run them where no requirement names a front
+    end; none where one does (Hvass-Labs/TensorFlow-Tutorials names jupyter)."""
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+              "source": ["%matplotlib inline\n", "import matplotlib.pyplot as plt\n",
+                         "import gym"]}]
+    notebook = json.dumps({"nbformat": 4, "nbformat_minor": 2, "metadata": {}, "cells": cells})
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "16_RL.ipynb").write_text(notebook)
+    found = {f.requirement: f for f in _draft(tmp_path / "alone", date(2019, 8, 26))
+             .repository.imported.requirements}
+    assert list(found) == ["matplotlib", "gym", "notebook"]
+    assert found["gym"].origin == "16_RL.ipynb:cell 1, line 3"
+    assert (found["notebook"].origin, found["notebook"].mapped) == ("16_RL.ipynb", True)
+    assert found["notebook"].note.startswith(
+        "added: the repository's notebooks run under Jupyter (`jupyter notebook`, or headless "
+        "`jupyter nbconvert --to notebook --execute`); 1 notebook, and no requirement names")
+    (tmp_path / "named").mkdir()
+    (tmp_path / "named" / "16_RL.ipynb").write_text(notebook)
+    (tmp_path / "named" / "requirements.txt").write_text("jupyter\nmatplotlib\n")
+    named = [f.requirement for f in _draft(tmp_path / "named", date(2019, 8, 26))
+             .repository.imported.requirements]
+    assert named == ["jupyter", "matplotlib", "gym"]

@@ -1,0 +1,108 @@
+"""A Jupyter notebook's code as one Python source, the way ``jupyter nbconvert --to script``
+joins its code cells, for the scan of what it imports: IPython's own syntax (``%matplotlib
+inline``, ``!pip install x``, ``files = !ls``, ``obj?``, a ``%%bash`` cell) becomes ``pass``,
+so what stays parses as the Python it is, and each line keeps its cell and line there.
+
+The notebook format: https://nbformat.readthedocs.io/en/latest/format_description.html (v4:
+``cells``, each with ``cell_type`` and ``source``; v3: ``worksheets[].cells[]``, the code in
+``input``). IPython's syntax: https://ipython.readthedocs.io/en/stable/interactive/magics.html
+and .../interactive/reference.html (``!`` system shell, ``?`` help).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import warnings
+from dataclasses import dataclass
+
+# cell magics whose body is Python (the others' is a shell script, HTML, a file's text, ...)
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+_MAGIC_LINE = re.compile(r"^\s*(?:[%!?]|[\w.,\s]+=\s*[%!])")
+
+
+@dataclass(frozen=True)
+class NotebookSource:
+    """The code cells joined; ``places[n - 1]`` is (cell, line in it) of line ``n``."""
+
+    source: bytes
+    places: tuple[tuple[int, int], ...]
+
+    def where(self, line: int) -> tuple[int, int]:
+        """(cell, line) of a line of ``source``; (0, 0) for none (a parser's line 0)."""
+        return self.places[line - 1] if 0 < line <= len(self.places) else (0, 0)
+
+
+def notebook_source(data: bytes) -> NotebookSource | None:
+    """The notebook's code, or None where ``data`` is no notebook (not JSON, no cells)."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    cells = _code_cells(document) if isinstance(document, dict) else None
+    if cells is None:
+        return None
+    lines: list[str] = []
+    places: list[tuple[int, int]] = []
+    for number, text in cells:
+        for at, line in enumerate(_python_lines(text), start=1):
+            lines.append(line)
+            places.append((number, at))
+    return NotebookSource("\n".join(lines).encode("utf-8") + b"\n", tuple(places))
+
+
+def _code_cells(document: dict[str, object]) -> list[tuple[int, str]] | None:
+    """(the cell's number among all cells, from 1; its code) of each code cell."""
+    cells = document.get("cells")
+    key = "source"
+    if cells is None:  # nbformat 3
+        sheets = document.get("worksheets")
+        cells = [c for s in sheets if isinstance(s, dict) for c in s.get("cells") or ()] \
+            if isinstance(sheets, list) else None
+        key = "input"
+    if not isinstance(cells, list):
+        return None
+    found = []
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = cell.get(key, "")
+        if isinstance(text, list):
+            text = "".join(part for part in text if isinstance(part, str))
+        if isinstance(text, str):
+            found.append((number, text))
+    return found
+
+
+def _python_lines(text: str) -> list[str]:
+    """A cell's lines: as they are where the cell parses as Python (a line of a continued
+    expression may start with ``%``), else each of IPython's own syntax made ``pass`` at its
+    indentation (a block stays a block), a whole cell where a cell magic's body is not
+    Python."""
+    lines = text.splitlines() or [""]
+    if _parses(text):
+        return lines
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if first.startswith("%%") and first[2:].split(" ", 1)[0] not in _PYTHON_CELL_MAGICS:
+        return ["pass" if line.strip() else "" for line in lines]
+    return [_python_line(line) for line in lines]
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _python_line(line: str) -> str:
+    stripped = line.strip()
+    if stripped.startswith("#") or not stripped:
+        return line
+    if _MAGIC_LINE.match(line) or stripped.endswith("?"):
+        return line[:len(line) - len(line.lstrip())] + "pass"
+    return line
