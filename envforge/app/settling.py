@@ -268,6 +268,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             say(f"left out {', '.join(unreachable)}: the resolver cannot reach it")
             candidate, tries = _without_sources(candidate, unreachable, failure), tries + 1
             continue  # the same day again, from the index alone where none is left
+        era = _era_backend_of(candidate, failure)
+        if era is not None:  # the resolver's build of an sdist's metadata failed so
+            say(era[1])
+            candidate, tries = era[0], tries + 1
+            continue
         repaired = None if repairs >= MAX_REPAIRS else (
             (_repair_too_new(candidate, failure) if position == 0 else None)
             or _repair_build(candidate, failure, lookup)
@@ -480,6 +485,14 @@ def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None
                                               row.build_constraint: why}),
             f"{failed.name}=={failed.version}: its build fails with today's build back-end; "
             f"builds constrained to {row.build_constraint}")
+
+
+def _era_backend_of(draft: Draft, failure: str) -> tuple[Draft, str] | None:
+    """``_era_backend`` for the resolver's own build of an sdist's metadata (uv's "Failed
+    to build `markupsafe==1.0`", a dependency no pin names: its build failing with today's
+    setuptools, the day fails)."""
+    built = re.search(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+    return _era_backend(draft, BuildFailure(built[1], built[2], failure)) if built else None
 
 
 def _era_for(failed: BuildFailure) -> str:

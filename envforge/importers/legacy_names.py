@@ -73,6 +73,9 @@ class FrameworkRow(Frozen):
     # ``admits``; such a requirement gets ``cap`` added and the Python at most ``python_max``
     admits: str | None = None
     below: str | None = None  # and only where every such requirement excludes this release
+    # the day ``below`` was uploaded: before it, a requirement that admits the line resolves
+    # below it too (an unpinned Keras on a 2017 day is 2.1), so it counts as below
+    below_day: date | None = None
     cap: str | None = None
     python_max: str | None = Field(default=None, pattern=r"^3\.\d+$")
     # the requirement init adds where no requirement names the section's back-end
@@ -383,11 +386,13 @@ def module_group(name: str) -> str:
     return name
 
 
-def framework_sections(requirements: Iterable[str],
-                       packs: Iterable[InitPack]) -> list[FrameworkRow]:
+def framework_sections(requirements: Iterable[str], packs: Iterable[InitPack], *,
+                       day: date | None = None) -> list[FrameworkRow]:
     """The sections a spec with these requirements mounts, one row per section (the first
     that applies), in the rows' order; a row with ``admits`` only where one of its
-    requirements admits that release (``tensorflow>=2`` mounts no TensorFlow 1.x pack)."""
+    requirements admits that release (``tensorflow>=2`` mounts no TensorFlow 1.x pack); a
+    row with ``below`` where each of them excludes it, or, resolved as of a ``day`` before
+    its ``below_day``, admits the line."""
     parsed = [Requirement(text) for text in requirements]
     held = {canonicalize_name(r.name) for r in parsed}
     chosen: dict[str, FrameworkRow] = {}
@@ -400,8 +405,10 @@ def framework_sections(requirements: Iterable[str],
             continue
         if row.admits is not None and not any(_admits(r, row) for r in parsed):
             continue
-        if row.below is not None and not all(_below(r, row.below) for r in parsed
-                                             if _named(r, row)):
+        if row.below is not None and not all(
+                _below(r, row.below) or (day is not None and row.below_day is not None
+                                         and day < row.below_day and _admits(r, row))
+                for r in parsed if _named(r, row)):
             continue
         chosen[row.section] = row
     return list(chosen.values())

@@ -196,9 +196,10 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
                    stated: Sequence[tuple[str, str]], *,
                    older: Sequence[str] = ()) -> Proposal:
     """An exact version the repository states wins; else the newest candidate released by
-    ``as_of`` that every exact pin supports; else the newest any pins support; else, where
-    no candidate has files for every pin, the newest of the ``older`` Pythons this host has
-    (``OLDER``) that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
+    ``as_of`` that every exact pin supports; where none was released by then, the newest of
+    the ``older`` Pythons this host has (``OLDER``) that was, keeping the day; else the
+    newest any pins support; else, where no candidate has files for every pin, the newest
+    ``older`` one that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
     has cp36 wheels and none for cp37); else 3.7."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
@@ -214,6 +215,11 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         dated = [m for m in ok if (python_release_day(m) or era) <= era]
         if dated:
             return Proposal(dated[-1], f"the newest Python released by {as_of}{fits}")
+        before = _before_candidates(older, pins, ranges, era)
+        if ok and before is not None:
+            return Proposal(before[0], f"{before[1]}{fits}: none of {CANDIDATES[0]}-"
+                            f"{CANDIDATES[-1]} was released by {as_of}, and this host has "
+                            f"Python {before[0]}, so the repository's day is kept")
         if ok:
             return Proposal(ok[0], f"the oldest Python envforge proposes{fits}: none of "
                             f"{CANDIDATES[0]}-{CANDIDATES[-1]} was released by {as_of} (an "
@@ -259,6 +265,21 @@ def still_served(minor: str, day: date | None) -> bool:
     had not): after it, the day's releases stop shipping its wheels."""
     end = python_end_day(minor)
     return day is None or end is None or end >= day
+
+
+def _before_candidates(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],
+                       ranges: Sequence[SpecifierSet], era: date) -> tuple[str, str] | None:
+    """For a day before every candidate's release: the newest ``OLDER`` Python this host has
+    that was released by then (else its oldest, whose release day the day moves to), with
+    why; None where it has none that fits. The day's own releases then stay (a 2017 Keras
+    repository keeps Keras 2.0 and TensorFlow 1.4, where Python 3.7 moved its day to
+    2018-06-27 and its packages past it)."""
+    kept = [m for m in _older_fitting(older, pins, ranges) if still_served(m, era)]
+    released = [m for m in kept if (python_release_day(m) or era) <= era]
+    if released:
+        return released[-1], f"the newest Python released by {era.isoformat()}"
+    return (kept[0], f"the oldest Python this host has ({kept[0]}, released after "
+            f"{era.isoformat()})") if kept else None
 
 
 def _older_fitting(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -250,8 +251,9 @@ def left_out(draft: Draft) -> dict[str, str]:
 
 def sections(draft: Draft, packs: Iterable[InitPack]) -> list[FrameworkRow]:
     """The framework sections the spec mounts: those its written requirements call for."""
+    day = date.fromisoformat(draft.as_of.value) if draft.as_of.value else None
     return framework_sections([f.requirement for f in draft.repository.imported.requirements
-                               if f.requirement not in left_out(draft)], packs)
+                               if f.requirement not in left_out(draft)], packs, day=day)
 
 
 def _as_of_steps(draft: Draft) -> list[str]:

@@ -653,3 +653,32 @@ def test_a_wheel_url_the_resolver_cannot_fetch_takes_its_release_a_git_url_is_le
                           "holds none), from the index")
     assert (tool.requirement, six.requirement) == (git, "six==1.14.0")
     assert done.left_out == {git: "the resolver cannot fetch it: error: Failed to fetch"}
+
+
+def test_the_resolvers_failed_build_of_a_dependency_gets_its_eras_build_back_end() -> None:
+    """fchollet's notebooks on their day (2017-11-19, Python 3.6): Jupyter's jinja2 brings
+    markupsafe 1.0, an sdist whose setup.py imports setuptools' Feature, which setuptools 46
+    removed; uv's build of its metadata failed and the day was widened twice. Its words
+    give the draft ``setuptools<46`` (a [[build_error]] row) on a day before 46.0.0's."""
+    from envforge.app.settling import _era_backend_of
+    from envforge.importers import Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    failure = ("PyPI resolution for linux-64 (Python 3.6.15) failed: error: Failed to build "
+               "`markupsafe==1.0` Caused by: The build backend returned an error … File "
+               "\"setup.py\", line 6, in <module> from setuptools import setup, Extension, "
+               "Feature ImportE")
+
+    def draft(day: str) -> Draft:
+        return Draft(name="r", source="r", platform="linux-64",
+                     repository=Repository((), Imported()), python=Proposal("3.6.15", ""),
+                     as_of=Proposal(day, ""))
+
+    given = _era_backend_of(draft("2017-11-19"), failure)
+    assert given is not None and list(given[0].build_constraints) == ["setuptools<46"]
+    assert given[1] == ("markupsafe==1.0: its build fails with today's build back-end; "
+                        "builds constrained to setuptools<46")
+    assert _era_backend_of(given[0], failure) is None  # once
+    assert _era_backend_of(draft("2020-06-01"), failure) is None  # its day had 46
+    assert _era_backend_of(draft("2017-11-19"), "error: no version of x") is None

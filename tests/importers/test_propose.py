@@ -183,9 +183,34 @@ def test_pins_no_candidate_has_files_for_take_an_older_python_this_host_has() ->
                           older=("3.6",)).value == "3.7"
     only35 = [_wheel("z-1-cp35-cp35m-manylinux1_x86_64.whl", "2017-01-01")]
     assert propose_python({**pins, "z==1": only35}, None, [], older=("3.6",)).value == "3.7"
-    # pins a candidate suits keep the candidate, 3.6 or not
-    assert propose_python({"six==1.12.0": SIX_1120}, "2017-01-01", [],
+    # pins a candidate suits keep the candidate released by the day, 3.6 or not
+    assert propose_python({"six==1.12.0": SIX_1120}, "2018-07-01", [],
                           older=("3.6",)).value == "3.7"
+
+
+def test_a_day_before_every_candidate_takes_the_python_3_6_this_host_has() -> None:
+    """fchollet/deep-learning-with-python-notebooks (2017-11-19): with 3.7 its day moved to
+    3.7's release day and its packages past it (Keras 2.2.4 of 2019); with this host's 3.6,
+    released by then, the day stays (Keras 2.1.1, TensorFlow 1.4.0); a day before 3.6's
+    release takes it too (the day then moves to its release day); without it, or where a
+    pin or a stated range leaves it out, 3.7 as before."""
+    from envforge.importers.propose import era_for_python
+
+    kept = propose_python({"six==1.12.0": SIX_1120}, "2017-11-19", [], older=("3.6",))
+    assert kept.value == "3.6" and kept.why == (
+        "the newest Python released by 2017-11-19 that every exact pin has files for "
+        "(six==1.12.0): none of 3.7-3.11 was released by 2017-11-19, and this host has "
+        "Python 3.6, so the repository's day is kept")
+    assert era_for_python(Proposal("2017-11-19", "x"), "3.6").value == "2017-11-19"
+    early = propose_python({}, "2015-11-10", [], older=("3.6",))
+    assert early.value == "3.6" and early.why.startswith(
+        "the oldest Python this host has (3.6, released after 2015-11-10): none of 3.7-3.11")
+    assert era_for_python(Proposal("2015-11-10", "x"), "3.6").value == "2016-12-23"
+    assert propose_python({}, "2017-11-19", []).value == "3.7"  # no 3.6 here
+    assert propose_python({}, "2017-11-19", [(">=3.7", "setup.py:9")],
+                          older=("3.6",)).value == "3.7"
+    only37 = [_wheel("z-1-cp37-cp37m-manylinux1_x86_64.whl", "2017-01-01")]
+    assert propose_python({"z==1": only37}, "2017-11-19", [], older=("3.6",)).value == "3.7"
 
 
 def test_code_3_7_breaks_takes_3_6_only_until_its_end_of_life() -> None:

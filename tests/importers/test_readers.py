@@ -430,6 +430,25 @@ def test_keras_before_2_2_gets_its_keras_json_in_the_home_it_reads() -> None:
     assert keys("keras", "tensorflow") == {"backend": "tensorflow"}
 
 
+def test_a_keras_range_on_a_day_before_2_2_gets_the_home_it_will_read() -> None:
+    """fchollet/deep-learning-with-python-notebooks (2017-11-19) imports keras, unpinned:
+    on its day that is Keras 2.1.1, which reads no KERAS_HOME, and the lock refused the
+    section's "env" on every day init tried. Before 2.2.0's upload (2018-06-06) a range
+    that admits 2.1 counts as below it; on or after it, or a range past 2.1, it does not."""
+    from datetime import date
+
+    def keys(day: date, *requirements: str) -> dict[str, str]:
+        return next(r.keys for r in framework_sections(requirements, REGISTRY, day=day)
+                    if r.section == "keras")
+
+    assert keys(date(2017, 11, 19), "keras<2.4") == {"backend": "tensorflow",
+                                                      "keras_json": "home"}
+    assert keys(date(2017, 11, 19), "keras", "theano") == {"backend": "theano",
+                                                           "keras_json": "home"}
+    assert keys(date(2018, 6, 6), "keras<2.4") == {"backend": "tensorflow"}
+    assert keys(date(2017, 11, 19), "keras>=2.2") == {"backend": "tensorflow"}
+
+
 def test_condas_pyqt_is_reported_not_pinned_on_pypi() -> None:
     """CarND's environment.yml holds pyqt=4.11.4: PyQt4 was never on PyPI."""
     from envforge.importers.legacy_names import conda_to_pypi
