@@ -573,12 +573,12 @@ def _without_urls(draft: Draft, urls: Sequence[str], failure: str) -> Draft:
     left = dict(draft.left_out)
     requirements = []
     for found in draft.repository.imported.requirements:
-        url = Requirement(found.requirement).url if found.requirement in urls else None
-        release = archive_release(url) if url else None
-        if release is not None:
-            name, version = release
-            marker = Requirement(found.requirement).marker
-            pinned = f"{name}=={public_version(version)}" + (f"; {marker}" if marker else "")
+        written = Requirement(found.requirement) if found.requirement in urls else None
+        release = archive_release(written.url) if written is not None and written.url else None
+        if written is not None and release is not None:
+            version, marker = release[1], written.marker
+            pinned = f"{written.name}=={public_version(version)}" + \
+                (f"; {marker}" if marker else "")
             local = f" (a local build, +{local_label(version)}: PyPI holds none)" \
                 if local_label(version) else ""
             found = Found(pinned, found.origin, trim(
