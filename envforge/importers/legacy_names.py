@@ -236,6 +236,16 @@ class NotDistributionRow(Frozen):
     source: str
 
 
+class DockerImageRow(Frozen):
+    """A base image whose tag names the framework release it holds (``tag`` a regular
+    expression with a ``version`` group; ``requirement`` a template of it)."""
+
+    image: str
+    tag: str
+    requirement: str
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -260,6 +270,7 @@ class LegacyNames(Frozen):
     stdlib: tuple[StdlibRow, ...] = ()
     yanked_release: tuple[YankedReleaseRow, ...] = ()
     not_distribution: tuple[NotDistributionRow, ...] = ()
+    docker_image: tuple[DockerImageRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:

@@ -11,9 +11,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import SpecError
-from envforge.importers import Found, Imported, Skipped, UnreadableError
+from envforge.importers import Found, Imported, Skipped, UnreadableError, exact_version
 from envforge.importers.codeimports import FROM_IMPORTS
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
+from envforge.importers.dockerfile import read_dockerfile
 from envforge.importers.legacy_names import (
     LegacyPack,
     map_requirement,
@@ -95,7 +96,7 @@ def dependency_files(root: Path, files: _Files | None = None
     for name in names:
         low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
         wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
-            _KNOWN | set(_CONDA_NAMES)) or (
+            _KNOWN | set(_CONDA_NAMES)) or is_dockerfile(name) or (
             low.endswith(".txt") and (root / name).is_file()
             and is_conda_list(files.sniffed(name))) or (
             low.endswith((".yml", ".yaml")) and (root / name).is_file()
@@ -106,6 +107,8 @@ def dependency_files(root: Path, files: _Files | None = None
             skipped.append(Skipped(name, name, "development requirements: not imported"))
         else:
             chosen.append(name)
+    # a Dockerfile's pins after the dependency files': what they name exactly wins
+    chosen.sort(key=is_dockerfile)
     kinds = {name.lower(): name for name in chosen}
     if "pipfile.lock" in kinds and "pipfile" in kinds:
         chosen.remove(kinds["pipfile"])
@@ -160,8 +163,16 @@ def _distributions(imported: Imported) -> list[Found]:
     return kept
 
 
+def is_dockerfile(name: str) -> bool:
+    """``Dockerfile``, ``Dockerfile.gpu``, ``cpu.Dockerfile``: Docker's names for one."""
+    low = name.lower()
+    return low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile")
+
+
 def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
     kind = name.lower()
+    if is_dockerfile(name):
+        return read_dockerfile(name, text)
     if kind == "setup.py":
         return read_setup_py(name, text)
     if kind == "setup.cfg":
@@ -188,8 +199,19 @@ def merge(found: list[Found], registry: Registry[LegacyPack]) -> list[Found]:
     mapped = []
     for item in _merged(found):
         text, note = map_requirement(item.requirement, registry)
-        mapped.append(Found(text, item.origin, note or item.note, text != item.requirement))
+        mapped.append(Found(text, item.origin, note or item.note,
+                            item.mapped or _another_release(item.requirement, text)))
     return _merged(mapped)
+
+
+def _another_release(written: str, mapped: str) -> bool:
+    """Whether a mapping changed what the requirement pins: a rename that keeps its exact
+    release (``tensorflow-gpu==1.8.0`` -> ``tensorflow==1.8.0``, the CPU build) keeps the
+    project's pin, which still dates the project and picks its Python."""
+    if written == mapped:
+        return False
+    before, after = (exact_version(Requirement(text)) for text in (written, mapped))
+    return before is None or before != after
 
 
 def _merged(found: list[Found]) -> list[Found]:

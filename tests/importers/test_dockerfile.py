@@ -1,0 +1,87 @@
+"""A Dockerfile's ``RUN pip install`` commands read as requirements, never built or run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envforge.importers.dockerfile import read_dockerfile
+from envforge.importers.repository import read_repository
+from tests.testing.packs import REGISTRY
+
+IMAGE = """FROM nvidia/cuda:9.0-cudnn7-runtime-ubuntu16.04
+# the era's usual image: pip upgraded, then the stack
+RUN apt-get update && apt-get install -y python3-pip git \\
+    # a comment inside the instruction
+    && pip3 install --upgrade pip setuptools wheel \\
+    && pip3 install --no-cache-dir tensorflow-gpu==1.12 "keras==2.2.4" \\
+         -f https://example.org/wheels.html
+RUN python3 -m pip install -r requirements.txt && pip install -e . && pip install $EXTRA
+RUN ["pip", "install", "pandas==0.24.2"]
+RUN sudo -H pip install numpy==1.16.4 | tee /tmp/log
+RUN conda install -y pytorch && pip download six==1.0 && pip install ./vendored.whl
+"""
+
+
+def test_each_pip_install_gives_its_requirements_from_its_instructions_line() -> None:
+    found = read_dockerfile("Dockerfile", IMAGE)
+    assert [(f.requirement, f.origin) for f in found.requirements] == [
+        ("tensorflow-gpu==1.12", "Dockerfile:3"), ("keras==2.2.4", "Dockerfile:3"),
+        ("pandas==0.24.2", "Dockerfile:9"), ("numpy==1.16.4", "Dockerfile:10")]
+    assert found.find_links == [("https://example.org/wheels.html", "Dockerfile:3")]
+    assert [(s.what, s.reason.split(":")[0]) for s in found.skipped] == [
+        ("pip", "the installer's own tools, upgraded in the image"),
+        ("setuptools", "the installer's own tools, upgraded in the image"),
+        ("wheel", "the installer's own tools, upgraded in the image"),
+        ("-e .", "an editable install"), ("$EXTRA", "a build variable's value"),
+        ("./vendored.whl", "a path in the image (the repository itself, or a file it copies "
+                           "in)")]
+
+
+def test_a_dockerfiles_exact_pin_stands_where_the_requirements_leave_a_range(
+        tmp_path: Path) -> None:
+    """A requirements file naming ``tensorflow`` unpinned beside an image that installs
+    tensorflow-gpu==1.12 (one module, [[same_module]]): the exact pin is what ran; a pin
+    both make is the requirements file's, read first."""
+    (tmp_path / "requirements.txt").write_text("tensorflow\npandas==0.23.4\n")
+    (tmp_path / "Dockerfile").write_text(IMAGE)
+    (tmp_path / "Dockerfile.cpu").write_text("FROM python:3.6\nRUN pip install six==1.12.0\n")
+    repo = read_repository(tmp_path, REGISTRY)
+    assert repo.files == ("requirements.txt", "Dockerfile", "Dockerfile.cpu")
+    pinned = {f.requirement.split(";")[0]: f.origin for f in repo.imported.requirements}
+    assert pinned["pandas==0.23.4"] == "requirements.txt:2, also Dockerfile:9"
+    assert "six==1.12.0" in pinned and "keras==2.2.4" in pinned
+    assert any(r.startswith("tensorflow") and "1.12" in r for r in pinned)
+
+
+def test_a_base_image_that_holds_the_framework_gives_its_release() -> None:
+    """schanzel/bwhpc-container-demo: ``FROM tensorflow/tensorflow:1.8.0-gpu-py3`` then
+    ``pip install keras==2.1.6``: the image's TensorFlow is the one its Keras ran on
+    (TensorFlow's docker.md: the tag is the release, ``-gpu`` its GPU build); another
+    image, or a tag naming no release, gives nothing."""
+    found = read_dockerfile("Dockerfile", (
+        "FROM tensorflow/tensorflow:1.8.0-gpu-py3\n"
+        "RUN pip --no-cache-dir install keras==2.1.6\n"
+        "FROM --platform=linux/amd64 docker.io/tensorflow/tensorflow:1.14.0-py3 AS cpu\n"
+        "FROM tensorflow/tensorflow:latest-gpu\nFROM python:3.6-slim\n"))
+    assert [(f.requirement, f.origin) for f in found.requirements] == [
+        ("tensorflow-gpu==1.8.0", "Dockerfile:1"), ("keras==2.1.6", "Dockerfile:2"),
+        ("tensorflow==1.14.0", "Dockerfile:3")]
+    assert found.requirements[0].note == ("the base image tensorflow/tensorflow:1.8.0-gpu-py3 "
+                                          "holds it (knowledge/legacy_names.toml)")
+
+
+def test_a_renamed_pin_keeping_its_release_still_dates_the_project(tmp_path: Path) -> None:
+    """The image's ``tensorflow-gpu==1.8.0`` becomes the CPU build of the same release;
+    counted as init's choice, it neither dated the project nor chose its Python, so 3.7 was
+    proposed and the pin moved to 1.13.1 (no cp37 wheel of 1.8.0). A rename to another
+    release, or a range, stays init's."""
+    (tmp_path / "Dockerfile").write_text("FROM tensorflow/tensorflow:1.8.0-gpu-py3\n"
+                                         "RUN pip install keras==2.1.6 tensorflow-gpu\n")
+    found = {f.requirement: f.mapped for f in read_repository(tmp_path, REGISTRY)
+             .imported.requirements}
+    assert found == {"tensorflow==1.8.0": False, "keras==2.1.6": False}
+    from envforge.importers.repository import _another_release
+
+    assert not _another_release("pytorch==1.0.1", "torch==1.0.1")
+    assert _another_release("keras", "keras<2.4")
+    assert _another_release("msgpack-python==0.5.6", "msgpack==1.0.0")
