@@ -19,7 +19,7 @@ import shlex
 
 from envforge.importers import Found, Imported, Skipped
 from envforge.importers.legacy_names import legacy_names
-from envforge.importers.pyfiles import add_requirement
+from envforge.importers.pyfiles import add_requirement, logical_lines
 
 # pip install's options that take a value (the value is no requirement)
 _VALUED = frozenset({
@@ -41,7 +41,7 @@ def read_dockerfile(name: str, text: str) -> Imported:
     repository itself, a requirements file it copies in) is reported or left to the files
     init reads as such."""
     out = Imported()
-    for number, instruction in _instructions(text):
+    for number, instruction in logical_lines(text, dockerfile=True):
         keyword, _, rest = instruction.partition(" ")
         if keyword.upper() == "FROM":
             _read_image(rest.split(), f"{name}:{number}", out)
@@ -70,27 +70,6 @@ def _read_image(words: list[str], origin: str, out: Imported) -> None:
             return
 
 
-def _instructions(text: str) -> list[tuple[int, str]]:
-    """(first line, instruction) with ``\\`` continuations joined; comment lines, which may
-    sit inside a continued instruction, dropped."""
-    found: list[tuple[int, str]] = []
-    pending, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("#"):
-            continue
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        joined = (pending + line).strip()
-        pending = ""
-        if joined:
-            found.append((start, joined))
-    return found
-
-
 def _commands(rest: str) -> list[list[str]]:
     """A RUN's commands, each as its words; an exec form's array is one command."""
     if rest.startswith("["):
@@ -101,8 +80,8 @@ def _commands(rest: str) -> list[list[str]]:
         return [[str(word) for word in array]] if isinstance(array, list) else []
     commands = []
     for part in re.split(r"&&|\|\||;|\|", rest):
-        try:
-            words = shlex.split(part)
+        try:  # a shell comment starts a word (``#egg=`` inside a URL is none)
+            words = shlex.split(re.sub(r"(^|\s)#.*$", "", part))
         except ValueError:  # an unbalanced quote: not read
             continue
         if words:

@@ -38,7 +38,7 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
     seen = set() if seen is None else seen
     seen.add(name)
     out = Imported()
-    for number, line in _logical_lines(text):
+    for number, line in logical_lines(text):
         origin = f"{name}:{number}"
         words = line.split()
         option = words[0]
@@ -206,13 +206,18 @@ def _kind(url: str) -> str:
     return "git" if url.startswith("git+") or ".git" in url else "archive"
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Non-empty lines without comments, backslash continuations joined, first line's number."""
+def logical_lines(text: str, *, dockerfile: bool = False) -> list[tuple[int, str]]:
+    """Non-empty lines without comments, backslash continuations joined, first line's number.
+    pip joins a continued line before it strips comments (a comment line ends it); Docker
+    drops comment lines first (one inside a continued RUN does not end it), and a shell's
+    comment within a line is left to the shell's own words."""
     lines: list[tuple[int, str]] = []
     pending = ""
     start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if dockerfile and raw.lstrip().startswith("#"):
+            continue
+        line = raw.rstrip() if dockerfile else re.sub(r"(^|\s)#.*$", "", raw).rstrip()
         if not pending:
             start = number
         if line.endswith("\\"):

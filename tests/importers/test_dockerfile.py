@@ -37,6 +37,13 @@ def test_each_pip_install_gives_its_requirements_from_its_instructions_line() ->
                            "in)")]
 
 
+def test_a_shells_comment_on_the_line_names_nothing() -> None:
+    found = read_dockerfile("Dockerfile", "RUN pip install six==1.12.0  # the era's six\n"
+                            "RUN pip install git+https://h.example/x.git#egg=x\n")
+    assert [f.requirement for f in found.requirements] == [
+        "six==1.12.0", "x @ git+https://h.example/x.git"]
+
+
 def test_a_dockerfiles_exact_pin_stands_where_the_requirements_leave_a_range(
         tmp_path: Path) -> None:
     """A requirements file naming ``tensorflow`` unpinned beside an image that installs
