@@ -75,6 +75,10 @@ def test_a_base_image_that_holds_the_framework_gives_its_release() -> None:
         ("tensorflow==1.14.0", "Dockerfile:3")]
     assert found.requirements[0].note == ("the base image tensorflow/tensorflow:1.8.0-gpu-py3 "
                                           "holds it (knowledge/legacy_names.toml)")
+    torch = read_dockerfile("Dockerfile", "FROM pytorch/pytorch:1.4-cuda10.1-cudnn7-runtime\n"
+                            "FROM pytorch/pytorch:1.5.1-cuda10.1-cudnn7-devel\n"
+                            "FROM pytorch/pytorch:latest\n")
+    assert [f.requirement for f in torch.requirements] == ["torch==1.4.*", "torch==1.5.1"]
 
 
 def test_a_renamed_pin_keeping_its_release_still_dates_the_project(tmp_path: Path) -> None:
