@@ -50,7 +50,7 @@ from envforge.importers.propose import (
     repair_pin,
     still_served,
 )
-from envforge.importers.pycode import CodeScan, scan_code
+from envforge.importers.pycode import CodeScan, notebook_installs, scan_code
 from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
 from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
 from envforge.importers.render import Draft
@@ -90,7 +90,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     """Read the repository and make the proposals; ``lookup`` None means no index queries.
     ``deadline`` (time.monotonic()) bounds the index queries: a project not listed by then
     counts as unknown."""
-    repo = read_repository(root, installed_packs())
+    repo = _with_notebook_installs(read_repository(root, installed_packs()), root)
     index = repo.imported.index[0][0] if repo.imported.index else None
     if not sources(repo.imported) and index in (None, PYPI_SIMPLE):
         repo = _with_requirements(repo, public_pins(
@@ -138,6 +138,21 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
                  python_fallback=_older(python, as_of, older),
                  to_port=(*_gone_apis(repo, code), *_generator_stops(code, minor)))
+
+
+def _with_notebook_installs(repo: Repository, root: Path) -> Repository:
+    """The repository's requirements with what its notebooks ``!pip install``, merged as a
+    dependency file's are (its files' exact pins first), the notebooks among its files."""
+    installed, notebooks = notebook_installs(root)
+    if not installed.requirements:
+        return repo
+    imported = repo.imported
+    return Repository((*repo.files, *notebooks), replace(
+        imported, requirements=merge([*imported.requirements, *installed.requirements],
+                                     installed_packs()),
+        skipped=[*imported.skipped, *installed.skipped],
+        find_links=[*imported.find_links, *installed.find_links],
+        extra_indexes=[*imported.extra_indexes, *installed.extra_indexes]))
 
 
 def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> Repository:

@@ -45,13 +45,18 @@ def read_dockerfile(name: str, text: str) -> Imported:
         keyword, _, rest = instruction.partition(" ")
         if keyword.upper() == "FROM":
             _read_image(rest.split(), f"{name}:{number}", out)
-        if keyword.upper() != "RUN":
-            continue
-        for command in _commands(rest.strip()):
-            args = _pip_install_args(command)
-            if args is not None:
-                _read_args(args, f"{name}:{number}", out)
+        if keyword.upper() == "RUN":
+            read_pip_commands(rest.strip(), f"{name}:{number}", out)
     return out
+
+
+def read_pip_commands(shell: str, origin: str, out: Imported) -> None:
+    """The requirements the ``pip install`` commands of a shell line name (a Dockerfile's
+    RUN, a notebook's ``!pip install``), into ``out`` from ``origin``."""
+    for command in _commands(shell):
+        args = _pip_install_args(command)
+        if args is not None:
+            _read_args(args, origin, out)
 
 
 def _read_image(words: list[str], origin: str, out: Imported) -> None:

@@ -52,6 +52,29 @@ def notebook_source(data: bytes) -> NotebookSource | None:
     return NotebookSource("\n".join(lines).encode("utf-8") + b"\n", tuple(places))
 
 
+def shell_commands(data: bytes) -> list[tuple[str, int, int]]:
+    """(command, cell, line) of each shell command a notebook's code cells run: ``!cmd``,
+    ``%pip ...`` (IPython's pip magic, read as ``pip ...``) and a ``%%bash``/``%%sh`` cell's
+    lines."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return []
+    cells = _code_cells(document) if isinstance(document, dict) else None
+    found = []
+    for number, text in cells or ():
+        lines = text.splitlines()
+        first = next((line.strip() for line in lines if line.strip()), "")
+        shell = first.split(" ", 1)[0] in ("%%bash", "%%sh", "%%script")
+        for at, line in enumerate(lines, start=1):
+            stripped = line.strip()
+            if shell and not stripped.startswith("%%"):
+                found.append((stripped, number, at))
+            elif stripped.startswith(("!", "%pip ")):
+                found.append((stripped[1:], number, at))
+    return found
+
+
 def _code_cells(document: dict[str, object]) -> list[tuple[int, str]] | None:
     """(the cell's number among all cells, from 1; its code) of each code cell."""
     cells = document.get("cells")

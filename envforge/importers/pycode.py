@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
 
-from envforge.importers.notebooks import NotebookSource, notebook_source
+from envforge.importers import Imported
+from envforge.importers.dockerfile import read_pip_commands
+from envforge.importers.notebooks import NotebookSource, notebook_source, shell_commands
 from envforge.inputfile import DEPENDENCY_LIMIT
 
 MAX_FILES = 500  # a repository's own modules; more is vendored code or data
@@ -421,6 +423,31 @@ def _imported_by_line(source: bytes) -> Iterator[tuple[str, int]]:
             dotted = name.decode("ascii", "replace")
             if all(part.isidentifier() for part in dotted.split(".")):
                 yield dotted, line
+
+
+def notebook_installs(root: Path) -> tuple[Imported, tuple[str, ...]]:
+    """What the repository's notebooks install with ``!pip install`` (or ``%pip``), each from
+    its cell and line (a Colab notebook's only record of its stack), and the notebooks that
+    do; read, never run."""
+    out = Imported()
+    named: list[str] = []
+    for path in _modules(root):
+        if path.suffix != ".ipynb":
+            continue
+        try:
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        where = path.relative_to(root).as_posix()
+        before = len(out.requirements)
+        for command, cell, line in shell_commands(data):
+            read_pip_commands(command, f"{where}:cell {cell}, line {line}", out)
+        if len(out.requirements) > before:
+            named.append(where)
+    return out, tuple(named)
 
 
 def _modules(root: Path) -> list[Path]:

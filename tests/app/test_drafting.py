@@ -532,3 +532,25 @@ def test_a_repository_of_notebooks_gets_their_imports_and_jupyters_notebook(
     named = [f.requirement for f in _draft(tmp_path / "named", date(2019, 8, 26))
              .repository.imported.requirements]
     assert named == ["jupyter", "matplotlib", "gym"]
+
+
+def test_what_a_notebook_pip_installs_is_required_from_its_cell_and_line(
+        tmp_path: Path) -> None:
+    """A Colab-era notebook's first cell, ``!pip install tensorflow==1.14.0 keras==2.2.4``,
+    is its only record of its stack: those pins, from their cell and line, merged as a
+    dependency file's (a requirements file's exact pin first), the notebook among the files."""
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+              "source": ["!pip install -q tensorflow==1.14.0 keras==2.2.4\n",
+                         "%pip install numpy\n", "import keras\n"]}]
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "train.ipynb").write_text(json.dumps(
+        {"nbformat": 4, "nbformat_minor": 2, "metadata": {}, "cells": cells}))
+    (tmp_path / "requirements.txt").write_text("numpy==1.16.4\n")
+    draft = _draft(tmp_path, date(2019, 8, 1))
+    found = {f.requirement: f.origin for f in draft.repository.imported.requirements}
+    assert draft.repository.files == ("requirements.txt", "nb/train.ipynb")
+    assert found["numpy==1.16.4"] == "requirements.txt:1, also nb/train.ipynb:cell 1, line 2"
+    assert found["tensorflow==1.14.0"] == found["keras==2.2.4"] == \
+        "nb/train.ipynb:cell 1, line 1"

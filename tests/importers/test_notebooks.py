@@ -73,3 +73,16 @@ def test_a_notebooks_imports_are_the_codes_with_its_cell_and_line(
             "01_Tutorial.ipynb:cell 3:3: ")
     else:
         assert found.failing == ()
+
+
+def test_a_notebooks_shell_commands_are_its_bang_lines_pip_magic_and_shell_cells() -> None:
+    from envforge.importers.notebooks import shell_commands
+
+    data = _v4(("code", "!pip install -q tensorflow==1.14.0\nimport tensorflow as tf"),
+               ("markdown", "!pip install nothing"),
+               ("code", "%pip install keras==2.2.4\nx = 1"),
+               ("code", "%%bash\npip install gym==0.15.4\necho done"))
+    assert shell_commands(data) == [("pip install -q tensorflow==1.14.0", 1, 1),
+                                    ("pip install keras==2.2.4", 3, 1),
+                                    ("pip install gym==0.15.4", 4, 2), ("echo done", 4, 3)]
+    assert shell_commands(b"not json") == []
