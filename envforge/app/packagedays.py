@@ -25,6 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envforge.importers.legacy_names import without_refused_metadata
 from envforge.importers.propose import Proposal, installs
 from envforge.resolve.pypi import BUILD_BACKENDS, exact_names
 from envforge.resolve.releases import (
@@ -195,9 +196,14 @@ def _give(named: Sequence[Requirement], days: dict[str, str],
 
 def _day(requirement: Requirement, name: str, files: Mapping[str, LockedPypiFile],
          view: IndexView, start: date, widened: date) -> tuple[str, Sequence[str] | None]:
-    """A package's day and the Requires-Dist of the release it is for (``_give``)."""
+    """A package's day and the Requires-Dist of the release it is for (``_give``): the day
+    after its first release since ``start`` that installs, where that came before
+    ``widened`` or before the release the widened lock took (which had a later day of its
+    own: every pandas before 0.25.0, of 2019-07, has metadata the resolver refuses)."""
     first = view.first(requirement, start)
-    if first is not None and start < first[0] < widened:
+    taken = view.released(name, files[name].version) if name in files else None
+    bound = max(widened, taken + timedelta(days=1)) if taken is not None else widened
+    if first is not None and start < first[0] < bound:
         return (first[0] + timedelta(days=1)).isoformat(), first[1]
     return widened.isoformat(), view.requires(files[name]) if name in files else None
 
@@ -218,7 +224,9 @@ def index_view(lookup: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
 
     @functools.cache
     def listed(name: str) -> Sequence[Mapping[str, Any]] | None:
-        return lookup(index, name)
+        # a release whose metadata the resolver refuses is none it can take
+        files = lookup(index, name)
+        return None if files is None else without_refused_metadata(name, files)
 
     @functools.cache
     def releases(name: str) -> list[Release] | None:

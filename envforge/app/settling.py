@@ -169,6 +169,7 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             candidate = replace(candidate, as_of=Proposal(day.isoformat(), draft.as_of.why),
                                 as_of_tried=tuple(tried),
                                 as_of_packages=candidate.as_of_packages if again else {},
+                                package_days_why=candidate.package_days_why if again else {},
                                 as_of_widened=None)
         what = f"as of {day.isoformat()}" if day else "the draft"
         say(f"resolving {what} (try {attempt} of {tries})…")
@@ -268,6 +269,11 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
             say(f"left out {', '.join(unreachable)}: the resolver cannot reach it")
             candidate, tries = _without_sources(candidate, unreachable, failure), tries + 1
             continue  # the same day again, from the index alone where none is left
+        refused = _refused_metadata_day(candidate, failure, day)
+        if refused is not None:  # the resolver backtracked past releases it refuses
+            say(refused[1])
+            candidate, tries = refused[0], tries + 1
+            continue
         era = _era_backend_of(candidate, failure)
         if era is not None:  # the resolver's build of an sdist's metadata failed so
             say(era[1])
@@ -493,6 +499,27 @@ def _era_backend_of(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     setuptools, the day fails)."""
     built = re.search(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
     return _era_backend(draft, BuildFailure(built[1], built[2], failure)) if built else None
+
+
+def _refused_metadata_day(draft: Draft, failure: str, day: date | None
+                          ) -> tuple[Draft, str] | None:
+    """The draft with a project's own day (``as_of_packages``) where the resolver's failed
+    build of an old sdist of it followed from releases whose metadata it refuses
+    (``[[metadata_refused]]``: every pandas before 0.25.0), on a day before the first
+    release since whose metadata parses; None otherwise, or where it has its day already."""
+    built = re.search(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+    if built is None or day is None:
+        return None
+    name = canonicalize_name(built[1])
+    row = next((r for r in legacy_names().metadata_refused
+                if canonicalize_name(r.project) == name and in_range(built[2], r.versions)),
+               None)
+    if row is None or day >= row.day or name in draft.as_of_packages:
+        return None
+    return (replace(draft, as_of_packages={**draft.as_of_packages, name: row.day.isoformat()},
+                    package_days_why={**draft.package_days_why, name: row.reason}),
+            f"{name}: its releases before {row.day} have metadata today's resolvers refuse; "
+            f"{name} resolved as of {row.day}")
 
 
 def _era_for(failed: BuildFailure) -> str:

@@ -102,6 +102,7 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
             "as_of": {"value": draft.as_of.value, "why": draft.as_of.why,
                       "tried": list(draft.as_of_tried), "failure": draft.as_of_failure,
                       "packages": dict(draft.as_of_packages),
+                      "packages_why": dict(draft.package_days_why),
                       "widened": draft.as_of_widened},
             "requirements": [{"requirement": f.requirement, "origin": f.origin,
                               "note": f.note} for f in imported.requirements],
@@ -169,13 +170,18 @@ def _report(draft: Draft, output: Path, failure: str | None, trial: Trial, ui: U
         tried = f"; tried first: {', '.join(draft.as_of_tried)}" if draft.as_of_tried and \
             draft.as_of_failure is None else ""
         ui.info(f"as_of {draft.as_of.value} ({draft.as_of.why}{tried})")
-        if draft.as_of_packages and draft.as_of_widened is None:  # settling's own days
-            days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
+        for name, why in draft.package_days_why.items():
+            if name in draft.as_of_packages:
+                ui.info(f"as_of_packages {name} {draft.as_of_packages[name]}: {why}")
+        others = {n: d for n, d in draft.as_of_packages.items()
+                  if n not in draft.package_days_why}
+        if others and draft.as_of_widened is None:  # settling's own days
+            days = ", ".join(f"{n} {d}" for n, d in others.items())
             ui.info(f"as_of_packages {days}: no release of these for the Python came by "
                     f"{draft.as_of.value}; each takes the day after its first one came, every "
                     f"other package keeps {draft.as_of.value}")
-        elif draft.as_of_packages:
-            days = ", ".join(f"{n} {d}" for n, d in draft.as_of_packages.items())
+        elif others:
+            days = ", ".join(f"{n} {d}" for n, d in others.items())
             ui.info(f"as_of_packages {days}: as of {draft.as_of.value} these (or what they "
                     f"need) do not resolve, or only as sdists that do not build or that "
                     f"{draft.as_of_widened} has wheels for; each takes the day after its "

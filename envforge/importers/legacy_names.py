@@ -25,6 +25,7 @@ from pydantic import Field
 from envforge.importers import exact_version
 from envforge.knowledge.models import BuildDebianRow, ImportDebianRow, LibraryDebianRow, Range
 from envforge.packapi import Pack, Registry
+from envforge.resolve.releases import version_of
 from envforge.spec import Frozen
 
 
@@ -246,6 +247,17 @@ class DockerImageRow(Frozen):
     source: str
 
 
+class MetadataRefusedRow(Frozen):
+    """A project's releases (``versions``) whose metadata today's resolvers refuse; ``day``
+    the day after its first later release came, whose metadata parses."""
+
+    project: str
+    versions: str
+    day: date
+    reason: str
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -271,6 +283,7 @@ class LegacyNames(Frozen):
     yanked_release: tuple[YankedReleaseRow, ...] = ()
     not_distribution: tuple[NotDistributionRow, ...] = ()
     docker_image: tuple[DockerImageRow, ...] = ()
+    metadata_refused: tuple[MetadataRefusedRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:
@@ -280,6 +293,25 @@ def module_names(distribution: str) -> tuple[str, ...]:
     known = [row.module for row in legacy_names().import_name
              if canonicalize_name(row.requirement) == key]
     return tuple(dict.fromkeys([*known, key.replace("-", "_")]))
+
+
+def without_refused_metadata(name: str, files: Sequence[Mapping[str, Any]]
+                             ) -> list[Mapping[str, Any]]:
+    """An index's file list of ``name`` less the releases whose metadata today's resolvers
+    refuse (``[[metadata_refused]]``): what a range can resolve to."""
+    key = canonicalize_name(name)
+    rows = [row for row in legacy_names().metadata_refused
+            if canonicalize_name(row.project) == key]
+    if not rows:
+        return list(files)
+    kept = []
+    for entry in files:
+        version = version_of(str(entry.get("filename", "")))
+        if version is None or not any(SpecifierSet(row.versions).contains(version,
+                                                                          prereleases=True)
+                                      for row in rows):
+            kept.append(entry)
+    return kept
 
 
 def not_distribution(name: str) -> str | None:

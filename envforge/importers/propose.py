@@ -270,16 +270,16 @@ def still_served(minor: str, day: date | None) -> bool:
 def _before_candidates(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],
                        ranges: Sequence[SpecifierSet], era: date) -> tuple[str, str] | None:
     """For a day before every candidate's release: the newest ``OLDER`` Python this host has
-    that was released by then (else its oldest, whose release day the day moves to), with
-    why; None where it has none that fits. The day's own releases then stay (a 2017 Keras
-    repository keeps Keras 2.0 and TensorFlow 1.4, where Python 3.7 moved its day to
-    2018-06-27 and its packages past it)."""
-    kept = [m for m in _older_fitting(older, pins, ranges) if still_served(m, era)]
-    released = [m for m in kept if (python_release_day(m) or era) <= era]
-    if released:
-        return released[-1], f"the newest Python released by {era.isoformat()}"
-    return (kept[0], f"the oldest Python this host has ({kept[0]}, released after "
-            f"{era.isoformat()})") if kept else None
+    that was released by then, with why; None where it has none that fits. The day's own
+    releases then stay (a 2017 Keras repository keeps Keras 2.0 and TensorFlow 1.4, where
+    Python 3.7 moved its day to 2018-06-27 and its packages past it). A day before 3.6 too
+    keeps 3.7 as before: 3.6 would move the day to its own release, when few wheels for it
+    had come, and the widened days stop short of releases a dependency needs (Newmu's
+    dcgan_code of 2016-05: every pandas of 2017-2018 has metadata today's resolvers refuse,
+    and the four widened days ended in 2018-12)."""
+    kept = [m for m in _older_fitting(older, pins, ranges) if still_served(m, era)
+            and (python_release_day(m) or era) <= era]
+    return (kept[-1], f"the newest Python released by {era.isoformat()}") if kept else None
 
 
 def _older_fitting(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -61,6 +61,9 @@ class Draft:
     extra_build: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # limits on what sdists' builds install, each with why: [pypi] build_constraints
     build_constraints: Mapping[str, str] = field(default_factory=dict)
+    # why a package has its own day where settling's narrowing did not give it (normalized
+    # name -> why): a release line whose metadata today's resolvers refuse
+    package_days_why: Mapping[str, str] = field(default_factory=dict)
     # what the draft resolved to (normalized name -> version), once it does: the releases
     # whose wheels load a library they do not ship get its Debian package ([debian])
     resolved: Mapping[str, str] = field(default_factory=dict)
@@ -105,6 +108,9 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines += _as_of_steps(draft)
         lines.append(f"as_of = {draft.as_of.value}")
         if draft.as_of_packages:
+            lines += [_comment(f"# {name} from {draft.as_of_packages[name]}: {why}")
+                      for name, why in draft.package_days_why.items()
+                      if name in draft.as_of_packages]
             days = ", ".join(f"{json.dumps(n)} = {d}" for n, d in draft.as_of_packages.items())
             lines.append(f"as_of_packages = {{ {days} }}")
     else:

@@ -270,3 +270,35 @@ def test_a_dependency_given_a_day_too_early_for_what_needs_it_moves_on() -> None
     days = {"tensorflow-estimator": "2019-05-01"}  # a later day stays
     _give([Requirement("tensorflow")], days, {}, set(), view, start, widened)
     assert days == {"tensorflow-estimator": "2019-05-01", "tensorflow": "2019-02-27"}
+
+
+@pytest.mark.network
+def test_a_release_whose_metadata_the_resolver_refuses_is_none_the_index_gives() -> None:
+    """PyPI: every pandas wheel before 0.25.0 requires ``pytz (>=2011k)``, which uv refuses
+    ([[metadata_refused]]): on Python 3.6 the first pandas after 2017-03-01 that installs is
+    0.25.0 (2019-07-19), where the file list alone said 0.20.1 (2017-05-05)."""
+    from envforge.resolve.pypi_index import index_files
+
+    seen = index_view(lambda index, name: index_files(index, name), "https://pypi.org/simple",
+                      "3.6.15", "linux-64")
+    first = seen.first(Requirement("pandas"), date(2017, 3, 1))
+    assert first is not None and first[0] == date(2019, 7, 19)
+    assert not seen.fits(Requirement("pandas"), date(2019, 7, 1))
+
+
+def test_a_package_the_widened_lock_took_later_than_the_widened_day_keeps_that_day() -> None:
+    """Newmu-era pandas: the widened day (2018-03-01) resolved only with pandas given its own
+    later day (0.25.0, 2019-07-19): narrowing gives it the day after that release, not the
+    widened day, where every earlier release is refused."""
+    from envforge.app.packagedays import _day
+
+    firsts = {"pandas": (date(2019, 7, 19), ["numpy (>=1.13.3)"])}
+    index = IndexView(released=lambda name, version: {"0.25.0": date(2019, 7, 19)}.get(version),
+                      fits=lambda _r, _d: False, requires=lambda _f: None, markers={},
+                      first=lambda requirement, _after: firsts.get(requirement.name))
+    files = {"pandas": wheel("pandas", "0.25.0")}
+    day, needs = _day(Requirement("pandas"), "pandas", files, index, date(2017, 3, 1),
+                      date(2018, 3, 1))
+    assert (day, needs) == ("2019-07-20", ["numpy (>=1.13.3)"])
+    assert _day(Requirement("pandas"), "pandas", {}, index, date(2017, 3, 1),
+                date(2018, 3, 1))[0] == "2018-03-01"  # no later release taken: the widened

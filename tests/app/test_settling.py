@@ -682,3 +682,32 @@ def test_the_resolvers_failed_build_of_a_dependency_gets_its_eras_build_back_end
     assert _era_backend_of(given[0], failure) is None  # once
     assert _era_backend_of(draft("2020-06-01"), failure) is None  # its day had 46
     assert _era_backend_of(draft("2017-11-19"), "error: no version of x") is None
+
+
+def test_a_failed_build_after_releases_the_resolver_refuses_gives_that_project_its_day() -> None:
+    """Python 3.6 on a 2017 day: uv refuses every pandas wheel before 0.25.0 (``pytz
+    (>=2011k)``) and backtracks to pandas 0.12.0's sdist, whose build fails, on every day
+    widening reaches before 2019-07. pandas takes the day after 0.25.0 came, with why; on a
+    later day, or once it has its day, nothing."""
+    from envforge.app.packs import installed_packs
+    from envforge.app.settling import _refused_metadata_day
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import render_spec
+    from envforge.importers.repository import Repository
+
+    failure = ("PyPI resolution for linux-64 (Python 3.6.15) failed: error: Failed to build "
+               "`pandas==0.12.0` cause: error in pandas setup command: use_2to3 is invalid.")
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        (), Imported(requirements=[Found("pandas", "main.py:1")])),
+        python=Proposal("3.6.15", ""), as_of=Proposal("2017-03-01", ""))
+    given = _refused_metadata_day(draft, failure, date(2017, 3, 1))
+    assert given is not None and dict(given[0].as_of_packages) == {"pandas": "2019-07-20"}
+    assert given[1] == ("pandas: its releases before 2019-07-20 have metadata today's "
+                        "resolvers refuse; pandas resolved as of 2019-07-20")
+    assert "# pandas from 2019-07-20: every pandas wheel before 0.25.0 requires `pytz " \
+        "(>=2011k)`" in render_spec(given[0], installed_packs())
+    assert _refused_metadata_day(given[0], failure, date(2017, 3, 1)) is None
+    assert _refused_metadata_day(draft, failure, date(2019, 8, 1)) is None
+    assert _refused_metadata_day(draft, failure.replace("pandas==0.12.0", "numpy==1.11.3"),
+                                 date(2017, 3, 1)) is None
