@@ -6,9 +6,10 @@ Each ``RUN`` instruction (shell form, ``\\`` continuations joined; exec form's J
 split into commands at ``&&``, ``||``, ``;`` and ``|``; a command that runs pip (``pip``,
 ``pip3``, ``pip3.6``, ``python -m pip``, after ``sudo`` or variable assignments) to
 ``install`` gives each argument that is no option as a requirement, its ``-f``,
-``--extra-index-url`` and ``-i`` as the requirements files' are. The Dockerfile reference:
-https://docs.docker.com/reference/dockerfile/#run; pip's options:
-https://pip.pypa.io/en/stable/cli/pip_install/.
+``--extra-index-url`` and ``-i`` as the requirements files' are. A ``FROM`` image that holds
+a framework gives its release (``tensorflow/tensorflow:1.8.0-gpu-py3``: ``[[docker_image]]``
+rows). The Dockerfile reference: https://docs.docker.com/reference/dockerfile/#run; pip's
+options: https://pip.pypa.io/en/stable/cli/pip_install/.
 """
 
 from __future__ import annotations

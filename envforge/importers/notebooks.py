@@ -1,7 +1,9 @@
 """A Jupyter notebook's code as one Python source, the way ``jupyter nbconvert --to script``
 joins its code cells, for the scan of what it imports: IPython's own syntax (``%matplotlib
 inline``, ``!pip install x``, ``files = !ls``, ``obj?``, a ``%%bash`` cell) becomes ``pass``,
-so what stays parses as the Python it is, and each line keeps its cell and line there.
+so what stays parses as the Python it is, and each line keeps its cell and line there; and
+the shell commands its cells run (``!pip install x``), which ``pycode.notebook_installs``
+reads for what the notebook installs.
 
 The notebook format: https://nbformat.readthedocs.io/en/latest/format_description.html (v4:
 ``cells``, each with ``cell_type`` and ``source``; v3: ``worksheets[].cells[]``, the code in
