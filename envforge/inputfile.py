@@ -21,6 +21,9 @@ SPEC_LIMIT = 1 * MIB  # a spec is a page of TOML
 LOCK_LIMIT = 16 * MIB  # the project's locks are ~25 KB; a lock of thousands of files fits
 DEPENDENCY_LIMIT = 1 * MIB  # a repository's requirements*.txt, setup.py, Pipfile.lock ...
 LINE_LIMIT = 8192  # characters in one line of a dependency file: a requirement is short
+# a Jupyter notebook carries its outputs (plots as base64 PNG): Hvass-Labs' TensorFlow
+# tutorials run 0.3-3.9 MB for a few KB of code, which is all init reads of one
+NOTEBOOK_LIMIT = 32 * MIB
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR,
           "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))

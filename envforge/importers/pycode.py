@@ -23,7 +23,7 @@ from typing import TypeGuard
 from envforge.importers import Imported
 from envforge.importers.dockerfile import read_pip_commands
 from envforge.importers.notebooks import NotebookSource, notebook_source, shell_commands
-from envforge.inputfile import DEPENDENCY_LIMIT
+from envforge.inputfile import DEPENDENCY_LIMIT, NOTEBOOK_LIMIT
 
 MAX_FILES = 500  # a repository's own modules; more is vendored code or data
 _SKIPPED_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
@@ -67,9 +67,10 @@ class CodeScan:
 
 def scan_code(root: Path, python: tuple[int, int],
               watch: frozenset[str] = frozenset()) -> CodeScan:
-    """The repository's ``.py`` files (its own: hidden folders, installed packages and links
-    are not followed; at most MAX_FILES, each of at most DEPENDENCY_LIMIT, as a dependency
-    file) parsed for ``python``; the uses of each ``watch`` name found."""
+    """The repository's ``.py`` files and notebooks (its own: hidden folders, installed
+    packages and links are not followed; at most MAX_FILES, each of at most DEPENDENCY_LIMIT
+    as a dependency file, a notebook NOTEBOOK_LIMIT) parsed for ``python``; the uses of each
+    ``watch`` name found."""
     failing: list[tuple[str, int, str]] = []
     imports: dict[str, str] = {}
     named: dict[str, str] = {}
@@ -84,7 +85,7 @@ def scan_code(root: Path, python: tuple[int, int],
         where = path.relative_to(root).as_posix()
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
-            if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _limit(path):
                 continue
             source = path.read_bytes()
         except OSError:
@@ -436,7 +437,7 @@ def notebook_installs(root: Path) -> tuple[Imported, tuple[str, ...]]:
             continue
         try:
             st = path.lstat()
-            if not stat.S_ISREG(st.st_mode) or st.st_size > DEPENDENCY_LIMIT:
+            if not stat.S_ISREG(st.st_mode) or st.st_size > NOTEBOOK_LIMIT:
                 continue
             data = path.read_bytes()
         except OSError:
@@ -448,6 +449,12 @@ def notebook_installs(root: Path) -> tuple[Imported, tuple[str, ...]]:
         if len(out.requirements) > before:
             named.append(where)
     return out, tuple(named)
+
+
+def _limit(path: Path) -> int:
+    """The largest file read: a module as a dependency file; a notebook, which carries its
+    outputs, more."""
+    return NOTEBOOK_LIMIT if path.suffix == ".ipynb" else DEPENDENCY_LIMIT
 
 
 def _modules(root: Path) -> list[Path]:

@@ -86,3 +86,16 @@ def test_a_notebooks_shell_commands_are_its_bang_lines_pip_magic_and_shell_cells
                                     ("pip install keras==2.2.4", 3, 1),
                                     ("pip install gym==0.15.4", 4, 2), ("echo done", 4, 3)]
     assert shell_commands(b"not json") == []
+
+
+def test_a_notebook_carrying_megabytes_of_outputs_is_read(tmp_path: Path) -> None:
+    """Hvass-Labs' 23_Time-Series-Prediction.ipynb is 1.2 MB of plots around a few KB of
+    code: read to the dependency files' 1 MiB, it was skipped and its pandas import unseen."""
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": 1,
+            "source": ["import pandas as pd\n"],
+            "outputs": [{"output_type": "display_data", "metadata": {},
+                         "data": {"image/png": "iVBORw0KGgo" * 200_000}}]}
+    (tmp_path / "big.ipynb").write_text(json.dumps(
+        {"nbformat": 4, "nbformat_minor": 2, "metadata": {}, "cells": [cell]}))
+    assert (tmp_path / "big.ipynb").stat().st_size > 2 * (1 << 20)
+    assert scan_code(tmp_path, (3, 7)).imports == {"pandas": "big.ipynb:cell 1, line 1"}
