@@ -10,6 +10,7 @@ none is left, the pin becomes the public release the build was made from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -57,10 +58,21 @@ def public_pins(requirements: Sequence[Found], why: str) -> list[Found]:
         requirement, label = moved
         note = (f"was {found.requirement}: a local build (+{label}), {why}; PyPI holds none "
                 f"({SOURCE}): {public_version(_exact(found.requirement))} is the release it "
-                "was built from")
+                f"was built from{_cuda_note(label)}")
         out.append(Found(requirement, found.origin,
                          f"{found.note}; {note}" if found.note else note, found.mapped))
     return out
+
+
+def _cuda_note(label: str) -> str:
+    """PyTorch's ``+cu110``: the build was for CUDA 11.0, and PyPI's build of the same
+    release may hold another (torch 1.7.1's is CUDA 10.2), which a GPU host's driver must
+    run."""
+    match = re.fullmatch(r"cu(\d+)(\d)", label)
+    if match is None:
+        return ""
+    return (f" (the build was for CUDA {match[1]}.{match[2]}; PyPI's may be for another, "
+            "which the host's driver must run: verify's device rows say)")
 
 
 def has_local_pin(requirements: Iterable[Found]) -> bool:

@@ -31,3 +31,17 @@ def test_the_sources_are_the_pages_and_extra_indexes_once_each() -> None:
     imported = Imported(find_links=[("https://a/p.html", "r:1"), ("https://a/p.html", "s:1")],
                         extra_indexes=[("https://b/simple", "r:2")])
     assert sources(imported) == ("https://a/p.html", "https://b/simple")
+
+
+def test_a_cuda_builds_note_says_its_cuda_and_that_pypis_may_differ() -> None:
+    """``torch==1.7.1+cu110``: PyPI's torch 1.7.1 is CUDA 10.2's build (the torch pack's
+    wheel table), not 11.0's: the note says which CUDA the pin asked for."""
+    (moved,) = public_pins([Found("torch==1.7.1+cu110", "Dockerfile:2")], "why")
+    assert moved.requirement == "torch==1.7.1"
+    assert moved.note.endswith("1.7.1 is the release it was built from (the build was for "
+                               "CUDA 11.0; PyPI's may be for another, which the host's "
+                               "driver must run: verify's device rows say)")
+    assert public_pins([Found("torch==1.5.0+cu92", "r:1")], "w")[0].note.endswith(
+        "(the build was for CUDA 9.2; PyPI's may be for another, which the host's driver "
+        "must run: verify's device rows say)")
+    assert "CUDA" not in public_pins([Found("torch==1.4.0+cpu", "r:1")], "w")[0].note
