@@ -107,6 +107,10 @@ def dependency_files(root: Path, files: _Files | None = None
             skipped.append(Skipped(name, name, "development requirements: not imported"))
         else:
             chosen.append(name)
+    docker = root / "docker"  # the folder many repositories keep their images' files in
+    if docker.is_dir() and not docker.is_symlink():
+        chosen += [f"docker/{p.name}" for p in sorted(docker.iterdir())
+                   if is_dockerfile(p.name) and p.is_file() and not p.is_symlink()]
     # a Dockerfile's pins after the dependency files': what they name exactly wins
     chosen.sort(key=is_dockerfile)
     kinds = {name.lower(): name for name in chosen}
@@ -164,8 +168,9 @@ def _distributions(imported: Imported) -> list[Found]:
 
 
 def is_dockerfile(name: str) -> bool:
-    """``Dockerfile``, ``Dockerfile.gpu``, ``cpu.Dockerfile``: Docker's names for one."""
-    low = name.lower()
+    """``Dockerfile``, ``Dockerfile.gpu``, ``cpu.Dockerfile`` (in a folder too): Docker's
+    names for one."""
+    low = name.rsplit("/", 1)[-1].lower()
     return low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile")
 
 

@@ -96,3 +96,14 @@ def test_a_renamed_pin_keeping_its_release_still_dates_the_project(tmp_path: Pat
     assert not _another_release("pytorch==1.0.1", "torch==1.0.1")
     assert _another_release("keras", "keras<2.4")
     assert _another_release("msgpack-python==0.5.6", "msgpack==1.0.0")
+
+
+def test_a_dockerfile_in_the_docker_folder_is_read_too(tmp_path: Path) -> None:
+    """Many repositories keep their image in ``docker/`` (``docker/Dockerfile.gpu``)."""
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile.gpu").write_text("RUN pip install six==1.12.0\n")
+    (tmp_path / "docker" / "entrypoint.sh").write_text("pip install nothing==1\n")
+    repo = read_repository(tmp_path, REGISTRY)
+    assert repo.files == ("docker/Dockerfile.gpu",)
+    assert [(f.requirement, f.origin) for f in repo.imported.requirements] == [
+        ("six==1.12.0", "docker/Dockerfile.gpu:1")]
