@@ -11,7 +11,7 @@ none is left, the pin becomes the public release the build was made from.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -73,10 +73,6 @@ def _cuda_note(label: str) -> str:
         return ""
     return (f" (the build was for CUDA {match[1]}.{match[2]}; PyPI's may be for another, "
             "which the host's driver must run: verify's device rows say)")
-
-
-def has_local_pin(requirements: Iterable[Found]) -> bool:
-    return any(_public(found.requirement) is not None for found in requirements)
 
 
 def _exact(text: str) -> str:

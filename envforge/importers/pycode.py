@@ -83,6 +83,8 @@ def scan_code(root: Path, python: tuple[int, int],
     notebooks: list[str] = []
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
+        if path.suffix == ".py":  # a module the repository defines, read or not (too big)
+            local.update(_top_level(root, path))
         try:
             st = path.lstat()  # a link is not followed; a FIFO would block the read
             if not stat.S_ISREG(st.st_mode) or st.st_size > _limit(path):
@@ -98,7 +100,6 @@ def scan_code(root: Path, python: tuple[int, int],
             source = notebook.source
             notebooks.append(where)
         else:
-            local.update(_top_level(root, path))
             named.setdefault(path.name, where)
         read += 1
         at = _placer(where, notebook)
