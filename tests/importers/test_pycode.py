@@ -29,6 +29,7 @@ def test_code_that_does_not_parse_for_the_python_is_named(tmp_path: Path) -> Non
     os.mkfifo(tmp_path / "fifo.py")  # read, it would block init for ever
     found = scan_code(tmp_path, (3, 7))
     assert found.files == 4
+    assert "big" in found.local  # too big to read, still a module the repository defines
     assert [(p, n) for p, n, _ in found.failing] == [("train.py", 1), ("pkg/tokenizer.py", 2)]
     note = found.summary("3.7")
     assert note is not None and note.startswith(
