@@ -233,10 +233,42 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         return Proposal(kept[-1], f"the newest Python that every exact pin has files for: "
                         f"none of {CANDIDATES[0]}-{CANDIDATES[-1]} suits {', '.join(blockers)}, "
                         f"and this host has Python {kept[-1]}, so the pins are kept")
+    most = _most_pins(pins, ranges, older, era)
+    if most is not None:
+        return most
     why = "nothing to date the project by" if not pins else \
         f"no Python {CANDIDATES[0]}-{CANDIDATES[-1]} suits every pin " \
         f"({', '.join(blockers) or 'they disagree'})"
     return Proposal(DEFAULT_PYTHON, f"envforge's legacy default; {why}")
+
+
+def _most_pins(pins: Mapping[str, Sequence[Mapping[str, Any]]],
+               ranges: Sequence[SpecifierSet], older: Sequence[str],
+               era: date | None) -> Proposal | None:
+    """Where no Python has files for every exact pin: the one (a candidate, or an ``OLDER``
+    one this host has, still served on the day) that the most pins have files for (on a
+    tie, the newest released by the day, else the oldest), keeping those pins (the others
+    move to the nearest release with a wheel for it); None where none has files for any.
+    oarriaga/face_classification pins TensorFlow 1.1.0, NumPy 1.12.1, h5py 2.7.0, OpenCV
+    3.2.0.8 and pandas 0.19.1: four have cp36 wheels and none cp37, where 3.7 had moved every
+    pin (TensorFlow to 1.13.1)."""
+    if not pins:
+        return None
+    pythons = [m for m in (*OLDER, *CANDIDATES) if (m in CANDIDATES or (
+        m in older and still_served(m, era))) and all(spec.contains(f"{m}.99")
+                                                      for spec in ranges)]
+    counts = {m: sum(supports_python(files, m) for files in pins.values()) for m in pythons}
+    best = max(counts.values(), default=0)
+    if best == 0:
+        return None
+    tied = [m for m in pythons if counts[m] == best]  # the newest released by the day
+    dated = [m for m in tied if era is None or (python_release_day(m) or era) <= era]
+    minor = dated[-1] if dated else tied[0]
+    left = sorted(p for p, files in pins.items() if not supports_python(files, minor))
+    return Proposal(minor, f"the Python most exact pins have files for ({best} of "
+                    f"{len(pins)}): none suits every pin, and {', '.join(left)} "
+                    f"{'moves' if len(left) == 1 else 'move'} to the nearest release with a "
+                    f"wheel for {minor}")
 
 
 def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, Any]]],

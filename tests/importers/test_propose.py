@@ -171,8 +171,9 @@ def test_wheels_for_another_platform_leave_a_release_its_sdist_there() -> None:
 
 def test_pins_no_candidate_has_files_for_take_an_older_python_this_host_has() -> None:
     """davidsandberg/facenet (2018-04-16) pins tensorflow==1.7, whose wheels stop at cp36:
-    on a host with Python 3.6 the pin is kept with it, not moved six releases on for 3.7;
-    a pin 3.6 lacks too, a range that leaves 3.6 out, or a host without it: the fallback."""
+    on a host with Python 3.6 the pin is kept with it, not moved six releases on for 3.7; a
+    range that leaves 3.6 out, or a host without it: the fallback; a pin 3.6 lacks too: the
+    Python most pins have files for, still 3.6."""
     tf17 = [_wheel("tensorflow-1.7.0-cp36-cp36m-manylinux1_x86_64.whl", "2018-03-29"),
             _wheel("tensorflow-1.7.0-cp27-cp27mu-manylinux1_x86_64.whl", "2018-03-29")]
     pins = {"tensorflow==1.7": tf17, "six==1.12.0": SIX_1120}
@@ -182,7 +183,10 @@ def test_pins_no_candidate_has_files_for_take_an_older_python_this_host_has() ->
     assert propose_python(pins, "2018-04-16", [(">=3.7", "setup.py:9")],
                           older=("3.6",)).value == "3.7"
     only35 = [_wheel("z-1-cp35-cp35m-manylinux1_x86_64.whl", "2017-01-01")]
-    assert propose_python({**pins, "z==1": only35}, None, [], older=("3.6",)).value == "3.7"
+    most = propose_python({**pins, "z==1": only35}, None, [], older=("3.6",))
+    assert most.value == "3.6" and most.why == (  # two of three pins, where 3.7 has one
+        "the Python most exact pins have files for (2 of 3): none suits every pin, and "
+        "z==1 moves to the nearest release with a wheel for 3.6")
     # pins a candidate suits keep the candidate released by the day, 3.6 or not
     assert propose_python({"six==1.12.0": SIX_1120}, "2018-07-01", [],
                           older=("3.6",)).value == "3.7"
