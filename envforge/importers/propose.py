@@ -246,24 +246,24 @@ def _most_pins(pins: Mapping[str, Sequence[Mapping[str, Any]]],
                ranges: Sequence[SpecifierSet], older: Sequence[str],
                era: date | None) -> Proposal | None:
     """Where no Python has files for every exact pin: the one (a candidate, or an ``OLDER``
-    one this host has, still served on the day) that the most pins have files for (on a
-    tie, the newest released by the day, else the oldest), keeping those pins (the others
+    one this host has, released by the day and still served) that the most pins have files
+    for (on a tie, the newest released by the day, else 3.7), keeping those pins (the others
     move to the nearest release with a wheel for it); None where none has files for any.
     oarriaga/face_classification pins TensorFlow 1.1.0, NumPy 1.12.1, h5py 2.7.0, OpenCV
     3.2.0.8 and pandas 0.19.1: four have cp36 wheels and none cp37, where 3.7 had moved every
     pin (TensorFlow to 1.13.1)."""
     if not pins:
         return None
-    pythons = [m for m in (*OLDER, *CANDIDATES) if (m in CANDIDATES or (
-        m in older and still_served(m, era))) and all(spec.contains(f"{m}.99")
-                                                      for spec in ranges)]
+    pythons = [m for m in (*OLDER, *CANDIDATES)
+               if (m in CANDIDATES or _older_of_the_day(m, older, era))
+               and all(spec.contains(f"{m}.99") for spec in ranges)]
     counts = {m: sum(supports_python(files, m) for files in pins.values()) for m in pythons}
     best = max(counts.values(), default=0)
     if best == 0:
         return None
     tied = [m for m in pythons if counts[m] == best]  # the newest released by the day
     dated = [m for m in tied if era is None or (python_release_day(m) or era) <= era]
-    minor = dated[-1] if dated else tied[0]
+    minor = dated[-1] if dated else DEFAULT_PYTHON if DEFAULT_PYTHON in tied else tied[0]
     left = sorted(p for p, files in pins.items() if not supports_python(files, minor))
     return Proposal(minor, f"the Python most exact pins have files for ({best} of "
                     f"{len(pins)}): none suits every pin, and {', '.join(left)} "
@@ -309,9 +309,15 @@ def _before_candidates(older: Sequence[str], pins: Mapping[str, Sequence[Mapping
     had come, and the widened days stop short of releases a dependency needs (Newmu's
     dcgan_code of 2016-05: every pandas of 2017-2018 has metadata today's resolvers refuse,
     and the four widened days ended in 2018-12)."""
-    kept = [m for m in _older_fitting(older, pins, ranges) if still_served(m, era)
-            and (python_release_day(m) or era) <= era]
+    kept = [m for m in _older_fitting(older, pins, ranges) if _older_of_the_day(m, older, era)]
     return (kept[-1], f"the newest Python released by {era.isoformat()}") if kept else None
+
+
+def _older_of_the_day(minor: str, older: Sequence[str], era: date | None) -> bool:
+    """An ``OLDER`` Python this host has, released by the day and still served on it (on
+    3.6's own release day few wheels for it had come)."""
+    return minor in older and still_served(minor, era) and (
+        era is None or (python_release_day(minor) or era) <= era)
 
 
 def _older_fitting(older: Sequence[str], pins: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -187,6 +187,10 @@ def test_pins_no_candidate_has_files_for_take_an_older_python_this_host_has() ->
     assert most.value == "3.6" and most.why == (  # two of three pins, where 3.7 has one
         "the Python most exact pins have files for (2 of 3): none suits every pin, and "
         "z==1 moves to the nearest release with a wheel for 3.6")
+    # a tie keeps 3.7 where no Python of the tie was released by the day (3.6 is not
+    # counted on a day before its release: few wheels for it had come)
+    tie = {"z==1": only35, "six==1.12.0": SIX_1120}
+    assert propose_python(tie, "2015-11-10", [], older=("3.6",)).value == "3.7"
     # pins a candidate suits keep the candidate released by the day, 3.6 or not
     assert propose_python({"six==1.12.0": SIX_1120}, "2018-07-01", [],
                           older=("3.6",)).value == "3.7"
