@@ -5,11 +5,12 @@ often its only record of the framework's release. Read, never built or run.
 Each ``RUN`` instruction (shell form, ``\\`` continuations joined; exec form's JSON array) is
 split into commands at ``&&``, ``||``, ``;`` and ``|``; a command that runs pip (``pip``,
 ``pip3``, ``pip3.6``, ``python -m pip``, after ``sudo`` or variable assignments) to
-``install`` gives each argument that is no option as a requirement, its ``-f``,
-``--extra-index-url`` and ``-i`` as the requirements files' are. A ``FROM`` image that holds
-a framework gives its release (``tensorflow/tensorflow:1.8.0-gpu-py3``: ``[[docker_image]]``
-rows). The Dockerfile reference: https://docs.docker.com/reference/dockerfile/#run; pip's
-options: https://pip.pypa.io/en/stable/cli/pip_install/.
+``install`` gives each argument that is no option as a requirement, its ``-f`` and
+``--extra-index-url`` as the requirements files' are (its ``-i`` is reported: a mirror). A
+``FROM`` image that holds a framework gives its release
+(``tensorflow/tensorflow:1.8.0-gpu-py3``: ``[[docker_image]]`` rows). The Dockerfile
+reference: https://docs.docker.com/reference/dockerfile/#run; pip's options:
+https://pip.pypa.io/en/stable/cli/pip_install/.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ _VALUED = frozenset({
     "--config-settings", "-C", "--report", "--only-binary", "--no-binary", "--root-user-action",
 })
 _SOURCES = {"-f": "find_links", "--find-links": "find_links",
-            "--extra-index-url": "extra_indexes", "-i": "index", "--index-url": "index"}
+            "--extra-index-url": "extra_indexes"}
+# an image's own index is most often a mirror of PyPI near its builder (mirrors.aliyun.com,
+# pypi.tuna.tsinghua.edu.cn): reported, the spec's index staying PyPI's
+_INDEX = ("-i", "--index-url")
 _PIP = re.compile(r"^pip(?:\d+(?:\.\d+)?)?$")
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 
@@ -126,6 +130,13 @@ def _read_args(args: list[str], origin: str, out: Imported) -> None:
                 value = args[at] if at < len(args) else ""
             if value and "$" not in value:
                 getattr(out, _SOURCES[option if equals else word]).append((value, origin))
+        elif word in _INDEX or (equals and option in _INDEX):
+            if not equals:
+                at += 1
+                value = args[at] if at < len(args) else ""
+            out.skipped.append(Skipped(f"{option if equals else word} {value}", origin,
+                                       "the image's index (a PyPI mirror, as a rule): the "
+                                       "spec resolves from PyPI; set [pypi] index if not"))
         elif word in ("-r", "--requirement", "-e", "--editable") or word in _VALUED:
             at += 1  # a requirements file (read as such where init reads it), a value
             if word in ("-e", "--editable") and at < len(args):

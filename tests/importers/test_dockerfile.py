@@ -107,3 +107,14 @@ def test_a_dockerfile_in_the_docker_folder_is_read_too(tmp_path: Path) -> None:
     assert repo.files == ("docker/Dockerfile.gpu",)
     assert [(f.requirement, f.origin) for f in repo.imported.requirements] == [
         ("six==1.12.0", "docker/Dockerfile.gpu:1")]
+
+
+def test_an_images_own_index_is_reported_not_taken() -> None:
+    """``pip install -i https://mirrors.aliyun.com/pypi/simple/ ...``: a mirror near the
+    image's builder, often unreachable elsewhere; the spec keeps PyPI."""
+    found = read_dockerfile("Dockerfile", "RUN pip install -i https://mirrors.aliyun.com/pypi"
+                            "/simple/ six==1.12.0 && pip install --index-url=https://m/s x\n")
+    assert [f.requirement for f in found.requirements] == ["six==1.12.0", "x"]
+    assert found.index == []
+    assert [s.what for s in found.skipped] == ["-i https://mirrors.aliyun.com/pypi/simple/",
+                                               "--index-url https://m/s"]
