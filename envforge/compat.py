@@ -116,8 +116,8 @@ def interval(specifiers: str) -> Releases | None:
             if op in ("==", "===") and text.endswith(".*"):
                 base = Version(text[:-2])
                 part = Releases(base, True, _bump(base), False)
-            elif op in ("==", "==="):  # a local build is its public release here: a rule
-                exact = Version(Version(text).public)  # on 1.4.0 holds for 1.4.0+cpu
+            elif op in ("==", "==="):
+                exact = Version(Version(text).public)  # 1.4.0+cpu: a rule on 1.4.0 holds
                 part = Releases(exact, True, exact, True)
             elif op == "~=":
                 base = Version(text)

@@ -44,11 +44,11 @@ from envforge.importers.propose import (
     Proposal,
     era_for_python,
     older_for_code,
+    older_of_the_day,
     propose_as_of,
     propose_python,
     release_files,
     repair_pin,
-    still_served,
 )
 from envforge.importers.pycode import CodeScan, notebook_installs, scan_code
 from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
@@ -411,14 +411,13 @@ def _with_test_runners(repo: Repository, code: CodeScan, root: Path) -> Reposito
                                f"added: its pytest addopts pass {option}, which pytest takes "
                                f"only with {plugin.requirement}, and no requirement names it",
                                True))
-    for notebooks in legacy_names().notebook_runner:
-        if code.notebooks and held.isdisjoint(canonicalize_name(n)
-                                              for n in notebooks.provided_by):
+    for front in legacy_names().notebook_runner if code.notebooks else ():
+        if held.isdisjoint(canonicalize_name(n) for n in front.provided_by):
             count = len(code.notebooks)
-            added.append(Found(notebooks.requirement, code.notebooks[0], (
-                f"added: {notebooks.reason}; {count} notebook{'s' if count != 1 else ''}, "
-                "and no requirement names a notebook front end"), True))
-            held.add(canonicalize_name(notebooks.requirement))
+            added.append(Found(front.requirement, code.notebooks[0], (
+                f"added: {front.reason}; {count} notebook{'s' if count != 1 else ''}, and no "
+                "requirement names a notebook front end"), True))
+            held.add(canonicalize_name(front.requirement))
     repo = _with_requirements(repo, [*found, *added])
     skipped = [s for s in repo.imported.skipped if s.what not in runners]
     if len(skipped) == len(repo.imported.skipped):
@@ -523,7 +522,7 @@ def _older(python: Proposal, as_of: Proposal,
     cp37 wheels came in 2019-02), and the older one keeps the day where widening it would
     change every release."""
     day = date.fromisoformat(as_of.value) if as_of.value else None
-    order = (*(m for m in OLDER if m in host_older and still_served(m, day)), *CANDIDATES)
+    order = (*(m for m in OLDER if older_of_the_day(m, host_older, day)), *CANDIDATES)
     if python.value is None or not python.why.startswith("the newest Python released by") \
             or python.value not in order[1:]:
         return None

@@ -493,11 +493,15 @@ def _era_backend(draft: Draft, failed: BuildFailure) -> tuple[Draft, str] | None
             f"builds constrained to {row.build_constraint}")
 
 
+# uv's words for a build of an sdist (its metadata's or its wheel's) that failed
+_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`")
+
+
 def _era_backend_of(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     """``_era_backend`` for the resolver's own build of an sdist's metadata (uv's "Failed
     to build `markupsafe==1.0`", a dependency no pin names: its build failing with today's
     setuptools, the day fails)."""
-    built = re.search(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+    built = _FAILED_BUILD.search(failure)
     return _era_backend(draft, BuildFailure(built[1], built[2], failure)) if built else None
 
 
@@ -507,7 +511,7 @@ def _refused_metadata_day(draft: Draft, failure: str, day: date | None
     build of an old sdist of it followed from releases whose metadata it refuses
     (``[[metadata_refused]]``: every pandas before 0.25.0), on a day before the first
     release since whose metadata parses; None otherwise, or where it has its day already."""
-    built = re.search(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+    built = _FAILED_BUILD.search(failure)
     if built is None or day is None:
         return None
     name = canonicalize_name(built[1])
@@ -647,7 +651,7 @@ def _repair_build(draft: Draft, failure: str, lookup: Lookup | None
     minor = draft.python.minor
     blamed = [(name, version, f"its sdist does not build for Python {minor}", "its sdist "
                "does not build", False) for name, version in
-              re.findall(r"Failed to build `([A-Za-z0-9_.-]+)==([^`\s]+)`", failure)
+              _FAILED_BUILD.findall(failure)
               + re.findall(r"/pypi/([A-Za-z0-9_.-]+)/([0-9][^/\s]*)/", failure)]
     blamed += [(name, version, "its metadata is not valid for today's resolvers (uv: \"has "
                 "invalid metadata\")", "its metadata is invalid", True) for name, version in
@@ -840,7 +844,6 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
     (tensorflow==1.15.4 depends on numpy>=1.16.0,<1.19.0; the file pins numpy==1.15.4, which
     pip's resolver before 20.3 installed anyway) moved to the nearest release the
     dependency admits that has a wheel for the Python."""
-
     minor = draft.python.minor
     found = draft.repository.imported.requirements
     for parent, parent_version, name, spec in _DEPENDS.findall(failure):

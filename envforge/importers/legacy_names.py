@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -299,19 +299,31 @@ def without_refused_metadata(name: str, files: Sequence[Mapping[str, Any]]
                              ) -> list[Mapping[str, Any]]:
     """An index's file list of ``name`` less the releases whose metadata today's resolvers
     refuse (``[[metadata_refused]]``): what a range can resolve to."""
+    rows = _rows_of(name, legacy_names().metadata_refused)
+    return [entry for entry in files if not _release_rows(entry, rows)]
+
+
+class _ReleasesRow(Protocol):
+    @property
+    def project(self) -> str: ...
+
+    @property
+    def versions(self) -> str: ...  # a PEP 440 specifier of the releases the row is about
+
+
+_Row = TypeVar("_Row", bound=_ReleasesRow)
+
+
+def _rows_of(name: str, rows: Iterable[_Row]) -> list[_Row]:
     key = canonicalize_name(name)
-    rows = [row for row in legacy_names().metadata_refused
-            if canonicalize_name(row.project) == key]
-    if not rows:
-        return list(files)
-    kept = []
-    for entry in files:
-        version = version_of(str(entry.get("filename", "")))
-        if version is None or not any(SpecifierSet(row.versions).contains(version,
-                                                                          prereleases=True)
-                                      for row in rows):
-            kept.append(entry)
-    return kept
+    return [row for row in rows if canonicalize_name(row.project) == key]
+
+
+def _release_rows(entry: Mapping[str, Any], rows: Sequence[_Row]) -> list[_Row]:
+    """The rows whose releases hold an index file (by the version its file name gives)."""
+    version = version_of(str(entry.get("filename", ""))) if rows else None
+    return [] if version is None else [
+        row for row in rows if SpecifierSet(row.versions).contains(version, prereleases=True)]
 
 
 def not_distribution(name: str) -> str | None:
@@ -335,20 +347,10 @@ def kept_yanked(name: str, files: Sequence[Mapping[str, Any]]) -> list[Mapping[s
     yanked (an exact pin installs them, PEP 592); any other yanked file stays yanked. Only
     for exact pins: a range does not take a yanked release, so a day's narrowing must not
     count them."""
-    from envforge.resolve.releases import version_of
-
-    key = canonicalize_name(name)
-    rows = [r for r in legacy_names().yanked_release if canonicalize_name(r.project) == key]
-    kept: list[Mapping[str, Any]] = []
-    for entry in files:
-        version = version_of(str(entry.get("filename", "")))
-        if version is not None and any(
-                entry.get("yanked") == row.reason
-                and SpecifierSet(row.versions).contains(version, prereleases=True)
-                for row in rows):
-            entry = {**entry, "yanked": False}
-        kept.append(entry)
-    return kept
+    rows = _rows_of(name, legacy_names().yanked_release)
+    return [{**entry, "yanked": False} if any(
+        entry.get("yanked") == row.reason for row in _release_rows(entry, rows))
+        else entry for entry in files]
 
 
 class LegacyPack(Pack, Protocol):

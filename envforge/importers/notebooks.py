@@ -36,15 +36,21 @@ class NotebookSource:
         return self.places[line - 1] if 0 < line <= len(self.places) else (0, 0)
 
 
-def notebook_source(data: bytes) -> NotebookSource | None:
-    """The notebook's code, or None where ``data`` is no notebook (not JSON, no cells)."""
+Cells = tuple[tuple[int, str], ...]
+"""(the cell's number among all cells, from 1; its code) of each code cell."""
+
+
+def code_cells(data: bytes) -> Cells | None:
+    """A notebook's code cells, or None where ``data`` is no notebook (not JSON, no cells)."""
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    cells = _code_cells(document) if isinstance(document, dict) else None
-    if cells is None:
-        return None
+    return _code_cells(document) if isinstance(document, dict) else None
+
+
+def notebook_source(cells: Cells) -> NotebookSource:
+    """The code cells as one Python source."""
     lines: list[str] = []
     places: list[tuple[int, int]] = []
     for number, text in cells:
@@ -54,20 +60,14 @@ def notebook_source(data: bytes) -> NotebookSource | None:
     return NotebookSource("\n".join(lines).encode("utf-8") + b"\n", tuple(places))
 
 
-def shell_commands(data: bytes) -> list[tuple[str, int, int]]:
-    """(command, cell, line) of each shell command a notebook's code cells run: ``!cmd``,
-    ``%pip ...`` (IPython's pip magic, read as ``pip ...``) and a ``%%bash``/``%%sh`` cell's
+def shell_commands(cells: Cells) -> list[tuple[str, int, int]]:
+    """(command, cell, line) of each shell command the code cells run: ``!cmd``, ``%pip
+    ...`` (IPython's pip magic, read as ``pip ...``) and a ``%%bash``/``%%sh`` cell's
     lines."""
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        return []
-    cells = _code_cells(document) if isinstance(document, dict) else None
     found = []
-    for number, text in cells or ():
+    for number, text in cells:
         lines = text.splitlines()
-        first = next((line.strip() for line in lines if line.strip()), "")
-        shell = first.split(" ", 1)[0] in ("%%bash", "%%sh", "%%script")
+        shell = _first(lines).split(" ", 1)[0] in ("%%bash", "%%sh", "%%script")
         for at, line in enumerate(lines, start=1):
             stripped = line.strip()
             if shell and not stripped.startswith("%%"):
@@ -77,8 +77,7 @@ def shell_commands(data: bytes) -> list[tuple[str, int, int]]:
     return found
 
 
-def _code_cells(document: dict[str, object]) -> list[tuple[int, str]] | None:
-    """(the cell's number among all cells, from 1; its code) of each code cell."""
+def _code_cells(document: dict[str, object]) -> Cells | None:
     cells = document.get("cells")
     key = "source"
     if cells is None:  # nbformat 3
@@ -97,7 +96,7 @@ def _code_cells(document: dict[str, object]) -> list[tuple[int, str]] | None:
             text = "".join(part for part in text if isinstance(part, str))
         if isinstance(text, str):
             found.append((number, text))
-    return found
+    return tuple(found)
 
 
 def _python_lines(text: str) -> list[str]:
@@ -108,10 +107,15 @@ def _python_lines(text: str) -> list[str]:
     lines = text.splitlines() or [""]
     if _parses(text):
         return lines
-    first = next((line.strip() for line in lines if line.strip()), "")
+    first = _first(lines)
     if first.startswith("%%") and first[2:].split(" ", 1)[0] not in _PYTHON_CELL_MAGICS:
         return ["pass" if line.strip() else "" for line in lines]
     return [_python_line(line) for line in lines]
+
+
+def _first(lines: list[str]) -> str:
+    """A cell's first line that is not blank (a cell magic's), stripped."""
+    return next((line.strip() for line in lines if line.strip()), "")
 
 
 def _parses(text: str) -> bool:

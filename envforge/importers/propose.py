@@ -29,9 +29,8 @@ from envforge.resolve.releases import releases_from_files
 CANDIDATES = ("3.7", "3.8", "3.9", "3.10", "3.11")  # the Pythons envforge's probe runs on
 DEFAULT_PYTHON = "3.7"
 # run by the probe too (allenai/bilm-tf's TensorFlow 1.2.1, specs/tf12-py36-cpu.toml), but
-# proposed only where no candidate fits, on a host that has one: uv installs none (`uv python
-# list --all-versions --only-downloads`, uv 0.13.9: from 3.8.2), so such a spec is for hosts
-# that have it
+# proposed only where no candidate fits, on a host that has one: uv installs none
+# (host/interpreters.UV_OLDEST), so such a spec is for hosts that have it
 OLDER = ("3.6",)
 
 
@@ -200,7 +199,8 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
     the ``older`` Pythons this host has (``OLDER``) that was, keeping the day; else the
     newest any pins support; else, where no candidate has files for every pin, the newest
     ``older`` one that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
-    has cp36 wheels and none for cp37); else 3.7."""
+    has cp36 wheels and none for cp37); else the one most pins have files for
+    (``_most_pins``); else 3.7."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
         if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, *OLDER):
@@ -255,7 +255,7 @@ def _most_pins(pins: Mapping[str, Sequence[Mapping[str, Any]]],
     if not pins:
         return None
     pythons = [m for m in (*OLDER, *CANDIDATES)
-               if (m in CANDIDATES or _older_of_the_day(m, older, era))
+               if (m in CANDIDATES or older_of_the_day(m, older, era))
                and all(spec.contains(f"{m}.99") for spec in ranges)]
     counts = {m: sum(supports_python(files, m) for files in pins.values()) for m in pythons}
     best = max(counts.values(), default=0)
@@ -285,14 +285,14 @@ def older_for_code(python: Proposal, pins: Mapping[str, Sequence[Mapping[str, An
     day = date.fromisoformat(as_of) if as_of else None
     kept = [m for m in _older_fitting(older, pins,
                                       [SpecifierSet(v) for v, _ in stated if _valid(v)])
-            if still_served(m, day)]
+            if older_of_the_day(m, older, day)]
     if not kept:
         return None
     return Proposal(kept[-1], f"{why}: Python {kept[-1]}, which this host has, runs it as "
                     f"written (proposed before: {python.value}, {python.why})")
 
 
-def still_served(minor: str, day: date | None) -> bool:
+def _still_served(minor: str, day: date | None) -> bool:
     """Whether Python ``minor`` had not reached its end of life by ``day`` (none known: it
     had not): after it, the day's releases stop shipping its wheels."""
     end = python_end_day(minor)
@@ -309,14 +309,15 @@ def _before_candidates(older: Sequence[str], pins: Mapping[str, Sequence[Mapping
     had come, and the widened days stop short of releases a dependency needs (Newmu's
     dcgan_code of 2016-05: every pandas of 2017-2018 has metadata today's resolvers refuse,
     and the four widened days ended in 2018-12)."""
-    kept = [m for m in _older_fitting(older, pins, ranges) if _older_of_the_day(m, older, era)]
+    kept = [m for m in _older_fitting(older, pins, ranges) if older_of_the_day(m, older, era)]
     return (kept[-1], f"the newest Python released by {era.isoformat()}") if kept else None
 
 
-def _older_of_the_day(minor: str, older: Sequence[str], era: date | None) -> bool:
-    """An ``OLDER`` Python this host has, released by the day and still served on it (on
-    3.6's own release day few wheels for it had come)."""
-    return minor in older and still_served(minor, era) and (
+def older_of_the_day(minor: str, older: Sequence[str], era: date | None) -> bool:
+    """An ``OLDER`` Python this host has (``older``), released by the day and still served
+    on it (on 3.6's own release day few wheels for it had come; after its end of life the
+    day's releases stop shipping its wheels)."""
+    return minor in older and _still_served(minor, era) and (
         era is None or (python_release_day(minor) or era) <= era)
 
 

@@ -11,6 +11,7 @@ still needs what it imports), and which file names it has: the test runner its t
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import stat
@@ -22,7 +23,13 @@ from typing import TypeGuard
 
 from envforge.importers import Imported
 from envforge.importers.dockerfile import read_pip_commands
-from envforge.importers.notebooks import NotebookSource, notebook_source, shell_commands
+from envforge.importers.notebooks import (
+    Cells,
+    NotebookSource,
+    code_cells,
+    notebook_source,
+    shell_commands,
+)
 from envforge.inputfile import DEPENDENCY_LIMIT, NOTEBOOK_LIMIT
 
 MAX_FILES = 500  # a repository's own modules; more is vendored code or data
@@ -83,23 +90,20 @@ def scan_code(root: Path, python: tuple[int, int],
     notebooks: list[str] = []
     for path in _modules(root):
         where = path.relative_to(root).as_posix()
-        if path.suffix == ".py":  # a module the repository defines, read or not (too big)
-            local.update(_top_level(root, path))
-        try:
-            st = path.lstat()  # a link is not followed; a FIFO would block the read
-            if not stat.S_ISREG(st.st_mode) or st.st_size > _limit(path):
-                continue
-            source = path.read_bytes()
-        except OSError:
-            continue
         notebook = None
         if path.suffix == ".ipynb":  # no module: its code is read, its name is no import
-            notebook = notebook_source(source)
-            if notebook is None:
+            cells = _notebook_cells(path)
+            if cells is None:
                 continue
+            notebook = notebook_source(cells)
             source = notebook.source
             notebooks.append(where)
         else:
+            local.update(_top_level(root, path))  # the repository's module, read or not
+            read_source = _read(path)
+            if read_source is None:
+                continue
+            source = read_source
             named.setdefault(path.name, where)
         read += 1
         at = _placer(where, notebook)
@@ -434,28 +438,47 @@ def notebook_installs(root: Path) -> tuple[Imported, tuple[str, ...]]:
     out = Imported()
     named: list[str] = []
     for path in _modules(root):
-        if path.suffix != ".ipynb":
-            continue
-        try:
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode) or st.st_size > NOTEBOOK_LIMIT:
-                continue
-            data = path.read_bytes()
-        except OSError:
+        cells = _notebook_cells(path) if path.suffix == ".ipynb" else None
+        if cells is None:
             continue
         where = path.relative_to(root).as_posix()
         before = len(out.requirements)
-        for command, cell, line in shell_commands(data):
+        for command, cell, line in shell_commands(cells):
             read_pip_commands(command, f"{where}:cell {cell}, line {line}", out)
         if len(out.requirements) > before:
             named.append(where)
     return out, tuple(named)
 
 
-def _limit(path: Path) -> int:
-    """The largest file read: a module as a dependency file; a notebook, which carries its
-    outputs, more."""
-    return NOTEBOOK_LIMIT if path.suffix == ".ipynb" else DEPENDENCY_LIMIT
+def _read(path: Path) -> bytes | None:
+    """A file's bytes where it is a regular file (a link is not followed; a FIFO would block
+    the read) within its limit: a module's as a dependency file's, a notebook's, which
+    carries its outputs, larger."""
+    limit = NOTEBOOK_LIMIT if path.suffix == ".ipynb" else DEPENDENCY_LIMIT
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _notebook_cells(path: Path) -> Cells | None:
+    """A notebook's code cells, read and parsed once for each version of the file: init
+    reads a notebook for what it installs and for what it imports, once or twice (a Python
+    proposed, then another)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return _cells_of(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _cells_of(path: Path, _mtime_ns: int, _size: int) -> Cells | None:
+    data = _read(path)
+    return None if data is None else code_cells(data)
 
 
 def _modules(root: Path) -> list[Path]:

@@ -337,6 +337,21 @@ def test_a_pin_moved_to_a_later_release_brings_its_era(
     assert "then tensorflow==1.13.1's day (2019-02-26)" in text and "did not resolve" not in text
 
 
+def init_spec(tmp_path: Path, root: Path) -> Path:
+    """``envforge init ROOT`` into ``specs/NAME.toml`` (so its lock goes to ``locks/``)."""
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    out = tmp_path / "specs" / f"{root.name}.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    return out
+
+
+def locked_versions(spec: Path) -> dict[str, str]:
+    """``envforge lock SPEC``, then linux-64's PyPI versions by name."""
+    assert main(["lock", str(spec)]) == 0
+    lock = spec.parent.parent / "locks" / f"{spec.stem}.lock"
+    return {f.name: f.version for f in load_lock(lock, REGISTRY).platforms["linux-64"].pypi}
+
+
 @pytest.mark.network
 def test_a_pin_only_an_older_python_has_files_for_keeps_its_release_on_a_host_with_it(
         tmp_path: Path) -> None:
@@ -347,19 +362,14 @@ def test_a_pin_only_an_older_python_has_files_for_keeps_its_release_on_a_host_wi
         find_interpreter("3.6")
     except EnvforgeError as exc:
         pytest.skip(f"needs a Python 3.6 on this host (pyenv install 3.6): {exc}")
-    root = git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n", "2018-04-16")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "facenet.toml"
-    assert main(["init", str(root), "-o", str(out)]) == 0
+    out = init_spec(tmp_path, git_repo(tmp_path / "facenet", "tensorflow==1.7\nscipy\nh5py\n",
+                                       "2018-04-16"))
     pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert pspec.python.version.startswith("3.6.") and str(pspec.pypi.as_of) == "2018-04-16"
     assert "tensorflow==1.7" in pspec.pypi.packages
     assert "none of 3.7-3.11 suits tensorflow==1.7, and this host has Python 3.6" \
         in out.read_text()
-    assert main(["lock", str(out)]) == 0
-    versions = {f.name: f.version for f in load_lock(
-        tmp_path / "locks" / "facenet.lock", REGISTRY).platforms["linux-64"].pypi}
-    assert versions["tensorflow"] == "1.7.0"
+    assert locked_versions(out)["tensorflow"] == "1.7.0"
 
 
 @pytest.mark.network
@@ -369,15 +379,11 @@ def test_an_exact_pin_of_a_release_yanked_for_newer_pythons_is_kept(tmp_path: Pa
     3.11", and init said "the index has no such release" and moved the pair to torch 1.1.0
     and torchvision 0.3.0. An exact pin installs a yanked release (PEP 592): both are kept
     and lock resolves them."""
-    root = git_repo(tmp_path / "tv", "torch==1.0.1\ntorchvision==0.2.2.post3\n", "2019-03-08")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "tv.toml"
-    assert main(["init", str(root), "-o", str(out)]) == 0
+    out = init_spec(tmp_path, git_repo(tmp_path / "tv", "torch==1.0.1\ntorchvision==0.2.2.post3\n",
+                                       "2019-03-08"))
     pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert pspec.pypi.packages == ("torch==1.0.1", "torchvision==0.2.2.post3")
-    assert main(["lock", str(out)]) == 0
-    versions = {f.name: f.version for f in load_lock(
-        tmp_path / "locks" / "tv.lock", REGISTRY).platforms["linux-64"].pypi}
+    versions = locked_versions(out)
     assert (versions["torch"], versions["torchvision"]) == ("1.0.1", "0.2.2.post3")
 
 
@@ -393,10 +399,8 @@ def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_relea
     spelling) takes the release its file name gives, where it was left out."""
     page = "http://127.0.0.1:9/whl/torch_stable.html"
     wheel = "http://127.0.0.1:9/whl/cpu/torchvision-0.5.0%2Bcpu-cp37-cp37m-linux_x86_64.whl"
-    root = git_repo(tmp_path / "cpu", f"-f {page}\ntorch==1.4.0+cpu\n{wheel}\n", "2020-03-01")
-    (tmp_path / "specs").mkdir()
-    out = tmp_path / "specs" / "cpu.toml"
-    assert main(["init", str(root), "-o", str(out)]) == 0
+    out = init_spec(tmp_path, git_repo(tmp_path / "cpu", f"-f {page}\ntorch==1.4.0+cpu\n{wheel}\n",
+                                       "2020-03-01"))
     pspec = load_spec(out, REGISTRY).for_platform("linux-64")
     assert pspec.pypi.packages == ("torch==1.4.0", "torchvision==0.5.0")
     assert pspec.pypi.find_links == () and str(pspec.pypi.as_of) == "2020-03-01"
@@ -406,9 +410,7 @@ def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_relea
            "cannot be reached; PyPI holds none (PEP 440" in text
     assert f"left out {page}: the resolver cannot reach it" in capsys.readouterr().err
     assert f"was torchvision @ {wheel}: the resolver cannot fetch it: " in text
-    assert main(["lock", str(out)]) == 0
-    versions = {f.name: f.version for f in load_lock(
-        tmp_path / "locks" / "cpu.lock", REGISTRY).platforms["linux-64"].pypi}
+    versions = locked_versions(out)
     assert (versions["torch"], versions["torchvision"]) == ("1.4.0", "0.5.0")
 
 

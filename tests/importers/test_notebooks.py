@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.importers.notebooks import notebook_source
+from envforge.importers.notebooks import Cells, code_cells, notebook_source
 from envforge.importers.pycode import scan_code
 
 
@@ -18,14 +18,19 @@ def _v4(*cells: tuple[str, str]) -> bytes:
         for kind, text in cells]}).encode()
 
 
+def _cells(data: bytes) -> Cells:
+    cells = code_cells(data)
+    assert cells is not None
+    return cells
+
+
 def test_ipythons_own_syntax_becomes_pass_and_each_line_keeps_its_cell() -> None:
-    found = notebook_source(_v4(
+    found = notebook_source(_cells(_v4(
         ("markdown", "# Title\nimport nothing_here"),
         ("code", "%matplotlib inline\nimport numpy as np\nfiles = !ls\nnp.zeros?"),
         ("code", "%%bash\npip install x\nimport not_python"),
         ("code", "%%time\nimport scipy\nfor i in range(2):\n    !echo $i"),
-        ("code", 'msg = ("%d items"\n       % 3)')))  # a continued line that starts with %
-    assert found is not None
+        ("code", 'msg = ("%d items"\n       % 3)'))))  # a continued line that starts with %
     assert found.source.decode().splitlines() == [
         "pass", "import numpy as np", "pass", "pass",
         "pass", "pass", "pass",
@@ -38,10 +43,10 @@ def test_ipythons_own_syntax_becomes_pass_and_each_line_keeps_its_cell() -> None
 def test_a_version_3_notebook_is_read_and_what_is_no_notebook_is_none() -> None:
     v3 = {"nbformat": 3, "worksheets": [{"cells": [
         {"cell_type": "code", "input": ["import theano\n", "print theano.config"]}]}]}
-    found = notebook_source(json.dumps(v3).encode())
-    assert found is not None and found.source == b"import theano\nprint theano.config\n"
+    found = notebook_source(_cells(json.dumps(v3).encode()))
+    assert found.source == b"import theano\nprint theano.config\n"
     for data in (b"not json", b"[1, 2]", b'{"cells": 3}', b"{}"):
-        assert notebook_source(data) is None
+        assert code_cells(data) is None
 
 
 @pytest.mark.parametrize("python2", [False, True])
@@ -82,10 +87,10 @@ def test_a_notebooks_shell_commands_are_its_bang_lines_pip_magic_and_shell_cells
                ("markdown", "!pip install nothing"),
                ("code", "%pip install keras==2.2.4\nx = 1"),
                ("code", "%%bash\npip install gym==0.15.4\necho done"))
-    assert shell_commands(data) == [("pip install -q tensorflow==1.14.0", 1, 1),
-                                    ("pip install keras==2.2.4", 3, 1),
-                                    ("pip install gym==0.15.4", 4, 2), ("echo done", 4, 3)]
-    assert shell_commands(b"not json") == []
+    assert shell_commands(_cells(data)) == [("pip install -q tensorflow==1.14.0", 1, 1),
+                                            ("pip install keras==2.2.4", 3, 1),
+                                            ("pip install gym==0.15.4", 4, 2),
+                                            ("echo done", 4, 3)]
 
 
 def test_a_notebook_carrying_megabytes_of_outputs_is_read(tmp_path: Path) -> None:
@@ -99,3 +104,29 @@ def test_a_notebook_carrying_megabytes_of_outputs_is_read(tmp_path: Path) -> Non
         {"nbformat": 4, "nbformat_minor": 2, "metadata": {}, "cells": [cell]}))
     assert (tmp_path / "big.ipynb").stat().st_size > 2 * (1 << 20)
     assert scan_code(tmp_path, (3, 7)).imports == {"pandas": "big.ipynb:cell 1, line 1"}
+
+
+def test_a_notebook_is_parsed_once_for_its_installs_and_its_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """init reads a notebook for what it installs, then for what it imports at one Python
+    and maybe another: one JSON parse for all (a tutorial's notebooks run to megabytes);
+    a new version of the file is read again."""
+    from envforge.importers import pycode
+
+    parsed: list[int] = []
+
+    def counting(data: bytes) -> Cells | None:
+        parsed.append(len(data))
+        return code_cells(data)
+
+    monkeypatch.setattr(pycode, "code_cells", counting)
+    (tmp_path / "nb.ipynb").write_bytes(_v4(("code", "!pip install six==1.12.0\nimport six")))
+    assert [f.requirement for f in pycode.notebook_installs(tmp_path)[0].requirements] == \
+        ["six==1.12.0"]
+    assert scan_code(tmp_path, (3, 7)).imports == scan_code(tmp_path, (3, 6)).imports == \
+        {"six": "nb.ipynb:cell 1, line 2"}
+    assert len(parsed) == 1
+    (tmp_path / "nb.ipynb").write_bytes(_v4(("code", "import numpy, six")))
+    assert scan_code(tmp_path, (3, 7)).imports == {"numpy": "nb.ipynb:cell 1, line 1",
+                                                  "six": "nb.ipynb:cell 1, line 1"}
+    assert len(parsed) == 2
