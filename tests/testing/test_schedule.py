@@ -25,7 +25,8 @@ from pathlib import Path
 def test_{name}(request):
     start = time.monotonic()
     time.sleep({seconds})
-    with open(Path(__file__).parent / "ran.txt", "a") as ran:
+    # a file each: two workers appending to one lost a line under Wine
+    with open(Path(__file__).parent / f"ran-{{request.node.name}}.txt", "w") as ran:
         ran.write(f"{{request.node.nodeid}} {{os.environ['PYTEST_XDIST_WORKER']}} {{start}} "
                   f"{{time.monotonic()}}\\n")
 """
@@ -48,7 +49,7 @@ def test_a_file_waits_behind_no_long_test_and_a_split_files_tests_spread(tmp_pat
                           cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    ran = (tmp_path / "ran.txt").read_text(encoding="utf-8")
+    ran = "".join(p.read_text(encoding="utf-8") for p in sorted(tmp_path.glob("ran-*.txt")))
     rows = {nodeid: (worker, float(start), float(end))
             for nodeid, worker, start, end in (line.split() for line in ran.splitlines())}
     assert rows["a_split.py::test_one"][0] != rows["a_split.py::test_two"][0], ran
