@@ -102,6 +102,10 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
         say(f"querying {_host(index or PYPI_SIMPLE)} for {len(pins)} "
             f"pin{'s' if len(pins) != 1 else ''}…")
         listings = _query(lookup, index or PYPI_SIMPLE, pins, deadline)
+        if not listings and index not in (None, PYPI_SIMPLE):  # unreachable, or HTML alone
+            say(f"{_host(index or PYPI_SIMPLE)} listed none of them; querying "
+                f"{_host(PYPI_SIMPLE)} for the proposals…")
+            listings = _query(lookup, PYPI_SIMPLE, pins, deadline)
     # the project's own pins date it, a local build by the release it was built from
     files = {pin: release_files(listings[pin], public_version(version))
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}

@@ -623,22 +623,26 @@ def _without_urls(draft: Draft, urls: Sequence[str], failure: str) -> Draft:
 
 
 def _unreachable_sources(draft: Draft, failure: str) -> tuple[str, ...]:
-    """The find-links pages and extra indexes, not left out yet, that a failure names: uv
-    names the page it could not read, or an index's page of one project (``URL/six/``)."""
-    return tuple(url for url in sources(draft.repository.imported)
+    """The index, find-links pages and extra indexes, not left out yet, that a failure names:
+    uv names the page it could not read, or an index's page of one project (``URL/six/``)."""
+    named = (*((draft.index,) if draft.index else ()), *sources(draft.repository.imported))
+    return tuple(url for url in named
                  if url not in draft.left_out and url.rstrip("/") in failure)
 
 
 def _without_sources(draft: Draft, urls: Sequence[str], failure: str) -> Draft:
-    """The draft with these sources left out, and, once none is left, each pin of a local
-    build moved to its public release (``localbuilds``)."""
+    """The draft with these sources left out (the spec's index among them: PyPI's then), and,
+    once none is left, each pin of a local build moved to its public release
+    (``localbuilds``)."""
     left = {**draft.left_out, **{url: f"the resolver cannot reach it: {failure}"
                                  for url in urls}}
+    index = None if draft.index in urls else draft.index
     imported = draft.repository.imported
-    if all(url in left for url in sources(imported)):
+    if index is None and all(url in left for url in sources(imported)):
         imported = replace(imported, requirements=public_pins(
             imported.requirements, "and the page or index that serves it cannot be reached"))
-    return replace(draft, left_out=left, repository=replace(draft.repository, imported=imported))
+    return replace(draft, left_out=left, index=index,
+                   repository=replace(draft.repository, imported=imported))
 
 
 def _repair_build(draft: Draft, failure: str, lookup: Lookup | None

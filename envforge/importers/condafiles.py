@@ -75,7 +75,7 @@ def read_environment_yml(name: str, text: str) -> Imported:
             add_requirement(item, origin, out)
             continue
         in_pip = False
-        _conda_item(item, origin, out)
+        conda_item(item, origin, out)
     return out
 
 
@@ -83,7 +83,7 @@ def _unquote(value: str) -> str:
     return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
 
 
-def _conda_item(item: str, origin: str, out: Imported) -> None:
+def conda_item(item: str, origin: str, out: Imported) -> None:
     """A conda match spec: ``name``, ``name=1.2``, ``name=1.2=build``, ``name>=1.2``,
     ``channel::name``."""
     item = item.split("::", 1)[-1].strip()

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from importlib import resources
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -258,6 +259,15 @@ class MetadataRefusedRow(Frozen):
     source: str
 
 
+class PypiMirrorRow(Frozen):
+    """A public mirror of PyPI (``urls`` without scheme or trailing slash): a ``-i`` naming
+    it resolves from PyPI itself, whose releases it copies."""
+
+    name: str
+    urls: tuple[str, ...]
+    source: str
+
+
 class LegacyNames(Frozen):
     rename: tuple[RenameRow, ...]
     conda_rename: tuple[CondaRenameRow, ...]
@@ -284,6 +294,7 @@ class LegacyNames(Frozen):
     not_distribution: tuple[NotDistributionRow, ...] = ()
     docker_image: tuple[DockerImageRow, ...] = ()
     metadata_refused: tuple[MetadataRefusedRow, ...] = ()
+    pypi_mirror: tuple[PypiMirrorRow, ...] = ()
 
 
 def module_names(distribution: str) -> tuple[str, ...]:
@@ -332,6 +343,21 @@ def not_distribution(name: str) -> str | None:
     return next((f"{row.reason} (knowledge/legacy_names.toml)" for row in
                  legacy_names().not_distribution
                  if key in {canonicalize_name(n) for n in row.names}), None)
+
+
+def pypi_mirror(url: str) -> PypiMirrorRow | None:
+    """The PyPI mirror an index URL names (``https://pypi.tuna.tsinghua.edu.cn/simple/``),
+    None for any other index."""
+    key = _index_key(url)
+    return next((row for row in legacy_names().pypi_mirror
+                 if key in {_index_key(u) for u in row.urls}), None)
+
+
+def _index_key(url: str) -> str:
+    """An index URL without scheme, port 443/80, the host's case or a trailing slash."""
+    split = urlsplit(url if "://" in url else f"https://{url}")
+    host = (split.hostname or "").lower()
+    return f"{host}{split.path.rstrip('/')}"
 
 
 @functools.cache
@@ -394,7 +420,8 @@ def map_requirement(text: str, registry: Registry[LegacyPack]) -> tuple[str, str
             continue
         if row.admits is not None and not requirement.specifier.contains(row.admits,
                                                                          prereleases=True):
-            kept = kept or f"kept as written: it does not admit {row.admits} ({row.to} would)"
+            kept = kept or (f"kept as written: it does not admit {row.admits} "
+                            f"({row.to.replace('{specifier}', '')} would)")
             continue
         if row.below is not None and not _pinned_in(requirement, f"<{row.below}"):
             continue

@@ -62,8 +62,8 @@ def notebook_source(cells: Cells) -> NotebookSource:
 
 def shell_commands(cells: Cells) -> list[tuple[str, int, int]]:
     """(command, cell, line) of each shell command the code cells run: ``!cmd``, ``%pip
-    ...`` (IPython's pip magic, read as ``pip ...``) and a ``%%bash``/``%%sh`` cell's
-    lines."""
+    ...`` and ``%conda ...`` (IPython's magics, read as ``pip ...`` and ``conda ...``) and a
+    ``%%bash``/``%%sh`` cell's lines."""
     found = []
     for number, text in cells:
         lines = text.splitlines()
@@ -72,7 +72,7 @@ def shell_commands(cells: Cells) -> list[tuple[str, int, int]]:
             stripped = line.strip()
             if shell and not stripped.startswith("%%"):
                 found.append((stripped, number, at))
-            elif stripped.startswith(("!", "%pip ")):
+            elif stripped.startswith(("!", "%pip ", "%conda ")):
                 found.append((stripped[1:], number, at))
     return found
 

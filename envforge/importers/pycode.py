@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from envforge.importers import Imported
-from envforge.importers.dockerfile import read_pip_commands
+from envforge.importers.installcmds import read_install_commands
 from envforge.importers.notebooks import (
     Cells,
     NotebookSource,
@@ -444,7 +444,7 @@ def notebook_installs(root: Path) -> tuple[Imported, tuple[str, ...]]:
         where = path.relative_to(root).as_posix()
         before = len(out.requirements)
         for command, cell, line in shell_commands(cells):
-            read_pip_commands(command, f"{where}:cell {cell}, line {line}", out)
+            read_install_commands(command, f"{where}:cell {cell}, line {line}", out)
         if len(out.requirements) > before:
             named.append(where)
     return out, tuple(named)

@@ -59,9 +59,9 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
             else:
                 out.extend(read_requirements(target, included, read, seen=seen))
         elif option in ("-i", "--index-url") and len(words) > 1:
-            out.index.append((words[1], origin))
+            add_index(words[1], line, origin, out)
         elif option.startswith("--index-url="):
-            out.index.append((option.split("=", 1)[1], origin))
+            add_index(option.split("=", 1)[1], line, origin, out)
         elif (where := _source_option(option, words)) is not None:
             kind, url = where
             if not re.match(r"^https?://", url):
@@ -76,6 +76,21 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
         else:
             add_requirement(line.split(" --hash", 1)[0].strip(), origin, out)
     return out
+
+
+def add_index(url: str, written: str, origin: str, out: Imported) -> None:
+    """pip's ``-i``: an index that serves PyPI's releases (a public mirror near its authors,
+    ``[[pypi_mirror]]``) is reported and the spec resolves from PyPI itself, which this host
+    and a reader of the spec can reach; any other is the spec's index."""
+    from envforge.importers.legacy_names import pypi_mirror
+
+    mirror = pypi_mirror(url)
+    if mirror is None:
+        out.index.append((url, origin))
+    else:
+        out.skipped.append(Skipped(written, origin, f"an index that serves PyPI's releases "
+                                   f"({mirror.name}; knowledge/legacy_names.toml): the spec "
+                                   "resolves from PyPI itself"))
 
 
 def _source_option(option: str, words: list[str]) -> tuple[str, str] | None:

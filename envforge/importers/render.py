@@ -91,10 +91,13 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
               "", "[environment]", 'kind = "venv"', *_pythonpath(draft), "", "[pypi]"]
     if draft.index:
         lines.append(f"index = {json.dumps(draft.index)}")
-    for key, option, places in (("extra_indexes", "--extra-index-url",
+    for key, option, places in (("index", "-i", repo.imported.index),
+                                ("extra_indexes", "--extra-index-url",
                                  repo.imported.extra_indexes),
                                 ("find_links", "-f", repo.imported.find_links)):
         urls = list(dict.fromkeys(url for url, _ in places))
+        if key == "index":  # written above; one left out is said here
+            urls = [url for url in urls if url in draft.left_out]
         if urls:
             origins = ", ".join(dict.fromkeys(origin for _, origin in places))
             lines.append(_comment(f"# pip's {option} at {origins}"))

@@ -15,6 +15,7 @@ from envforge.importers import Found, Imported, Skipped, UnreadableError, exact_
 from envforge.importers.codeimports import FROM_IMPORTS
 from envforge.importers.condafiles import is_conda_list, read_conda_list, read_environment_yml
 from envforge.importers.dockerfile import read_dockerfile
+from envforge.importers.installcmds import read_shell_script
 from envforge.importers.legacy_names import (
     LegacyPack,
     map_requirement,
@@ -97,6 +98,8 @@ def dependency_files(root: Path, files: _Files | None = None
         low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
         wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
             _KNOWN | set(_CONDA_NAMES)) or is_dockerfile(name) or (
+            is_shell_script(name) and (root / name).is_file()
+            and _INSTALLS.search(files.sniffed(name)) is not None) or (
             low.endswith(".txt") and (root / name).is_file()
             and is_conda_list(files.sniffed(name))) or (
             low.endswith((".yml", ".yaml")) and (root / name).is_file()
@@ -111,8 +114,9 @@ def dependency_files(root: Path, files: _Files | None = None
     if docker.is_dir() and not docker.is_symlink():
         chosen += [f"docker/{p.name}" for p in sorted(docker.iterdir())
                    if is_dockerfile(p.name) and p.is_file() and not p.is_symlink()]
-    # a Dockerfile's pins after the dependency files': what they name exactly wins
-    chosen.sort(key=is_dockerfile)
+    # install scripts' and Dockerfiles' pins after the dependency files': what those name
+    # exactly wins
+    chosen.sort(key=lambda name: (is_shell_script(name), is_dockerfile(name)))
     kinds = {name.lower(): name for name in chosen}
     if "pipfile.lock" in kinds and "pipfile" in kinds:
         chosen.remove(kinds["pipfile"])
@@ -148,7 +152,21 @@ def read_repository(root: Path, registry: Registry[LegacyPack]) -> Repository:
         except UnreadableError as exc:
             raise SpecError(root / exc.name, exc.reason, line=exc.line) from None
     everything.requirements = merge(_distributions(everything), registry)
+    everything.skipped = _once(everything.skipped)
     return Repository(tuple(chosen), everything)
+
+
+def _once(skipped: list[Skipped]) -> list[Skipped]:
+    """Each thing skipped for one reason said once, at its first place, with how many more
+    (a script's ``-i`` of a mirror on each of its six lines)."""
+    first: dict[tuple[str, str], Skipped] = {}
+    more: dict[tuple[str, str], int] = {}
+    for item in skipped:
+        key = (item.what, item.reason)
+        first.setdefault(key, item)
+        more[key] = more.get(key, -1) + 1
+    return [Skipped(item.what, f"{item.origin} and {more[key]} more" if more[key] else
+                    item.origin, item.reason) for key, item in first.items()]
 
 
 def _distributions(imported: Imported) -> list[Found]:
@@ -174,10 +192,24 @@ def is_dockerfile(name: str) -> bool:
     return low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile")
 
 
+# a line of a script that may install (``pip install``, ``python -m pip install``, ``conda
+# create``): a script with none (``train.sh``) is no dependency file
+_INSTALLS = re.compile(r"^[^#\n]*\b(?:pip[\d.]*|conda|mamba|micromamba)\b[^#\n]*\b"
+                       r"(?:install|create)\b", re.MULTILINE)
+
+
+def is_shell_script(name: str) -> bool:
+    """A shell script at the root (``install.sh``, ``requirements.sh``, ``env.sh``): the
+    install commands its authors ran, read for their requirements."""
+    return "/" not in name and name.lower().endswith(".sh")
+
+
 def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
     kind = name.lower()
     if is_dockerfile(name):
         return read_dockerfile(name, text)
+    if is_shell_script(name):
+        return read_shell_script(name, text)
     if kind == "setup.py":
         return read_setup_py(name, text)
     if kind == "setup.cfg":

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -629,6 +630,38 @@ def test_a_page_the_resolver_cannot_read_is_left_out_and_its_local_builds_go_pub
     assert f'extra_indexes = ["{index}"]' in render_spec(both, installed_packs())
 
 
+def test_an_index_the_resolver_cannot_reach_is_left_out_for_pypi() -> None:
+    """A requirements file's ``-i`` of an index this host cannot reach: uv names its page of
+    one project; the spec then resolves from PyPI (no ``index =``), the index commented with
+    why; its local builds go public only once no page is left either."""
+    from envforge.app.packs import installed_packs
+    from envforge.app.settling import _unreachable_sources, _without_sources
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.render import render_spec
+    from envforge.importers.repository import Repository
+
+    index, page = "https://pypi.corp.example/simple/", "https://pages.example/whl.html"
+    failure = (f"error: Request failed after 3 retries cause: Failed to fetch: "
+               f"{index}torch/ cause: dns error")
+    draft = Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(
+            requirements=[Found("torch==1.4.0+cpu", "requirements.txt:3")],
+            index=[(index, "requirements.txt:1")], find_links=[(page, "requirements.txt:2")])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2020-03-01", ""), index=index)
+    assert _unreachable_sources(draft, failure) == (index,)
+    left = _without_sources(draft, (index,), failure)
+    assert left.index is None and _unreachable_sources(left, failure) == ()
+    assert [f.requirement for f in left.repository.imported.requirements] == \
+        ["torch==1.4.0+cpu"]  # the page may still serve it
+    text = render_spec(left, installed_packs())
+    assert "index =" not in text
+    assert f"# pip's -i at requirements.txt:1\n# left out {index}: the resolver cannot reach " \
+           "it: error: Request failed" in text
+    gone = _without_sources(left, (page,), failure)
+    assert [f.requirement for f in gone.repository.imported.requirements] == ["torch==1.4.0"]
+
+
 def test_a_wheel_url_the_resolver_cannot_fetch_takes_its_release_a_git_url_is_left_out() -> None:
     """A wheel's file name gives its release (the public one of a local build), which the
     index has; a git URL names none and is left out, as before."""
@@ -682,6 +715,63 @@ def test_the_resolvers_failed_build_of_a_dependency_gets_its_eras_build_back_end
     assert _era_backend_of(given[0], failure) is None  # once
     assert _era_backend_of(draft("2020-06-01"), failure) is None  # its day had 46
     assert _era_backend_of(draft("2017-11-19"), "error: no version of x") is None
+
+
+def test_an_sdist_whose_python_requires_todays_setuptools_refuses_gets_setuptools_66() -> None:
+    """Bobyuan1015/KDA on its day (2020-05-18, Python 3.7): gensim brings smart-open 2.0.0,
+    an sdist whose ``python_requires='>=3.5.*'`` setuptools 66 refuses (uv's words, seen
+    here); the day failed on 3.7 and init fell back to 3.6. ``setuptools<66`` on a day
+    before 66.0.0's."""
+    from envforge.app.settling import _era_backend_of
+    from envforge.importers import Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    failure = ("PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to build "
+               "`smart-open==2.0.0` cause: The build backend returned an error cause: Call to "
+               "`setuptools.build_meta:__legacy__.get_requires_for_build_wheel` failed (exit "
+               "status: 1) [stderr] error in smart_open setup command: 'python_requires' must "
+               "be a string containing valid version specifiers; Invalid specifier: '>=3.5.*'")
+
+    def draft(day: str) -> Draft:
+        return Draft(name="r", source="r", platform="linux-64",
+                     repository=Repository((), Imported()), python=Proposal("3.7.16", ""),
+                     as_of=Proposal(day, ""))
+
+    given = _era_backend_of(draft("2020-05-18"), failure)
+    assert given is not None and list(given[0].build_constraints) == ["setuptools<66"]
+    assert _era_backend_of(draft("2023-02-01"), failure) is None
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_setuptools_66_refuses_smart_open_2_0_0s_build_and_65_builds_it(tmp_path: Path) -> None:
+    """The [[build_error]] row's measurement, again: uv's metadata build of smart-open 2.0.0
+    for Python 3.7 fails with today's setuptools in the words the row matches, and passes
+    with the row's constraint."""
+    import re
+
+    from envforge.host.interpreters import find_interpreter
+    from envforge.host.uv import uv_binary
+    from envforge.knowledge import knowledge
+
+    row = next(r for r in knowledge().builds.build_error
+               if r.build_constraint == "setuptools<66")
+    python = find_interpreter("3.7").executable
+    constraints = tmp_path / "c.txt"
+    constraints.write_text(row.build_constraint + "\n")
+
+    def compile_(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([uv_binary(), "pip", "compile", "-", "--python", str(python),
+                               "--no-config", "--cache-dir", str(tmp_path / "cache"), "-q",
+                               *extra], input="smart-open==2.0.0\n", text=True,
+                              capture_output=True, timeout=600)
+
+    failed = compile_()
+    assert failed.returncode != 0 and re.search(row.pattern, " ".join(failed.stderr.split())), \
+        failed.stderr
+    built = compile_("--build-constraints", str(constraints))
+    assert built.returncode == 0, built.stderr
 
 
 def test_a_failed_build_after_releases_the_resolver_refuses_gives_that_project_its_day() -> None:

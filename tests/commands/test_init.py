@@ -415,6 +415,32 @@ def test_local_builds_from_a_page_that_cannot_be_reached_take_their_public_relea
 
 
 @pytest.mark.network
+def test_a_mirror_of_pypi_is_pypi_and_an_index_that_cannot_be_reached_is_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bobyuan1015/KDA's way (2020): ``pip install -i https://pypi.tuna.tsinghua.edu.cn/simple
+    ...`` in a requirement.sh, TUNA's mirror of PyPI, which this host cannot reach: PyPI
+    itself. Another index the resolver cannot reach (a closed port here) became the spec's
+    and no day resolved; now it is left out, commented with why, and PyPI resolves."""
+    index = "http://127.0.0.1:9/simple"
+    root = git_repo(tmp_path / "kda", "six==1.12.0\n", "2019-03-01")
+    (root / "requirement.sh").write_text(
+        "#!/usr/bin/env bash\npip install -i https://pypi.tuna.tsinghua.edu.cn/simple "
+        "colorama==0.4.1 --user\npip install --index-url " + index + "/ six==1.12.0\n")
+    out = init_spec(tmp_path, root)
+    pspec = load_spec(out, REGISTRY).for_platform("linux-64")
+    assert pspec.pypi.index == "https://pypi.org/simple"
+    assert pspec.pypi.packages == ("six==1.12.0", "colorama==0.4.1")
+    text = out.read_text()
+    assert "# pip's -i at requirement.sh:3" in text
+    assert f"# left out {index}/: the resolver cannot reach it: " in text
+    err = capsys.readouterr().err
+    assert f"{index}/ listed none of them; querying PyPI for the proposals" in err
+    assert "an index that serves PyPI's releases (TUNA, Tsinghua University" in err
+    versions = locked_versions(out)
+    assert (versions["colorama"], versions["six"]) == ("0.4.1", "1.12.0")
+
+
+@pytest.mark.network
 def test_a_pin_whose_sdist_does_not_build_moves_to_a_release_with_a_wheel(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """blocks' toolz==0.8.0: an sdist only, whose code is a SyntaxError on Python 3.7 (its

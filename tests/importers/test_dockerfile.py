@@ -26,15 +26,16 @@ def test_each_pip_install_gives_its_requirements_from_its_instructions_line() ->
     found = read_dockerfile("Dockerfile", IMAGE)
     assert [(f.requirement, f.origin) for f in found.requirements] == [
         ("tensorflow-gpu==1.12", "Dockerfile:3"), ("keras==2.2.4", "Dockerfile:3"),
-        ("pandas==0.24.2", "Dockerfile:9"), ("numpy==1.16.4", "Dockerfile:10")]
+        ("pandas==0.24.2", "Dockerfile:9"), ("numpy==1.16.4", "Dockerfile:10"),
+        ("torch", "Dockerfile:11")]
+    assert "conda" in found.requirements[-1].note  # conda's pytorch is PyPI's torch
     assert found.find_links == [("https://example.org/wheels.html", "Dockerfile:3")]
     assert [(s.what, s.reason.split(":")[0]) for s in found.skipped] == [
-        ("pip", "the installer's own tools, upgraded in the image"),
-        ("setuptools", "the installer's own tools, upgraded in the image"),
-        ("wheel", "the installer's own tools, upgraded in the image"),
-        ("-e .", "an editable install"), ("$EXTRA", "a build variable's value"),
-        ("./vendored.whl", "a path in the image (the repository itself, or a file it copies "
-                           "in)")]
+        ("pip", "the installer's own tools, upgraded before the install"),
+        ("setuptools", "the installer's own tools, upgraded before the install"),
+        ("wheel", "the installer's own tools, upgraded before the install"),
+        ("-e .", "an editable install"), ("$EXTRA", "a variable's value"),
+        ("./vendored.whl", "a path (the repository itself, or a file an image copies in)")]
 
 
 def test_a_shells_comment_on_the_line_names_nothing() -> None:
@@ -109,12 +110,14 @@ def test_a_dockerfile_in_the_docker_folder_is_read_too(tmp_path: Path) -> None:
         ("six==1.12.0", "docker/Dockerfile.gpu:1")]
 
 
-def test_an_images_own_index_is_reported_not_taken() -> None:
-    """``pip install -i https://mirrors.aliyun.com/pypi/simple/ ...``: a mirror near the
-    image's builder, often unreachable elsewhere; the spec keeps PyPI."""
+def test_an_images_mirror_of_pypi_is_reported_and_another_index_taken() -> None:
+    """``pip install -i https://mirrors.aliyun.com/pypi/simple/ ...``: a mirror of PyPI near
+    the image's builder (``[[pypi_mirror]]``), often unreachable elsewhere: the spec keeps
+    PyPI; an index of another host is the spec's (left out later where it cannot be reached)."""
     found = read_dockerfile("Dockerfile", "RUN pip install -i https://mirrors.aliyun.com/pypi"
                             "/simple/ six==1.12.0 && pip install --index-url=https://m/s x\n")
     assert [f.requirement for f in found.requirements] == ["six==1.12.0", "x"]
-    assert found.index == []
-    assert [s.what for s in found.skipped] == ["-i https://mirrors.aliyun.com/pypi/simple/",
-                                               "--index-url https://m/s"]
+    assert found.index == [("https://m/s", "Dockerfile:1")]
+    assert [(s.what, s.reason.split(";")[0]) for s in found.skipped] == [
+        ("-i https://mirrors.aliyun.com/pypi/simple/",
+         "an index that serves PyPI's releases (Alibaba Cloud")]

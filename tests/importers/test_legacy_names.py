@@ -54,7 +54,8 @@ def test_tensorflow_1_15_2_and_later_are_cpu_only_so_tensorflow_gpu_is_kept() ->
         pinned = f"tensorflow-gpu=={version}"
         assert map_requirement(pinned, REGISTRY)[0] == pinned
     # -> 1.15.5
-    assert map_requirement("tensorflow-gpu~=1.15", REGISTRY)[0] == "tensorflow-gpu~=1.15"
+    assert map_requirement("tensorflow-gpu~=1.15", REGISTRY) == (
+        "tensorflow-gpu~=1.15", "kept as written: it does not admit 2.12.0 (tensorflow would)")
 
 
 def test_mkl_names_are_pypi_distributions() -> None:

@@ -120,9 +120,10 @@ def test_a_notebook_is_parsed_once_for_its_installs_and_its_imports(
         return code_cells(data)
 
     monkeypatch.setattr(pycode, "code_cells", counting)
-    (tmp_path / "nb.ipynb").write_bytes(_v4(("code", "!pip install six==1.12.0\nimport six")))
+    (tmp_path / "nb.ipynb").write_bytes(_v4(("code", "!pip install six==1.12.0\nimport six"),
+                                            ("code", "%conda install -y pytorch=1.0.1 -c pytorch")))
     assert [f.requirement for f in pycode.notebook_installs(tmp_path)[0].requirements] == \
-        ["six==1.12.0"]
+        ["six==1.12.0", "torch==1.0.1"]
     assert scan_code(tmp_path, (3, 7)).imports == scan_code(tmp_path, (3, 6)).imports == \
         {"six": "nb.ipynb:cell 1, line 2"}
     assert len(parsed) == 1

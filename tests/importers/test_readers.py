@@ -82,6 +82,22 @@ def test_requirements_includes_options_continuations_and_hashes() -> None:
     assert any("--trusted-host" in r for r in reasons)
 
 
+def test_a_mirror_of_pypi_is_reported_and_pypi_kept() -> None:
+    """``-i https://pypi.tuna.tsinghua.edu.cn/simple`` (the first line of many repositories'
+    requirements): a public mirror of PyPI ([[pypi_mirror]]), unreachable from most places the
+    spec will be used; so is pypi.python.org, PyPI's address until 2018."""
+    text = ("-i https://pypi.tuna.tsinghua.edu.cn/simple\n"
+            "--index-url=http://PyPI.Python.org/simple/\nsix==1.12.0\n")
+    got = read_requirements("requirements.txt", text, {}.get)
+    assert got.index == []
+    assert [(s.what, s.origin) for s in got.skipped] == [
+        ("-i https://pypi.tuna.tsinghua.edu.cn/simple", "requirements.txt:1"),
+        ("--index-url=http://PyPI.Python.org/simple/", "requirements.txt:2")]
+    assert "(TUNA, Tsinghua University; knowledge/legacy_names.toml): the spec resolves from " \
+        "PyPI itself" in got.skipped[0].reason
+    assert _pins(got) == [("six==1.12.0", "requirements.txt:3")]
+
+
 def test_find_links_and_extra_indexes_are_kept_for_the_spec(tmp_path: Path) -> None:
     """PyTorch 1.x repositories pin ``torch==1.5.0+cu101`` beside ``-f`` PyTorch's page: init
     dropped the line ("pip option -f: not imported") and the pin could not lock."""
