@@ -48,11 +48,43 @@ _CONDA_VALUED = frozenset({
 
 def read_shell_script(name: str, text: str) -> Imported:
     """A shell script's install commands (``install.sh``, ``requirements.sh``), each from
-    its line (continuations joined, comment lines dropped)."""
+    its line (continuations joined, comment lines dropped), the script's own variables
+    expanded (``TF_VERSION=1.11.0`` then ``pip install tensorflow-gpu==${TF_VERSION}``)."""
     out = Imported()
+    variables: dict[str, str] = {}
     for number, line in logical_lines(text, dockerfile=True):
-        read_install_commands(line, f"{name}:{number}", out)
+        assigned = _ASSIGNMENT.match(line)
+        if assigned is not None:
+            variables[assigned["name"]] = expand(_unquoted(assigned["value"]), variables)
+        else:
+            read_install_commands(expand(line, variables), f"{name}:{number}", out)
     return out
+
+
+# a line that only sets a variable: ``TF_VERSION=1.11.0``, ``export CUDA="9.0"`` (a command
+# substitution's value is not known without running it)
+_ASSIGNMENT = re.compile(r"^(?:export\s+)?(?P<name>[A-Za-z_]\w*)=(?P<value>\"[^\"$`]*\"|'[^']*'|"
+                         r"[^\s;&|$`'\"]*)$")
+_REFERENCE = re.compile(r"\$\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|"
+                        r"\$(?P<bare>[A-Za-z_]\w*)")
+
+
+def expand(text: str, variables: dict[str, str]) -> str:
+    """``$NAME``, ``${NAME}`` and ``${NAME:-default}`` replaced where the value is known (set
+    before, or the default); any other reference left, to be reported as not known."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match["braced"] or match["bare"]
+        if name in variables:
+            return variables[name]
+        return match["default"] if match["default"] is not None else match[0]
+
+    return _REFERENCE.sub(value, text)
+
+
+def _unquoted(value: str) -> str:
+    return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" \
+        else value
 
 
 def read_install_commands(shell: str, origin: str, out: Imported) -> None:

@@ -7,6 +7,7 @@ files for, so a 2019 project gets 3.7, not a Python its pins never saw.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -200,12 +201,40 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
     newest any pins support; else, where no candidate has files for every pin, the newest
     ``older`` one that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
     has cp36 wheels and none for cp37); else the one most pins have files for
-    (``_most_pins``); else 3.7."""
+    (``_most_pins``); else 3.7. A stated Python 3 older than any envforge provides (3.5)
+    counts as at least its minor: the next one its code runs on."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
         if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, *OLDER):
             return Proposal(exact, f"stated in {origin}")
-    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v)]
+    below = [(v, o) for v, o in stated if _older_than_offered(v)]
+    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v) and (v, _) not in below]
+    if below:  # allenai/citeomatic's env.sh: conda create python==3.5.2
+        ranges.append(SpecifierSet(f">={_minor_of(below[0][0])}"))
+        proposal = _propose(pins, as_of, ranges, older)
+        return Proposal(proposal.value, f"{proposal.why}; {below[0][1]} states Python "
+                        f"{below[0][0].removeprefix('==')}, older than any envforge provides: "
+                        "a newer one is taken")
+    return _propose(pins, as_of, ranges, older)
+
+
+def _older_than_offered(version: str) -> bool:
+    """An exact Python 3 (``==3.5.2``, conda's ``3.5``) older than every one envforge
+    provides: no environment of it, and its code runs on the next as a rule."""
+    exact = version.removeprefix("==").rstrip(".*")
+    if not version.startswith("==") or not re.match(r"^3\.\d+(\.\d+)?$", exact):
+        return False
+    oldest = min((*OLDER, *CANDIDATES), key=lambda m: tuple(map(int, m.split("."))))
+    return tuple(map(int, exact.split(".")[:2])) < tuple(map(int, oldest.split(".")))
+
+
+def _minor_of(version: str) -> str:
+    return ".".join(version.removeprefix("==").split(".")[:2])
+
+
+def _propose(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str | None,
+             ranges: list[SpecifierSet], older: Sequence[str]) -> Proposal:
+    """``propose_python``'s rules after a stated exact version, the ranges read."""
     era = date.fromisoformat(as_of) if as_of else None
     ok = [m for m in CANDIDATES
           if all(supports_python(files, m) for files in pins.values())

@@ -38,6 +38,9 @@ from envforge.packapi import Registry
 _DEV = re.compile(r"(dev|doc|lint|ci|tox|build)", re.IGNORECASE)
 _CONDA_NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 _KNOWN = {"setup.py", "setup.cfg", "pipfile", "pipfile.lock"}
+# pip's requirements files, and pip-tools' inputs in the same syntax (``requirements.in``,
+# which ``pip-compile`` pins into ``requirements.txt``: https://pip-tools.readthedocs.io/)
+_PIP_FILES = (".txt", ".in")
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def dependency_files(root: Path, files: _Files | None = None
     skipped: list[Skipped] = []
     for name in names:
         low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
-        wanted = (low.startswith("requirements") and low.endswith(".txt")) or low in (
+        wanted = (low.startswith("requirements") and low.endswith(_PIP_FILES)) or low in (
             _KNOWN | set(_CONDA_NAMES)) or is_dockerfile(name) or (
             is_shell_script(name) and (root / name).is_file()
             and _INSTALLS.search(files.sniffed(name)) is not None) or (
@@ -261,7 +264,8 @@ def _merged(found: list[Found]) -> list[Found]:
             merged[key] = item
             continue
         first, second = (item, kept) if _exact(item) and not _exact(kept) else (kept, item)
-        merged[key] = Found(first.requirement, f"{first.origin}, also {second.origin}",
+        places = [*first.origin.split(", also "), *second.origin.split(", also ")]
+        merged[key] = Found(first.requirement, ", also ".join(dict.fromkeys(places)),
                             first.note, first.mapped)
     return list(merged.values())
 

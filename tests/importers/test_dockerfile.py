@@ -121,3 +121,16 @@ def test_an_images_mirror_of_pypi_is_reported_and_another_index_taken() -> None:
     assert [(s.what, s.reason.split(";")[0]) for s in found.skipped] == [
         ("-i https://mirrors.aliyun.com/pypi/simple/",
          "an index that serves PyPI's releases (Alibaba Cloud")]
+
+
+def test_arg_defaults_and_env_values_are_expanded_where_used() -> None:
+    """``ARG TENSORFLOW_VERSION=1.12.0`` then ``pip install tensorflow-gpu==${...}``: the
+    default is what the image's build took unless told otherwise; an ``ARG`` with no default
+    stays unknown."""
+    found = read_dockerfile("Dockerfile", (
+        "ARG BASE=tensorflow/tensorflow:1.12.0-gpu-py3\nFROM $BASE\n"
+        "ARG KERAS_VERSION=2.2.4\nARG EXTRA\nENV PYTORCH 1.0.1\nENV A=1 B=${A}.5\n"
+        "RUN pip install keras==${KERAS_VERSION} torch==$PYTORCH six==$B.0 x==$EXTRA\n"))
+    assert [f.requirement for f in found.requirements] == [
+        "tensorflow-gpu==1.12.0", "keras==2.2.4", "torch==1.0.1", "six==1.5.0"]
+    assert [s.what for s in found.skipped] == ["x==$EXTRA"]

@@ -82,3 +82,27 @@ def test_a_mirror_on_every_line_is_said_once(tmp_path: Path) -> None:
 def test_a_script_with_no_install_leaves_the_imports_to_draft_from(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("#!/bin/sh\n# pip install nothing here\npython a.py\n")
     assert read_repository(tmp_path, REGISTRY).files == ()
+
+
+def test_a_scripts_own_variables_are_expanded() -> None:
+    """magenta-style install scripts: ``TF_VERSION=1.11.0``, then both branches of an
+    ``if`` install it; a variable the script does not set stays unknown."""
+    script = ("TF_VERSION=1.11.0\nexport KERAS='2.2.4'\nif command_exists nvcc; then\n"
+              "  pip install tensorflow-gpu==${TF_VERSION} keras==$KERAS\nelse\n"
+              "  pip install tensorflow==${TF_VERSION}\nfi\n"
+              "pip install numpy==${NUMPY:-1.15.4} scipy==$SCIPY\n"
+              "STAMP=$(date)\npip install six==$STAMP\n")
+    found = read_shell_script("setup.sh", script)
+    assert [(f.requirement, f.origin) for f in found.requirements] == [
+        ("tensorflow-gpu==1.11.0", "setup.sh:4"), ("keras==2.2.4", "setup.sh:4"),
+        ("tensorflow==1.11.0", "setup.sh:6"), ("numpy==1.15.4", "setup.sh:8")]
+    assert [s.what for s in found.skipped] == ["scipy==$SCIPY", "six==$STAMP"]
+
+
+def test_a_package_named_twice_on_one_line_is_from_that_line_once(tmp_path: Path) -> None:
+    """allenai/citeomatic's env.sh names scikit-learn twice in one ``conda create``."""
+    (tmp_path / "requirements.txt").write_text("scikit-learn\n")
+    (tmp_path / "env.sh").write_text("conda create -n x -y numpy scikit-learn scikit-learn\n")
+    repo = read_repository(tmp_path, REGISTRY)
+    assert [(f.requirement, f.origin) for f in repo.imported.requirements] == [
+        ("scikit-learn", "requirements.txt:1, also env.sh:1"), ("numpy", "env.sh:1")]

@@ -65,6 +65,23 @@ def test_a_stated_python_wins_and_a_range_limits() -> None:
                           [(">=3.6, <3.9", "setup.cfg:6")]).value == "3.8"
 
 
+def test_a_stated_python_older_than_any_offered_takes_the_next_that_fits_the_pins() -> None:
+    """allenai/citeomatic's env.sh: ``conda create ... python==3.5.2`` and ``tensorflow==1.12.0``
+    (cp35 and cp36 wheels, none for 3.7): the 3.5 it states excluded every Python, and the
+    legacy default 3.7 moved TensorFlow; now it counts as 3.5 or later, and this host's 3.6
+    keeps the pin."""
+    only36 = [_wheel("tensorflow-1.12.0-cp36-cp36m-manylinux1_x86_64.whl", "2018-11-08"),
+              _wheel("tensorflow-1.12.0-cp35-cp35m-manylinux1_x86_64.whl", "2018-11-08")]
+    proposal = propose_python({"tensorflow==1.12.0": only36}, "2020-01-22",
+                              [("==3.5.2", "env.sh:16")], older=["3.6"])
+    assert proposal.value == "3.6"
+    assert proposal.why.endswith("; env.sh:16 states Python 3.5.2, older than any envforge "
+                                 "provides: a newer one is taken")
+    newer = propose_python({"six==1.12.0": SIX_1120}, "2020-01-22", [("==3.5", "e.yml:3")])
+    assert newer.value == "3.8"  # the newest of the day, as with nothing stated
+    assert propose_python({}, None, [("==2.7", "setup.py:3")]).value == "3.7"  # Python 2
+
+
 def test_no_python_fits_every_pin_falls_back_with_the_reason() -> None:
     only36 = [_wheel("z-1-cp36-cp36m-manylinux1_x86_64.whl", "2018-01-01")]
     proposal = propose_python({"z==1": only36}, None, [])

@@ -502,3 +502,16 @@ def test_setup_with_a_dict_of_keywords_is_read() -> None:
         ("tqdm", "setup.py:6"), ("torch", "setup.py:6"), ("numpy", "setup.py:6")]
     assert found.python == [(">=3.5", "setup.py:10")]
     assert [(s.what, s.origin) for s in found.skipped] == [("**compute()", "setup.py:11")]
+
+
+def test_pip_tools_input_is_read_as_a_requirements_file(tmp_path: Path) -> None:
+    """allenai/citeomatic (2019) keeps its requirements in ``requirements.in`` (pip-tools'
+    input, pip's syntax), which its env.sh installs with ``pip install -r``; a compiled
+    ``requirements.txt`` beside it pins what it leaves open; a dev input is left out."""
+    (tmp_path / "requirements.in").write_text("Keras==2.0.8\nnumpy\n")
+    (tmp_path / "requirements.txt").write_text("numpy==1.16.2\n")
+    (tmp_path / "requirements-dev.in").write_text("pytest\n")
+    repo = read_repository(tmp_path, REGISTRY)
+    assert repo.files == ("requirements.in", "requirements.txt")
+    assert [f.requirement for f in repo.imported.requirements] == ["Keras==2.0.8",
+                                                                   "numpy==1.16.2"]
