@@ -15,6 +15,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envforge.host.wheelremove import INSTALLER
 from envforge.lockfile import LockedPypiFile
 
 
@@ -62,6 +63,21 @@ def find_drift(site_packages: Path, locked: Iterable[LockedPypiFile],
             drift.extra.append(f"{name} {version}")
     drift.missing = sorted(n for n in wanted if n not in seen)
     return drift
+
+
+def stale_distributions(site_packages: Path, locked: Iterable[LockedPypiFile],
+                        also_expected: Iterable[str] = ()) -> list[str]:
+    """The distributions the lock does not name that envforge itself installed (INSTALLER
+    ``envforge``): an earlier lock's, which apply removes (a user's, marked pip or uv, is
+    ``apply --sync``'s to remove). Names only, from the folders' names: no file is hashed."""
+    wanted = {canonicalize_name(f.name) for f in locked} | \
+        {canonicalize_name(n) for n in also_expected}
+    stale = []
+    for info in sorted(site_packages.glob("*.dist-info")):
+        name = info.name.removesuffix(".dist-info").partition("-")[0]
+        if canonicalize_name(name) not in wanted and _installer(info) == INSTALLER:
+            stale.append(name)
+    return stale
 
 
 def _same_version(locked: str, found: str) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envforge.drift import Drift, find_drift
+from envforge.drift import Drift, find_drift, stale_distributions
 from envforge.lockfile import LockedPypiFile
 from envforge.verify import drift_rows
 from tests.testing.specs import venv_spec_text
@@ -63,6 +63,18 @@ def test_a_conda_part_under_another_name_is_not_extra_but_a_hand_install_is(
     (tmp_path / "toml-0.10.2.dist-info" / "INSTALLER").write_text("uv\n")
     assert find_drift(tmp_path, [], also_expected=["pytorch"]).extra == ["toml 0.10.2"]
     assert find_drift(tmp_path, []).extra == ["toml 0.10.2", "torch 1.4.0"]
+
+
+def test_stale_ones_are_envforges_own_that_the_lock_no_longer_names(tmp_path: Path) -> None:
+    """INSTALLER tells them apart: envforge's (an earlier lock's), a user's (uv, pip) and a
+    conda part's; a locked one is never stale."""
+    for name, installer in (("requests", "envforge"), ("six", "envforge"), ("toml", "uv"),
+                            ("torch", "conda"), ("attrs", "")):
+        _dist(tmp_path, name, "1.0", {})
+        if installer:
+            (tmp_path / f"{name}-1.0.dist-info" / "INSTALLER").write_text(installer + "\n")
+    assert stale_distributions(tmp_path, [_locked("six", "1.0")],
+                               also_expected=["pytorch"]) == ["requests"]
 
 
 def test_a_file_written_twice_is_judged_by_its_last_writer(tmp_path: Path) -> None:
@@ -146,6 +158,45 @@ def test_status_lists_drift_and_apply_sync_restores_the_lock(tmp_path: Path) -> 
     assert synced["drift"]["summary"] == "as locked"
     assert "# edited by hand" not in six.read_text()
     assert not list(prefix.glob("lib/python3.7/site-packages/toml-*.dist-info"))
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_apply_of_a_new_lock_removes_what_the_last_one_installed_and_it_no_longer_names(
+        tmp_path: Path) -> None:
+    """A re-lock: misads/easy_detection's new lock moved torch to 1.8.1 and no
+    longer named requests and four others; apply left them and verify failed drift.extra,
+    "installed behind envforge's back". apply now removes what envforge installed (its
+    INSTALLER) and the lock dropped, shown in the plan; a user's install stays, for --sync."""
+    from envforge.host.uv import uv_binary
+
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "drifty.toml"
+    spec.write_text(venv_spec_text("drifty", 'packages = ["six==1.16.0", "toml==0.10.2"]\n'))
+    envforge = _Applied.__new__(_Applied)
+    envforge.spec, envforge.prefix = spec, tmp_path / "env"
+    envforge.env = {**os.environ, "ENVFORGE_HOME": str(tmp_path / "home")}
+    envforge("lock", str(spec), "-q")
+    envforge("apply", str(spec), "--yes", "--prefix", str(envforge.prefix), "-q")
+    subprocess.run([uv_binary(), "pip", "install", "-q", "--python",
+                    str(envforge.prefix / "bin" / "python"), "colorama==0.4.6"], check=True,
+                   env={**envforge.env, "UV_NO_CONFIG": "1"})
+    spec.write_text(venv_spec_text("drifty", 'packages = ["six==1.16.0"]\n'))
+    envforge("lock", str(spec), "-q")
+    planned = subprocess.run([sys.executable, "-m", "envforge", "plan", str(spec), "--prefix",
+                              str(envforge.prefix), "--json"], env=envforge.env,
+                             capture_output=True, text=True, timeout=600)
+    assert planned.returncode == 3, planned.stderr  # changes to make
+    plan = json.loads(planned.stdout)
+    removals = [c for step in plan["plan"]["steps"] for c in step["changes"]
+                if c["action"] == "remove"]
+    assert [(c["target"].rsplit("/", 1)[-1], c["detail"]) for c in removals] == [
+        ("toml", "an earlier lock's, not in this one")]
+    envforge("apply", str(spec), "--yes", "--prefix", str(envforge.prefix), "-q")
+    [applied] = json.loads(envforge("status", "--json"))["environments"]
+    assert applied["drift"]["extra"] == ["colorama 0.4.6"]  # the user's, left to --sync
+    site = envforge.prefix / "lib" / "python3.7" / "site-packages"
+    assert not list(site.glob("toml*")) and list(site.glob("six-1.16.0.dist-info"))
 
 
 @pytest.mark.network

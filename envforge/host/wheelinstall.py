@@ -50,10 +50,10 @@ from envforge.host.cores import usable_cores
 from envforge.host.filelink import link_file
 from envforge.host.unpacked import UnpackedWheel, unpacked_wheel
 from envforge.host.wheelplan import WheelPlan
-from envforge.host.wheelremove import remove_distribution
+from envforge.host.wheelremove import INSTALLER, remove_distribution
 from envforge.platforms import Os, host_platform
 
-INSTALLER_NAME = b"envforge"
+INSTALLER_NAME = INSTALLER.encode("ascii")
 _INSTALLER_SHA256 = base64.urlsafe_b64encode(hashlib.sha256(INSTALLER_NAME).digest()) \
     .decode("ascii").rstrip("=")  # RECORD's spelling, as installer's write_to_fs hashes
 # Links and copies wait on the kernel, but each is queued, made and checked by Python: more

@@ -12,6 +12,11 @@ from typing import Protocol
 
 from packaging.utils import canonicalize_name
 
+# What envforge writes into each distribution's INSTALLER file (the packaging spec's
+# "Recording installed projects": the tool that installed it); a distribution marked so is
+# envforge's own, one marked pip or uv a user's
+INSTALLER = "envforge"
+
 
 class Sites(Protocol):
     """Where an environment keeps its distributions (``wheelinstall.TargetScheme`` is one)."""

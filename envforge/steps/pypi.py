@@ -48,6 +48,27 @@ def missing_files(ctx: StepContext,
     return [f for f in ctx.lock.pypi if installed.get(canonicalize_name(f.name)) != f.version]
 
 
+def _stale(ctx: StepContext) -> list[str]:
+    """What an earlier apply installed that this lock no longer names (re-locked: a
+    dependency dropped); a user's own installs stay, for ``apply --sync``."""
+    from envforge.drift import stale_distributions
+
+    return stale_distributions(Path(ctx.layout.site_packages), ctx.lock.pypi,
+                               also_expected=[c.name for c in ctx.lock.conda])
+
+
+def _remove(ctx: StepContext, names: list[str]) -> None:
+    """Uninstalled by RECORD, inside the prefix (envforge's own: rollback removes it whole),
+    a file another distribution also claims kept."""
+    from envforge.host.wheelinstall import target_scheme
+    from envforge.host.wheelremove import claimed_paths, remove_distribution
+
+    scheme = target_scheme(Path(ctx.layout.python), memo=scheme_memo(ctx))
+    kept = claimed_paths(scheme, excluding=names)
+    for name in names:
+        remove_distribution(scheme, name, keep=kept)
+
+
 def say_skipped_pycache(ctx: StepContext, skipped: Mapping[str, int]) -> None:
     """One line per wheel that carried compiled files under ``__pycache__/``: skipped, as
     pypa's installer skips them (bytecode no RECORD ties to its source; pip copies them)."""
@@ -60,15 +81,23 @@ class PypiInstallStep:
     name = "pypi-packages"
 
     def describe(self, ctx: StepContext) -> tuple[Change, ...]:
-        installed = installed_distributions(Path(ctx.layout.site_packages))
-        return tuple(
-            Change(action="replace" if canonicalize_name(f.name) in installed else "create",
-                   target=f"{ctx.layout.site_packages}/{f.name}",
-                   before=installed.get(canonicalize_name(f.name)), after=f.version,
-                   detail=f"{f.filename} (sha256 {f.sha256[:12]}…)")
-            for f in missing_files(ctx, installed))
+        site = Path(ctx.layout.site_packages)
+        installed = installed_distributions(site)
+        return (*(Change(action="remove", target=f"{site}/{name}",
+                         before=installed.get(canonicalize_name(name)), after=None,
+                         detail="an earlier lock's, not in this one")
+                  for name in _stale(ctx)),
+                *(Change(action="replace" if canonicalize_name(f.name) in installed
+                         else "create",
+                         target=f"{site}/{f.name}",
+                         before=installed.get(canonicalize_name(f.name)), after=f.version,
+                         detail=f"{f.filename} (sha256 {f.sha256[:12]}…)")
+                  for f in missing_files(ctx, installed)))
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
+        stale = _stale(ctx)
+        if stale:
+            _remove(ctx, stale)
         todo = missing_files(ctx)
         if not todo:
             return

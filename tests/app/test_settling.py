@@ -393,6 +393,53 @@ def _requirements_draft(requirements: Sequence[str], *, python: str, day: str) -
                  python=Proposal(python, ""), as_of=Proposal(day, ""))
 
 
+def test_timm_before_0_4_5_caps_torch_below_1_9() -> None:
+    """misads/easy_detection (2022-04-01): its install.sh pins timm==0.1.30 (a later one
+    breaks its code), its imports bring torch, which its day resolved to 1.11.0, and
+    ``import timm`` failed on ``torch._six.container_abcs``, gone in torch 1.9."""
+    from envforge.app.settling import _capped_for_dependencies
+
+    draft = _requirements_draft(("timm==0.1.30", "torch", "torchvision"), python="3.8.18",
+                                day="2022-04-01")
+    capped = _capped_for_dependencies(draft, {"timm": "0.1.30", "torch": "1.11.0",
+                                              "torchvision": "0.12.0"})
+    assert capped is not None
+    assert capped[1] == ("torch: capped <1.9: timm 0.1.30 (as resolved) uses "
+                         "torch._six.container_abcs, which torch 1.9 removed")
+    assert capped[0].repository.imported.requirements[1].requirement == "torch<1.9"
+    assert _capped_for_dependencies(draft, {"timm": "0.4.5", "torch": "1.11.0"}) is None
+
+
+@pytest.mark.network
+def test_the_timm_and_torch_rows_facts_read_from_their_wheels() -> None:
+    """The row's facts, read again from PyPI's wheels by byte ranges: timm 0.1.30 imports
+    ``torch._six.container_abcs`` at module level, 0.4.5 does not; torch 1.8.1's ``_six``
+    defines it, 1.9.0's does not."""
+    import zipfile
+
+    from envforge.host.http import session
+    from envforge.resolve.pypi_index import index_files
+    from envforge.resolve.remotewheel import RangeFile
+
+    def member(project: str, filename: str, name: str) -> str:
+        entry = next(f for f in index_files("https://pypi.org/simple", project) or ()
+                     if f["filename"] == filename)
+        with session() as http:
+            wheel = zipfile.ZipFile(RangeFile(http, entry["url"], int(entry["size"]), 60,
+                                              limit=None))
+            return wheel.read(name).decode()
+
+    helpers = "timm/models/layers/helpers.py"
+    assert "from torch._six import container_abcs" in \
+        member("timm", "timm-0.1.30-py3-none-any.whl", helpers)
+    assert "container_abcs" not in member("timm", "timm-0.4.5-py3-none-any.whl", helpers)
+    six = "torch/_six.py"
+    assert "container_abcs = " in \
+        member("torch", "torch-1.8.1-cp38-cp38-manylinux1_x86_64.whl", six)
+    assert "container_abcs" not in \
+        member("torch", "torch-1.9.0-cp38-cp38-manylinux1_x86_64.whl", six)
+
+
 def test_a_dependency_using_what_another_removed_caps_that_other_below_the_removal() -> None:
     """NVIDIA/tacotron2 (2020-06-11) pins librosa==0.6.0, whose decorators.py imports
     numba.decorators at import; that day resolved numba 0.50.0, which removed it
