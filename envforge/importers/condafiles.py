@@ -67,7 +67,7 @@ def read_environment_yml(name: str, text: str) -> Imported:
             continue
         if section != "dependencies" or not stripped.startswith("-"):
             continue
-        item = _unquote(stripped[1:].strip())
+        item = unquoted(stripped[1:].strip())
         if item.rstrip(":") == "pip" and item.endswith(":"):
             in_pip, pip_indent = True, indent
             continue
@@ -79,7 +79,8 @@ def read_environment_yml(name: str, text: str) -> Imported:
     return out
 
 
-def _unquote(value: str) -> str:
+def unquoted(value: str) -> str:
+    """A YAML scalar's or a shell word's value without its matching quotes."""
     return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
 
 

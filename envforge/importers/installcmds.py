@@ -22,7 +22,7 @@ import re
 import shlex
 
 from envforge.importers import Imported, Skipped
-from envforge.importers.condafiles import conda_item
+from envforge.importers.condafiles import conda_item, unquoted
 from envforge.importers.pyfiles import add_index, add_requirement, logical_lines
 
 # pip install's options that take a value (the value is no requirement)
@@ -55,7 +55,7 @@ def read_shell_script(name: str, text: str) -> Imported:
     for number, line in logical_lines(text, dockerfile=True):
         assigned = _ASSIGNMENT.match(line)
         if assigned is not None:
-            variables[assigned["name"]] = expand(_unquoted(assigned["value"]), variables)
+            variables[assigned["name"]] = expand(unquoted(assigned["value"]), variables)
         else:
             read_install_commands(expand(line, variables), f"{name}:{number}", out)
     return out
@@ -82,11 +82,6 @@ def expand(text: str, variables: dict[str, str]) -> str:
     return _REFERENCE.sub(value, text)
 
 
-def _unquoted(value: str) -> str:
-    return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" \
-        else value
-
-
 def read_install_commands(shell: str, origin: str, out: Imported) -> None:
     """The requirements the ``pip install`` and ``conda install``/``create`` commands of a
     shell line name, into ``out`` from ``origin``."""
@@ -103,12 +98,13 @@ def read_install_commands(shell: str, origin: str, out: Imported) -> None:
 
 def _commands(rest: str) -> list[list[str]]:
     """A line's commands, each as its words; an exec form's array is one command."""
-    if rest.startswith("["):
+    if rest.startswith("["):  # a Dockerfile's exec form, or a shell's ``[ test ] && ...``
         try:
             array = json.loads(rest)
         except ValueError:
-            return []
-        return [[str(word) for word in array]] if isinstance(array, list) else []
+            array = None
+        if isinstance(array, list):
+            return [[str(word) for word in array]]
     commands = []
     for part in re.split(r"&&|\|\||;|\|", rest):
         try:  # a shell comment starts a word (``#egg=`` inside a URL is none)

@@ -201,8 +201,8 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
     newest any pins support; else, where no candidate has files for every pin, the newest
     ``older`` one that does, keeping the pins (davidsandberg/facenet's ``tensorflow==1.7``
     has cp36 wheels and none for cp37); else the one most pins have files for
-    (``_most_pins``); else 3.7. A stated Python 3 older than any envforge provides (3.5)
-    counts as at least its minor: the next one its code runs on."""
+    (``_most_pins``); else 3.7. A stated Python older than any envforge provides (3.5, 2.7)
+    counts as at least its minor, said so."""
     for version, origin in stated:
         exact = version.removeprefix("==").rstrip(".*")
         if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, *OLDER):
@@ -219,10 +219,11 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
 
 
 def _older_than_offered(version: str) -> bool:
-    """An exact Python 3 (``==3.5.2``, conda's ``3.5``) older than every one envforge
-    provides: no environment of it, and its code runs on the next as a rule."""
+    """An exact Python (``==3.5.2``, conda's ``3.5``, ``2.7``) older than every one envforge
+    provides: no environment of it; Python 3's code runs on the next as a rule, Python 2's
+    once ported (the code scan names what does not parse)."""
     exact = version.removeprefix("==").rstrip(".*")
-    if not version.startswith("==") or not re.match(r"^3\.\d+(\.\d+)?$", exact):
+    if not version.startswith("==") or not re.match(r"^[23]\.\d+(\.\d+)?$", exact):
         return False
     oldest = min((*OLDER, *CANDIDATES), key=lambda m: tuple(map(int, m.split("."))))
     return tuple(map(int, exact.split(".")[:2])) < tuple(map(int, oldest.split(".")))

@@ -86,16 +86,19 @@ def test_a_script_with_no_install_leaves_the_imports_to_draft_from(tmp_path: Pat
 
 def test_a_scripts_own_variables_are_expanded() -> None:
     """magenta-style install scripts: ``TF_VERSION=1.11.0``, then both branches of an
-    ``if`` install it; a variable the script does not set stays unknown."""
+    ``if`` install it; a variable the script does not set stays unknown; a line opening
+    with a ``[ test ]`` is a shell's, not a Dockerfile's exec form."""
     script = ("TF_VERSION=1.11.0\nexport KERAS='2.2.4'\nif command_exists nvcc; then\n"
               "  pip install tensorflow-gpu==${TF_VERSION} keras==$KERAS\nelse\n"
               "  pip install tensorflow==${TF_VERSION}\nfi\n"
               "pip install numpy==${NUMPY:-1.15.4} scipy==$SCIPY\n"
+              "[ -n \"$GPU\" ] && pip install h5py==2.8.0\n"
               "STAMP=$(date)\npip install six==$STAMP\n")
     found = read_shell_script("setup.sh", script)
     assert [(f.requirement, f.origin) for f in found.requirements] == [
         ("tensorflow-gpu==1.11.0", "setup.sh:4"), ("keras==2.2.4", "setup.sh:4"),
-        ("tensorflow==1.11.0", "setup.sh:6"), ("numpy==1.15.4", "setup.sh:8")]
+        ("tensorflow==1.11.0", "setup.sh:6"), ("numpy==1.15.4", "setup.sh:8"),
+        ("h5py==2.8.0", "setup.sh:9")]
     assert [s.what for s in found.skipped] == ["scipy==$SCIPY", "six==$STAMP"]
 
 

@@ -79,7 +79,9 @@ def test_a_stated_python_older_than_any_offered_takes_the_next_that_fits_the_pin
                                  "provides: a newer one is taken")
     newer = propose_python({"six==1.12.0": SIX_1120}, "2020-01-22", [("==3.5", "e.yml:3")])
     assert newer.value == "3.8"  # the newest of the day, as with nothing stated
-    assert propose_python({}, None, [("==2.7", "setup.py:3")]).value == "3.7"  # Python 2
+    python2 = propose_python({}, "2019-08-15", [("==2.7", "Pipfile:9")])
+    assert python2.value == "3.7"
+    assert "Pipfile:9 states Python 2.7, older than any envforge provides" in python2.why
 
 
 def test_no_python_fits_every_pin_falls_back_with_the_reason() -> None:
