@@ -553,7 +553,7 @@ def conda_to_pypi(name: str) -> tuple[str | None, str]:
     if any(key in map(canonicalize_name, row.names) for row in legacy_names().conda_python):
         return name, ""
     for only in legacy_names().conda_only:
-        if key in only.names or name.lower().startswith(only.prefixes):
+        if key in map(canonicalize_name, only.names) or name.lower().startswith(only.prefixes):
             return None, only.reason
     return name, ""
 

@@ -735,59 +735,51 @@ def test_a_wheel_url_the_resolver_cannot_fetch_takes_its_release_a_git_url_is_le
     assert done.left_out == {git: "the resolver cannot fetch it: error: Failed to fetch"}
 
 
-def test_the_resolvers_failed_build_of_a_dependency_gets_its_eras_build_back_end() -> None:
-    """fchollet's notebooks on their day (2017-11-19, Python 3.6): Jupyter's jinja2 brings
-    markupsafe 1.0, an sdist whose setup.py imports setuptools' Feature, which setuptools 46
-    removed; uv's build of its metadata failed and the day was widened twice. Its words
-    give the draft ``setuptools<46`` (a [[build_error]] row) on a day before 46.0.0's."""
+_FEATURE = ("PyPI resolution for linux-64 (Python 3.6.15) failed: error: Failed to build "
+            "`markupsafe==1.0` Caused by: The build backend returned an error … File "
+            "\"setup.py\", line 6, in <module> from setuptools import setup, Extension, "
+            "Feature ImportE")
+_PYTHON_REQUIRES = (
+    "PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to build "
+    "`smart-open==2.0.0` cause: The build backend returned an error cause: Call to "
+    "`setuptools.build_meta:__legacy__.get_requires_for_build_wheel` failed (exit status: 1) "
+    "[stderr] error in smart_open setup command: 'python_requires' must be a string "
+    "containing valid version specifiers; Invalid specifier: '>=3.5.*'")
+
+
+@pytest.mark.parametrize(("failure", "python", "day", "later", "constraint", "said"), [
+    # fchollet's notebooks on their day (Python 3.6): Jupyter's jinja2 brings markupsafe 1.0,
+    # an sdist whose setup.py imports setuptools' Feature, removed in 46; the day had been
+    # widened twice
+    (_FEATURE, "3.6.15", "2017-11-19", "2020-06-01", "setuptools<46", "markupsafe==1.0"),
+    # Bobyuan1015/KDA on its day (Python 3.7): gensim brings smart-open 2.0.0, whose
+    # python_requires='>=3.5.*' setuptools 66 refuses (uv's words, seen here); the day had
+    # failed on 3.7 and init fallen back to 3.6
+    (_PYTHON_REQUIRES, "3.7.16", "2020-05-18", "2023-02-01", "setuptools<66",
+     "smart-open==2.0.0"),
+])
+def test_the_resolvers_failed_build_of_a_dependency_gets_its_eras_build_back_end(
+        failure: str, python: str, day: str, later: str, constraint: str, said: str) -> None:
+    """uv's failed metadata build of a dependency no pin names, in words a [[build_error]] row
+    matches, gives the draft the row's build constraint on a day before the release that
+    broke it; once, and not on a later day."""
     from envforge.app.settling import _era_backend_of
     from envforge.importers import Imported
     from envforge.importers.propose import Proposal
     from envforge.importers.repository import Repository
 
-    failure = ("PyPI resolution for linux-64 (Python 3.6.15) failed: error: Failed to build "
-               "`markupsafe==1.0` Caused by: The build backend returned an error … File "
-               "\"setup.py\", line 6, in <module> from setuptools import setup, Extension, "
-               "Feature ImportE")
-
-    def draft(day: str) -> Draft:
+    def draft(on: str) -> Draft:
         return Draft(name="r", source="r", platform="linux-64",
-                     repository=Repository((), Imported()), python=Proposal("3.6.15", ""),
-                     as_of=Proposal(day, ""))
+                     repository=Repository((), Imported()), python=Proposal(python, ""),
+                     as_of=Proposal(on, ""))
 
-    given = _era_backend_of(draft("2017-11-19"), failure)
-    assert given is not None and list(given[0].build_constraints) == ["setuptools<46"]
-    assert given[1] == ("markupsafe==1.0: its build fails with today's build back-end; "
-                        "builds constrained to setuptools<46")
+    given = _era_backend_of(draft(day), failure)
+    assert given is not None and list(given[0].build_constraints) == [constraint]
+    assert given[1] == (f"{said}: its build fails with today's build back-end; "
+                        f"builds constrained to {constraint}")
     assert _era_backend_of(given[0], failure) is None  # once
-    assert _era_backend_of(draft("2020-06-01"), failure) is None  # its day had 46
-    assert _era_backend_of(draft("2017-11-19"), "error: no version of x") is None
-
-
-def test_an_sdist_whose_python_requires_todays_setuptools_refuses_gets_setuptools_66() -> None:
-    """Bobyuan1015/KDA on its day (2020-05-18, Python 3.7): gensim brings smart-open 2.0.0,
-    an sdist whose ``python_requires='>=3.5.*'`` setuptools 66 refuses (uv's words, seen
-    here); the day failed on 3.7 and init fell back to 3.6. ``setuptools<66`` on a day
-    before 66.0.0's."""
-    from envforge.app.settling import _era_backend_of
-    from envforge.importers import Imported
-    from envforge.importers.propose import Proposal
-    from envforge.importers.repository import Repository
-
-    failure = ("PyPI resolution for linux-64 (Python 3.7.16) failed: error: Failed to build "
-               "`smart-open==2.0.0` cause: The build backend returned an error cause: Call to "
-               "`setuptools.build_meta:__legacy__.get_requires_for_build_wheel` failed (exit "
-               "status: 1) [stderr] error in smart_open setup command: 'python_requires' must "
-               "be a string containing valid version specifiers; Invalid specifier: '>=3.5.*'")
-
-    def draft(day: str) -> Draft:
-        return Draft(name="r", source="r", platform="linux-64",
-                     repository=Repository((), Imported()), python=Proposal("3.7.16", ""),
-                     as_of=Proposal(day, ""))
-
-    given = _era_backend_of(draft("2020-05-18"), failure)
-    assert given is not None and list(given[0].build_constraints) == ["setuptools<66"]
-    assert _era_backend_of(draft("2023-02-01"), failure) is None
+    assert _era_backend_of(draft(later), failure) is None  # its day had the new release
+    assert _era_backend_of(draft(day), "error: no version of x") is None
 
 
 @pytest.mark.network

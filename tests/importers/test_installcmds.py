@@ -109,3 +109,15 @@ def test_a_package_named_twice_on_one_line_is_from_that_line_once(tmp_path: Path
     repo = read_repository(tmp_path, REGISTRY)
     assert [(f.requirement, f.origin) for f in repo.imported.requirements] == [
         ("scikit-learn", "requirements.txt:1, also env.sh:1"), ("numpy", "env.sh:1")]
+
+
+def test_conda_and_its_distribution_are_no_dependency() -> None:
+    """``conda create -n env python=3.6 anaconda``: PyPI's anaconda is a placeholder ("Please
+    use the Anaconda installer."), PyPI's conda stops at 4.3.16."""
+    out = Imported()
+    read_install_commands("conda create -n env python=3.6 anaconda conda-build nb_conda "
+                          "keras=2.1", "install.sh:2", out)
+    assert [f.requirement for f in out.requirements] == ["keras==2.1.*"]
+    assert out.python == [("==3.6", "install.sh:2")]
+    assert [s.what for s in out.skipped] == ["anaconda", "conda-build", "nb_conda"]
+    assert "not a dependency of the code" in out.skipped[0].reason
