@@ -134,3 +134,18 @@ def test_arg_defaults_and_env_values_are_expanded_where_used() -> None:
     assert [f.requirement for f in found.requirements] == [
         "tensorflow-gpu==1.12.0", "keras==2.2.4", "torch==1.0.1", "six==1.5.0"]
     assert [s.what for s in found.skipped] == ["x==$EXTRA"]
+
+
+def test_a_wheel_url_and_a_quoted_requirement_built_from_args() -> None:
+    """Two images of the era: TensorFlow's wheel URL assembled from ARGs, one of them empty
+    (``ARG TENSORFLOW_APPEND=``), and ``pip install "${PACKAGE}==${VERSION}"``."""
+    found = read_dockerfile("Dockerfile", (
+        "ARG TENSORFLOW_VERSION=1.5.0\nARG TENSORFLOW_DEVICE=cpu\nARG TENSORFLOW_APPEND=\n"
+        "RUN pip3 --no-cache-dir install https://storage.googleapis.com/tensorflow/linux/"
+        "${TENSORFLOW_DEVICE}/tensorflow${TENSORFLOW_APPEND}-${TENSORFLOW_VERSION}-cp35-cp35m-"
+        "linux_x86_64.whl\n"
+        "ARG KERAS_PACKAGE=keras\nARG KERAS_VERSION=2.1.4\n"
+        'RUN pip install "${KERAS_PACKAGE}==${KERAS_VERSION}"\n'))
+    assert [f.requirement for f in found.requirements] == [
+        "tensorflow @ https://storage.googleapis.com/tensorflow/linux/cpu/tensorflow-1.5.0-"
+        "cp35-cp35m-linux_x86_64.whl", "keras==2.1.4"]
