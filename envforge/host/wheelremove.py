@@ -62,6 +62,15 @@ def _rows(dist_info: Path) -> list[list[str]]:
         if record.is_file() else []
 
 
+def remove_distributions(scheme: Sites, names: Iterable[str]) -> None:
+    """Uninstall each of ``names``, keeping every file another installed distribution's
+    RECORD also lists (``claimed_paths``)."""
+    names = list(names)
+    keep = claimed_paths(scheme, excluding=names)
+    for name in names:
+        remove_distribution(scheme, name, keep=keep)
+
+
 def remove_distribution(scheme: Sites, name: str,
                         keep: frozenset[Path] = frozenset()) -> list[Path]:
     """Uninstall ``name`` by its RECORD, touching nothing outside the environment's prefix,

@@ -23,7 +23,7 @@ import shlex
 
 from envforge.importers import Imported, Skipped
 from envforge.importers.condafiles import conda_item, unquoted
-from envforge.importers.pyfiles import add_index, add_requirement, logical_lines
+from envforge.importers.pyfiles import add_index, add_requirement, add_source, logical_lines
 
 # pip install's options that take a value (the value is no requirement)
 _VALUED = frozenset({
@@ -162,7 +162,8 @@ def _read_pip_args(args: list[str], origin: str, out: Imported) -> None:
                 at += 1
                 value = args[at] if at < len(args) else ""
             if value and "$" not in value:
-                getattr(out, _SOURCES[option if equals else word]).append((value, origin))
+                kind = _SOURCES[option if equals else word]
+                add_source(kind, value, f"{option if equals else word} {value}", origin, out)
         elif word in _INDEX or (equals and option in _INDEX):
             if not equals:
                 at += 1

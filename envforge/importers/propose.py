@@ -207,30 +207,27 @@ def propose_python(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str |
         exact = version.removeprefix("==").rstrip(".*")
         if version.startswith("==") and exact[:4].rstrip(".") in (*CANDIDATES, *OLDER):
             return Proposal(exact, f"stated in {origin}")
-    below = [(v, o) for v, o in stated if _older_than_offered(v)]
-    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v) and (v, _) not in below]
-    if below:  # allenai/citeomatic's env.sh: conda create python==3.5.2
-        ranges.append(SpecifierSet(f">={_minor_of(below[0][0])}"))
-        proposal = _propose(pins, as_of, ranges, older)
-        return Proposal(proposal.value, f"{proposal.why}; {below[0][1]} states Python "
-                        f"{below[0][0].removeprefix('==')}, older than any envforge provides: "
-                        "a newer one is taken")
-    return _propose(pins, as_of, ranges, older)
+    below = next(((v, o) for v, o in stated if _older_minor(v)), None)
+    ranges = [SpecifierSet(v) for v, _ in stated if _valid(v) and not _older_minor(v)]
+    if below is None:
+        return _propose(pins, as_of, ranges, older)
+    version, origin = below  # allenai/citeomatic's env.sh: conda create python==3.5.2
+    proposal = _propose(pins, as_of, [*ranges, SpecifierSet(f">={_older_minor(version)}")],
+                        older)
+    return Proposal(proposal.value, f"{proposal.why}; {origin} states Python "
+                    f"{version.removeprefix('==')}, older than any envforge provides: a newer "
+                    "one is taken")
 
 
-def _older_than_offered(version: str) -> bool:
-    """An exact Python (``==3.5.2``, conda's ``3.5``, ``2.7``) older than every one envforge
-    provides: no environment of it; Python 3's code runs on the next as a rule, Python 2's
-    once ported (the code scan names what does not parse)."""
-    exact = version.removeprefix("==").rstrip(".*")
-    if not version.startswith("==") or not re.match(r"^[23]\.\d+(\.\d+)?$", exact):
-        return False
-    oldest = min((*OLDER, *CANDIDATES), key=lambda m: tuple(map(int, m.split("."))))
-    return tuple(map(int, exact.split(".")[:2])) < tuple(map(int, oldest.split(".")))
-
-
-def _minor_of(version: str) -> str:
-    return ".".join(version.removeprefix("==").split(".")[:2])
+def _older_minor(version: str) -> str | None:
+    """The minor of an exact Python (``==3.5.2``, conda's ``3.5``, ``2.7``) older than every
+    one envforge provides (``OLDER``'s first): no environment of it; Python 3's code runs on
+    the next as a rule, Python 2's once ported (the code scan names what does not parse)."""
+    match = re.fullmatch(r"==([23])\.(\d+)(?:\.\d+)?(?:\.\*)?", version)
+    if match is None:
+        return None
+    oldest = tuple(int(part) for part in OLDER[0].split("."))
+    return f"{match[1]}.{match[2]}" if (int(match[1]), int(match[2])) < oldest else None
 
 
 def _propose(pins: Mapping[str, Sequence[Mapping[str, Any]]], as_of: str | None,

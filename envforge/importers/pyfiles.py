@@ -23,6 +23,7 @@ from packaging.utils import (
 
 from envforge.confine import EscapeError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
+from envforge.importers.legacy_names import pypi_mirror
 from envforge.tomlpos import key_lines, line_of
 
 Reader = Callable[[str], str | None]  # relative path -> text, None when absent
@@ -63,12 +64,7 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
         elif option.startswith("--index-url="):
             add_index(option.split("=", 1)[1], line, origin, out)
         elif (where := _source_option(option, words)) is not None:
-            kind, url = where
-            if not re.match(r"^https?://", url):
-                out.skipped.append(Skipped(line, origin, "a local folder: give its absolute "
-                                           f"path in [pypi] {kind} if the project needs it"))
-            else:
-                getattr(out, kind).append((url, origin))
+            add_source(where[0], where[1], line, origin, out)
         elif option in ("-e", "--editable"):
             out.skipped.append(Skipped(line, origin, _editable_reason(words[1:])))
         elif option.startswith("-"):
@@ -81,9 +77,13 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
 def add_index(url: str, written: str, origin: str, out: Imported) -> None:
     """pip's ``-i``: an index that serves PyPI's releases (a public mirror near its authors,
     ``[[pypi_mirror]]``) is reported and the spec resolves from PyPI itself, which this host
-    and a reader of the spec can reach; any other is the spec's index."""
-    from envforge.importers.legacy_names import pypi_mirror
-
+    and a reader of the spec can reach; so is what is no http(s) URL (a local folder, a
+    malformed one); any other is the spec's index."""
+    if not _http_url(url):
+        out.skipped.append(Skipped(written, origin, "not an http(s) URL of an index: the spec "
+                                   "resolves from PyPI; give [pypi] index if the project "
+                                   "needs another"))
+        return
     mirror = pypi_mirror(url)
     if mirror is None:
         out.index.append((url, origin))
@@ -91,6 +91,26 @@ def add_index(url: str, written: str, origin: str, out: Imported) -> None:
         out.skipped.append(Skipped(written, origin, f"an index that serves PyPI's releases "
                                    f"({mirror.name}; knowledge/legacy_names.toml): the spec "
                                    "resolves from PyPI itself"))
+
+
+def add_source(kind: str, url: str, written: str, origin: str, out: Imported) -> None:
+    """pip's ``-f`` (``kind`` find_links) or ``--extra-index-url`` (extra_indexes): an http(s)
+    URL is the spec's; a local folder or what does not parse as a URL is reported."""
+    if not re.match(r"^https?://", url):
+        out.skipped.append(Skipped(written, origin, "a local folder: give its absolute path "
+                                   f"in [pypi] {kind} if the project needs it"))
+    elif not _http_url(url):
+        out.skipped.append(Skipped(written, origin, "not an http(s) URL: not imported"))
+    else:
+        getattr(out, kind).append((url, origin))
+
+
+def _http_url(url: str) -> bool:
+    try:
+        split = urlsplit(url)
+    except ValueError:  # http://[::1 : a bracket left open
+        return False
+    return split.scheme in ("http", "https") and bool(split.hostname)
 
 
 def _source_option(option: str, words: list[str]) -> tuple[str, str] | None:

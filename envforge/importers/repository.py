@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,7 @@ class _Files:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.texts: dict[str, str] = {}
+        self.scripts: dict[str, Imported] = {}
 
     def text(self, relative: str) -> str:
         """The file's text; EscapeError outside the repository, SpecError when unreadable."""
@@ -80,6 +82,13 @@ class _Files:
         """An include's text, None when there is no such file (reported, not refused)."""
         path = resolved_inside(self.root, relative)
         return self.text(relative) if os.path.lexists(path) else None
+
+    def script(self, relative: str) -> Imported:
+        """A shell script's install commands, read once (``dependency_files`` asks whether it
+        installs anything; ``read_repository`` takes what it installs)."""
+        if relative not in self.scripts:
+            self.scripts[relative] = read_shell_script(relative, self.sniffed(relative))
+        return self.scripts[relative]
 
     def sniffed(self, relative: str) -> str:
         """Another ``*.txt``, read only to see whether it is a conda list: one envforge may
@@ -101,8 +110,8 @@ def dependency_files(root: Path, files: _Files | None = None
         low = name.lower()  # REQUIREMENTS.txt, Setup.py: found as pip and a checkout on macOS do
         wanted = (low.startswith("requirements") and low.endswith(_PIP_FILES)) or low in (
             _KNOWN | set(_CONDA_NAMES)) or is_dockerfile(name) or (
-            is_shell_script(name) and (root / name).is_file()
-            and _INSTALLS.search(files.sniffed(name)) is not None) or (
+            is_shell_script(name) and (root / name).is_file() and _installs(files.script(name))
+        ) or (
             low.endswith(".txt") and (root / name).is_file()
             and is_conda_list(files.sniffed(name))) or (
             low.endswith((".yml", ".yaml")) and (root / name).is_file()
@@ -162,13 +171,11 @@ def read_repository(root: Path, registry: Registry[LegacyPack]) -> Repository:
 def _once(skipped: list[Skipped]) -> list[Skipped]:
     """Each thing skipped for one reason said once, at its first place, with how many more
     (a script's ``-i`` of a mirror on each of its six lines)."""
+    said = Counter((item.what, item.reason) for item in skipped)
     first: dict[tuple[str, str], Skipped] = {}
-    more: dict[tuple[str, str], int] = {}
     for item in skipped:
-        key = (item.what, item.reason)
-        first.setdefault(key, item)
-        more[key] = more.get(key, -1) + 1
-    return [Skipped(item.what, f"{item.origin} and {more[key]} more" if more[key] else
+        first.setdefault((item.what, item.reason), item)
+    return [Skipped(item.what, f"{item.origin} and {said[key] - 1} more" if said[key] > 1 else
                     item.origin, item.reason) for key, item in first.items()]
 
 
@@ -195,10 +202,12 @@ def is_dockerfile(name: str) -> bool:
     return low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile")
 
 
-# a line of a script that may install (``pip install``, ``python -m pip install``, ``conda
-# create``): a script with none (``train.sh``) is no dependency file
-_INSTALLS = re.compile(r"^[^#\n]*\b(?:pip[\d.]*|conda|mamba|micromamba)\b[^#\n]*\b"
-                       r"(?:install|create)\b", re.MULTILINE)
+def _installs(script: Imported) -> bool:
+    """Whether a script installs what a spec carries (a requirement, its Python): one that
+    installs nothing (``train.sh``), or only ``pip install -r`` of a file elsewhere, ``-e .``
+    or ``conda env create -f``, is no dependency file, and the code's imports are drafted
+    from where no other file is."""
+    return bool(script.requirements or script.python)
 
 
 def is_shell_script(name: str) -> bool:
@@ -212,7 +221,7 @@ def _read_one(name: str, text: str, files: _Files, seen: set[str]) -> Imported:
     if is_dockerfile(name):
         return read_dockerfile(name, text)
     if is_shell_script(name):
-        return read_shell_script(name, text)
+        return files.script(name)
     if kind == "setup.py":
         return read_setup_py(name, text)
     if kind == "setup.cfg":

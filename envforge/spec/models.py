@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -99,6 +100,25 @@ def _pypi_requirement(value: str) -> str:
 PypiRequirement = Annotated[str, AfterValidator(_pypi_requirement)]
 
 
+def _source_url(value: str) -> str:
+    """An index or page the resolver is handed: a URL that parses, with a host where it is
+    http(s) (``http://[::1/simple``, a bracket left open, made uv exit with its own words);
+    a local folder (find_links) or ``file://`` URL stays."""
+    if "://" not in value:
+        return value
+    try:
+        split = urlsplit(value)
+        host, _ = split.hostname, split.port  # reading the port parses it: "x:y" raises
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a URL: {exc}") from None
+    if split.scheme in ("http", "https") and not host:
+        raise ValueError(f"{value!r} names no host")
+    return value
+
+
+SourceUrl = Annotated[str, AfterValidator(_source_url)]
+
+
 def _by_project(value: dict[str, _T]) -> dict[str, _T]:
     """Keys are project names, compared as PEP 503 normalizes them (``TensorFlow`` is
     ``tensorflow``); a name given twice that way is refused."""
@@ -118,7 +138,7 @@ _NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 
 
 class PypiSection(Frozen):
-    index: str = PYPI_SIMPLE
+    index: SourceUrl = PYPI_SIMPLE
     packages: tuple[PypiRequirement, ...] = ()
     # Dependencies another source (Debian, conda) already provides: resolved, not installed.
     provided_elsewhere: tuple[str, ...] = ()
@@ -131,10 +151,10 @@ class PypiSection(Frozen):
     as_of_packages: Annotated[dict[str, date], AfterValidator(_by_project)] = {}  # noqa: RUF012
     # Folders or pages of distribution files looked at besides the index (pip's --find-links);
     # git and local files go into ``packages`` as ``name @ git+URL@REV`` or ``name @ file:///…``.
-    find_links: tuple[str, ...] = ()
+    find_links: tuple[SourceUrl, ...] = ()
     # Indexes searched after ``index`` (uv's --extra-index-url; a name is taken from the first
     # index that has it, so a public name cannot shadow a private one).
-    extra_indexes: tuple[str, ...] = ()
+    extra_indexes: tuple[SourceUrl, ...] = ()
     # Requirement lines that limit versions without adding packages (uv's --constraint),
     # replace every package's requirement on a name (--override), limit the packages an sdist
     # build installs (--build-constraints, e.g. gensim 3.8.3's Cython==0.29.14).

@@ -57,18 +57,6 @@ def _stale(ctx: StepContext) -> list[str]:
                                also_expected=[c.name for c in ctx.lock.conda])
 
 
-def _remove(ctx: StepContext, names: list[str]) -> None:
-    """Uninstalled by RECORD, inside the prefix (envforge's own: rollback removes it whole),
-    a file another distribution also claims kept."""
-    from envforge.host.wheelinstall import target_scheme
-    from envforge.host.wheelremove import claimed_paths, remove_distribution
-
-    scheme = target_scheme(Path(ctx.layout.python), memo=scheme_memo(ctx))
-    kept = claimed_paths(scheme, excluding=names)
-    for name in names:
-        remove_distribution(scheme, name, keep=kept)
-
-
 def say_skipped_pycache(ctx: StepContext, skipped: Mapping[str, int]) -> None:
     """One line per wheel that carried compiled files under ``__pycache__/``: skipped, as
     pypa's installer skips them (bytecode no RECORD ties to its source; pip copies them)."""
@@ -96,8 +84,12 @@ class PypiInstallStep:
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         stale = _stale(ctx)
-        if stale:
-            _remove(ctx, stale)
+        if stale:  # inside the prefix, envforge's own: rollback removes it whole
+            from envforge.host.wheelinstall import target_scheme
+            from envforge.host.wheelremove import remove_distributions
+
+            remove_distributions(target_scheme(Path(ctx.layout.python),
+                                               memo=scheme_memo(ctx)), stale)
         todo = missing_files(ctx)
         if not todo:
             return

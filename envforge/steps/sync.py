@@ -42,19 +42,16 @@ class SyncStep:
 
     def apply(self, ctx: StepContext, tx: Transaction) -> None:
         from envforge.host.wheelinstall import install_wheels, target_scheme
-        from envforge.host.wheelremove import claimed_paths, remove_distribution
+        from envforge.host.wheelremove import remove_distributions
 
         drift = _drift(ctx)
         names = {canonicalize_name(item.split(":")[0]) for item in drift.modified}
         files = [f for f in ctx.lock.pypi if canonicalize_name(f.name) in names]
         wheels = ctx.sources.pypi_wheels(ctx, files)  # all verified before a removal
         python = Path(ctx.layout.python)
-        if drift.extra:
-            scheme = target_scheme(python, memo=scheme_memo(ctx))
-            extra = [item.split()[0] for item in drift.extra]
-            kept = claimed_paths(scheme, excluding=extra)  # a module two of them install
-            for name in extra:
-                remove_distribution(scheme, name, keep=kept)
+        if drift.extra:  # a module two of them install stays for the other
+            remove_distributions(target_scheme(python, memo=scheme_memo(ctx)),
+                                 [item.split()[0] for item in drift.extra])
         if wheels:
             skipped: Counter[str] = Counter()
             install_wheels(wheels, python, cache=unpacked_cache(ctx), schemes=scheme_memo(ctx),

@@ -115,12 +115,16 @@ def test_an_images_mirror_of_pypi_is_reported_and_another_index_taken() -> None:
     the image's builder (``[[pypi_mirror]]``), often unreachable elsewhere: the spec keeps
     PyPI; an index of another host is the spec's (left out later where it cannot be reached)."""
     found = read_dockerfile("Dockerfile", "RUN pip install -i https://mirrors.aliyun.com/pypi"
-                            "/simple/ six==1.12.0 && pip install --index-url=https://m/s x\n")
+                            "/simple/ six==1.12.0 && pip install --index-url=https://m/s x "
+                            "-f ./wheels --find-links=http://[::1/w.html\n")
     assert [f.requirement for f in found.requirements] == ["six==1.12.0", "x"]
     assert found.index == [("https://m/s", "Dockerfile:1")]
-    assert [(s.what, s.reason.split(";")[0]) for s in found.skipped] == [
+    assert found.find_links == []
+    assert [(s.what, s.reason.split(";")[0].split(":")[0]) for s in found.skipped] == [
         ("-i https://mirrors.aliyun.com/pypi/simple/",
-         "an index that serves PyPI's releases (Alibaba Cloud")]
+         "an index that serves PyPI's releases (Alibaba Cloud"),
+        ("-f ./wheels", "a local folder"),
+        ("--find-links http://[::1/w.html", "not an http(s) URL")]
 
 
 def test_arg_defaults_and_env_values_are_expanded_where_used() -> None:

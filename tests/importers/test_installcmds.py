@@ -70,17 +70,26 @@ def test_a_root_script_that_installs_is_read_after_the_requirements(tmp_path: Pa
 
 
 def test_a_mirror_on_every_line_is_said_once(tmp_path: Path) -> None:
-    """Bobyuan1015/KDA's requirement.sh names TUNA's mirror on each of its six lines."""
+    """Bobyuan1015/KDA's requirement.sh names TUNA's mirror on each of its six lines; what
+    is skipped keeps the order it was first met in."""
     lines = [f"pip install -i https://pypi.tuna.tsinghua.edu.cn/simple {name} --user\n"
-             for name in ("tensorflow-gpu==1.14.0", "scipy", "jieba")]
+             for name in ("tensorflow-gpu==1.14.0", "scipy")]
+    lines.insert(1, "pip install -e .\n")
+    lines.append("pip install -i https://pypi.tuna.tsinghua.edu.cn/simple jieba -e .\n")
     (tmp_path / "requirement.sh").write_text("".join(lines))
-    [skipped] = read_repository(tmp_path, REGISTRY).imported.skipped
-    assert (skipped.what, skipped.origin) == ("-i https://pypi.tuna.tsinghua.edu.cn/simple",
-                                              "requirement.sh:1 and 2 more")
+    skipped = read_repository(tmp_path, REGISTRY).imported.skipped
+    assert [(s.what, s.origin) for s in skipped] == [
+        ("-i https://pypi.tuna.tsinghua.edu.cn/simple", "requirement.sh:1 and 2 more"),
+        ("-e .", "requirement.sh:2 and 1 more")]
 
 
 def test_a_script_with_no_install_leaves_the_imports_to_draft_from(tmp_path: Path) -> None:
+    """A script that installs nothing the spec carries (a comment, ``pip install -r`` of a
+    file elsewhere, ``-e .``, ``conda env create -f``) is no dependency file: with it taken
+    for one, init would not draft from the code's imports."""
     (tmp_path / "run.sh").write_text("#!/bin/sh\n# pip install nothing here\npython a.py\n")
+    (tmp_path / "setup.sh").write_text("pip install -r requirements/base.txt\n"
+                                       "pip install -e .\nconda env create -f env.yml\n")
     assert read_repository(tmp_path, REGISTRY).files == ()
 
 

@@ -76,6 +76,22 @@ def test_bad_value_in_platform_table_points_at_that_table() -> None:
     assert "'gpu'" in str(error)
 
 
+@pytest.mark.parametrize(("line", "key", "why"), [
+    ('index = "http://[::1/simple"', "pypi.index", "is not a URL: Invalid IPv6 URL"),
+    ('find_links = ["./wheels", "http://h.example:port/w.html"]', "pypi.find_links.1",
+     "is not a URL: Port could not be cast to integer value as 'port'"),
+    ('extra_indexes = ["https:///simple"]', "pypi.extra_indexes.0", "names no host"),
+])
+def test_an_index_or_page_that_is_no_url_names_its_line_and_key(line: str, key: str,
+                                                                 why: str) -> None:
+    """A malformed index URL had reached uv, which exited with its own words (lock exit 1);
+    a local folder of find-links stays."""
+    error = error_of(MINIMAL.replace('packages = ["numpy==1.19.5"]\n',
+                                     f'packages = ["numpy==1.19.5"]\n{line}\n', 1))
+    assert (error.line, error.key) == (13, key)
+    assert why in str(error) and "\n" not in str(error)
+
+
 def test_toml_syntax_error_has_a_line() -> None:
     error = error_of(MINIMAL.replace('kind = "venv"', 'kind = venv'))
     assert error.line == 9
