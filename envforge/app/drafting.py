@@ -25,7 +25,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envforge.app.packs import installed_packs
-from envforge.errors import InputError
+from envforge.confine import EscapeError, resolved_inside
+from envforge.errors import InputError, SpecError
 from envforge.importers import Found, Skipped, exact_version
 from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
@@ -40,6 +41,7 @@ from envforge.importers.legacy_names import (
 from envforge.importers.localbuilds import local_label, public_pins, public_version, sources
 from envforge.importers.propose import (
     CANDIDATES,
+    DEFAULT_PYTHON,
     OLDER,
     Proposal,
     era_for_python,
@@ -53,8 +55,10 @@ from envforge.importers.propose import (
 from envforge.importers.pycode import CodeScan, notebook_installs, scan_code
 from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
 from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
+from envforge.importers.readme import of_imported, read_readme, readme_name
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, merge, read_repository
+from envforge.inputfile import DEPENDENCY_LIMIT, read_input_text
 from envforge.resolve.releases import releases_from_files
 from envforge.spec import PYPI_SIMPLE, Platform
 
@@ -91,6 +95,15 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     ``deadline`` (time.monotonic()) bounds the index queries: a project not listed by then
     counts as unknown."""
     repo = _with_notebook_installs(read_repository(root, installed_packs()), root)
+    rows = legacy_names()
+    watched = frozenset({*(name for row in rows.removed_api for name in row.names),
+                         *(name for row in rows.gone_api for name in row.names),
+                         *(name for row in rows.api_needs for name in row.names),
+                         *(name for row in rows.import_debian for name in row.names)})
+    scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
+    if not repo.files:  # what the README states, before the pins date the project
+        scanned[DEFAULT_PYTHON] = scan_code(root, _minor_tuple(DEFAULT_PYTHON), watched)
+        repo = _with_readme(repo, root, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
     index = repo.imported.index[0][0] if repo.imported.index else None
     if not sources(repo.imported) and index in (None, PYPI_SIMPLE):
         repo = _with_requirements(repo, public_pins(
@@ -112,13 +125,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     as_of = propose_as_of(files, commit_day)
     older = _host_older()
     python = propose_python(files, as_of.value, repo.imported.python, older=older)
-    rows = legacy_names()
-    watched = frozenset({*(name for row in rows.removed_api for name in row.names),
-                         *(name for row in rows.gone_api for name in row.names),
-                         *(name for row in rows.api_needs for name in row.names),
-                         *(name for row in rows.import_debian for name in row.names)})
-    scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    early = scanned[python.minor] = scan_code(root, _minor_tuple(python.minor), watched)
+    early = scanned[python.minor] = scanned.get(python.minor) or scan_code(
+        root, _minor_tuple(python.minor), watched)
     stops = early.generator_stops if _generator_stops(early, python.minor) else ()
     kept = older_for_code(python, files, repo.imported.python, older, (
         f"{stops[0]} raises StopIteration into a generator, which Python 3.7 and later turn "
@@ -170,8 +178,28 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                          "Pipfile.lock, environment.yml or conda list file found, and no .py "
                          "file of it imports a distribution")
     return Repository(repo.files, replace(
-        repo.imported, requirements=merge(drafted.requirements, installed_packs()),
+        repo.imported, requirements=merge([*repo.imported.requirements, *drafted.requirements],
+                                          installed_packs()),
         skipped=[*repo.imported.skipped, *drafted.skipped]))
+
+
+def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Repository:
+    """No dependency file: the README's versions of what the code imports and its Python
+    (``importers/readme.py``), first among the requirements, so that its pins date the
+    project as a file's would. A README that cannot be read (too large, a link out of the
+    repository, not text) is passed over: it is evidence, never required."""
+    name = readme_name([p.name for p in root.iterdir() if p.is_file()])
+    if name is None:
+        return repo
+    try:
+        text = read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT, lenient=True)
+    except (EscapeError, SpecError, OSError):
+        return repo
+    stated = of_imported(read_readme(name, text), from_imports(code, minor).requirements,
+                         installed_packs())
+    return Repository(repo.files, replace(
+        repo.imported, requirements=[*stated.requirements, *repo.imported.requirements],
+        python=[*stated.python, *repo.imported.python]))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:

@@ -282,7 +282,8 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
         repaired = None if repairs >= MAX_REPAIRS else (
             (_repair_too_new(candidate, failure) if position == 0 else None)
             or _repair_build(candidate, failure, lookup)
-            or _repair_conflict(candidate, failure, lookup))
+            or _repair_conflict(candidate, failure, lookup)
+            or _repair_deleted(candidate, failure))
         if repaired is not None:
             say(f"{repaired[1]}")
             candidate, repairs, tries = repaired[0], repairs + 1, tries + 1
@@ -876,6 +877,49 @@ def _repair_conflict(draft: Draft, failure: str, lookup: Lookup | None
                 f"{old.requirement}: {parent}=={parent_version} needs {name}{spec}; "
                 f"moved to {requirement}")
     return None
+
+
+_DELETED = re.compile(r"there is no version of ([A-Za-z0-9_.-]+)==(\S+?) and "
+                      r"([A-Za-z0-9_.-]+)==(\S+?) depends on \1==\2")
+NEVER = 'sys_platform == "never"'  # a marker no environment meets: uv drops the requirement
+
+
+def _repair_deleted(draft: Draft, failure: str) -> tuple[Draft, str] | None:
+    """The draft with a dependency's pin of a release the index no longer has overridden
+    away, where another distribution installs the same module ([[same_module]]): test-tube
+    0.7.0 pins tb-nightly==1.15.0a20190708, a nightly PyPI deleted, and tensorboard installs
+    the same package. The alternative is added, unpinned, where no requirement names it;
+    None where the deleted one has no alternative or is overridden already."""
+    match = _DELETED.search(failure)
+    if match is None:
+        return None
+    name, version, parent, parent_version = match.groups()
+    gone = canonicalize_name(name)
+    row = next((r for r in legacy_names().same_module
+                if gone in {canonicalize_name(n) for n in r.names}), None)
+    override = f"{gone}; {NEVER}"
+    if row is None or override in draft.overrides:
+        return None
+    others = [n for n in row.names if canonicalize_name(n) != gone]
+    found = draft.repository.imported.requirements
+    held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
+    why = (f"{parent}=={parent_version} depends on {name}=={version}, which the index no "
+           f"longer has; {', '.join(others)} installs the same module ({row.reason}: "
+           "knowledge/legacy_names.toml [[same_module]])")
+    if held.isdisjoint(canonicalize_name(n) for n in others):
+        origin = next((f.origin for f in found if canonicalize_name(
+            Requirement(f.requirement).name) == canonicalize_name(parent)), "")
+        draft = _with_requirements_added(draft, Found(
+            others[0], origin or parent, f"added: {why}", True))
+    return (replace(draft, overrides={**draft.overrides, override: why}),
+            f"{name}=={version}, which {parent}=={parent_version} pins, is no longer on the "
+            f"index: overridden, {' or '.join(others)} installs its module")
+
+
+def _with_requirements_added(draft: Draft, item: Found) -> Draft:
+    found = draft.repository.imported.requirements
+    imported = replace(draft.repository.imported, requirements=[*found, item])
+    return replace(draft, repository=replace(draft.repository, imported=imported))
 
 
 def _pinned_version(text: str, name: str) -> str | None:

@@ -64,6 +64,9 @@ class Draft:
     # why a package has its own day where settling's narrowing did not give it (normalized
     # name -> why): a release line whose metadata today's resolvers refuse
     package_days_why: Mapping[str, str] = field(default_factory=dict)
+    # dependencies' requirements replaced, each with why: [pypi] overrides (a pin of a
+    # release the index deleted, dropped where another distribution installs its module)
+    overrides: Mapping[str, str] = field(default_factory=dict)
     # what the draft resolved to (normalized name -> version), once it does: the releases
     # whose wheels load a library they do not ship get its Debian package ([debian])
     resolved: Mapping[str, str] = field(default_factory=dict)
@@ -137,6 +140,9 @@ def render_spec(draft: Draft, registry: Registry[NotePack]) -> str:
         lines += [_comment(f"# {constraint}: {why}")
                   for constraint, why in draft.build_constraints.items()]
         lines.append(f"build_constraints = {json.dumps(list(draft.build_constraints))}")
+    if draft.overrides:
+        lines += [_comment(f"# {override}: {why}") for override, why in draft.overrides.items()]
+        lines.append(f"overrides = {json.dumps(list(draft.overrides))}")
     note = next((n for n in (_compiler_note(f.requirement, registry)
                              for f in repo.imported.requirements
                              if f.requirement not in left_out(draft)) if n), None)

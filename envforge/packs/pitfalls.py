@@ -16,10 +16,21 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from envforge.knowledge.models import Range, Row
+from envforge.model import Frozen
 
 if TYPE_CHECKING:
     from envforge.compat import Pin, Releases
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.spec import PlatformSpec
+
+
+class PitfallCap(Frozen):
+    """The requirement a pitfall's other parts need and do not declare, and where they
+    import what it keeps (the row's source says so)."""
+
+    requirement: str  # PEP 508, of one of the row's parts: ``pillow<7``
+    module: str
+    imported_at: str
 
 
 class PitfallRow(Row):
@@ -33,6 +44,11 @@ class PitfallRow(Row):
     fix: str
     # a part of the error text that names this pitfall, for verify's hints
     error: str | None = None
+    # where the other parts' releases import what the capped one removed, undeclared in
+    # their metadata: the requirement lock adds beside them (``capped``), so the combination
+    # never resolves where only one of its parts is pinned
+    cap: PitfallCap | None = None
+
 
 
 def fired(rows: Iterable[PitfallRow], parts: Mapping[str, Releases]) -> list[PitfallRow]:
@@ -94,3 +110,28 @@ def message(row: PitfallRow, parts: Mapping[str, str]) -> str:
     """The conflict as one line: the parts as written, what breaks and what users see."""
     named = " with ".join(parts.get(name, f"{name} {spec}") for name, spec in row.when.items())
     return f"{named}: {row.effect}; at run time: {row.seen}"
+
+
+def capped(rows: Iterable[PitfallRow], versions: Mapping[str, str]
+           ) -> tuple[UndeclaredImport, ...]:
+    """Each row's cap whose other parts all lie in their ranges at ``versions`` (canonical
+    name -> release, as resolved): torchvision 0.4.0 imports ``PILLOW_VERSION``, gone in
+    Pillow 7, while its metadata asks only ``pillow>=4.1.1``. The caller's lock adds the
+    requirement and resolves again, as for any undeclared import."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from envforge.knowledge.models import UndeclaredImport, in_range
+
+    found = []
+    for row in rows:
+        if row.cap is None:
+            continue
+        kept = canonicalize_name(Requirement(row.cap.requirement).name)
+        others = {name: spec for name, spec in row.when.items() if name != kept}
+        if others and all(name in versions and in_range(versions[name], spec)
+                          for name, spec in others.items()):
+            found.append(UndeclaredImport(
+                module=row.cap.module, requirement=row.cap.requirement,
+                imported_at=row.cap.imported_at, needed_by=row.effect, source=row.source))
+    return tuple(found)

@@ -840,3 +840,52 @@ def test_a_failed_build_after_releases_the_resolver_refuses_gives_that_project_i
     assert _refused_metadata_day(draft, failure, date(2019, 8, 1)) is None
     assert _refused_metadata_day(draft, failure.replace("pandas==0.12.0", "numpy==1.11.3"),
                                  date(2017, 3, 1)) is None
+
+
+VAE_FAILURE = (  # uv's words at AntixK/PyTorch-VAE 6d6a3f3 (2020-03-02), read here
+    "Because there is no version of tb-nightly==1.15.0a20190708 and test-tube==0.7.0 depends "
+    "on tb-nightly==1.15.0a20190708, we can conclude that test-tube==0.7.0 cannot be used. "
+    "And because you require test-tube==0.7.0, we can conclude that your requirements are "
+    "unsatisfiable.")
+
+
+def _vae_draft(*requirements: str) -> Draft:
+    from envforge.importers import Found, Imported
+    from envforge.importers.propose import Proposal
+    from envforge.importers.repository import Repository
+
+    return Draft(name="r", source="r", platform="linux-64", repository=Repository(
+        ("requirements.txt",), Imported(requirements=[
+            Found(text, f"requirements.txt:{n}") for n, text in enumerate(requirements, 1)])),
+        python=Proposal("3.7.16", ""), as_of=Proposal("2020-03-02", ""))
+
+
+def test_a_dependencys_pin_of_a_deleted_nightly_is_overridden_where_its_module_is_held(
+        ) -> None:
+    """test-tube 0.7.0 pins a tb-nightly PyPI deleted; tensorboard, which the requirements
+    pin, installs the same package: the pin is overridden away and the spec says why."""
+    from envforge.app.packs import installed_packs
+    from envforge.app.settling import _repair_deleted
+    from envforge.importers.render import render_spec
+
+    draft = _vae_draft("tensorboard==2.1.0", "test-tube==0.7.0")
+    repaired = _repair_deleted(draft, VAE_FAILURE)
+    assert repaired is not None
+    changed, said = repaired
+    assert list(changed.overrides) == ['tb-nightly; sys_platform == "never"']
+    assert "test-tube==0.7.0 depends on tb-nightly==1.15.0a20190708, which the index no " \
+        "longer has; tensorboard installs the same module" in changed.overrides[
+            'tb-nightly; sys_platform == "never"']
+    assert said.startswith("tb-nightly==1.15.0a20190708, which test-tube==0.7.0 pins")
+    assert changed.repository == draft.repository  # tensorboard held: nothing added
+    text = render_spec(changed, installed_packs())
+    assert 'overrides = ["tb-nightly; sys_platform == \\"never\\""]' in text
+    assert _repair_deleted(changed, VAE_FAILURE) is None  # overridden already: no loop
+    # no requirement installs its module: the alternative comes unpinned, beside the parent
+    alone = _repair_deleted(_vae_draft("test-tube==0.7.0"), VAE_FAILURE)
+    assert alone is not None
+    added = alone[0].repository.imported.requirements[-1]
+    assert (added.requirement, added.origin) == ("tensorboard", "requirements.txt:1")
+    # a deleted release with no alternative, or words of another failure: not this repair
+    assert _repair_deleted(draft, VAE_FAILURE.replace("tb-nightly", "foo")) is None
+    assert _repair_deleted(draft, "No solution found when resolving dependencies") is None

@@ -80,6 +80,21 @@ def test_a_minor_only_spec_resolves_for_the_hosts_patch_version(tmp_path: Path) 
 
 
 @pytest.mark.network
+def test_torchvision_before_0_5_is_locked_with_the_pillow_its_code_imports(
+        tmp_path: Path) -> None:
+    """AntixK/PyTorch-VAE's pins (2020-03-02): torchvision 0.4.0 asks pillow>=4.1.1 and
+    imports PILLOW_VERSION, which Pillow 7.0.0 (that day's) removed: the torch pack's pitfall
+    caps it, the lock resolves Pillow 6 and says why."""
+    spec = load_spec(write(tmp_path, "vae", spec_text(
+        "vae", ["torch==1.2.0", "torchvision==0.4.0"], as_of="2020-03-02")), REGISTRY)
+    notes: list[str] = []
+    plock = lock_spec(spec, REGISTRY, notes=notes).platforms["linux-64"]
+    pillow = next(f for f in plock.pypi if f.name == "pillow")
+    assert Version(pillow.version) < Version("7")
+    assert any("added pillow<7: torchvision/transforms/functional.py:5" in n for n in notes)
+
+
+@pytest.mark.network
 def test_an_unsatisfiable_pin_is_one_line_with_file_line_versions_and_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "ll", spec_text("ll", ["numpy==1.19.5", "lifelines==0.28.0"],

@@ -11,7 +11,7 @@ heavy parts are imported when called, so the registry stays cheap to import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from envforge.packs.torch.section import SPEC_KEYS, TorchSection
 if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
+    from envforge.knowledge.models import UndeclaredImport
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
 
@@ -39,6 +40,12 @@ class TorchPack(ModulePack, PackDefaults):
     }
     doctor_packages = ("torch", "torchvision", "pillow")
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        from envforge.packs.pitfalls import capped
+        from envforge.packs.torch.knowledge import torch_knowledge
+
+        return capped(torch_knowledge().pitfalls, versions)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.torch.doctor_rules import arch_rules, release_rules

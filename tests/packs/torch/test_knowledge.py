@@ -152,3 +152,18 @@ def test_pypi_has_windows_torch_wheels_where_the_rows_say() -> None:
         windows = any(name.startswith(f"torch-{version}-") and name.endswith("win_amd64.whl")
                       for name in files)
         assert row is not None and ("win-64" in row.platforms) == windows, version
+
+
+def test_a_pitfalls_cap_is_what_lock_adds_where_the_other_part_is_resolved() -> None:
+    """torchvision before 0.5 imports PILLOW_VERSION (gone in Pillow 7) while its metadata
+    asks only pillow>=4.1.1: lock adds pillow<7 beside it, as for any undeclared import."""
+    from envforge.packs.pitfalls import capped
+
+    rows = torch_knowledge().pitfalls
+    (found,) = capped(rows, {"torch": "1.2.0", "torchvision": "0.4.0"})
+    assert (found.requirement, found.module) == ("pillow<7", "PIL.PILLOW_VERSION")
+    assert found.imported_at.startswith("torchvision/transforms/functional.py:5")
+    assert capped(rows, {"torch": "1.4.0", "torchvision": "0.5.0"}) == ()
+    assert capped(rows, {"torch": "1.2.0"}) == ()
+    assert TORCH.undeclared_imports({"torchvision": "0.2.1"}) == capped(
+        rows, {"torchvision": "0.2.1"})
