@@ -3,8 +3,9 @@ lines, and kept only for what the code imports (init, with no dependency file)."
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+import pytest
 
 from envforge.app.packs import installed_packs
 from envforge.importers import Found
@@ -116,7 +117,6 @@ def test_init_pins_what_the_readme_states_for_a_repository_with_no_dependency_fi
     (repo / "src" / "gradcam.py").write_text(
         "import torch\nimport numpy as np\nfrom PIL import Image\nimport cv2\n",
         encoding="utf-8")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
     draft = draft_spec(repo, source="repo", name="repo", platform="linux-64", lookup=None,
                        commit_day=None)
     found = {f.requirement: f.origin for f in draft.repository.imported.requirements}
@@ -126,25 +126,25 @@ def test_init_pins_what_the_readme_states_for_a_repository_with_no_dependency_fi
     assert not any(r.startswith(("torchvision", "matplotlib", "PIL")) for r in found)
 
 
-def test_a_readme_that_cannot_be_read_is_passed_over(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [
+    pytest.param("link", marks=pytest.mark.posix_only("a symbolic link")), "binary"])
+def test_a_readme_that_cannot_be_read_is_passed_over(tmp_path: Path, kind: str) -> None:
     """Evidence, never required: a README linked out of the repository, or holding NUL
     bytes, leaves the draft to the code's imports (init does not stop)."""
     from envforge.app.drafting import draft_spec
 
     outside = tmp_path / "outside.md"
     outside.write_text(CNN_VISUALIZATIONS, encoding="utf-8")
-    for kind in ("link", "binary"):
-        repo = tmp_path / kind
-        repo.mkdir()
-        (repo / "main.py").write_text("import torch\n", encoding="utf-8")
-        if kind == "link":
-            (repo / "README.md").symlink_to(outside)
-        else:
-            (repo / "README.md").write_bytes(b"## Requirements\ntorch == 0.4.1\x00\n")
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        draft = draft_spec(repo, source=kind, name=kind, platform="linux-64", lookup=None,
-                           commit_day=None)
-        assert [f.requirement for f in draft.repository.imported.requirements] == ["torch"]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "main.py").write_text("import torch\n", encoding="utf-8")
+    if kind == "link":
+        (repo / "README.md").symlink_to(outside)
+    else:
+        (repo / "README.md").write_bytes(b"## Requirements\ntorch == 0.4.1\x00\n")
+    draft = draft_spec(repo, source=kind, name=kind, platform="linux-64", lookup=None,
+                       commit_day=None)
+    assert [f.requirement for f in draft.repository.imported.requirements] == ["torch"]
 
 
 def test_what_follows_tested_with_counts_outside_a_section() -> None:
