@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from envforge.app.packagedays import index_view, narrow
 from envforge.app.packs import installed_packs
@@ -885,8 +885,9 @@ NEVER = 'sys_platform == "never"'  # a marker no environment meets: uv drops the
 
 
 def _repair_deleted(draft: Draft, failure: str) -> tuple[Draft, str] | None:
-    """The draft with a dependency's pin of a release the index no longer has overridden
-    away, where another distribution installs the same module ([[same_module]]): test-tube
+    """The draft with a dependency's pin of a nightly the index no longer has (a pre-release:
+    tb-nightly prunes its old builds) overridden away, where another distribution installs
+    the same module ([[same_module]]): test-tube
     0.7.0 pins tb-nightly==1.15.0a20190708, a nightly PyPI deleted, and tensorboard installs
     the same package. The alternative is added, unpinned, where no requirement names it;
     None where the deleted one has no alternative or is overridden already."""
@@ -894,6 +895,8 @@ def _repair_deleted(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     if match is None:
         return None
     name, version, parent, parent_version = match.groups()
+    if not _prerelease(version):  # a nightly PyPI pruned; a release's removal is no rule
+        return None
     gone = canonicalize_name(name)
     row = next((r for r in legacy_names().same_module
                 if gone in {canonicalize_name(n) for n in r.names}), None)
@@ -909,17 +912,18 @@ def _repair_deleted(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     if held.isdisjoint(canonicalize_name(n) for n in others):
         origin = next((f.origin for f in found if canonicalize_name(
             Requirement(f.requirement).name) == canonicalize_name(parent)), "")
-        draft = _with_requirements_added(draft, Found(
-            others[0], origin or parent, f"added: {why}", True))
+        draft = _with(draft, len(found), Found(others[0], origin or parent,
+                                               f"added: {why}", True))
     return (replace(draft, overrides={**draft.overrides, override: why}),
             f"{name}=={version}, which {parent}=={parent_version} pins, is no longer on the "
             f"index: overridden, {' or '.join(others)} installs its module")
 
 
-def _with_requirements_added(draft: Draft, item: Found) -> Draft:
-    found = draft.repository.imported.requirements
-    imported = replace(draft.repository.imported, requirements=[*found, item])
-    return replace(draft, repository=replace(draft.repository, imported=imported))
+def _prerelease(version: str) -> bool:
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
 
 
 def _pinned_version(text: str, name: str) -> str | None:

@@ -889,3 +889,14 @@ def test_a_dependencys_pin_of_a_deleted_nightly_is_overridden_where_its_module_i
     # a deleted release with no alternative, or words of another failure: not this repair
     assert _repair_deleted(draft, VAE_FAILURE.replace("tb-nightly", "foo")) is None
     assert _repair_deleted(draft, "No solution found when resolving dependencies") is None
+
+
+def test_only_a_nightly_the_index_pruned_is_overridden() -> None:
+    """A final release missing from the index (its author deleted it) is no rule's: the
+    failure stays the resolver's (tensorflow-gpu and tensorflow share a module, but one is
+    the GPU build)."""
+    from envforge.app.settling import _repair_deleted
+
+    failure = ("Because there is no version of tensorflow-gpu==1.15.9 and x==1.0 depends on "
+               "tensorflow-gpu==1.15.9, we can conclude that x==1.0 cannot be used.")
+    assert _repair_deleted(_vae_draft("x==1.0"), failure) is None
