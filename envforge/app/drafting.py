@@ -177,10 +177,13 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
         raise InputError(f"{source}: no requirements*.txt, setup.py, setup.cfg, Pipfile, "
                          "Pipfile.lock, environment.yml or conda list file found, and no .py "
                          "file of it imports a distribution")
+    named = {canonicalize_name(Requirement(f.requirement).name)
+             for f in repo.imported.requirements}  # the README's, a module's own name
     return Repository(repo.files, replace(
         repo.imported, requirements=merge([*repo.imported.requirements, *drafted.requirements],
                                           installed_packs()),
-        skipped=[*repo.imported.skipped, *drafted.skipped]))
+        skipped=[*repo.imported.skipped, *(s for s in drafted.skipped
+                                           if canonicalize_name(s.what) not in named)]))
 
 
 def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Repository:
@@ -195,8 +198,7 @@ def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Re
         text = read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT, lenient=True)
     except (EscapeError, SpecError, OSError):
         return repo
-    stated = of_imported(read_readme(name, text), from_imports(code, minor).requirements,
-                         installed_packs())
+    stated = of_imported(read_readme(name, text), from_imports(code, minor), installed_packs())
     return Repository(repo.files, replace(
         repo.imported, requirements=[*stated.requirements, *repo.imported.requirements],
         python=[*stated.python, *repo.imported.python]))

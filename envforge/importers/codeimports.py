@@ -39,10 +39,14 @@ def standard_library(python: str) -> frozenset[str]:
 
 
 def own_modules(code: CodeScan) -> frozenset[str]:
-    """The names the repository's own files answer: its top-level modules, and the stem of
+    """The names the repository's own files answer: its top-level modules, the stem of
     each ``.py`` file (Python 2's implicit relative import of a sibling, ``import layers``
-    inside a package; a folder a script puts on ``sys.path``)."""
-    return code.local | {PurePosixPath(name).stem for name in code.named}
+    inside a package; a folder a script puts on ``sys.path``), and each top-level folder of
+    .py files without ``__init__.py`` (a namespace package, PEP 420) but one named as a
+    distribution's module (a ``tensorflow/`` folder of scripts beside a ``pytorch/`` one)."""
+    known = {row.module for row in legacy_names().import_name}
+    return code.local | {PurePosixPath(name).stem for name in code.named} | {
+        name for name in code.namespaces if name not in known}
 
 
 def from_imports(code: CodeScan, python: str) -> Imported:

@@ -56,6 +56,9 @@ class CodeScan:
     # -> "path:line, in FUNCTION"
     uncalled: Mapping[str, str] = field(default_factory=dict)
     notebooks: tuple[str, ...] = ()  # of ``files``, the Jupyter notebooks read: their paths
+    # top-level folders holding .py files and no __init__.py: run from the root, the code
+    # imports them as namespace packages (PEP 420: clovaai's ``from modules.transformation``)
+    namespaces: frozenset[str] = frozenset()
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
         """The first of ``modules`` the code imports that is none of its own."""
@@ -83,6 +86,7 @@ def scan_code(root: Path, python: tuple[int, int],
     named: dict[str, str] = {}
     uses: dict[str, str] = {}
     local: set[str] = set()
+    namespaces: set[str] = set()
     stops: list[str] = []
     sites: dict[str, list[tuple[str, str | None]]] = {}  # module -> (where, its function)
     names: set[str] = set()  # every identifier the code names (Name ids, attributes)
@@ -100,6 +104,9 @@ def scan_code(root: Path, python: tuple[int, int],
             notebooks.append(where)
         else:
             local.update(_top_level(root, path))  # the repository's module, read or not
+            parts = path.relative_to(root).parts
+            if len(parts) > 1 and not (root / parts[0] / "__init__.py").is_file():
+                namespaces.add(parts[0])
             read_source = _read(path)
             if read_source is None:
                 continue
@@ -133,7 +140,7 @@ def scan_code(root: Path, python: tuple[int, int],
                 if all(function is not None and function not in names
                        for _, function in found)}
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local),
-                    tuple(stops), uncalled, tuple(notebooks))
+                    tuple(stops), uncalled, tuple(notebooks), frozenset(namespaces))
 
 
 def _placer(where: str, notebook: NotebookSource | None) -> Callable[[int], str]:

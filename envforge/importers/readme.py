@@ -27,6 +27,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envforge.importers import Found, Imported
+from envforge.importers.codeimports import UNKNOWN
 from envforge.importers.installcmds import read_install_commands
 from envforge.importers.legacy_names import LegacyPack, map_requirement, module_group
 from envforge.packapi import Registry
@@ -47,7 +48,7 @@ _INSTALLS = re.compile(r"^(?:sudo\s+)?(?:pip\d*(?:\.\d+)?|python\d*(?:\.\d+)?\s+
                        r"conda|mamba)\s+(?:install|create)\b")
 _INLINE_CODE = re.compile(r"`([^`]+)`")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_MARKUP = re.compile(r"\*\*|__|`|\[|\]\([^)]*\)")
+_MARKUP = re.compile(r"\*\*|__|`|\[|\]\([^)]*\)|<[^>]*>")
 _SPLIT = re.compile(r",|;|\||\s+and\s+(?!later|above|newer|higher)|\s+&\s+", re.IGNORECASE)
 _PEP508 = re.compile(
     r"^([A-Za-z][A-Za-z0-9._-]*)\s*((?:===?|>=|<=|~=|!=|>|<)\s*v?\d[\w.*+!-]*)\s*$")
@@ -87,9 +88,7 @@ def read_readme(name: str, text: str) -> Imported:
         installs = [c for c in commands if _INSTALLS.match(c)]
         for command in installs:
             read_install_commands(command, origin, out)
-        if installs:
-            continue
-        stated = line if in_section else _after_trigger(line)
+        stated = _after_trigger(line) or (line if in_section and not installs else None)
         for piece in _pieces(stated) if stated else ():
             _read_piece(piece, origin, out)
     out.requirements = [replace(found, note=found.note or NOTE) for found in out.requirements]
@@ -111,8 +110,8 @@ def _heading(line: str, following: str) -> str | None:
 
 
 def _after_trigger(line: str) -> str | None:
-    """Outside a section, what follows "tested with", "requires" and the like (rykov8's
-    ssd_keras: "This code was tested with `Keras` v1.2.2, `Tensorflow` v1.0.0")."""
+    """What follows "tested with", "requires" and the like (rykov8's ssd_keras: "This code
+    was tested with `Keras` v1.2.2, `Tensorflow` v1.0.0"), in a section or not."""
     match = _TRIGGER.search(line)
     return line[match.end():] if match is not None else None
 
@@ -129,7 +128,7 @@ def _pieces(line: str) -> list[str]:
 def _read_piece(piece: str, origin: str, out: Imported) -> None:
     glued = _PYTHON_GLUED.match(piece)
     if glued is not None:
-        out.python.append((f">={glued[1]}" if glued[2] else glued[1], origin))
+        out.python.append((f">={glued[1]}" if glued[2] else f"=={glued[1]}", origin))
         return
     exact = _PEP508.match(piece)
     if exact is not None:
@@ -142,7 +141,7 @@ def _read_piece(piece: str, origin: str, out: Imported) -> None:
         specifier = f">={version}" if later else (
             f"=={version}" if version.count(".") >= 2 else f"=={version}.*")
     if name.lower() == "python":
-        out.python.append((specifier.removeprefix("==").removesuffix(".*"), origin))
+        out.python.append((specifier.removesuffix(".*"), origin))  # as a file states it
         return
     try:
         requirement = Requirement(f"{name}{specifier}")
@@ -151,15 +150,18 @@ def _read_piece(piece: str, origin: str, out: Imported) -> None:
     out.requirements.append(Found(str(requirement), origin, NOTE))
 
 
-def of_imported(stated: Imported, drafted: list[Found],
+def of_imported(stated: Imported, drafted: Imported,
                 registry: Registry[LegacyPack]) -> Imported:
-    """The README's statements about the distributions the code imports (``drafted``: the
-    requirements its imports call for), the first for each (awd-lstm-lm's README names
-    PyTorch 0.4, then the 0.1.12 an older version of it needed), its names mapped as a
-    file's are (``PyTorch`` is torch); the README's first Python. The rest is left out
+    """The README's statements about what the code imports (``drafted``: the requirements its
+    imports call for, and the modules no knowledge names, skipped): the first for each
+    distribution (awd-lstm-lm's README names PyTorch 0.4, then the 0.1.12 an older version
+    of it needed), its names mapped as a file's are (``PyTorch`` is torch); a distribution
+    the README names as a module the code imports is named (clovaai's ``pip3 install lmdb
+    natsort`` beside ``import lmdb``); the README's first Python. The rest is left out
     unsaid: a README names CUDA, its OS and the project itself too."""
     wanted = {canonicalize_name(Requirement(f.requirement).name): Requirement(f.requirement).name
-              for f in drafted}
+              for f in drafted.requirements}
+    unknown = {canonicalize_name(s.what) for s in drafted.skipped if s.reason == UNKNOWN}
     groups = {module_group(name): name for name in wanted}
     kept: list[Found] = []
     seen: set[str] = set()
@@ -170,7 +172,7 @@ def of_imported(stated: Imported, drafted: list[Found],
                                                              registry)[0]).name)
         except InvalidRequirement:
             continue
-        if group not in groups or group in seen:
+        if group in seen or (group not in groups and group not in unknown):
             continue
         seen.add(group)
         written = wanted.get(canonicalize_name(requirement.name))

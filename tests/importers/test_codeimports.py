@@ -43,3 +43,18 @@ def test_the_standard_library_is_the_proposed_pythons_and_python_2s() -> None:
     assert {"os", "cPickle", "urllib2", "Queue", "imp", "distutils", "macpath"} <= older
     assert "macpath" not in newer and "dummy_threading" not in newer and "imp" in newer
     assert "numpy" not in older
+
+
+def test_a_folder_of_modules_without_init_is_the_repositorys_own(tmp_path: Path) -> None:
+    """clovaai/deep-text-recognition-benchmark 68a80fe: ``from modules.transformation import
+    TPS_SpatialTransformerNetwork``, its ``modules/`` folder holding no ``__init__.py`` (a
+    namespace package, PEP 420); a ``tensorflow/`` folder of scripts stays TensorFlow."""
+    (tmp_path / "modules").mkdir()
+    (tmp_path / "modules" / "transformation.py").write_text("import numpy\n")
+    (tmp_path / "tensorflow").mkdir()
+    (tmp_path / "tensorflow" / "train.py").write_text("import tensorflow as tf\n")
+    (tmp_path / "model.py").write_text(
+        "from modules.transformation import TPS\nimport tensorflow\n")
+    imported = from_imports(scan_code(tmp_path, (3, 7)), "3.7")
+    assert [s.what for s in imported.skipped] == []
+    assert {f.requirement for f in imported.requirements} == {"numpy", "tensorflow"}

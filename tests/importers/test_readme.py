@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from envforge.app.packs import installed_packs
-from envforge.importers import Found
+from envforge.importers import Found, Imported, Skipped
+from envforge.importers.codeimports import UNKNOWN
 from envforge.importers.readme import NOTE, of_imported, read_readme, readme_name
 
 # utkuozbulak/pytorch-cnn-visualizations 16eddfa (2020-09-09) README.md:365-372
@@ -84,19 +85,19 @@ def test_only_sections_of_the_environment_and_install_commands_count() -> None:
         ("tensorflow-gpu==1.12.0", "README.md:8"), ("h5py", "README.md:8"),
         ("keras==2.2.4", "README.md:13"), ("Ubuntu==16.04.*", "README.md:15"),
         ("CUDA==9.0.*", "README.md:15"), ("cuDNN==7.1.*", "README.md:15")]
-    assert stated.python == [("3.6", "README.md:15")]
+    assert stated.python == [("==3.6", "README.md:15")]
 
 
 def test_only_what_the_code_imports_is_kept_the_first_statement_of_each() -> None:
-    imported = [Found("torch", "main.py:1"), Found("numpy", "main.py:2")]
+    imported = Imported(requirements=[Found("torch", "main.py:1"), Found("numpy", "main.py:2")])
     kept = of_imported(read_readme("README.md", AWD_LSTM), imported, installed_packs())
     assert [(f.requirement, f.origin) for f in kept.requirements] == [
         ("PyTorch==0.4.*", "README.md:3")]
     text = "## Setup\nUbuntu 16.04, CUDA 9.0, Python 3.6, tensorflow-gpu 1.4.0, mymodel 0.1.0\n"
-    kept = of_imported(read_readme("README.md", text), [Found("tensorflow", "a.py:1")],
-                       installed_packs())
+    kept = of_imported(read_readme("README.md", text),
+                       Imported(requirements=[Found("tensorflow", "a.py:1")]), installed_packs())
     assert [f.requirement for f in kept.requirements] == ["tensorflow-gpu==1.4.0"]
-    assert kept.python == [("3.6", "README.md:2")]
+    assert kept.python == [("==3.6", "README.md:2")]
 
 
 def test_the_readme_is_found_by_any_case_of_its_name() -> None:
@@ -115,15 +116,19 @@ def test_init_pins_what_the_readme_states_for_a_repository_with_no_dependency_fi
     (repo / "src").mkdir(parents=True)
     (repo / "README.md").write_text(CNN_VISUALIZATIONS, encoding="utf-8")
     (repo / "src" / "gradcam.py").write_text(
-        "import torch\nimport numpy as np\nfrom PIL import Image\nimport cv2\n",
-        encoding="utf-8")
+        "import torch\nimport numpy as np\nfrom PIL import Image\nimport cv2\nimport lmdb\n"
+        "import warpctc_pytorch\n", encoding="utf-8")
+    with (repo / "README.md").open("a", encoding="utf-8") as readme:
+        readme.write("\n```\npip install lmdb\n```\n")
     draft = draft_spec(repo, source="repo", name="repo", platform="linux-64", lookup=None,
                        commit_day=None)
     found = {f.requirement: f.origin for f in draft.repository.imported.requirements}
     assert found["torch==0.4.1"].startswith("README.md:5")
     assert found["numpy>=1.13.0"].startswith("README.md:7")
     assert "opencv-python" in found and "Pillow" in found  # imports beside, unpinned
+    assert found["lmdb"] == "README.md:13"  # a module no knowledge names, by its own name
     assert not any(r.startswith(("torchvision", "matplotlib", "PIL")) for r in found)
+    assert [s.what for s in draft.repository.imported.skipped] == ["warpctc_pytorch"]
 
 
 @pytest.mark.parametrize("kind", [
@@ -153,3 +158,28 @@ def test_what_follows_tested_with_counts_outside_a_section() -> None:
             "`Tensorflow` v1.0.0, `OpenCV` v3.1.0-dev\n\nWe trained for 10.5 epochs.\n")
     assert _stated(text) == [("Keras==1.2.2", "README.md:3"),
                              ("Tensorflow==1.0.0", "README.md:3")]
+
+
+def test_a_line_that_both_states_and_installs_gives_both() -> None:
+    """clovaai/deep-text-recognition-benchmark 68a80fe (2020-12-11) README.md:24-26: its
+    Python is in the sentence, its torch in the inline install command beside it."""
+    text = ("## Getting Started\n### Dependency\n- This work was tested with PyTorch 1.3.1, "
+            "CUDA 10.1, python 3.6 and Ubuntu 16.04. <br> You may need "
+            "`pip3 install torch==1.3.1`. <br>\n")
+    stated = read_readme("README.md", text)
+    assert [f.requirement for f in stated.requirements] == [
+        "torch==1.3.1", "PyTorch==1.3.1", "CUDA==10.1.*"]  # "Ubuntu 16.04. <br> You…": no
+    assert stated.python == [("==3.6", "README.md:3")]
+
+
+def test_a_module_no_knowledge_names_is_the_distribution_the_readme_installs() -> None:
+    """clovaai's README installs lmdb, natsort and fire, which its code imports by those
+    names: each becomes a requirement (a module no knowledge names was left to the user)."""
+    text = ("### Dependency\n```\npip3 install lmdb pillow torchvision nltk natsort\n```\n"
+            "Run `pip3 install fire` first.\n")
+    drafted = Imported(requirements=[Found("torchvision", "dataset.py:14")], skipped=[
+        Skipped("lmdb", "dataset.py:6", UNKNOWN), Skipped("natsort", "dataset.py:9", UNKNOWN),
+        Skipped("warpctc_pytorch", "train.py:94", UNKNOWN)])
+    kept = of_imported(read_readme("README.md", text), drafted, installed_packs())
+    assert [(f.requirement, f.origin) for f in kept.requirements] == [
+        ("lmdb", "README.md:3"), ("torchvision", "README.md:3"), ("natsort", "README.md:3")]
