@@ -27,7 +27,7 @@ from packaging.version import Version
 from envforge.app.packs import installed_packs
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import InputError, SpecError
-from envforge.importers import Found, Skipped, exact_version
+from envforge.importers import Found, Imported, Skipped, exact_version
 from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
     capped,
@@ -101,7 +101,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                          *(name for row in rows.api_needs for name in row.names),
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    if not repo.files:  # what the README states, before the pins date the project
+    if readme_name([p.name for p in root.iterdir() if p.is_file()]) is not None:
+        # what the README states of what the files leave out, before the pins date it
         scanned[DEFAULT_PYTHON] = scan_code(root, _minor_tuple(DEFAULT_PYTHON), watched)
         repo = _with_readme(repo, root, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
     index = repo.imported.index[0][0] if repo.imported.index else None
@@ -187,10 +188,15 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
 
 
 def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Repository:
-    """No dependency file: the README's versions of what the code imports and its Python
-    (``importers/readme.py``), first among the requirements, so that its pins date the
-    project as a file's would. A README that cannot be read (too large, a link out of the
-    repository, not text) is passed over: it is evidence, never required."""
+    """The README's versions of what the code imports and the files do not name
+    (``importers/readme.py``): with no dependency file, every distribution the imports call
+    for, first among the requirements, and its Python; beside files, only the frameworks
+    they leave to the user (keithito/tacotron's requirements.txt: "It is assumed you have
+    already installed tensorflow", its README: "This code works with TensorFlow 1.3 and
+    later"), and its Python only where the files state none. Either
+    way its pins date the project as a file's would. A README that cannot be read (too
+    large, a link out of the repository, not text) is passed over: it is evidence, never
+    required."""
     name = readme_name([p.name for p in root.iterdir() if p.is_file()])
     if name is None:
         return repo
@@ -198,10 +204,19 @@ def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Re
         text = read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT, lenient=True)
     except (EscapeError, SpecError, OSError):
         return repo
-    stated = of_imported(read_readme(name, text), from_imports(code, minor), installed_packs())
+    found = repo.imported.requirements
+    drafted = from_imports(code, minor) if not repo.files else Imported(
+        requirements=_with_imported(repo, code, frameworks=True).imported.requirements[
+            len(found):])
+    if not drafted.requirements and not drafted.skipped:
+        return repo
+    stated = of_imported(read_readme(name, text), drafted, installed_packs())
+    python = repo.imported.python
     return Repository(repo.files, replace(
-        repo.imported, requirements=[*stated.requirements, *repo.imported.requirements],
-        python=[*stated.python, *repo.imported.python]))
+        repo.imported,
+        requirements=[*stated.requirements, *found] if not repo.files else
+        [*found, *stated.requirements],
+        python=[*stated.python, *python] if not repo.files else python or stated.python))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:

@@ -183,3 +183,25 @@ def test_a_module_no_knowledge_names_is_the_distribution_the_readme_installs() -
     kept = of_imported(read_readme("README.md", text), drafted, installed_packs())
     assert [(f.requirement, f.origin) for f in kept.requirements] == [
         ("lmdb", "README.md:3"), ("torchvision", "README.md:3"), ("natsort", "README.md:3")]
+
+
+def test_beside_files_the_readme_states_only_the_framework_they_leave_out(
+        tmp_path: Path) -> None:
+    """keithito/tacotron d26c763 (2020-02-02): its requirements.txt leaves TensorFlow to the
+    user, its README.md:40 says "This code works with TensorFlow 1.3 and later"; the
+    README's other statements and its Python stay out where the files speak."""
+    from envforge.app.drafting import draft_spec
+
+    (tmp_path / "requirements.txt").write_text(
+        "# It is assumed you have already installed tensorflow.\nnumpy==1.14.3\n")
+    (tmp_path / "README.md").write_text(
+        "## Installing dependencies\n\n1. Install Python 3.\n2. Install the latest version of "
+        "TensorFlow. This code works with TensorFlow 1.3 and later.\n3. Install numpy 1.16.0 "
+        "and Python 3.6\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text("import tensorflow as tf\nimport numpy as np\n")
+    draft = draft_spec(tmp_path, source="t", name="t", platform="linux-64", lookup=None,
+                       commit_day=None)
+    found = {f.requirement: f.origin for f in draft.repository.imported.requirements}
+    assert found == {"numpy==1.14.3": "requirements.txt:2",
+                     "tensorflow<2,>=1.3": "README.md:4"}
+    assert draft.repository.imported.python == [("==3.6", "README.md:5")]  # none in files
