@@ -101,10 +101,10 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                          *(name for row in rows.api_needs for name in row.names),
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    if readme_name([p.name for p in root.iterdir() if p.is_file()]) is not None:
-        # what the README states of what the files leave out, before the pins date it
+    readme = readme_name([p.name for p in root.iterdir() if p.is_file()])
+    if readme is not None:  # what it states of what the files leave out, before pins date it
         scanned[DEFAULT_PYTHON] = scan_code(root, _minor_tuple(DEFAULT_PYTHON), watched)
-        repo = _with_readme(repo, root, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
+        repo = _with_readme(repo, root / readme, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
     index = repo.imported.index[0][0] if repo.imported.index else None
     if not sources(repo.imported) and index in (None, PYPI_SIMPLE):
         repo = _with_requirements(repo, public_pins(
@@ -187,21 +187,18 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                                            if canonicalize_name(s.what) not in named)]))
 
 
-def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Repository:
+def _with_readme(repo: Repository, readme: Path, code: CodeScan, minor: str) -> Repository:
     """The README's versions of what the code imports and the files do not name
     (``importers/readme.py``): with no dependency file, every distribution the imports call
     for, first among the requirements, and its Python; beside files, only the frameworks
     they leave to the user (keithito/tacotron's requirements.txt: "It is assumed you have
     already installed tensorflow", its README: "This code works with TensorFlow 1.3 and
-    later"), and its Python only where the files state none. Either
-    way its pins date the project as a file's would. A README that cannot be read (too
-    large, a link out of the repository, not text) is passed over: it is evidence, never
-    required."""
-    name = readme_name([p.name for p in root.iterdir() if p.is_file()])
-    if name is None:
-        return repo
+    later"), and its Python only where the files state none. Either way its pins date the
+    project as a file's would. A README that cannot be read (too large, a link out of the
+    repository, not text) is passed over: it is evidence, never required."""
     try:
-        text = read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT, lenient=True)
+        text = read_input_text(resolved_inside(readme.parent, readme.name), DEPENDENCY_LIMIT,
+                               lenient=True)
     except (EscapeError, SpecError, OSError):
         return repo
     found = repo.imported.requirements
@@ -210,7 +207,7 @@ def _with_readme(repo: Repository, root: Path, code: CodeScan, minor: str) -> Re
             len(found):])
     if not drafted.requirements and not drafted.skipped:
         return repo
-    stated = of_imported(read_readme(name, text), drafted, installed_packs())
+    stated = of_imported(read_readme(readme.name, text), drafted, installed_packs())
     python = repo.imported.python
     return Repository(repo.files, replace(
         repo.imported,

@@ -50,7 +50,6 @@ class PitfallRow(Row):
     cap: PitfallCap | None = None
 
 
-
 def fired(rows: Iterable[PitfallRow], parts: Mapping[str, Releases]) -> list[PitfallRow]:
     """The rows whose every part lies in its range, in the rows' order."""
     from envforge.compat import interval
