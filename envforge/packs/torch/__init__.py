@@ -42,6 +42,10 @@ class TorchPack(ModulePack, PackDefaults):
     spec_keys: Mapping[str, tuple[str, str]] = SPEC_KEYS
 
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        """The pitfalls' caps (torchvision < 0.5: pillow<7); a lock without PyTorch reads
+        none of its knowledge."""
+        if not any(name in versions for name in self.stack_names):
+            return ()
         from envforge.packs.pitfalls import capped
         from envforge.packs.torch.knowledge import torch_knowledge
 
