@@ -79,7 +79,8 @@ def read_readme(name: str, text: str) -> Imported:
             continue
         heading = None if fenced else _heading(line, lines[number] if number < len(lines) else "")
         if heading is not None:
-            in_section = bool(_SECTION.search(heading))
+            text, label = heading  # a label line opens a section, never closes one
+            in_section = bool(_SECTION.search(text)) or (label and in_section)
             continue
         if not fenced and _UNDERLINE.match(line):
             continue
@@ -95,17 +96,17 @@ def read_readme(name: str, text: str) -> Imported:
     return out
 
 
-def _heading(line: str, following: str) -> str | None:
-    """The heading's text where ``line`` is one (Markdown ``#``, an underlined line, or a
-    short label line such as ``**Requirements**`` or ``Requirements:``)."""
+def _heading(line: str, following: str) -> tuple[str, bool] | None:
+    """The heading's text where ``line`` is one (Markdown ``#``, an underlined line), or a
+    short label line (``**Requirements**``, ``You will need:``), with whether it is a label."""
     match = _MD_HEADING.match(line)
     if match is not None and not line.lstrip().startswith("#!"):
-        return match[1]
+        return match[1], False
     if line.strip() and _UNDERLINE.match(following) and not _UNDERLINE.match(line):
-        return line.strip()
+        return line.strip(), False
     label = _LABEL.match(line)
     if label is not None and (line.rstrip().endswith(":") or "**" in line or "__" in line):
-        return label[1]
+        return label[1], True
     return None
 
 

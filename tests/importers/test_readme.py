@@ -205,3 +205,11 @@ def test_beside_files_the_readme_states_only_the_framework_they_leave_out(
     assert found == {"numpy==1.14.3": "requirements.txt:2",
                      "tensorflow<2,>=1.3": "README.md:4"}
     assert draft.repository.imported.python == [("==3.6", "README.md:5")]  # none in files
+
+
+def test_a_label_line_opens_a_section_but_never_closes_one() -> None:
+    text = ("## Requirements\nYou will need:\n- Python 3.6\n- PyTorch 1.0.1\n\n"
+            "## Citation\nSee:\n- Smith 2019\n")
+    stated = read_readme("README.md", text)
+    assert [f.requirement for f in stated.requirements] == ["PyTorch==1.0.1"]
+    assert stated.python == [("==3.6", "README.md:3")]
