@@ -190,12 +190,13 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
 def _with_readme(repo: Repository, readme: Path, code: CodeScan, minor: str) -> Repository:
     """The README's versions of what the code imports and the files do not name
     (``importers/readme.py``): with no dependency file, every distribution the imports call
-    for, first among the requirements, and its Python; beside files, only the frameworks
-    they leave to the user (keithito/tacotron's requirements.txt: "It is assumed you have
+    for, first among the requirements, and its Python; beside files, only where they leave a
+    framework to the user (keithito/tacotron's requirements.txt: "It is assumed you have
     already installed tensorflow", its README: "This code works with TensorFlow 1.3 and
-    later"), and its Python only where the files state none. Either way its pins date the
-    project as a file's would. A README that cannot be read (too large, a link out of the
-    repository, not text) is passed over: it is evidence, never required."""
+    later"): that framework's statement, and the README's Python where the files state none.
+    Either way its pins date the project as a file's would. A README that cannot be read
+    (too large, a link out of the repository, not text) is passed over: it is evidence,
+    never required."""
     try:
         text = read_input_text(resolved_inside(readme.parent, readme.name), DEPENDENCY_LIMIT,
                                lenient=True)
