@@ -56,7 +56,8 @@ _PROSE = re.compile(
     r"^([A-Za-z][A-Za-z0-9._-]*?)(?:\s+version)?\s*(?:\(|:|=)?\s*(?:version\s+)?v?"
     r"(\d+\.\d+(?:\.\d+){0,2})(\+|\s+or\s+(?:later|newer|above|higher)|\s+and\s+"
     r"(?:later|above|newer|higher))?\)?(?:\s.*)?$", re.IGNORECASE)
-_TRIGGER = re.compile(r"\b(?:tested (?:with|on|under|using)|requires?|works with|"
+_TRIGGER = re.compile(r"\b(?:tested (?:with|on|under|using)|requires?|"
+                      r"(?:works?|runs?|runnable|run) (?:with|on|under)|"
                       r"compatible with|depends on|developed (?:with|using|on|under)|"
                       r"built (?:with|on)|needs)\b:?", re.IGNORECASE)
 _PYTHON_GLUED = re.compile(r"^python\s*(\d\.\d+)(\+)?$", re.IGNORECASE)

@@ -213,3 +213,11 @@ def test_a_label_line_opens_a_section_but_never_closes_one() -> None:
     stated = read_readme("README.md", text)
     assert [f.requirement for f in stated.requirements] == ["PyTorch==1.0.1"]
     assert stated.python == [("==3.6", "README.md:3")]
+
+
+def test_runnable_with_states_a_floor() -> None:
+    """locuslab/TCN ec2ee10 (2019-03-08) README.md:21."""
+    text = ("**Update**: The code should be directly runnable with PyTorch 0.4.0 or above "
+            "(PyTorch 1.0 strongly recommended). The older versions of PyTorch are no longer "
+            "supported.\n")
+    assert _stated(text)[0] == ("PyTorch>=0.4.0", "README.md:1")
