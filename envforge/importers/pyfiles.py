@@ -24,6 +24,7 @@ from packaging.utils import (
 from envforge.confine import EscapeError
 from envforge.importers import Found, Imported, Skipped, UnreadableError
 from envforge.importers.legacy_names import pypi_mirror
+from envforge.spec import url_problem
 from envforge.tomlpos import key_lines, line_of
 
 Reader = Callable[[str], str | None]  # relative path -> text, None when absent
@@ -106,11 +107,8 @@ def add_source(kind: str, url: str, written: str, origin: str, out: Imported) ->
 
 
 def _http_url(url: str) -> bool:
-    try:
-        split = urlsplit(url)
-    except ValueError:  # http://[::1 : a bracket left open
-        return False
-    return split.scheme in ("http", "https") and bool(split.hostname)
+    """An http(s) URL the spec will take (``url_problem``, the spec's own check)."""
+    return re.match(r"^https?://", url) is not None and url_problem(url) is None
 
 
 def _source_option(option: str, words: list[str]) -> tuple[str, str] | None:

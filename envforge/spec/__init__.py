@@ -34,6 +34,7 @@ from envforge.spec.models import (
     VerifySection,
     implicit_sections,
     pack_models,
+    url_problem,
 )
 from envforge.spec.parse import (
     excluded_by_python_marker,
@@ -80,4 +81,5 @@ __all__ = [
     "pack_models",
     "parse_spec",
     "toml_syntax_error",
+    "url_problem",
 ]

@@ -100,19 +100,26 @@ def _pypi_requirement(value: str) -> str:
 PypiRequirement = Annotated[str, AfterValidator(_pypi_requirement)]
 
 
-def _source_url(value: str) -> str:
-    """An index or page the resolver is handed: a URL that parses, with a host where it is
-    http(s) (``http://[::1/simple``, a bracket left open, made uv exit with its own words);
-    a local folder (find_links) or ``file://`` URL stays."""
-    if "://" not in value:
-        return value
+def url_problem(value: str) -> str | None:
+    """Why ``value``, written as a URL, is none the resolver can use (``http://[::1/simple``,
+    a bracket left open, made uv exit with its own words; an http(s) URL with no host);
+    None where it parses. The spec's check and init's reading of pip's ``-i``/``-f``."""
     try:
         split = urlsplit(value)
         host, _ = split.hostname, split.port  # reading the port parses it: "x:y" raises
     except ValueError as exc:
-        raise ValueError(f"{value!r} is not a URL: {exc}") from None
+        return f"{value!r} is not a URL: {exc}"
     if split.scheme in ("http", "https") and not host:
-        raise ValueError(f"{value!r} names no host")
+        return f"{value!r} names no host"
+    return None
+
+
+def _source_url(value: str) -> str:
+    """An index or page the resolver is handed: a URL that parses (``url_problem``); a local
+    folder (find_links) or ``file://`` URL stays."""
+    problem = url_problem(value) if "://" in value else None
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

@@ -102,14 +102,16 @@ def test_an_index_that_is_no_http_url_is_reported_not_taken() -> None:
     """``-i http://[::1/simple`` (a bracket left open) stopped init with a traceback where
     the mirror table read it; a local folder is no index a spec can name either."""
     text = ("-i http://[::1/simple\n--index-url=./wheels\n-f http://[::1/whl.html\n"
-            "six==1.12.0\n")
+            "--extra-index-url http://pypi:port/simple\nsix==1.12.0\n")
     got = read_requirements("requirements.txt", text, {}.get)
-    assert (got.index, got.find_links) == ([], [])
+    assert (got.index, got.find_links, got.extra_indexes) == ([], [], [])
     assert [(s.what, s.reason.split(":")[0]) for s in got.skipped] == [
         ("-i http://[::1/simple", "not an http(s) URL of an index"),
         ("--index-url=./wheels", "not an http(s) URL of an index"),
-        ("-f http://[::1/whl.html", "not an http(s) URL")]
-    assert _pins(got) == [("six==1.12.0", "requirements.txt:4")]
+        ("-f http://[::1/whl.html", "not an http(s) URL"),
+        # a port that is no number: the spec would refuse it (the one check, url_problem)
+        ("--extra-index-url http://pypi:port/simple", "not an http(s) URL")]
+    assert _pins(got) == [("six==1.12.0", "requirements.txt:5")]
 
 
 def test_find_links_and_extra_indexes_are_kept_for_the_spec(tmp_path: Path) -> None:
