@@ -101,10 +101,10 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                          *(name for row in rows.api_needs for name in row.names),
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    readme = readme_name([p.name for p in root.iterdir() if p.is_file()])
-    if readme is not None:  # what it states of what the files leave out, before pins date it
+    stated = _readme(root)
+    if stated.requirements or stated.python:  # of what the files leave out, before pins
         scanned[DEFAULT_PYTHON] = scan_code(root, _minor_tuple(DEFAULT_PYTHON), watched)
-        repo = _with_readme(repo, root / readme, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
+        repo = _with_readme(repo, stated, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
     index = repo.imported.index[0][0] if repo.imported.index else None
     if not sources(repo.imported) and index in (None, PYPI_SIMPLE):
         repo = _with_requirements(repo, public_pins(
@@ -187,34 +187,43 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                                            if canonicalize_name(s.what) not in named)]))
 
 
-def _with_readme(repo: Repository, readme: Path, code: CodeScan, minor: str) -> Repository:
-    """The README's versions of what the code imports and the files do not name
-    (``importers/readme.py``): with no dependency file, every distribution the imports call
-    for, first among the requirements, and its Python; beside files, only where they leave a
-    framework to the user (keithito/tacotron's requirements.txt: "It is assumed you have
-    already installed tensorflow", its README: "This code works with TensorFlow 1.3 and
-    later"): that framework's statement, and the README's Python where the files state none.
-    Either way its pins date the project as a file's would. A README that cannot be read
-    (too large, a link out of the repository, not text) is passed over: it is evidence,
-    never required."""
+def _readme(root: Path) -> Imported:
+    """What the repository's README states (``importers/readme.py``); nothing where it has
+    none or it cannot be read (too large, a link out of the repository, not text): it is
+    evidence, never required."""
+    name = readme_name([p.name for p in root.iterdir() if p.is_file()])
+    if name is None:
+        return Imported()
     try:
-        text = read_input_text(resolved_inside(readme.parent, readme.name), DEPENDENCY_LIMIT,
-                               lenient=True)
+        return read_readme(name, read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT,
+                                                 lenient=True))
     except (EscapeError, SpecError, OSError):
-        return repo
+        return Imported()
+
+
+def _with_readme(repo: Repository, stated: Imported, code: CodeScan, minor: str) -> Repository:
+    """The README's versions of what the code imports and the files do not name: with no
+    dependency file, every distribution the imports call for, first among the requirements,
+    and its Python; beside files, only where they leave a framework to the user
+    (keithito/tacotron's requirements.txt: "It is assumed you have already installed
+    tensorflow", its README: "This code works with TensorFlow 1.3 and later"): that
+    framework's statement, and the README's Python where the files state none. Either way
+    its pins date the project as a file's would."""
     found = repo.imported.requirements
-    drafted = from_imports(code, minor) if not repo.files else Imported(
-        requirements=_with_imported(repo, code, frameworks=True).imported.requirements[
-            len(found):])
+    if repo.files:
+        framed = _with_imported(repo, code, frameworks=True).imported.requirements
+        drafted = Imported(requirements=[f for f in framed if f not in found])
+    else:
+        drafted = from_imports(code, minor)
     if not drafted.requirements and not drafted.skipped:
         return repo
-    stated = of_imported(read_readme(readme.name, text), drafted, installed_packs())
+    kept = of_imported(stated, drafted, installed_packs())
     python = repo.imported.python
     return Repository(repo.files, replace(
         repo.imported,
-        requirements=[*stated.requirements, *found] if not repo.files else
-        [*found, *stated.requirements],
-        python=[*stated.python, *python] if not repo.files else python or stated.python))
+        requirements=[*found, *kept.requirements] if repo.files else [*kept.requirements,
+                                                                       *found],
+        python=(python or kept.python) if repo.files else [*kept.python, *python]))
 
 
 def _release_lines(repo: Repository, python: Proposal) -> tuple[Repository, Proposal]:

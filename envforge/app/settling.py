@@ -887,10 +887,10 @@ NEVER = 'sys_platform == "never"'  # a marker no environment meets: uv drops the
 def _repair_deleted(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     """The draft with a dependency's pin of a nightly the index no longer has (a pre-release:
     tb-nightly prunes its old builds) overridden away, where another distribution installs
-    the same module ([[same_module]]): test-tube
-    0.7.0 pins tb-nightly==1.15.0a20190708, a nightly PyPI deleted, and tensorboard installs
-    the same package. The alternative is added, unpinned, where no requirement names it;
-    None where the deleted one has no alternative or is overridden already."""
+    the same module ([[same_module]]): test-tube 0.7.0 pins tb-nightly==1.15.0a20190708,
+    which PyPI deleted, and tensorboard installs the same package. The alternative is added,
+    unpinned, where no requirement names it; None where the deleted one has no alternative
+    or is overridden already."""
     match = _DELETED.search(failure)
     if match is None:
         return None

@@ -1,9 +1,10 @@
 """A repository with no dependency file: its requirements drafted from what its code imports.
 
 Much of the era's research code ships none, only a README line (carpedm20/DCGAN-tensorflow:
-"Tensorflow 0.12.1"). Each module its code imports maps to its distribution by knowledge
-(legacy_names.toml's [[import_name]]), unpinned: nothing pinned it, and the day init resolves
-as of (the last commit's) picks the era's release. A module that is neither the repository's
+"Tensorflow 0.12.1"), which ``readme.py`` reads first. Each module its code imports maps to
+its distribution by knowledge (legacy_names.toml's [[import_name]]), unpinned where the
+README says nothing of it: the day init resolves as of (the last commit's) picks the era's
+release. A module that is neither the repository's
 own, the standard library's, nor known is reported, never guessed: a module's name is not
 its distribution's (``cv2`` is opencv-python, ``caffe`` is on no index).
 """

@@ -80,8 +80,8 @@ def read_readme(name: str, text: str) -> Imported:
             continue
         heading = None if fenced else _heading(line, lines[number] if number < len(lines) else "")
         if heading is not None:
-            text, label = heading  # a label line opens a section, never closes one
-            in_section = bool(_SECTION.search(text)) or (label and in_section)
+            title, label = heading  # a label line opens a section, never closes one
+            in_section = bool(_SECTION.search(title)) or (label and in_section)
             continue
         if not fenced and _UNDERLINE.match(line):
             continue
@@ -164,7 +164,7 @@ def of_imported(stated: Imported, drafted: Imported,
     wanted = {canonicalize_name(Requirement(f.requirement).name): Requirement(f.requirement).name
               for f in drafted.requirements}
     unknown = {canonicalize_name(s.what) for s in drafted.skipped if s.reason == UNKNOWN}
-    groups = {module_group(name): name for name in wanted}
+    groups = {module_group(name) for name in wanted}
     kept: list[Found] = []
     seen: set[str] = set()
     for found in stated.requirements:
