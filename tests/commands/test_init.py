@@ -959,3 +959,29 @@ def test_a_projects_own_day_is_reported_as_settling_gave_it(
         "2019-08-02; each takes the day after its first one came, every other package keeps " \
         "2019-08-02" in err
     assert "None" not in err
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_nightly_pypi_deleted_is_overridden_and_old_torchvision_gets_its_pillow(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """AntixK/PyTorch-VAE 6d6a3f3 (2020-03-02), the pins that showed both: test-tube 0.7.0
+    depends on tb-nightly==1.15.0a20190708, which PyPI no longer has (init's draft did not
+    resolve), and torchvision 0.4.0 resolved Pillow 7.0.0, whose missing PILLOW_VERSION it
+    imports. Real uv: init writes the override with why, lock adds pillow<7."""
+    root = git_repo(tmp_path / "vae", "tensorboard==2.1.0\ntest-tube==0.7.0\ntorch==1.2.0\n"
+                    "torchvision==0.4.0\n", "2020-03-02")
+    (tmp_path / "specs").mkdir()
+    out = tmp_path / "specs" / "vae.toml"
+    assert main(["init", str(root), "-o", str(out)]) == 0
+    assert "it resolves" in capsys.readouterr().err
+    text = out.read_text()
+    assert 'overrides = ["tb-nightly; sys_platform == \\"never\\""]' in text
+    assert "test-tube==0.7.0 depends on tb-nightly==1.15.0a20190708, which the index no " \
+        "longer has; tensorboard installs the same module" in text
+    assert main(["lock", str(out)]) == 0
+    assert "added pillow<7: torchvision/transforms/functional.py:5" in capsys.readouterr().err
+    locked = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "vae.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert "tb-nightly" not in locked and locked["tensorboard"] == "2.1.0"
+    assert int(locked["pillow"].split(".")[0]) < 7
