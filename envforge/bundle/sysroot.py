@@ -25,10 +25,12 @@ def build_debs(debs: Sequence[LockedDeb]) -> tuple[LockedDeb, ...]:
     the lock, on and on (the libraries their ``libX.so`` links name: PortAudio's for
     portaudio19-dev); none where the lock has no ``-dev`` package. Not the rest: a CUDA
     toolkit beside ``libgpuarray-dev`` is no build's business."""
+    queue = [d.name for d in debs if d.name.endswith(DEV_SUFFIX)]
+    if not queue:  # every apply of a lock with an sdist asks: Debian's parser not imported
+        return ()
     from envforge.resolve.deb.selection import parse_relations
 
     by_name = {d.name: d for d in debs}
-    queue = [d.name for d in debs if d.name.endswith(DEV_SUFFIX)]
     handed: set[str] = set()
     while queue:
         name = queue.pop()

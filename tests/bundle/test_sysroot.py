@@ -151,3 +151,18 @@ def test_an_extension_compiles_and_links_against_the_locks_dev_package_only(
                           env={**os.environ,
                                "LD_LIBRARY_PATH": f"{runtime}/usr/lib/x86_64-linux-gnu"})
     assert done.stdout.strip() == "42"
+
+
+def test_a_lock_without_dev_packages_keys_its_builds_without_debians_resolver() -> None:
+    """Every apply of a lock with an sdist asks for its build's key: where no ``-dev``
+    package is locked (theano-cpu's OpenBLAS runtime alone), the answer is none without
+    importing Debian's relation parser and index models (5 ms of a warm apply)."""
+    from tests.testing.imports import imported_after
+
+    code = ("from envforge.bundle.sysroot import debs_digest\n"
+            "from envforge.lockfile import LockedDeb\n"
+            "deb = LockedDeb(name='libopenblas0-pthread', version='0.3.21', "
+            "architecture='amd64', filename='x.deb', url='https://deb.example/x.deb', "
+            "size=1, sha256='0' * 64, depends='libc6 (>= 2.34), libgfortran5 (>= 8)')\n"
+            "assert debs_digest([deb]) is None\n")
+    assert imported_after(code, ["envforge.resolve"]) == []
