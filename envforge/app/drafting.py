@@ -55,7 +55,7 @@ from envforge.importers.propose import (
 from envforge.importers.pycode import CodeScan, notebook_installs, scan_code
 from envforge.importers.pyfiles import TEST_EXTRAS, extra_of
 from envforge.importers.pytestconfig import option_line, passes, pytest_addopts
-from envforge.importers.readme import of_imported, read_readme, readme_name
+from envforge.importers.readme import clone_for, of_imported, read_readme, readme_name
 from envforge.importers.render import Draft
 from envforge.importers.repository import Repository, merge, read_repository
 from envforge.inputfile import DEPENDENCY_LIMIT, read_input_text
@@ -146,6 +146,7 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
     repo = _with_api_needs(_capped_for_removed_apis(repaired, code), code)
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
+    repo = _with_absent(repo, code, root)
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
@@ -187,18 +188,48 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                                            if canonicalize_name(s.what) not in named)]))
 
 
-def _readme(root: Path) -> Imported:
-    """What the repository's README states (``importers/readme.py``); nothing where it has
-    none or it cannot be read (too large, a link out of the repository, not text): it is
-    evidence, never required."""
+def _with_absent(repo: Repository, code: CodeScan, root: Path) -> Repository:
+    """Each module of the repository's own packages that its code imports and it lacks,
+    reported with where it comes from when the repository says so: a README's ``git clone``
+    (NVlabs/SPADE's sync_batchnorm) or a ``.gitmodules`` (a submodule not checked out).
+    envforge provisions packages, not the project's source: the user fetches it."""
+    if not code.absent:
+        return repo
+    readme = _readme_file(root)
+    skipped = []
+    for module, where in code.absent.items():
+        clone = clone_for(readme[1], module) if readme else None
+        if clone is not None:
+            how = f"its README's line {clone[0]} clones {clone[1]} for it: do that step by hand"
+        elif (root / ".gitmodules").is_file():
+            how = ("a git submodule (.gitmodules) not checked out? `git submodule update "
+                   "--init`")
+        else:
+            how = "fetch it by hand"
+        skipped.append(Skipped(module, where, f"a module of the repository's own that the "
+                               f"repository does not hold ({how}); envforge provisions "
+                               "packages, not the project's source"))
+    return Repository(repo.files, replace(repo.imported,
+                                          skipped=[*repo.imported.skipped, *skipped]))
+
+
+def _readme_file(root: Path) -> tuple[str, str] | None:
+    """The README's name and text; None where it has none or it cannot be read (too large, a
+    link out of the repository, not text): it is evidence, never required."""
     name = readme_name([p.name for p in root.iterdir() if p.is_file()])
     if name is None:
-        return Imported()
+        return None
     try:
-        return read_readme(name, read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT,
-                                                 lenient=True))
+        return name, read_input_text(resolved_inside(root, name), DEPENDENCY_LIMIT,
+                                     lenient=True)
     except (EscapeError, SpecError, OSError):
-        return Imported()
+        return None
+
+
+def _readme(root: Path) -> Imported:
+    """What the repository's README states (``importers/readme.py``)."""
+    readme = _readme_file(root)
+    return read_readme(*readme) if readme is not None else Imported()
 
 
 def _with_readme(repo: Repository, stated: Imported, code: CodeScan, minor: str) -> Repository:
@@ -404,6 +435,12 @@ def _with_imported(repo: Repository, code: CodeScan, *,
     held = {canonicalize_name(Requirement(f.requirement).name) for f in found}
     added: list[Found] = []
     skipped: list[Skipped] = []
+
+    def other_framework(module: str) -> bool:
+        """Whether the requirements name a framework other than ``module``'s."""
+        return any(not held.isdisjoint(canonicalize_name(n) for n in (r.requirement, *r.also))
+                   for r in legacy_names().import_name if r.framework and r.module != module)
+
     for row in legacy_names().import_name:
         if row.imports_only or row.framework != frameworks:
             continue
@@ -415,6 +452,12 @@ def _with_imported(repo: Repository, code: CodeScan, *,
             skipped.append(Skipped(row.module, code.uncalled[row.module],
                                    "imported only inside a function nothing in the "
                                    "repository names: not added (add it where you call it)"))
+            continue
+        if frameworks and row.module in code.optional and other_framework(row.module):
+            skipped.append(Skipped(row.module, code.optional[row.module],
+                                   f"imported only when the code's own condition asks for it, "
+                                   f"beside the framework the requirements name: not added "
+                                   f"(add {row.requirement} to use that feature)"))
             continue
         text, mapped = row.requirement, ""
         if frameworks:

@@ -55,10 +55,18 @@ class CodeScan:
     # library's hook for a framework it does not need: tensorboardX's ``prepare_theano``)
     # -> "path:line, in FUNCTION"
     uncalled: Mapping[str, str] = field(default_factory=dict)
+    # each module imported only inside functions, under an ``if`` there: a feature the code
+    # turns on when asked (NVlabs/SPADE's ``if self.tf_log: import tensorflow``, its
+    # TensorBoard logging flag) -> "path:line, under `if TEST:`"
+    optional: Mapping[str, str] = field(default_factory=dict)
     notebooks: tuple[str, ...] = ()  # of ``files``, the Jupyter notebooks read: their paths
+    # each module of the repository's own packages that the code imports and the repository
+    # lacks (a git submodule, or code its README copies in by hand: NVlabs/SPADE's
+    # ``models.networks.sync_batchnorm``) -> "path:line"
     # top-level folders holding .py files and no __init__.py: run from the root, the code
     # imports them as namespace packages (PEP 420: clovaai's ``from modules.transformation``)
     namespaces: frozenset[str] = frozenset()
+    absent: Mapping[str, str] = field(default_factory=dict)
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
         """The first of ``modules`` the code imports that is none of its own."""
@@ -88,7 +96,9 @@ def scan_code(root: Path, python: tuple[int, int],
     local: set[str] = set()
     namespaces: set[str] = set()
     stops: list[str] = []
-    sites: dict[str, list[tuple[str, str | None]]] = {}  # module -> (where, its function)
+    # module -> (where, its function, the test of the ``if`` around it in that function)
+    sites: dict[str, list[tuple[str, str | None, str | None]]] = {}
+    dotted_imports: list[tuple[str, str, Path]] = []  # (module, where, the file's folder)
     names: set[str] = set()  # every identifier the code names (Name ids, attributes)
     read = 0
     notebooks: list[str] = []
@@ -123,14 +133,16 @@ def scan_code(root: Path, python: tuple[int, int],
             names.update(w.decode("ascii") for w in _WORD.findall(source))
             for dotted, line in _imported_by_line(source):
                 imports.setdefault(dotted.partition(".")[0], at(line))
-                sites.setdefault(dotted.partition(".")[0], []).append((at(line), None))
+                sites.setdefault(dotted.partition(".")[0], []).append((at(line), None, None))
                 name = _watched(dotted, watch)
                 if name is not None:
                     uses.setdefault(name, at(line))
             continue
-        for module, line, function in _import_sites(tree):
+        for module, line, function, guard in _import_sites(tree):
             imports.setdefault(module, at(line))
-            sites.setdefault(module, []).append((at(line), function))
+            sites.setdefault(module, []).append((at(line), function, guard))
+        dotted_imports += ((dotted, at(line), path.parent)
+                           for dotted, line in _dotted_imports(tree) if "." in dotted)
         names.update(_named_identifiers(tree))
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, at(line))
@@ -138,9 +150,21 @@ def scan_code(root: Path, python: tuple[int, int],
     uncalled = {module: f"{found[0][0]}, in {found[0][1]}"
                 for module, found in sites.items()
                 if all(function is not None and function not in names
-                       for _, function in found)}
+                       and not _special(function) for _, function, _ in found)}
+    optional = {module: f"{found[0][0]}, under `if {found[0][2]}:`"
+                for module, found in sites.items()
+                if all(function is not None and guard is not None
+                       for _, function, guard in found)}
+    absent: dict[str, str] = {}
+    for dotted, where, folder in dotted_imports:
+        top = dotted.partition(".")[0]
+        bases = [base for base in {root, folder} if (base / top).is_dir()]
+        if top in local and dotted not in absent and bases \
+                and not any(_holds(base, dotted) for base in bases):
+            absent[dotted] = where
     return CodeScan(read, tuple(failing), imports, named, uses, frozenset(local),
-                    tuple(stops), uncalled, tuple(notebooks), frozenset(namespaces))
+                    tuple(stops), uncalled, optional, tuple(notebooks), frozenset(namespaces),
+                    absent)
 
 
 def _placer(where: str, notebook: NotebookSource | None) -> Callable[[int], str]:
@@ -158,20 +182,63 @@ def _placer(where: str, notebook: NotebookSource | None) -> Callable[[int], str]
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _import_sites(tree: ast.Module) -> Iterator[tuple[str, int, str | None]]:
-    """(top-level module, line, the outermost function around it or None) of each absolute
-    import, nested ones too (a test's own), in the file's order."""
-    def walk(node: ast.AST, function: str | None) -> Iterator[tuple[str, int, str | None]]:
+ImportSite = tuple[str, int, str | None, str | None]
+
+
+def _import_sites(tree: ast.Module) -> Iterator[ImportSite]:
+    """(top-level module, line, the outermost function around it or None, the test of the
+    innermost ``if`` around it inside that function or None) of each absolute import, nested
+    ones too (a test's own), in the file's order."""
+    def walk(node: ast.AST, function: str | None, guard: str | None) -> Iterator[ImportSite]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    yield alias.name.partition(".")[0], child.lineno, function
+                    yield alias.name.partition(".")[0], child.lineno, function, guard
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-                yield child.module.partition(".")[0], child.lineno, function
+                yield child.module.partition(".")[0], child.lineno, function, guard
             inner = child.name if function is None and isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            yield from walk(child, inner)
-    return walk(tree, None)
+            within = guard
+            if inner is not None and isinstance(child, ast.If):
+                within = _shown(child.test)
+            yield from walk(child, inner, within)
+    return walk(tree, None, None)
+
+
+def _dotted_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """(module, line) of each absolute import's whole module name: ``import a.b.c`` and
+    ``from a.b.c import x`` name ``a.b.c`` (``from a.b import c`` may import a name, not a
+    module: not counted)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module, node.lineno
+
+
+def _holds(base: Path, dotted: str) -> bool:
+    """Whether ``base``, whose folder is the module's top-level package, holds the module:
+    each part a folder or, for the last, any file of its name (``x.py``, an extension's
+    ``x.pyx`` or ``x.c`` not built yet, a built ``x.*.so``)."""
+    parts = dotted.split(".")
+    folder = base / parts[0]
+    for part in parts[1:]:
+        if (folder / part).is_dir():
+            folder = folder / part
+            continue
+        return any(p.name.partition(".")[0] == part for p in folder.glob(f"{part}.*"))
+    return True
+
+
+def _special(function: str) -> bool:
+    """A dunder method (``__init__``, ``__call__``): Python calls it, no code names it."""
+    return function.startswith("__") and function.endswith("__") and len(function) > 4
+
+
+def _shown(test: ast.expr) -> str:
+    """An ``if``'s test as the report quotes it: its source, cut at 60 characters."""
+    text = ast.unparse(test)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _named_identifiers(tree: ast.Module) -> Iterator[str]:

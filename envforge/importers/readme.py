@@ -97,6 +97,25 @@ def read_readme(name: str, text: str) -> Imported:
     return out
 
 
+_CLONE = re.compile(r"\bgit\s+clone\b.*?\s((?:https?|git|ssh)://\S+|git@\S+)")
+_CLONE_BLOCK = 5  # the lines after a clone that say what it is for (cd, cp, mv)
+
+
+def clone_for(text: str, module: str) -> tuple[int, str] | None:
+    """(line, URL) of the README's first ``git clone`` that its own line or the few after it
+    tie to ``module`` by its last part (NVlabs/SPADE's README.md:38 clones
+    Synchronized-BatchNorm-PyTorch, then ``cp -rf Synchronized-BatchNorm-PyTorch/sync_batchnorm
+    .`` into models/networks/); None where none does."""
+    lines = text.splitlines()
+    last = module.rpartition(".")[2]
+    for number, line in enumerate(lines):
+        found = _CLONE.search(line)
+        if found is not None and any(re.search(rf"\b{re.escape(last)}\b", following)
+                                     for following in lines[number:number + 1 + _CLONE_BLOCK]):
+            return number + 1, found[1]
+    return None
+
+
 def _heading(line: str, following: str) -> tuple[str, bool] | None:
     """The heading's text where ``line`` is one (Markdown ``#``, an underlined line), or a
     short label line (``**Requirements**``, ``You will need:``), with whether it is a label."""

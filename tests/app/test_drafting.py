@@ -423,6 +423,60 @@ def test_a_framework_imported_only_in_an_uncalled_function_is_not_added(
     assert "[theano]" not in render_spec(draft, installed_packs())
 
 
+def test_a_second_framework_imported_only_under_an_if_is_reported_not_added(
+        tmp_path: Path) -> None:
+    """NVlabs/SPADE (2019-10-17): requirements.txt names torch; util/visualizer.py imports
+    tensorflow only under ``if self.tf_log:`` (its TensorBoard logging, off unless asked).
+    init had added ``tensorflow<2`` and mounted TensorFlow 1.15's pack beside PyTorch. With no
+    framework named, the same import is added: the code has no other."""
+    (tmp_path / "requirements.txt").write_text("torch>=1.0.0\ntorchvision\ndill\n")
+    (tmp_path / "util").mkdir()
+    (tmp_path / "util" / "__init__.py").write_text("")
+    (tmp_path / "util" / "visualizer.py").write_text(
+        "import os\n\nclass Visualizer:\n    def __init__(self, opt):\n"
+        "        self.tf_log = opt.tf_log\n        if self.tf_log:\n"
+        "            import tensorflow as tf\n            self.tf = tf\n")
+    (tmp_path / "train.py").write_text("from util.visualizer import Visualizer\nVisualizer(1)\n")
+    draft = _draft(tmp_path, date(2019, 10, 17))
+    found = draft.repository.imported.requirements
+    assert not any(f.requirement.startswith("tensorflow") for f in found)
+    assert [(s.what, s.origin) for s in draft.repository.imported.skipped] == [
+        ("tensorflow", "util/visualizer.py:7, under `if self.tf_log:`")]
+    assert "add tensorflow to use that feature" in draft.repository.imported.skipped[0].reason
+    assert "[tensorflow]" not in render_spec(draft, installed_packs())
+    (tmp_path / "requirements.txt").write_text("dill\n")
+    alone = _draft(tmp_path, date(2019, 10, 17))
+    assert any(f.requirement.startswith("tensorflow")
+               for f in alone.repository.imported.requirements)
+
+
+def test_a_module_the_repository_lacks_is_reported_with_the_readme_step_that_gives_it(
+        tmp_path: Path) -> None:
+    """NVlabs/SPADE (2019-10-17): its code imports models.networks.sync_batchnorm, which its
+    README copies in from another repository; the draft names the import and the README
+    line (its run failed at `No module named 'models.networks.sync_batchnorm'` with nothing
+    said before). Without the README, a .gitmodules points at a submodule."""
+    (tmp_path / "requirements.txt").write_text("torch>=1.0.0\n")
+    (tmp_path / "models" / "networks").mkdir(parents=True)
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "networks" / "__init__.py").write_text("")
+    (tmp_path / "models" / "networks" / "normalization.py").write_text(
+        "import torch\nfrom models.networks.sync_batchnorm import SynchronizedBatchNorm2d\n")
+    (tmp_path / "README.md").write_text(
+        "```\ncd models/networks/\ngit clone https://github.com/vacancy/Synchronized-BatchNorm"
+        "-PyTorch\ncp -rf Synchronized-BatchNorm-PyTorch/sync_batchnorm .\n```\n")
+    skipped = _draft(tmp_path, date(2019, 10, 17)).repository.imported.skipped
+    [absent] = [s for s in skipped if s.what == "models.networks.sync_batchnorm"]
+    assert absent.origin == "models/networks/normalization.py:2"
+    assert "README's line 3 clones https://github.com/vacancy/Synchronized-BatchNorm-PyTorch" \
+        in absent.reason
+    (tmp_path / "README.md").unlink()
+    (tmp_path / ".gitmodules").write_text("[submodule \"sbn\"]\n")
+    skipped = _draft(tmp_path, date(2019, 10, 17)).repository.imported.skipped
+    assert "git submodule update --init" in next(
+        s.reason for s in skipped if s.what == "models.networks.sync_batchnorm")
+
+
 def test_kerass_load_img_gets_pillow(tmp_path: Path) -> None:
     """fchollet/deep-learning-models: resnet50.py calls ``image.load_img``, which imports PIL
     only where installed; no Keras metadata requires Pillow: init adds it from that line."""

@@ -236,17 +236,61 @@ def test_a_stop_iteration_a_generator_raises_or_reaches_is_found() -> None:
 def test_a_module_imported_only_in_functions_nothing_names_is_uncalled(tmp_path: Path) -> None:
     """lanpa/tensorboardX v1.6: x2num.py's ``prepare_theano`` imports theano and nothing calls
     it; ``prepare_chainer`` is called, a string may name a function (a registry), and an
-    import at module level or in a Python 2 file (read line by line) is never uncalled."""
+    import at module level, in a dunder method (``Logger.__init__``: Python calls it) or in a
+    Python 2 file (read line by line) is never uncalled."""
     (tmp_path / "x2num.py").write_text(
         "import numpy as np\n\ndef make_np(x):\n    return prepare_chainer(x)\n\n"
         "def prepare_theano(x):\n    import theano\n    pass\n\n"
         "def prepare_chainer(x):\n    import chainer\n    return x\n\n"
         "def prepare_mxnet(x):\n    import mxnet\n\nHOOKS = {'mx': 'prepare_mxnet'}\n\n"
         "def prepare_caffe2(x):\n    def inner():\n        from caffe2.python import workspace\n"
-        "    return x\n")
+        "    return x\n\nclass Logger:\n    def __init__(self):\n        import tensorboard\n")
     (tmp_path / "legacy.py").write_text(
         "import cPickle\nprint 'old'\ndef f():\n    import lasagne\n")
     scan = scan_code(tmp_path, (3, 7))
     assert scan.uncalled == {"theano": "x2num.py:7, in prepare_theano",
                              "caffe2": "x2num.py:21, in prepare_caffe2"}
-    assert {"numpy", "chainer", "mxnet", "lasagne", "cPickle"} <= set(scan.imports)
+    assert {"numpy", "chainer", "mxnet", "lasagne", "cPickle", "tensorboard"} <= set(scan.imports)
+
+
+def test_a_module_imported_only_under_an_if_in_functions_is_optional(tmp_path: Path) -> None:
+    """NVlabs/SPADE (2019-10-17): util/visualizer.py imports tensorflow only under ``if
+    self.tf_log:`` in ``Visualizer.__init__``, its opt-in TensorBoard logging. An import at
+    module level (even under an ``if``), in a function outside any ``if``, or in an ``if``
+    at one site and outside it at another is not optional; an ``else`` branch is."""
+    (tmp_path / "visualizer.py").write_text(
+        "import os\nif os.name == 'nt':\n    import winreg\n\n"
+        "class Visualizer:\n    def __init__(self, opt):\n        self.tf_log = opt.tf_log\n"
+        "        if self.tf_log:\n            import tensorflow as tf\n            self.tf = tf\n"
+        "        if opt.html:\n            pass\n        else:\n            import dominate\n\n"
+        "def plot():\n    import matplotlib\n\n"
+        "def save(fast):\n    if fast:\n        import ujson\n    import ujson\n")
+    scan = scan_code(tmp_path, (3, 7))
+    assert scan.optional == {"tensorflow": "visualizer.py:9, under `if self.tf_log:`",
+                             "dominate": "visualizer.py:14, under `if opt.html:`"}
+    assert {"winreg", "matplotlib", "ujson", "tensorflow"} <= set(scan.imports)
+
+
+def test_a_module_of_its_own_packages_the_repository_lacks_is_absent(tmp_path: Path) -> None:
+    """NVlabs/SPADE (2019-10-17): models/networks/normalization.py imports
+    ``models.networks.sync_batchnorm``, which its README copies in from another repository.
+    A module held as a file, a folder, a source not built yet (``.pyx``) or beside the
+    importing script counts as held; a name under a module that is a file (``os.path``),
+    another distribution's package and ``from a.b import c`` (maybe a name) do not count."""
+    (tmp_path / "models" / "networks").mkdir(parents=True)
+    for name in ("models/__init__.py", "models/networks/__init__.py",
+                 "models/networks/loss.py", "models/networks/box.pyx"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "models" / "networks" / "normalization.py").write_text(
+        "import os.path\nimport numpy.linalg\nfrom models.networks.loss import x\n"
+        "from models.networks.sync_batchnorm import SynchronizedBatchNorm2d\n"
+        "import models.networks.box\nfrom models.networks import replicate\n"
+        "from models.gone.deeper import y\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "run.py").write_text("import helpers.io\n")
+    (tmp_path / "tools" / "helpers").mkdir()
+    (tmp_path / "tools" / "helpers" / "io.py").write_text("")
+    scan = scan_code(tmp_path, (3, 7))
+    assert scan.absent == {
+        "models.networks.sync_batchnorm": "models/networks/normalization.py:4",
+        "models.gone.deeper": "models/networks/normalization.py:7"}

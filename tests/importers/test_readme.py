@@ -10,7 +10,7 @@ import pytest
 from envforge.app.packs import installed_packs
 from envforge.importers import Found, Imported, Skipped
 from envforge.importers.codeimports import UNKNOWN
-from envforge.importers.readme import NOTE, of_imported, read_readme, readme_name
+from envforge.importers.readme import NOTE, clone_for, of_imported, read_readme, readme_name
 
 # utkuozbulak/pytorch-cnn-visualizations 16eddfa (2020-09-09) README.md:365-372
 CNN_VISUALIZATIONS = """Some of these techniques are implemented in *generate.py*.
@@ -221,3 +221,29 @@ def test_runnable_with_states_a_floor() -> None:
             "(PyTorch 1.0 strongly recommended). The older versions of PyTorch are no longer "
             "supported.\n")
     assert _stated(text)[0] == ("PyTorch>=0.4.0", "README.md:1")
+
+
+SPADE_README = """Clone this repo.
+```bash
+git clone https://github.com/NVlabs/SPADE.git
+cd SPADE/
+```
+
+This code also requires the Synchronized-BatchNorm-PyTorch rep.
+```
+cd models/networks/
+git clone https://github.com/vacancy/Synchronized-BatchNorm-PyTorch
+cp -rf Synchronized-BatchNorm-PyTorch/sync_batchnorm .
+cd ../../
+```
+"""
+
+
+def test_a_clone_is_tied_to_the_module_its_block_names() -> None:
+    """NVlabs/SPADE's README.md: the first clone is the repository itself (its block names no
+    sync_batchnorm); the second's ``cp`` line names it. A module nothing names has none."""
+    assert clone_for(SPADE_README, "models.networks.sync_batchnorm") == (
+        10, "https://github.com/vacancy/Synchronized-BatchNorm-PyTorch")
+    assert clone_for(SPADE_README, "models.networks.replicate") is None
+    assert clone_for("git clone --depth 1 https://x.org/a.git\ncp -r a/apex .\n", "apex") == (
+        1, "https://x.org/a.git")
