@@ -129,3 +129,13 @@ def test_a_named_project_whose_sdist_compiles_against_a_library_gets_its_dev_pac
     assert added.cause == "PyAudio's build (requirements.txt:4)"
     assert debian_additions([], "win-64", REGISTRY, named={"pyaudio": "r.txt:1"}) == []
     assert debian_additions([], "linux-64", REGISTRY, named={"sounddevice": "r.txt:1"}) == []
+
+
+def test_pygraphviz_gets_graphvizs_dev_package_for_its_build() -> None:
+    """carpedm20/ENAS-pytorch's requirements.txt names pygraphviz, an sdist alone whose
+    extension includes graphviz/cgraph.h: init had left it out (its build failed there);
+    Debian's libgraphviz-dev comes with its closure, handed to the build."""
+    (added,) = debian_additions([], "linux-64", REGISTRY,
+                                named={"pygraphviz": "requirements.txt:5"})
+    assert added.row.packages == ("libgraphviz-dev",) and added.row.dependencies == "closure"
+    assert added.cause == "pygraphviz's build (requirements.txt:5)"
