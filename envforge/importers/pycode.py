@@ -60,12 +60,12 @@ class CodeScan:
     # TensorBoard logging flag) -> "path:line, under `if TEST:`"
     optional: Mapping[str, str] = field(default_factory=dict)
     notebooks: tuple[str, ...] = ()  # of ``files``, the Jupyter notebooks read: their paths
-    # each module of the repository's own packages that the code imports and the repository
-    # lacks (a git submodule, or code its README copies in by hand: NVlabs/SPADE's
-    # ``models.networks.sync_batchnorm``) -> "path:line"
     # top-level folders holding .py files and no __init__.py: run from the root, the code
     # imports them as namespace packages (PEP 420: clovaai's ``from modules.transformation``)
     namespaces: frozenset[str] = frozenset()
+    # each module of the repository's own packages that the code imports and the repository
+    # lacks (a git submodule, or code its README copies in by hand: NVlabs/SPADE's
+    # ``models.networks.sync_batchnorm``) -> "path:line"
     absent: Mapping[str, str] = field(default_factory=dict)
 
     def first_imported(self, modules: Iterable[str]) -> str | None:
