@@ -555,8 +555,24 @@ def test_hints_come_from_the_registry_handed_in() -> None:
     failed, skipped, passed = hinted(rows, REGISTRY)
     assert failed.why.startswith(error + " (hint: Theano imports pkg_resources")
     assert (skipped, passed) == rows[1:]
-    without = Registry([pack for pack in REGISTRY if pack.name != "theano"])
-    assert hinted(rows, without) == rows
+    without = Registry([pack for pack in REGISTRY if pack.name not in ("theano", "torch")])
+    assert hinted(rows, without) == rows  # torch 1.10 imports pkg_resources too: its own hint
+
+
+def test_a_locks_failures_get_only_the_hints_of_the_packs_it_holds() -> None:
+    """huggingface/torchMoji's PyTorch environment failed `import torch` on pkg_resources,
+    and verify hinted Theano's import of it (theano/gpuarray/linalg.py:3), a pack its lock
+    did not hold. A Theano lock's failure quoting torchvision's Pillow error gets no PyTorch
+    hint either."""
+    expect = _expect()
+    report = _report(expect)
+    report["versions"]["theano"] = None
+    report["import_errors"]["theano"] = (
+        "ImportError: cannot import name 'PILLOW_VERSION' from 'PIL'")
+    why = _rows(report, expect)["version.theano"].why
+    assert "PILLOW_VERSION" in why and "hint" not in why
+    report["import_errors"]["theano"] = "ModuleNotFoundError: No module named 'pkg_resources'"
+    assert "(hint: Theano imports pkg_resources" in _rows(report, expect)["version.theano"].why
 
 
 def test_cudnn_7_enabled_is_checked_against_the_lock() -> None:

@@ -32,8 +32,10 @@ def check_report(report: Mapping[str, Any], expect: Expectations, registry: Regi
         why = str(report.get("error") or f"report format {report.get('format')!r} "
                                           f"is not {REPORT_FORMAT}")
         return (CheckRow("probe", "a report", "no report", "fail", why),)
+    # hints of the packs the lock holds only: Theano's pkg_resources hint named Theano's
+    # line in a PyTorch environment, whose own torch 1.10 imports pkg_resources
     return hinted(_judge(report, expect, registry, gpu_expected=gpu_expected, prefix=prefix),
-                  registry)
+                  Registry(registry.locked(expect.packs)))
 
 
 def _judge(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack], *,

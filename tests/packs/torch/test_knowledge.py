@@ -167,3 +167,16 @@ def test_a_pitfalls_cap_is_what_lock_adds_where_the_other_part_is_resolved() -> 
     assert capped(rows, {"torch": "1.2.0"}) == ()
     assert TORCH.undeclared_imports({"torchvision": "0.2.1"}) == capped(
         rows, {"torchvision": "0.2.1"})
+
+
+def test_torch_1_10_gets_the_setuptools_its_version_module_imports() -> None:
+    """torch 1.10.x's torch/torch_version.py imports pkg_resources at `import torch` and its
+    metadata requires typing-extensions alone (huggingface/torchMoji on Python 3.6 resolved
+    1.10.2 with no setuptools): lock adds setuptools<80.9 beside 1.10, not 1.9 or 1.11."""
+    from envforge.packs.pitfalls import capped
+
+    rows = torch_knowledge().pitfalls
+    (found,) = capped(rows, {"torch": "1.10.2"})
+    assert (found.requirement, found.module) == ("setuptools<80.9", "pkg_resources")
+    assert found.imported_at.startswith("torch/torch_version.py:3")
+    assert capped(rows, {"torch": "1.9.1"}) == capped(rows, {"torch": "1.11.0"}) == ()
