@@ -101,7 +101,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                          *(name for row in rows.api_needs for name in row.names),
                          *(name for row in rows.import_debian for name in row.names)})
     scanned: dict[str, CodeScan] = {}  # by the Python parsed for: one scan where it stays
-    stated = _readme(root)
+    readme = _readme_file(root)
+    stated = read_readme(*readme) if readme is not None else Imported()
     if stated.requirements or stated.python:  # of what the files leave out, before pins
         scanned[DEFAULT_PYTHON] = scan_code(root, _minor_tuple(DEFAULT_PYTHON), watched)
         repo = _with_readme(repo, stated, scanned[DEFAULT_PYTHON], DEFAULT_PYTHON)
@@ -146,7 +147,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
     repo = _with_api_needs(_capped_for_removed_apis(repaired, code), code)
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
-    repo = _with_absent(repo, code, root)
+    repo = _with_absent(repo, code, readme[1] if readme is not None else None,
+                        (root / ".gitmodules").is_file())
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
                  index=index if index and index != PYPI_SIMPLE else None, code=code,
@@ -188,20 +190,19 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                                            if canonicalize_name(s.what) not in named)]))
 
 
-def _with_absent(repo: Repository, code: CodeScan, root: Path) -> Repository:
+def _with_absent(repo: Repository, code: CodeScan, readme: str | None,
+                 submodules: bool) -> Repository:
     """Each module of the repository's own packages that its code imports and it lacks,
-    reported with where it comes from when the repository says so: a README's ``git clone``
-    (NVlabs/SPADE's sync_batchnorm) or a ``.gitmodules`` (a submodule not checked out).
-    envforge provisions packages, not the project's source: the user fetches it."""
-    if not code.absent:
-        return repo
-    readme = _readme_file(root)
+    reported with where it comes from when the repository says so: its README's ``git
+    clone`` (NVlabs/SPADE's sync_batchnorm) or, with ``submodules`` (a ``.gitmodules``), a
+    submodule not checked out. envforge provisions packages, not the project's source: the
+    user fetches it."""
     skipped = []
     for module, where in code.absent.items():
-        clone = clone_for(readme[1], module) if readme else None
+        clone = clone_for(readme, module) if readme is not None else None
         if clone is not None:
             how = f"its README's line {clone[0]} clones {clone[1]} for it: do that step by hand"
-        elif (root / ".gitmodules").is_file():
+        elif submodules:
             how = ("a git submodule (.gitmodules) not checked out? `git submodule update "
                    "--init`")
         else:
@@ -209,6 +210,8 @@ def _with_absent(repo: Repository, code: CodeScan, root: Path) -> Repository:
         skipped.append(Skipped(module, where, f"a module of the repository's own that the "
                                f"repository does not hold ({how}); envforge provisions "
                                "packages, not the project's source"))
+    if not skipped:
+        return repo
     return Repository(repo.files, replace(repo.imported,
                                           skipped=[*repo.imported.skipped, *skipped]))
 
@@ -224,12 +227,6 @@ def _readme_file(root: Path) -> tuple[str, str] | None:
                                      lenient=True)
     except (EscapeError, SpecError, OSError):
         return None
-
-
-def _readme(root: Path) -> Imported:
-    """What the repository's README states (``importers/readme.py``)."""
-    readme = _readme_file(root)
-    return read_readme(*readme) if readme is not None else Imported()
 
 
 def _with_readme(repo: Repository, stated: Imported, code: CodeScan, minor: str) -> Repository:
@@ -437,7 +434,8 @@ def _with_imported(repo: Repository, code: CodeScan, *,
     skipped: list[Skipped] = []
 
     def other_framework(module: str) -> bool:
-        """Whether the requirements name a framework other than ``module``'s."""
+        """Whether the requirements (or what this draft added before) name a framework
+        other than ``module``'s."""
         return any(not held.isdisjoint(canonicalize_name(n) for n in (r.requirement, *r.also))
                    for r in legacy_names().import_name if r.framework and r.module != module)
 

@@ -98,7 +98,8 @@ def scan_code(root: Path, python: tuple[int, int],
     stops: list[str] = []
     # module -> (where, its function, the test of the ``if`` around it in that function)
     sites: dict[str, list[tuple[str, str | None, str | None]]] = {}
-    dotted_imports: list[tuple[str, str, Path]] = []  # (module, where, the file's folder)
+    # (module, the importing file's folder) -> where first: each checked once for ``absent``
+    dotted_imports: dict[tuple[str, Path], str] = {}
     names: set[str] = set()  # every identifier the code names (Name ids, attributes)
     read = 0
     notebooks: list[str] = []
@@ -138,11 +139,12 @@ def scan_code(root: Path, python: tuple[int, int],
                 if name is not None:
                     uses.setdefault(name, at(line))
             continue
-        for module, line, function, guard in _import_sites(tree):
+        for dotted, line, function, guard in _import_sites(tree):
+            module = dotted.partition(".")[0]
             imports.setdefault(module, at(line))
             sites.setdefault(module, []).append((at(line), function, guard))
-        dotted_imports += ((dotted, at(line), path.parent)
-                           for dotted, line in _dotted_imports(tree) if "." in dotted)
+            if "." in dotted:
+                dotted_imports.setdefault((dotted, path.parent), at(line))
         names.update(_named_identifiers(tree))
         for name, line in _used(tree, watch) if watch else ():
             uses.setdefault(name, at(line))
@@ -156,9 +158,9 @@ def scan_code(root: Path, python: tuple[int, int],
                 if all(function is not None and guard is not None
                        for _, function, guard in found)}
     absent: dict[str, str] = {}
-    for dotted, where, folder in dotted_imports:
+    for (dotted, folder), where in dotted_imports.items():
         top = dotted.partition(".")[0]
-        bases = [base for base in {root, folder} if (base / top).is_dir()]
+        bases = [base for base in {root, folder} if _own_folder(base / top)]
         if top in local and dotted not in absent and bases \
                 and not any(_holds(base, dotted) for base in bases):
             absent[dotted] = where
@@ -186,16 +188,17 @@ ImportSite = tuple[str, int, str | None, str | None]
 
 
 def _import_sites(tree: ast.Module) -> Iterator[ImportSite]:
-    """(top-level module, line, the outermost function around it or None, the test of the
-    innermost ``if`` around it inside that function or None) of each absolute import, nested
-    ones too (a test's own), in the file's order."""
+    """(module, line, the outermost function around it or None, the test of the innermost
+    ``if`` around it inside that function or None) of each absolute import, nested ones too
+    (a test's own), in the file's order: ``import a.b.c`` and ``from a.b.c import x`` name
+    ``a.b.c`` (``from a.b import c`` may import a name, not a module: ``a.b``)."""
     def walk(node: ast.AST, function: str | None, guard: str | None) -> Iterator[ImportSite]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    yield alias.name.partition(".")[0], child.lineno, function, guard
+                    yield alias.name, child.lineno, function, guard
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-                yield child.module.partition(".")[0], child.lineno, function, guard
+                yield child.module, child.lineno, function, guard
             inner = child.name if function is None and isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
             within = guard
@@ -205,17 +208,6 @@ def _import_sites(tree: ast.Module) -> Iterator[ImportSite]:
     return walk(tree, None, None)
 
 
-def _dotted_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(module, line) of each absolute import's whole module name: ``import a.b.c`` and
-    ``from a.b.c import x`` name ``a.b.c`` (``from a.b import c`` may import a name, not a
-    module: not counted)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from ((alias.name, node.lineno) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module, node.lineno
-
-
 def _holds(base: Path, dotted: str) -> bool:
     """Whether ``base``, whose folder is the module's top-level package, holds the module:
     each part a folder or, for the last, any file of its name (``x.py``, an extension's
@@ -223,11 +215,18 @@ def _holds(base: Path, dotted: str) -> bool:
     parts = dotted.split(".")
     folder = base / parts[0]
     for part in parts[1:]:
+        if (folder / part).is_symlink():
+            return True  # a link out of the repository is not followed: not judged
         if (folder / part).is_dir():
             folder = folder / part
             continue
         return any(p.name.partition(".")[0] == part for p in folder.glob(f"{part}.*"))
     return True
+
+
+def _own_folder(path: Path) -> bool:
+    """A folder of the repository's own: a link is not followed (it may lead out of it)."""
+    return path.is_dir() and not path.is_symlink()
 
 
 def _special(function: str) -> bool:

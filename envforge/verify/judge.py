@@ -22,7 +22,8 @@ from envforge.verify.untrusted import _dig, _map
 def check_report(report: Mapping[str, Any], expect: Expectations, registry: Registry[GpuPack],
                  *, gpu_expected: bool, prefix: str | None = None) -> tuple[CheckRow, ...]:
     """Every check of a probe report against the expectations, in a stable order, each
-    failure with the hint of ``registry``'s packs that explains it (``hints.hinted``).
+    failure with the hint of the lock's packs (of ``registry``) that explains it
+    (``hints.hinted``).
 
     ``gpu_expected`` is false where the lock targets a GPU but this machine has none
     (GPU rows are then skipped, not failed). ``prefix`` fills the ``{prefix}`` that

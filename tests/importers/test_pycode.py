@@ -276,7 +276,8 @@ def test_a_module_of_its_own_packages_the_repository_lacks_is_absent(tmp_path: P
     ``models.networks.sync_batchnorm``, which its README copies in from another repository.
     A module held as a file, a folder, a source not built yet (``.pyx``) or beside the
     importing script counts as held; a name under a module that is a file (``os.path``),
-    another distribution's package and ``from a.b import c`` (maybe a name) do not count."""
+    another distribution's package, a folder that is a link (perhaps out of the repository,
+    never followed) and ``from a.b import c`` (maybe a name) do not count."""
     (tmp_path / "models" / "networks").mkdir(parents=True)
     for name in ("models/__init__.py", "models/networks/__init__.py",
                  "models/networks/loss.py", "models/networks/box.pyx"):
@@ -290,6 +291,10 @@ def test_a_module_of_its_own_packages_the_repository_lacks_is_absent(tmp_path: P
     (tmp_path / "tools" / "run.py").write_text("import helpers.io\n")
     (tmp_path / "tools" / "helpers").mkdir()
     (tmp_path / "tools" / "helpers" / "io.py").write_text("")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "models" / "networks" / "vendor").symlink_to(outside, target_is_directory=True)
+    (tmp_path / "use_link.py").write_text("import models.networks.vendor.anything\n")
     scan = scan_code(tmp_path, (3, 7))
     assert scan.absent == {
         "models.networks.sync_batchnorm": "models/networks/normalization.py:4",
