@@ -114,6 +114,28 @@ def test_cudnn_8_0_5_with_cuda_11_1_locks(tmp_path: Path) -> None:
     assert cudnn.sha256 == "1d046bfa79399dabcc6f6cb1507918754439442ea0ca9e0fbecdd446f9b00cce"
 
 
+TORCH110 = (REPO / "specs" / "torch14-cpu.toml").read_text().replace(
+    '"torch==1.4.0", "torchvision==0.5.0", "numpy>=1.18,<1.19"', '"torch==1.10.2"')
+
+
+@pytest.mark.network
+def test_torch_1_10_is_locked_with_the_setuptools_its_import_needs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real uv: torch 1.10.2's metadata requires no setuptools while `import torch` imports
+    pkg_resources (huggingface/torchMoji failed there); the torch pack's pitfall cap has lock
+    add setuptools<80.9 and say why."""
+    assert '"torch==1.10.2"' in TORCH110
+    spec = project_with(tmp_path, "torch110", TORCH110)
+    assert main(["lock", str(spec), "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)["results"]
+    assert any(note.startswith("linux-64: added setuptools<80.9: torch/torch_version.py:3")
+               for note in result["notes"]), result["notes"]
+    locked = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "torch110.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert locked["torch"] == "1.10.2"
+    assert int(locked["setuptools"].split(".")[0]) < 80
+
+
 def test_theano_and_theano_pymc_together_refused_before_resolving(
         tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
     text = CUDNN8_CUDA111.replace('"Theano-PyMC==1.0.5"]', '"Theano-PyMC==1.0.5", "Theano==1.0.5"]')

@@ -18,6 +18,7 @@ import requests
 from packaging.version import Version
 
 from envforge.knowledge.models import in_range
+from envforge.packs.pitfalls import capped
 from envforge.packs.torch import PROBE_SCRIPT, TORCH
 from envforge.packs.torch.fatbin import MAGIC, fatbin_arches
 from envforge.packs.torch.knowledge import (
@@ -157,8 +158,6 @@ def test_pypi_has_windows_torch_wheels_where_the_rows_say() -> None:
 def test_a_pitfalls_cap_is_what_lock_adds_where_the_other_part_is_resolved() -> None:
     """torchvision before 0.5 imports PILLOW_VERSION (gone in Pillow 7) while its metadata
     asks only pillow>=4.1.1: lock adds pillow<7 beside it, as for any undeclared import."""
-    from envforge.packs.pitfalls import capped
-
     rows = torch_knowledge().pitfalls
     (found,) = capped(rows, {"torch": "1.2.0", "torchvision": "0.4.0"})
     assert (found.requirement, found.module) == ("pillow<7", "PIL.PILLOW_VERSION")
@@ -173,10 +172,27 @@ def test_torch_1_10_gets_the_setuptools_its_version_module_imports() -> None:
     """torch 1.10.x's torch/torch_version.py imports pkg_resources at `import torch` and its
     metadata requires typing-extensions alone (huggingface/torchMoji on Python 3.6 resolved
     1.10.2 with no setuptools): lock adds setuptools<80.9 beside 1.10, not 1.9 or 1.11."""
-    from envforge.packs.pitfalls import capped
-
     rows = torch_knowledge().pitfalls
     (found,) = capped(rows, {"torch": "1.10.2"})
     assert (found.requirement, found.module) == ("setuptools<80.9", "pkg_resources")
     assert found.imported_at.startswith("torch/torch_version.py:3")
     assert capped(rows, {"torch": "1.9.1"}) == capped(rows, {"torch": "1.11.0"}) == ()
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("version", "at_import"), [("1.9.1", False), ("1.10.0", True),
+                                                    ("1.10.2", True), ("1.11.0", False)])
+def test_the_pkg_resources_rows_range_is_the_wheels_own(version: str, at_import: bool) -> None:
+    """The cap's range read from PyPI's wheels: torch/torch_version.py imports pkg_resources
+    at module level in 1.10.x only (1.9 has no import of it, 1.11 only inside a function),
+    and their METADATA requires no setuptools."""
+    with zipfile.ZipFile(_remote(_wheel_url(version, "cp37"))) as archive:
+        names = archive.namelist()
+        source = archive.read("torch/torch_version.py").decode() \
+            if "torch/torch_version.py" in names else ""
+        meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    top = [node for node in ast.parse(source).body
+           if isinstance(node, ast.ImportFrom) and node.module == "pkg_resources"]
+    assert bool(top) == at_import
+    assert b"Requires-Dist: setuptools" not in meta
+    assert bool(capped(torch_knowledge().pitfalls, {"torch": version})) == at_import
