@@ -2,10 +2,12 @@
 
 The models already refuse malformed values (names, versions, paths, hashes, ranges). What a
 model cannot see is a well-formed lock that says something its spec does not: an entry
-removed or listed twice, a platform's environment kind or Theano flags that the spec would
-not give, versions verify would expect that the locked files do not carry, a group resolved
-for another Python than the environment's (a textual merge of two locks), an ``apply``
-table or a pack's settings other than the spec's (apply reads them, not the spec). Each of those is
+removed or listed twice, a requirement the knowledge adds (a module a locked release imports
+undeclared) missing or outside its range, a platform's environment kind or Theano flags
+that the spec would not give, versions verify would expect that the locked files do not
+carry, a group resolved for another Python than the environment's (a textual merge of two
+locks), an ``apply`` table or a pack's settings other than the spec's (apply reads them,
+not the spec). Each of those is
 recomputed from the spec, offline, and any difference is one SpecError naming the lock's
 line and key (exit 2) before anything is written.
 
@@ -34,6 +36,7 @@ from envforge.lockplan import (
     kernel_device,
     locked_artifacts,
     stack_versions,
+    undeclared_missing,
 )
 from envforge.packapi import Registry
 from envforge.platforms import PLATFORMS
@@ -165,6 +168,9 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
         if match and canonicalize_name(match[1]) not in have_pypi \
                 and _applies(requirement, PLATFORMS[pspec.platform].markers(plock.python)):
             raise fail((*at, "pypi"), f"no entry for {match[1]}, which the spec requires")
+    for row in undeclared_missing(plock.pypi, registry, pspec.pypi.provided_elsewhere)[:1]:
+        raise fail((*at, "pypi"), f"no entry meeting {row.requirement}: {row.imported_at} "
+                   f"imports {row.module} without declaring it")
     if pspec.environment.kind == "conda":
         have_conda = {c.name for c in plock.conda}
         for requirement in pspec.conda.packages:

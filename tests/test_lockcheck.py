@@ -248,3 +248,33 @@ def test_a_builds_extra_pins_and_runtime_are_the_specs_and_the_environments(
         _check_build(pspec, _coco_lock(**build), ("platforms", "linux-64"), fail)
     assert caught.value.key == f"platforms.linux-64.{key}"
     assert says in str(caught.value)
+
+
+SETUPTOOLS = TEXT[TEXT.index("[[platforms.linux-64.pypi]]\nfilename = \"setuptools-"):]
+SETUPTOOLS = SETUPTOOLS[:SETUPTOOLS.index("[[platforms.linux-64.pypi]]", 1)]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda text: text.replace(SETUPTOOLS, "", 1),
+    lambda text: text.replace(SETUPTOOLS, SETUPTOOLS.replace("68.0.0", "80.9.0"), 1),
+])
+def test_a_lock_without_what_the_knowledge_adds_is_refused_and_not_current(
+        tmp_path: Path, edit: Any) -> None:
+    """Theano-PyMC 1.0.5 imports pkg_resources undeclared (theano.toml's ``[[undeclared]]``):
+    a lock without setuptools, or with one that no longer ships pkg_resources, is one written
+    before the knowledge knew it (torch 1.10's row came after huggingface/torchMoji had been
+    locked, and `envforge lock` called its lock unchanged): apply refuses it naming the row,
+    and lock locks the platform again."""
+    from envforge.lockcheck import platform_is_current
+
+    assert SETUPTOOLS.count("[[platforms.linux-64.pypi]]") == 1 and "68.0.0" in SETUPTOOLS
+    stale = edit(TEXT)
+    with pytest.raises(SpecError) as refused:
+        _check(tmp_path, stale)
+    assert refused.value.key == "platforms.linux-64.pypi"
+    assert "no entry meeting setuptools<80.9: theano/gpuarray/linalg.py:3 imports " \
+           "pkg_resources without declaring it" in str(refused.value)
+    lock = load_lock(tmp_path / "theano-cpu.lock", REGISTRY)
+    assert not platform_is_current(SPEC.for_platform("linux-64"), lock.platforms["linux-64"],
+                                   REGISTRY)
+    assert platform_is_current(SPEC.for_platform("win-64"), lock.platforms["win-64"], REGISTRY)
