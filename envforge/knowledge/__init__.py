@@ -33,7 +33,9 @@ from envforge.knowledge.models import (
     DebianPackageRow,
     Fact,
     KnownArtifact,
+    ModulesFile,
     ReferenceFile,
+    RemovedModuleRow,
     UnknownFactError,
     in_range,
     major_minor,
@@ -74,13 +76,15 @@ __all__ = [
     "min_driver",
     "read_knowledge",
     "removed_build_module",
+    "removed_module",
 ]
 
 # The whole base
 
 # The core's files; a pack's own (``FrameworkPack.knowledge``) are typed and looked up by
 # the pack.
-KNOWLEDGE_FILES = ("cuda", "cudnn", "artifacts", "conda", "debian", "reference", "builds")
+KNOWLEDGE_FILES = ("cuda", "cudnn", "artifacts", "conda", "debian", "reference", "builds",
+                   "modules")
 
 
 class Knowledge(Frozen):
@@ -91,6 +95,7 @@ class Knowledge(Frozen):
     debian: DebianFile
     reference: ReferenceFile
     builds: BuildsFile
+    modules: ModulesFile
 
 
 def knowledge_file(name: str, package: str = __name__) -> Traversable:
@@ -272,6 +277,11 @@ def conda_package(name: str) -> CondaPackageRow | None:
 def removed_build_module(module: str) -> BuildModuleRow | None:
     """The row for a module a later build back-end removed (``distutils.msvccompiler``)."""
     return next((r for r in knowledge().builds.build_module if r.module == module), None)
+
+
+def removed_module(module: str) -> RemovedModuleRow | None:
+    """The row for a module a later release of its distribution removed (``pkg_resources``)."""
+    return next((r for r in knowledge().modules.removed_module if r.module == module), None)
 
 
 def era_build_error(reason: str) -> BuildErrorRow | None:

@@ -7,11 +7,11 @@ arithmetic their lookups share. Frozen, ``extra="forbid"``: a typo in a TOML row
 
 import re
 from datetime import date
-from typing import Annotated, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from envforge.errors import InputError
 from envforge.spec import Frozen, Platform
@@ -242,13 +242,33 @@ class ReferenceFile(Frozen):
 
 class UndeclaredImport(Row):
     """A module a framework release imports without declaring the distribution that
-    provides it: its requirement joins the lock (a pack's rows add the releases)."""
+    provides it: its requirement joins the lock (a pack's rows add the releases). A row that
+    names only the module takes the requirement of the core's ``[[removed_module]]`` row for
+    it (modules.toml), so a bound two packs need is written once."""
 
     module: str
     requirement: str
     imported_at: str
     needed_by: str
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kept_by_the_core(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "requirement" not in data and "module" in data:
+            return {**data, "requirement": kept_requirement(data["module"])}
+        return data
+
+
+def kept_requirement(module: str) -> str:
+    """The requirement that keeps ``module`` (modules.toml); ValueError where none is known."""
+    from envforge.knowledge import removed_module
+
+    row = removed_module(module)
+    if row is None:
+        raise ValueError(f"no requirement given for {module}, and modules.toml has no "
+                         "[[removed_module]] row for it")
+    return row.requirement
 
 
 class InitDebianRow(Row):
@@ -332,6 +352,19 @@ class AbiPackageRow(Row):
     """A package whose C ABI an extension compiles against (its run time must be no older)."""
 
     name: str
+
+
+class RemovedModuleRow(Row):
+    """A module that releases import without declaring the distribution that gives it,
+    removed by a later release of that distribution: the requirement that keeps it."""
+
+    module: str
+    requirement: str
+    note: str = ""
+
+
+class ModulesFile(Frozen):
+    removed_module: tuple[RemovedModuleRow, ...] = ()
 
 
 class BuildsFile(Frozen):

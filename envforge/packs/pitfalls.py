@@ -11,9 +11,9 @@ part never fires at lock time from the spec alone (the resolved versions are jud
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from envforge.knowledge.models import Range, Row
 from envforge.model import Frozen
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 class PitfallCap(Frozen):
     """The requirement a pitfall's other parts need and do not declare, and where they
-    import what it keeps (the row's source says so)."""
+    import what it keeps (the row's source says so). Without ``requirement``, the core's
+    ``[[removed_module]]`` row for the module gives it, the row's part for its distribution
+    is the releases outside it, and ``{cap}`` in its fix reads as the requirement
+    (``PitfallRow._capped_by_the_core``)."""
 
     requirement: str  # PEP 508, of one of the row's parts: ``pillow<7``
     module: str
@@ -48,6 +51,36 @@ class PitfallRow(Row):
     # their metadata: the requirement lock adds beside them (``capped``), so the combination
     # never resolves where only one of its parts is pinned
     cap: PitfallCap | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capped_by_the_core(cls, data: Any) -> Any:
+        cap = data.get("cap") if isinstance(data, dict) else None
+        if not isinstance(cap, dict) or "requirement" in cap or "module" not in cap:
+            return data
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
+        from envforge.knowledge.models import kept_requirement
+
+        requirement = kept_requirement(cap["module"])
+        name = canonicalize_name(Requirement(requirement).name)
+        fix = data.get("fix")
+        return {**data, "cap": {**cap, "requirement": requirement},
+                "when": {**data.get("when", {}), name: outside(requirement)},
+                **({"fix": fix.replace("{cap}", requirement)} if isinstance(fix, str) else {})}
+
+
+def outside(requirement: str) -> str:
+    """The releases a one-bound requirement leaves out: ``>=80.9`` for ``setuptools<80.9``."""
+    from packaging.requirements import Requirement
+
+    bounds = list(Requirement(requirement).specifier)
+    flipped = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+    if len(bounds) != 1 or bounds[0].operator not in flipped:
+        raise ValueError(f"{requirement}: a cap from modules.toml must have one bound "
+                         "(<, <=, > or >=)")
+    return f"{flipped[bounds[0].operator]}{bounds[0].version}"
 
 
 def fired(rows: Iterable[PitfallRow], parts: Mapping[str, Releases]) -> list[PitfallRow]:
