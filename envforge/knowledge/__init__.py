@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from collections.abc import Collection
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, Literal, Protocol, assert_never
@@ -29,6 +30,7 @@ from envforge.knowledge.models import (
     CudaFile,
     CudnnFile,
     CudnnSupportRow,
+    DebConfigureRow,
     DebianFile,
     DebianPackageRow,
     Fact,
@@ -61,6 +63,7 @@ __all__ = [
     "cudnn_support",
     "cudnn_supports",
     "cudnn_version_code",
+    "deb_configure",
     "debian_package",
     "driver_library",
     "era_build_error",
@@ -304,6 +307,13 @@ def known_build_requires(project: str) -> tuple[str, ...]:
     key = canonicalize_name(project)
     return tuple(need for r in knowledge().builds.build_requires
                  if canonicalize_name(r.project) == key for need in r.requires)
+
+
+def deb_configure(platform: Platform, packages: Collection[str]) -> tuple[DebConfigureRow, ...]:
+    """The maintainer scripts' work apply does for these unpacked packages (libgvc6's plugin
+    configuration), in the file's order."""
+    return tuple(row for row in knowledge().debian.configure
+                 if row.platform == platform and row.package in packages)
 
 
 def debian_package(suite: str, package: str) -> DebianPackageRow | None:

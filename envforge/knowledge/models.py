@@ -206,8 +206,23 @@ class DebianPackageRow(Row):
     python: str | None = None
 
 
+class DebConfigureRow(Row):
+    """What a Debian package's maintainer script does that its programs need, done by apply
+    after the unpack (envforge runs no maintainer script): ``run`` (its program, as the
+    paths in ``variables`` and ``creates``, relative to the unpacked tree) with ``variables``
+    set, which must make ``creates``; activation sets ``variables`` for the environment's
+    programs too."""
+
+    package: str
+    platform: Platform
+    run: tuple[str, ...] = Field(min_length=1)
+    variables: dict[str, str] = Field(default_factory=dict)
+    creates: str
+
+
 class DebianFile(Frozen):
     packages: tuple[DebianPackageRow, ...]
+    configure: tuple[DebConfigureRow, ...] = ()
 
 
 class CheckBlasRow(Row):

@@ -19,6 +19,7 @@ from envforge.journal import Transaction
 from envforge.platforms import Os
 from envforge.steps.actions import Action, StepPlan, WriteBlock, WriteFile, perform_all, with_block
 from envforge.steps.base import Change, StepContext, state_of, text_digest
+from envforge.steps.debs import configure_edits
 
 EDITS_FILE = "envforge-env.json"
 
@@ -27,7 +28,7 @@ def edits_for(ctx: StepContext) -> tuple[EnvEdit, ...]:
     packs = tuple(edit for pack in ctx.registry.locked(ctx.lock.expect.packs)
                   for edit in pack.env_edits(ctx))
     return (*env_edits(ctx.layout, ctx.lock, cuda_root=ctx.cuda_root,
-                       spec_dir=ctx.spec_dir), *packs)
+                       spec_dir=ctx.spec_dir), *configure_edits(ctx), *packs)
 
 
 def activation_files(ctx: StepContext) -> tuple[dict[Path, str], dict[Path, str]]:

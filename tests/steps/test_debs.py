@@ -4,6 +4,7 @@ installs it on an empty system but the base system's 15), which gym's video reco
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envforge.lockfile import load_lock
+from tests.testing.homes import home_sharing
 from tests.testing.packs import REGISTRY
 from tests.testing.specs import venv_spec_text
 
@@ -71,3 +73,53 @@ def test_ffmpeg_locks_with_its_closure_applies_and_encodes(tmp_path: Path) -> No
                     "libbz2.so.1.0", "liblzma.so.5", "libzstd.so.1", "libncursesw.so.6",
                     "libtinfo.so.6", "libpcre2-8.so.0", "libselinux.so.1", "libcrypt.so.1",
                     "libuuid.so.1"}, host
+
+
+GRAPHVIZ = venv_spec_text("graphviz", 'packages = ["pydot==1.4.2"]\n') + """
+[debian]
+suite = "bookworm"
+packages = ["graphviz"]
+dependencies = "closure"
+"""
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_graphviz_gets_the_plugin_configuration_its_maintainer_script_makes(
+        tmp_path: Path, shared_cache: Path) -> None:
+    """libgvc6's postinst makes Graphviz's plugin list (config6a); envforge runs no maintainer
+    script, and unpacked alone `dot -Tsvg` says 'Format: "svg" not recognized' (what
+    carpedm20/ENAS-pytorch's trainer and pydot met). Apply plans and runs what the script
+    runs (debian.toml's ``[[configure]]`` row), activation sets GVBINDIR, a file removed is
+    made again, journaled as made, and rollback leaves nothing."""
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "graphviz.toml"
+    spec.write_text(GRAPHVIZ)
+    home = home_sharing(tmp_path / "envforge-home", shared_cache)
+    env, prefix = {**os.environ, "ENVFORGE_HOME": str(home)}, tmp_path / "env"
+    assert _envforge("lock", str(spec), "-q", env=env).returncode == 0
+    config = prefix / "deb" / "usr" / "lib" / "x86_64-linux-gnu" / "graphviz" / "config6a"
+    planned = _envforge("plan", str(spec), "--prefix", str(prefix), "--json", env=env)
+    assert planned.returncode == 3, planned.stderr  # changes pending
+    assert str(config) in planned.stdout and "libgvc6-config-update -c" in planned.stdout
+    applied = _envforge("apply", str(spec), "--yes", "-q", "--prefix", str(prefix), env=env)
+    assert applied.returncode == 0, applied.stderr
+    assert config.is_file() and "libgvplugin_core.so" in config.read_text()
+
+    svg = _envforge("run", str(spec), "--prefix", str(prefix), "--", "python", "-c",
+                    "import pydot; print(pydot.graph_from_dot_data('digraph{a->b}')[0]"
+                    ".create_svg().decode())", env=env)
+    assert svg.returncode == 0, svg.stdout + svg.stderr
+    assert "<svg" in svg.stdout and "a&#45;&gt;b" in svg.stdout
+
+    config.unlink()
+    again = _envforge("apply", str(spec), "--yes", "-q", "--prefix", str(prefix), env=env)
+    assert again.returncode == 0, again.stderr
+    assert config.is_file()
+    (journal,) = home.glob("state/**/journal.jsonl")
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert {"op": "backup", "path": str(config), "kind": "absent"}.items() <= next(
+        r for r in records if r.get("path") == str(config)).items()
+    rolled = _envforge("rollback", str(spec), "--prefix", str(prefix), "-q", env=env)
+    assert rolled.returncode == 0, rolled.stderr
+    assert not prefix.exists()
