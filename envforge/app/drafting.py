@@ -27,7 +27,7 @@ from packaging.version import Version
 from envforge.app.packs import installed_packs
 from envforge.confine import EscapeError, resolved_inside
 from envforge.errors import InputError, SpecError
-from envforge.importers import Found, Imported, Skipped, exact_version
+from envforge.importers import Found, Imported, Skipped, exact_version, release_line
 from envforge.importers.codeimports import from_imports
 from envforge.importers.legacy_names import (
     capped,
@@ -45,6 +45,7 @@ from envforge.importers.propose import (
     OLDER,
     Proposal,
     era_for_python,
+    line_files,
     older_for_code,
     older_of_the_day,
     propose_as_of,
@@ -88,6 +89,19 @@ def exact_pins(repo: Repository, *, mapped: bool = False) -> dict[str, tuple[str
     return pins
 
 
+def line_pins(repo: Repository) -> dict[str, tuple[str, str]]:
+    """``name==X.Y.*`` -> (name, ``X.Y.*``) for every pin of a release line (a README's
+    "PyTorch: 1.0", named as the index names it: torch): the Python proposed must have
+    files for some release of it."""
+    pins = {}
+    for found in repo.imported.requirements:
+        requirement = Requirement(map_requirement(found.requirement, installed_packs())[0])
+        line = release_line(requirement)
+        if line is not None and requirement.url is None:
+            pins[f"{requirement.name}=={line}"] = (requirement.name, line)
+    return pins
+
+
 def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
                lookup: Lookup | None, commit_day: date | None, say: Say = lambda _: None,
                deadline: float | None = None) -> Draft:
@@ -111,22 +125,27 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
         repo = _with_requirements(repo, public_pins(
             repo.imported.requirements, "and the requirements name no find-links page or "
             "index that serves it"))
-    pins = exact_pins(repo, mapped=True)
+    pins, lines = exact_pins(repo, mapped=True), line_pins(repo)
     listings: dict[str, Sequence[Mapping[str, Any]]] = {}
-    if lookup is not None and pins:
-        say(f"querying {_host(index or PYPI_SIMPLE)} for {len(pins)} "
-            f"pin{'s' if len(pins) != 1 else ''}…")
-        listings = _query(lookup, index or PYPI_SIMPLE, pins, deadline)
+    if lookup is not None and (pins or lines):
+        asked = {**pins, **lines}
+        say(f"querying {_host(index or PYPI_SIMPLE)} for {len(asked)} "
+            f"pin{'s' if len(asked) != 1 else ''}…")
+        listings = _query(lookup, index or PYPI_SIMPLE, asked, deadline)
         if not listings and index not in (None, PYPI_SIMPLE):  # unreachable, or HTML alone
             say(f"{_host(index or PYPI_SIMPLE)} listed none of them; querying "
                 f"{_host(PYPI_SIMPLE)} for the proposals…")
-            listings = _query(lookup, PYPI_SIMPLE, pins, deadline)
+            listings = _query(lookup, PYPI_SIMPLE, asked, deadline)
     # the project's own pins date it, a local build by the release it was built from
     files = {pin: release_files(listings[pin], public_version(version))
              for pin, (_, version) in exact_pins(repo).items() if listings.get(pin)}
     as_of = propose_as_of(files, commit_day)
     older = _host_older()
-    python = propose_python(files, as_of.value, repo.imported.python, older=older)
+    # a line's pin (torch==1.0.*, whose wheels stop at cp37) bounds the Python as one does
+    python = propose_python({**files, **{pin: line_files(listings[pin], line)
+                                         for pin, (_, line) in lines.items()
+                                         if listings.get(pin)}},
+                            as_of.value, repo.imported.python, older=older)
     early = scanned[python.minor] = scanned.get(python.minor) or scan_code(
         root, _minor_tuple(python.minor), watched)
     stops = early.generator_stops if _generator_stops(early, python.minor) else ()

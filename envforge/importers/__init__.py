@@ -72,6 +72,16 @@ class Imported:
         self.extensions += other.extensions
 
 
+def release_line(requirement: Requirement) -> str | None:
+    """The release line one ``==X.Y.*`` pin names (``1.0.*``), as a README's "PyTorch 1.0"
+    is read; None for anything else."""
+    specifiers = list(requirement.specifier)
+    if len(specifiers) == 1 and specifiers[0].operator == "==" \
+            and specifiers[0].version.endswith(".*"):
+        return specifiers[0].version
+    return None
+
+
 def exact_version(requirement: Requirement) -> str | None:
     """The one release an exact pin names (``==1.2.0``; not ``==1.*``, nor two pins)."""
     exact = [s.version for s in requirement.specifier

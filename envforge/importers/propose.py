@@ -62,6 +62,14 @@ def release_files(files: Sequence[Mapping[str, Any]], version: str) -> list[Mapp
     return found
 
 
+def line_files(files: Sequence[Mapping[str, Any]], line: str) -> list[Mapping[str, Any]]:
+    """The files of every release of a line (``1.0.*``): one with files for a Python is
+    enough for a pin of the line to install there."""
+    wanted = SpecifierSet(f"=={line}")
+    versions = {str(r.version) for r in releases_from_files(files) if r.version in wanted}
+    return [entry for version in sorted(versions) for entry in release_files(files, version)]
+
+
 def supports_python(files: Sequence[Mapping[str, Any]], minor: str) -> bool:
     """Whether a release can be installed on CPython ``minor``: a wheel for it (or a pure one),
     or, for a release without binary wheels, an sdist whose Requires-Python admits it."""

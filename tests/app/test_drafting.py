@@ -608,3 +608,31 @@ def test_what_a_notebook_pip_installs_is_required_from_its_cell_and_line(
     assert found["numpy==1.16.4"] == "requirements.txt:1, also nb/train.ipynb:cell 1, line 2"
     assert found["tensorflow==1.14.0"] == found["keras==2.2.4"] == \
         "nb/train.ipynb:cell 1, line 1"
+
+
+def test_a_release_lines_pin_bounds_the_python_as_an_exact_pin_does(tmp_path: Path) -> None:
+    """jiesutd/NCRFpp's README states "PyTorch: 1.0" (torch==1.0.*), whose wheels stop at
+    cp37: init had proposed Python 3.9, the newest of the repository's day, which the pin
+    cannot resolve on (its day widened four times for nothing); the line's releases' files
+    bound the Python as an exact pin's do, and its legacy name is the index's."""
+    listing = [{"filename": f"torch-{version}-cp{py}-cp{py}m-manylinux1_x86_64.whl",
+                "upload-time": day} for version, day in (("1.0.0", "2018-12-07T00:00:00Z"),
+                                                          ("1.0.1", "2019-02-07T00:00:00Z"))
+               for py in ("36", "37")]
+    listing += [{"filename": "torch-1.7.0-cp39-cp39-manylinux1_x86_64.whl",
+                 "upload-time": "2020-10-27T00:00:00Z"}]
+    asked: list[str] = []
+
+    def lookup(index: str, name: str) -> list[dict[str, str]]:
+        asked.append(name)
+        return listing
+
+    (tmp_path / "requirements.txt").write_text("PyTorch==1.0.*\n")
+    draft = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                       lookup=lookup, commit_day=date(2020, 11, 10))
+    assert "torch" in asked and draft.python.minor == "3.7", draft.python.why
+    assert "torch==1.0.*" in draft.python.why
+    (tmp_path / "requirements.txt").write_text("torch\n")
+    unpinned = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
+                          lookup=lookup, commit_day=date(2020, 11, 10))
+    assert unpinned.python.minor == "3.9"  # nothing bounds it: the newest of the day

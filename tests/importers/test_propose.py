@@ -252,3 +252,13 @@ def test_code_3_7_breaks_takes_3_6_only_until_its_end_of_life() -> None:
     assert older_for_code(newest, {}, [], (), why, "2018-10-16") is None
     assert older_for_code(Proposal("3.7", "stated in setup.py:9"), {}, [], ("3.6",), why,
                           "2018-10-16") is None
+
+
+def test_a_lines_files_are_its_releases_and_no_others() -> None:
+    from envforge.importers.propose import line_files
+
+    files = [{"filename": f"torch-{v}-cp37-cp37m-manylinux1_x86_64.whl"}
+             for v in ("1.0.0", "1.0.1", "1.1.0", "10.0.0")]
+    assert [f["filename"].split("-")[1] for f in line_files(files, "1.0.*")] == ["1.0.0",
+                                                                               "1.0.1"]
+    assert line_files(files, "2.*") == []

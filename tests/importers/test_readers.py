@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 
 from envforge.cli import main
@@ -531,3 +532,12 @@ def test_pip_tools_input_is_read_as_a_requirements_file(tmp_path: Path) -> None:
     assert repo.files == ("requirements.in", "requirements.txt")
     assert [f.requirement for f in repo.imported.requirements] == ["Keras==2.0.8",
                                                                    "numpy==1.16.2"]
+
+
+@pytest.mark.parametrize(("text", "line"), [("torch==1.0.*", "1.0.*"), ("torch==1.*", "1.*"),
+                                            ("torch==1.0.1", None), ("torch>=1.0,==1.*", None),
+                                            ("torch", None)])
+def test_release_line_is_one_wildcard_pin(text: str, line: str | None) -> None:
+    from envforge.importers import release_line
+
+    assert release_line(Requirement(text)) == line
