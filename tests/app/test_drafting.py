@@ -636,3 +636,19 @@ def test_a_release_lines_pin_bounds_the_python_as_an_exact_pin_does(tmp_path: Pa
     unpinned = draft_spec(tmp_path, source=str(tmp_path), name="r", platform="linux-64",
                           lookup=lookup, commit_day=date(2020, 11, 10))
     assert unpinned.python.minor == "3.9"  # nothing bounds it: the newest of the day
+
+
+@pytest.mark.parametrize(("code", "cause"), [
+    ("import pygraphviz as pgv\ng = pgv.AGraph(directed=True)\n", "pygraphviz.AGraph"),
+    ("from keras.utils import plot_model\n", "keras.utils.plot_model"),
+    ("import pydot\npydot.graph_from_dot_data('digraph{}')\n", "pydot.graph_from_dot_data"),
+    ("from graphviz import Digraph\nDigraph().render('g')\n", "graphviz.Digraph"),
+])
+def test_code_that_draws_with_graphviz_gets_debians_graphviz(tmp_path: Path, code: str,
+                                                             cause: str) -> None:
+    """pygraphviz's layout, pydot (Keras' plot_model) and the graphviz package run `dot` from
+    PATH (carpedm20/ENAS-pytorch's trainer: 'Program dot not found in path.'): Debian's
+    graphviz with its closure, whose plugins apply configures (debian.toml's [[configure]])."""
+    text = _video(tmp_path, code)
+    assert f"\n# for {cause} (train.py:" in text
+    assert '\npackages = ["graphviz"]\ndependencies = "closure"\n' in text
