@@ -16,6 +16,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from envforge.errors import SpecError
 from envforge.resolve.pypi import UndeclaredBuildError, UnsatisfiableError, exact_names
@@ -132,7 +133,7 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
     wanted = [r for r in releases if requirement.specifier.contains(r.version, prereleases=True)]
     fixes = []
     if fit:
-        fixes.append(f'pin one of those ("{requirement.name}=={fit[-1].version}")')
+        fixes.append(f'pin one of those ("{requirement.name}=={_nearest(requirement, fit)}")')
     too_new = [r for r in wanted if supports(r, python) and r.uploaded is not None
                and as_of is not None and r.uploaded > as_of]
     if too_new:
@@ -152,6 +153,19 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
         fixes.append("set [pypi] as_of to the project's era")
     return (f"{requirement} cannot be installed on Python {python} ({platform}): the index has "
             f"{has}; fix: {'; or '.join(fixes)}")
+
+
+def _nearest(requirement: Requirement, fit: Sequence[Release]) -> str:
+    """The release to propose for a pin none fits: the first after the one pinned, as init
+    moves a pin (legacy code asking for torch 0.4.1 is nearer 1.0.0 than 1.13.1), else the
+    newest."""
+    pinned = [s.version for s in requirement.specifier
+              if s.operator == "==" and "*" not in s.version]
+    if len(pinned) == 1:
+        later = [r for r in fit if r.version >= Version(pinned[0])]
+        if later:
+            return str(later[0].version)
+    return str(fit[-1].version)
 
 
 def uv_reason(output: str) -> str:

@@ -116,3 +116,17 @@ def test_the_python_a_fix_names_is_of_the_release_nearest_the_era() -> None:
     message = culprit_message(Requirement("lifelines>=0.27"), releases_from_files(FILES),
                               python="3.6.15", as_of=None, platform="linux-64")
     assert message is not None and "lifelines 0.28.0 supports" in message
+
+
+def test_a_pin_older_than_every_fitting_release_is_offered_the_nearest_after_it() -> None:
+    """hunkim/DeepLearningZeroToAll's torch 0.3-era labs: `torch==0.4.1`, which PyPI never
+    had for Python 3.7, was offered torch 1.13.1, the newest; legacy code is nearer the first
+    release after its pin, as init moves one."""
+    files = [{"filename": f"torch-{v}-cp37-cp37m-manylinux1_x86_64.whl",
+              "upload-time": "2019-01-01T00:00:00Z"} for v in ("1.0.0", "1.0.1", "1.13.1")]
+    message = culprit_message(Requirement("torch==0.4.1"), releases_from_files(files),
+                              python="3.7.16", as_of=None, platform="linux-64")
+    assert message is not None and 'pin one of those ("torch==1.0.0")' in message
+    newer = culprit_message(Requirement("torch==2.0.0"), releases_from_files(files),
+                            python="3.7.16", as_of=None, platform="linux-64")
+    assert newer is not None and 'pin one of those ("torch==1.13.1")' in newer
