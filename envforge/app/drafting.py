@@ -166,7 +166,8 @@ def draft_spec(root: Path, *, source: str, name: str, platform: Platform,
     code = scanned[minor] if minor in scanned else scan_code(root, _minor_tuple(minor), watched)
     repo = _with_api_needs(_capped_for_removed_apis(repaired, code), code)
     repo = _with_test_runners(_with_imported(_with_extras(repo, code), code), code, root)
-    repo = _with_absent(repo, code, readme[1] if readme is not None else None,
+    repo = _with_absent(_with_commented(repo, code), code,
+                        readme[1] if readme is not None else None,
                         (root / ".gitmodules").is_file())
     return Draft(name=name, source=source, repository=repo, platform=platform,
                  python=_full_python(python), as_of=as_of,
@@ -207,6 +208,30 @@ def _from_imports(source: str, repo: Repository, code: CodeScan, minor: str) -> 
                                           installed_packs()),
         skipped=[*repo.imported.skipped, *(s for s in drafted.skipped
                                            if canonicalize_name(s.what) not in named)]))
+
+
+def _with_commented(repo: Repository, code: CodeScan) -> Repository:
+    """Each requirement a pip file comments out (``# mxnet``) whose module the code imports
+    and no requirement names, reported with both places: the code that needs it will not
+    run, and the file's author chose to leave it out (hunkim/DeepLearningZeroToAll's
+    ``mxnet/`` and ``chainer/`` labs), so it is said, not added."""
+    given = {module for f in repo.imported.requirements
+             for module in module_names(Requirement(f.requirement).name)}
+    skipped = []
+    for found in repo.imported.commented:
+        module = next((m for m in module_names(Requirement(found.requirement).name)
+                       if m in code.imports), None)
+        if module is None or module in given:  # another line gives it (sklearn's)
+            continue
+        given.add(module)
+        skipped.append(Skipped(f"# {found.requirement}", found.origin,
+                               f"commented out, and {code.imports[module]} imports {module}: "
+                               "not added (the code that imports it needs it: uncomment it "
+                               "to run that code)"))
+    if not skipped:
+        return repo
+    return Repository(repo.files, replace(repo.imported,
+                                          skipped=[*repo.imported.skipped, *skipped]))
 
 
 def _with_absent(repo: Repository, code: CodeScan, readme: str | None,

@@ -60,6 +60,9 @@ class Imported:
     # the project's own compiled extensions (setup.py's ext_modules), (module, origin): no
     # wheel gives them, its code imports them from its own folder once built there
     extensions: list[tuple[str, str]] = field(default_factory=list)
+    # requirement lines a pip file comments out (``# mxnet``): reported where the code
+    # imports them, as what the code needs and the file leaves out
+    commented: list[Found] = field(default_factory=list)
 
     def extend(self, other: Imported) -> None:
         self.requirements += other.requirements
@@ -70,6 +73,7 @@ class Imported:
         self.find_links += other.find_links
         self.extras += other.extras
         self.extensions += other.extensions
+        self.commented += other.commented
 
 
 def release_line(requirement: Requirement) -> str | None:

@@ -72,7 +72,28 @@ def read_requirements(name: str, text: str, read: Reader, *, seen: set[str] | No
             out.skipped.append(Skipped(line, origin, f"pip option {option}: not imported"))
         else:
             add_requirement(line.split(" --hash", 1)[0].strip(), origin, out)
+    out.commented += commented_requirements(name, text)
     return out
+
+
+_COMMENTED = re.compile(r"^\s*#\s*([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:[=<>!~]=?[^#\s]+)?)\s*$")
+
+
+def commented_requirements(name: str, text: str) -> list[Found]:
+    """The lines that comment out one requirement and nothing else (``# mxnet``,
+    ``#torch==0.4.1``): prose comments rarely parse so, and only those whose module the
+    code imports are ever reported."""
+    found = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _COMMENTED.match(raw)
+        if match is None:
+            continue
+        try:
+            requirement = Requirement(match[1])
+        except InvalidRequirement:
+            continue
+        found.append(Found(str(requirement), f"{name}:{number}"))
+    return found
 
 
 def add_index(url: str, written: str, origin: str, out: Imported) -> None:

@@ -652,3 +652,19 @@ def test_code_that_draws_with_graphviz_gets_debians_graphviz(tmp_path: Path, cod
     text = _video(tmp_path, code)
     assert f"\n# for {cause} (train.py:" in text
     assert '\npackages = ["graphviz"]\ndependencies = "closure"\n' in text
+
+
+def test_a_commented_out_requirement_the_code_imports_is_reported_not_added(
+        tmp_path: Path) -> None:
+    """hunkim/DeepLearningZeroToAll's requirements.txt comments out mxnet and chainer, whose
+    labs import them: init had said nothing; a commented line another requirement gives the
+    module of (`# sklearn` beside scikit_learn) or that nothing imports is not reported."""
+    (tmp_path / "requirements.txt").write_text("numpy\nscikit_learn\n# mxnet\n# sklearn\n"
+                                               "# chainer\n")
+    (tmp_path / "lab.py").write_text("import mxnet as mx\nimport sklearn\nimport numpy\n")
+    draft = _draft(tmp_path, date(2020, 5, 7))
+    assert [(s.what, s.origin) for s in draft.repository.imported.skipped] == [
+        ("# mxnet", "requirements.txt:3")]
+    (reported,) = draft.repository.imported.skipped
+    assert reported.reason.startswith("commented out, and lab.py:1 imports mxnet: not added")
+    assert "mxnet" not in {f.requirement for f in draft.repository.imported.requirements}

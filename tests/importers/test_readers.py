@@ -541,3 +541,15 @@ def test_release_line_is_one_wildcard_pin(text: str, line: str | None) -> None:
     from envforge.importers import release_line
 
     assert release_line(Requirement(text)) == line
+
+
+def test_a_line_commenting_out_one_requirement_is_kept_aside() -> None:
+    from envforge.importers.pyfiles import read_requirements
+
+    text = ("keras\n# mxnet\n#torch==0.4.1\n# sklearn  \n# install these first:\n"
+            "# see https://example.org\n#\nnumpy  # pinned below\n")
+    imported = read_requirements("requirements.txt", text, lambda _: None)
+    assert [f.requirement for f in imported.requirements] == ["keras", "numpy"]
+    assert [(f.requirement, f.origin) for f in imported.commented] == [
+        ("mxnet", "requirements.txt:2"), ("torch==0.4.1", "requirements.txt:3"),
+        ("sklearn", "requirements.txt:4")]
