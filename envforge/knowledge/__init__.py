@@ -283,8 +283,14 @@ def removed_build_module(module: str) -> BuildModuleRow | None:
 
 
 def removed_module(module: str) -> RemovedModuleRow | None:
-    """The row for a module a later release of its distribution removed (``pkg_resources``)."""
-    return next((r for r in knowledge().modules.removed_module if r.module == module), None)
+    """The row for a module a later release of its distribution removed (``pkg_resources``);
+    modules.toml alone is read (a pack's rows ask while apply checks its lock)."""
+    return next((r for r in _modules().removed_module if r.module == module), None)
+
+
+@functools.cache
+def _modules() -> ModulesFile:
+    return ModulesFile.model_validate(read_knowledge("modules"))
 
 
 def era_build_error(reason: str) -> BuildErrorRow | None:
@@ -311,9 +317,17 @@ def known_build_requires(project: str) -> tuple[str, ...]:
 
 def deb_configure(platform: Platform, packages: Collection[str]) -> tuple[DebConfigureRow, ...]:
     """The maintainer scripts' work apply does for these unpacked packages (libgvc6's plugin
-    configuration), in the file's order."""
-    return tuple(row for row in knowledge().debian.configure
+    configuration), in the file's order; debian.toml alone is read (apply's plan asks on
+    every run: the whole base is 15 ms)."""
+    if not packages:
+        return ()
+    return tuple(row for row in _debian().configure
                  if row.platform == platform and row.package in packages)
+
+
+@functools.cache
+def _debian() -> DebianFile:
+    return DebianFile.model_validate(read_knowledge("debian"))
 
 
 def debian_package(suite: str, package: str) -> DebianPackageRow | None:
