@@ -7,9 +7,8 @@ undeclared) missing or outside its range, a platform's environment kind or Thean
 that the spec would not give, versions verify would expect that the locked files do not
 carry, a group resolved for another Python than the environment's (a textual merge of two
 locks), an ``apply`` table or a pack's settings other than the spec's (apply reads them,
-not the spec). Each of those is
-recomputed from the spec, offline, and any difference is one SpecError naming the lock's
-line and key (exit 2) before anything is written.
+not the spec). Each of those is recomputed from the spec, offline, and any difference is one
+SpecError naming the lock's line and key (exit 2) before anything is written.
 
 Kernel references (a pack's, Keras's trained model) are NumPy's, computed when locking; plan
 and apply read them from the lock and compare only what the spec decides of them (seed,

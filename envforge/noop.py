@@ -22,7 +22,7 @@ from envforge.envlayout import COMPILEDIR_IN_ENV
 from envforge.host import noopcheck, noopstamp
 from envforge.platforms import PLATFORMS, Os
 from envforge.steps.base import Step, StepContext, WatchesFiles
-from envforge.steps.debs import MARKERS, marker_path
+from envforge.steps.debs import MARKERS, configured, marker_path
 
 
 def eligible(args: argparse.Namespace) -> bool:
@@ -70,9 +70,10 @@ class NoopProbe:
         state = ctx.state_dir
         # both the stamp and the record stat these (each a walk of a folder tree): read once
         statted = [*noopstamp.own_files(), *gxx, *(_offline_reads(ctx) if ctx.offline else ())]
+        made = [str(path) for _, path in configured(ctx)]  # a Debian package's config
         paths = [str(self.spec_path), str(self.lock_path), str(ctx.dirs.state), str(state),
                  *(str(state / n) for n in ("applied.json", "journal.jsonl")),
-                 *watched, os.path.realpath(ctx.layout.python),
+                 *watched, os.path.realpath(ctx.layout.python), *made,
                  *noopstamp.environment_files(prefix, site, skip=skip,
                                               debian=(deb_root, deb_root / MARKERS)),
                  *statted]
@@ -106,7 +107,8 @@ class NoopProbe:
                       *watched],
             statted=[os.path.realpath(python), *statted],
             exists=[prefix, python,
-                    *(str(marker_path(Path(ctx.layout.deb_root), d)) for d in ctx.lock.deb)],
+                    *(str(marker_path(Path(ctx.layout.deb_root), d)) for d in ctx.lock.deb),
+                    *(str(path) for _, path in configured(ctx))],
             stamp_paths=stamp_paths, loose=loose)
 
 

@@ -8,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from envforge.host import noopstamp
 from envforge.lockfile import load_lock
 from tests.testing.homes import home_sharing
 from tests.testing.packs import REGISTRY
@@ -112,6 +114,12 @@ def test_graphviz_gets_the_plugin_configuration_its_maintainer_script_makes(
     assert svg.returncode == 0, svg.stdout + svg.stderr
     assert "<svg" in svg.stdout and "a&#45;&gt;b" in svg.stdout
 
+    # past the no-op stamp's racy window, a no-op apply stamps the environment: a file made
+    # for a package that then goes missing must still void the stamp
+    time.sleep(noopstamp.RACY_NS / 1e9 + 0.1)
+    for _ in range(2):
+        noop = _envforge("apply", str(spec), "--yes", "--prefix", str(prefix), env=env)
+        assert noop.returncode == 0 and "nothing to do" in noop.stderr, noop.stderr
     config.unlink()
     again = _envforge("apply", str(spec), "--yes", "-q", "--prefix", str(prefix), env=env)
     assert again.returncode == 0, again.stderr
