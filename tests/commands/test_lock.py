@@ -136,6 +136,28 @@ def test_torch_1_10_is_locked_with_the_setuptools_its_import_needs(
     assert int(locked["setuptools"].split(".")[0]) < 80
 
 
+TF115 = re.sub(r"\n\[keras\]\n(.+\n)+", "\n", (REPO / "specs" / "tf1-keras-cpu.toml").read_text()
+               .replace('"tensorflow==1.15.5", "keras==2.3.1", "numpy<1.19", "h5py<3", '
+                        '"protobuf<4"', '"tensorflow==1.15.5", "numpy<1.19", "protobuf<4"'))
+
+
+@pytest.mark.network
+def test_tensorflow_1_15_is_locked_with_the_h5py_its_keras_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real uv: TensorFlow 1.15.5 requires no h5py but keras-applications' unpinned one, and
+    uv takes h5py 3, whose strings tf.keras's load_model cannot decode; the TensorFlow pack's
+    pitfall cap has lock add h5py<3 and say why."""
+    assert '"tensorflow==1.15.5", "numpy<1.19"' in TF115 and "[keras]" not in TF115
+    spec = project_with(tmp_path, "tf115", TF115)
+    assert main(["lock", str(spec), "--json", "--platform", "linux-64"]) == 0
+    [result] = json.loads(capsys.readouterr().out)["results"]
+    assert any(note.startswith("linux-64: added h5py<3: tensorflow/python/keras/saving/"
+                               "hdf5_format.py:160") for note in result["notes"]), result["notes"]
+    locked = {f.name: f.version for f in load_lock(
+        tmp_path / "locks" / "tf115.lock", REGISTRY).platforms["linux-64"].pypi}
+    assert locked["tensorflow"] == "1.15.5" and locked["h5py"].startswith("2.")
+
+
 def test_theano_and_theano_pymc_together_refused_before_resolving(
         tmp_path: Path, no_resolvers: None, capsys: pytest.CaptureFixture[str]) -> None:
     text = CUDNN8_CUDA111.replace('"Theano-PyMC==1.0.5"]', '"Theano-PyMC==1.0.5", "Theano==1.0.5"]')

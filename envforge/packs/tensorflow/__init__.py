@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import Expected, HostFacts
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.steps.base import StepContext
 
 PROBE_SCRIPT = Path(__file__).parent / "probe.py"
@@ -64,6 +65,17 @@ class TensorflowPack(ModulePack, PackDefaults):
         from envforge.packs.tensorflow.knowledge import aliases
 
         return aliases().get(canonicalize_name(name))
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        """The pitfalls' caps (tf.keras before 2.2 with h5py 3: h5py<3), ``tensorflow-gpu``
+        read as ``tensorflow``; a lock without TensorFlow reads none of its knowledge."""
+        if not any(name in versions for name in self.stack_names):
+            return ()
+        from envforge.packs.pitfalls import capped
+        from envforge.packs.tensorflow.knowledge import tensorflow_knowledge
+
+        named = {self.stack_names.get(name, name): version for name, version in versions.items()}
+        return capped(tensorflow_knowledge().pitfalls, named)
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.pitfalls import error_hints

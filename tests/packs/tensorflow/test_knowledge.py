@@ -97,3 +97,19 @@ def test_python_rows_match_the_wheels_on_pypi() -> None:
             has_wheel = f"cp3{minor}" in wheels[version]
             fires = fired(rows, {"tensorflow": tensorflow, "python": python})
             assert bool(fires) != has_wheel, (version, minor)
+
+
+@pytest.mark.parametrize(("versions", "capped"), [
+    ({"tensorflow": "1.15.5"}, True), ({"tensorflow-gpu": "1.15.0"}, True),
+    ({"tensorflow": "1.4.0"}, True), ({"tensorflow": "2.1.0"}, True),
+    ({"tensorflow": "2.2.0"}, False), ({"tensorflow": "1.2.1"}, False),
+    ({"numpy": "1.18.5"}, False),
+])
+def test_tf_keras_before_2_2_gets_h5py_below_3(versions: dict[str, str], capped: bool) -> None:
+    """tf.keras decodes an .h5 file's strings as bytes, which h5py 3 reads as str, and
+    TensorFlow 1.4-2.1 requires no h5py itself (aymericdamien/TensorFlow-Examples: 1.15.4 with
+    h5py 3.1.0, load_model failed): lock adds h5py<3 beside them, the GPU build's name too."""
+    from tests.testing.packs import REGISTRY
+
+    rows = REGISTRY.get("tensorflow").undeclared_imports(versions)
+    assert [row.requirement for row in rows] == (["h5py<3"] if capped else [])
