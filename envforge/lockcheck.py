@@ -169,7 +169,7 @@ def _check_platform(pspec: PlatformSpec, plock: PlatformLock, at: KeyPath, fail:
             raise fail((*at, "pypi"), f"no entry for {match[1]}, which the spec requires")
     for row in undeclared_missing(plock.pypi, registry, pspec.pypi.provided_elsewhere)[:1]:
         raise fail((*at, "pypi"), f"no entry meeting {row.requirement}: {row.imported_at} "
-                   f"imports {row.module} without declaring it")
+                   f"imports {row.module}, which its metadata does not require so")
     if pspec.environment.kind == "conda":
         have_conda = {c.name for c in plock.conda}
         for requirement in pspec.conda.packages:

@@ -113,7 +113,8 @@ def lock_platform(pspec: PlatformSpec, registry: Registry[FrameworkPack],
             pypi = resolve([*pspec.pypi.packages, *(row.requirement for row in added)])
         if notes is not None:
             notes.extend(f"{pspec.platform}: added {row.requirement}: {row.imported_at} "
-                         f"imports {row.module} without declaring it" for row in added)
+                         f"imports {row.module}, which its metadata does not require so"
+                         for row in added)
         build_pins = _extra_build(pspec, pypi, resolve)
     if beside is not None:
         deb = _debs(debs.result() if debs is not None else _resolve_debs(beside, pspec.platform),

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from envforge.doctor.facts import FrameworkConfig, SearchEntry
     from envforge.doctor.rules import Rule
     from envforge.envvars import EnvEdit
+    from envforge.knowledge.models import UndeclaredImport
     from envforge.lockfile import Expectations
     from envforge.platforms import Platform
     from envforge.spec import PlatformSpec
@@ -85,6 +86,16 @@ class KerasPack(ModulePack, PackDefaults):
         if table is None:
             return {}
         return {"backend": table.backend, "floatx": table.floatx, "keras_json": table.keras_json}
+
+    def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
+        """The pitfalls' caps (Keras before 2.4 with h5py 3: h5py<3); a lock without Keras
+        reads none of its knowledge."""
+        if "keras" not in versions:
+            return ()
+        from envforge.packs.keras.knowledge import keras_knowledge
+        from envforge.packs.pitfalls import capped
+
+        return capped(keras_knowledge().pitfalls, versions)
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.keras.knowledge import keras_knowledge
