@@ -148,7 +148,9 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
         fixes.append(f"set [python] version to one {requirement.name} {named.version} "
                      f"supports (Requires-Python {named.requires_python})")
     if not wanted:
-        fixes.append(f"the index has no release matching {requirement.specifier or 'it'} at all")
+        fixes.append(f"the index has no release matching {requirement.specifier or 'it'} "
+                     "(yanked releases left out: a range never takes one, an exact pin may, "
+                     "PEP 592)")
     elif as_of is None and not too_new and not other_python:
         fixes.append("set [pypi] as_of to the project's era")
     return (f"{requirement} cannot be installed on Python {python} ({platform}): the index has "
