@@ -65,8 +65,12 @@ def lock_spec(spec: Spec, registry: Registry[FrameworkPack], *,
                                  key=".".join(packages) if packages in spec.key_lines else None,
                                  ) from None
     except ResolveError as exc:
-        from envforge.resolve.pypi import UndeclaredBuildError, UnsatisfiableError
+        from envforge.resolve.pypi import EraBuildError, UndeclaredBuildError, UnsatisfiableError
 
+        if isinstance(exc, EraBuildError):
+            from envforge.resolve.pypi_explain import explain_era_build
+
+            raise explain_era_build(spec, exc) from None
         if isinstance(exc, UndeclaredBuildError):
             from envforge.resolve.pypi_explain import explain_undeclared_build
 

@@ -26,6 +26,8 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.host.uv import uv_binary, uv_environ
+from envforge.knowledge import era_build_error
+from envforge.knowledge.models import BuildErrorRow
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
@@ -110,6 +112,18 @@ class UndeclaredBuildError(ResolveError):
         self.needs = needs
         super().__init__(f"{project} {version}'s build imports {needs}, which it does not "
                          f"declare (PyPI resolution for {platform}, Python {python})")
+
+
+class EraBuildError(ResolveError):
+    """An sdist whose build fails in words a build back-end of its era cures (MarkupSafe
+    1.0's ``from setuptools import Feature``: ``[[build_error]]`` rows, builds.toml): fixed by
+    the spec's ``build_constraints``, not by another pin."""
+
+    def __init__(self, failure: str, *, project: str, version: str, row: BuildErrorRow) -> None:
+        self.project = project
+        self.version = version
+        self.row = row
+        super().__init__(failure)  # uv's words, which init's settling reads too
 
 
 # uv's hint under a failed build: "`pycocotools@2.0.0` depends on `Cython`, but doesn't
@@ -235,7 +249,11 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                 project, version, needs = undeclared
                 raise UndeclaredBuildError(project=project, version=version, needs=needs,
                                            platform=platform, python=python)
-            raise ResolveError(f"{where} failed: {proc.describe_failure(done)}")
+            failure = f"{where} failed: {proc.describe_failure(done)}"
+            failed, era = _FAILED_BUILD.search(done.stderr), era_build_error(done.stderr)
+            if failed and era is not None:
+                raise EraBuildError(failure, project=failed[1], version=failed[2], row=era)
+            raise ResolveError(failure)
         if keeping:
             sdistmeta.keep_built(pylock, uv_cache or cache / "uv", cache, index, python, kept,
                                  since=started)

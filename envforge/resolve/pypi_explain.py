@@ -19,7 +19,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envforge.errors import SpecError
-from envforge.resolve.pypi import UndeclaredBuildError, UnsatisfiableError, exact_names
+from envforge.resolve.pypi import (
+    EraBuildError,
+    UndeclaredBuildError,
+    UnsatisfiableError,
+    exact_names,
+)
 from envforge.resolve.releases import Release, supports, usable
 from envforge.spec import Spec
 from envforge.tomlpos import key_lines, line_of
@@ -102,6 +107,24 @@ def explain_undeclared_build(spec: Spec, exc: UndeclaredBuildError) -> SpecError
                      f"{table} (installed into its build, NumPy's and the like's at the "
                      "environment's version), or pin a release with a wheel",
                      line=line_of(lines, key), key=".".join(key))
+
+
+def explain_era_build(spec: Spec, exc: EraBuildError) -> SpecError:
+    """The fix in the spec's terms: the build constraint of the sdist's era that the
+    knowledge's row names for the build's words, added to what the spec constrains."""
+    text = _spec_text(spec.source)
+    constraint = exc.row.build_constraint
+    given = list(dict.fromkeys([*next(iter(spec.platforms.values())).pypi.build_constraints,
+                                constraint]))
+    key = ("pypi", "packages")
+    named = next((p for pspec in spec.platforms.values() for p in pspec.pypi.packages
+                  if _name(p) == canonicalize_name(exc.project)), None)
+    line = (requirement_line(text, named) if named else None) or line_of(key_lines(text), key)
+    return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, and "
+                     "its build fails under today's build back-end, which floats to the newest "
+                     f"for the Python (source: {exc.row.source}); fix: set [pypi] "
+                     f"build_constraints = [{', '.join(json.dumps(c) for c in given)}]",
+                     line=line, key=".".join(key))
 
 
 def _pinned_day(requirement: Requirement, releases: Sequence[Release]) -> date | None:

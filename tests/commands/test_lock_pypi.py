@@ -110,6 +110,30 @@ def test_an_unsatisfiable_pin_is_one_line_with_file_line_versions_and_fix(
 
 
 @pytest.mark.network
+@pytest.mark.posix_only("pyenv's Python 3.6 builds the sdist's metadata")
+def test_a_build_todays_back_end_breaks_names_the_eras_constraint_and_it_locks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """MarkupSafe 1.0's setup.py imports setuptools' Feature, gone in 46.0, and the build
+    floats to today's setuptools: lock had shown uv's traceback; it names the build constraint
+    builds.toml's row gives, and the spec given it locks. (A home of its own: the run's cache
+    keeps the metadata a build made, and uv would not build again.)"""
+    monkeypatch.setenv("ENVFORGE_HOME", str(tmp_path / "envforge-home"))
+    text = spec_text("mk", ["markupsafe==1.0"], python="3.6")
+    path = write(tmp_path, "mk", text)
+    assert main(["lock", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    line = text.splitlines().index('    "markupsafe==1.0",') + 1
+    assert len(err.splitlines()) == 1 and err.startswith(
+        f"error: {path}:{line}: pypi.packages: markupsafe 1.0 is built from its sdist")
+    assert err.endswith('fix: set [pypi] build_constraints = ["setuptools<46"]'), err
+    fixed = text.replace("\n]\n", '\n]\nbuild_constraints = ["setuptools<46"]\n', 1)
+    assert fixed != text
+    write(tmp_path, "mk", fixed)
+    assert main(["lock", str(path), "-q"]) == 0
+
+
+@pytest.mark.network
 def test_an_exact_pin_newer_than_as_of_names_its_day_as_the_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """DeepMoji's era (2018-09) with tensorflow==1.13.1 (the first TensorFlow 1.x with a cp37
