@@ -164,9 +164,12 @@ def culprit_message(requirement: Requirement, releases: Sequence[Release], *, py
         fixes.append(f"set [pypi] as_of to {day} or later, or give {requirement.name} alone "
                      f"that day (as_of_packages = {{ {json.dumps(requirement.name)} = {day} }})")
     other_python = [r for r in wanted if not supports(r, python)]
-    if other_python:  # the one nearest the era: by as_of, else the first after it
-        by_then = [r for r in other_python
-                   if as_of is None or r.uploaded is None or r.uploaded <= as_of]
+    # another Python: the release nearest the era that needs one (by as_of, else the first
+    # after it), but not one after the day where a later day fits this Python (torch for a
+    # 2018 repository on 3.7 was offered 2.0.0's Python 3.8)
+    by_then = [r for r in other_python
+               if as_of is None or r.uploaded is None or r.uploaded <= as_of]
+    if by_then or (other_python and not too_new):
         named = by_then[-1] if by_then else other_python[0]
         fixes.append(f"set [python] version to one {requirement.name} {named.version} "
                      f"supports (Requires-Python {named.requires_python})")

@@ -900,3 +900,24 @@ def test_only_a_nightly_the_index_pruned_is_overridden() -> None:
     failure = ("Because there is no version of tensorflow-gpu==1.15.9 and x==1.0 depends on "
                "tensorflow-gpu==1.15.9, we can conclude that x==1.0 cannot be used.")
     assert _repair_deleted(_vae_draft("x==1.0"), failure) is None
+
+
+def test_a_pins_note_of_a_day_a_later_step_changed_is_dropped() -> None:
+    """spro/practical-pytorch: torch was noted "as_of_packages gives torch 2018-12-08" by the
+    repair of the proposed day, then narrowing gave it 2019-05-01 (torchvision 0.3.0's torch);
+    the note that no longer holds goes, the one that does stays."""
+    from dataclasses import replace
+
+    from envforge.app.settling import _days_as_given, _repair_too_new
+
+    draft = _requirements_draft(["torch", "numpy"], python="3.7.16", day="2018-07-28")
+    failure = ("torch cannot be installed ...; fix: set [pypi] as_of to 2018-12-07 or later, "
+               'or give torch alone that day (as_of_packages = { "torch" = 2018-12-07 })')
+    repaired = _repair_too_new(draft, failure)
+    assert repaired is not None
+    noted = repaired[0]
+    assert noted.repository.imported.requirements[0].note.startswith(
+        "as_of_packages gives torch 2018-12-08: ")
+    assert _days_as_given(noted) is noted  # it holds
+    moved = _days_as_given(replace(noted, as_of_packages={"torch": "2019-05-01"}))
+    assert [f.note for f in moved.repository.imported.requirements] == ["", ""]

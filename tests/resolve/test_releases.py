@@ -131,3 +131,16 @@ def test_a_pin_older_than_every_fitting_release_is_offered_the_nearest_after_it(
     newer = culprit_message(Requirement("torch==2.0.0"), releases_from_files(files),
                             python="3.7.16", as_of=None, platform="linux-64")
     assert newer is not None and 'pin one of those ("torch==1.13.1")' in newer
+
+
+def test_a_later_day_that_fits_the_python_is_not_paired_with_a_python_of_after_it() -> None:
+    """spro/practical-pytorch (2018-07-28), unpinned torch on 3.7: the first torch for 3.7
+    came 2018-12-07, and the message also offered torch 2.0.0's Python 3.8."""
+    files = [{"filename": "torch-1.0.0-cp37-cp37m-manylinux1_x86_64.whl",
+              "upload-time": "2018-12-07T00:00:00Z"},
+             {"filename": "torch-2.0.0-cp38-cp38-manylinux1_x86_64.whl",
+              "requires-python": ">=3.8.0", "upload-time": "2023-03-15T00:00:00Z"}]
+    message = culprit_message(Requirement("torch"), releases_from_files(files),
+                              python="3.7.16", as_of=date(2018, 7, 28), platform="linux-64")
+    assert message is not None and "as_of to 2018-12-07 or later" in message
+    assert "[python] version" not in message
