@@ -12,6 +12,7 @@ in it depends on the Python that built it.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -92,8 +93,19 @@ def build_interpreter(target_python: str, environ: Mapping[str, str], *,
 
 def _fix(sdist: LockedPypiFile, log: str, build: PypiBuild | None) -> str:
     """The spec's fix where the log says the build could not import a package the sdist
-    does not declare (the lock's pins for it, if any, did not include it)."""
+    does not declare (the lock's pins for it, if any, did not include it), or fails in words
+    a build back-end of the sdist's era cures (``[[build_error]]``: MarkupSafe 1.0's
+    ``Feature``, where a lock read the sdist's metadata kept from an earlier build)."""
+    from envforge.knowledge import era_build_error
     from envforge.resolve.pypi import undeclared_import
+
+    era = era_build_error(log)
+    if era is not None:
+        constraints = ", ".join(json.dumps(c) for c in dict.fromkeys(
+            [*(build.constraints if build else ()), era.build_constraint]))
+        return (f": its build fails under today's build back-end, which floats to the newest "
+                f"for the Python; fix: set [pypi] build_constraints = [{constraints}] in the "
+                "spec and lock again")
 
     needs = undeclared_import(log, sdist.name)
     if needs is None or "." in needs:

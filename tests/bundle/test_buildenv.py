@@ -129,6 +129,24 @@ def test_a_build_that_fails_importing_an_undeclared_package_names_the_specs_fix(
     assert _fix(sdist, "error: gcc failed", build) == ""
 
 
+def test_a_build_an_eras_back_end_cures_names_the_build_constraint() -> None:
+    """A lock that read MarkupSafe 1.0's metadata kept from an earlier build (envforge keeps
+    what uv built) resolves without the constraint its build needs; apply's build then fails
+    on setuptools' Feature, and its message gives builds.toml's constraint beside the spec's."""
+    from envforge.bundle.wheels import _fix
+    from envforge.lockfile import LockedPypiFile, PypiBuild
+
+    sdist = LockedPypiFile(name="MarkupSafe", version="1.0", kind="sdist",
+                           filename="MarkupSafe-1.0.tar.gz", sha256="0" * 64,
+                           url="https://files.example/MarkupSafe-1.0.tar.gz")
+    build = PypiBuild(index="https://pypi.org/simple", constraints=("Cython<3",))
+    log = ("    from setuptools import setup, Extension, Feature\n"
+           "ImportError: cannot import name 'Feature'\n")
+    assert _fix(sdist, log, build).endswith(
+        'fix: set [pypi] build_constraints = ["Cython<3", "setuptools<46"] in the spec and '
+        "lock again")
+
+
 LAP = venv_spec_text("lap", 'as_of = 2020-04-01\npackages = ["numpy==1.18.1", "lap==0.4.0"]\n'
                      'extra_build_dependencies = { lap = ["numpy"] }\n').replace(
     'version = "3.7.16"', 'version = "3.8"')
