@@ -116,7 +116,17 @@ def read_knowledge(name: str, package: str = __name__) -> dict[str, Any]:
 @functools.cache
 def knowledge() -> Knowledge:
     """Every fact, validated; a malformed row is a bug in the package and raises."""
-    return Knowledge.model_validate({name: read_knowledge(name) for name in KNOWLEDGE_FILES})
+    return Knowledge(**{name: _file(name) for name in KNOWLEDGE_FILES})
+
+
+@functools.cache
+def _file(name: str) -> Any:
+    """One core file, typed by its field of ``Knowledge``, read once a process: a lookup
+    that needs one file reads that one (apply's plan and lock check ask debian.toml and
+    modules.toml on every run; the whole base is 15 ms)."""
+    model = Knowledge.model_fields[name].annotation
+    assert isinstance(model, type) and issubclass(model, Frozen), name
+    return model.model_validate(read_knowledge(name))
 
 
 # Lookups
@@ -283,14 +293,9 @@ def removed_build_module(module: str) -> BuildModuleRow | None:
 
 
 def removed_module(module: str) -> RemovedModuleRow | None:
-    """The row for a module a later release of its distribution removed (``pkg_resources``);
-    modules.toml alone is read (a pack's rows ask while apply checks its lock)."""
-    return next((r for r in _modules().removed_module if r.module == module), None)
-
-
-@functools.cache
-def _modules() -> ModulesFile:
-    return ModulesFile.model_validate(read_knowledge("modules"))
+    """The row for a module a later release of its distribution removed (``pkg_resources``)."""
+    modules: ModulesFile = _file("modules")
+    return next((r for r in modules.removed_module if r.module == module), None)
 
 
 def era_build_error(reason: str) -> BuildErrorRow | None:
@@ -317,17 +322,12 @@ def known_build_requires(project: str) -> tuple[str, ...]:
 
 def deb_configure(platform: Platform, packages: Collection[str]) -> tuple[DebConfigureRow, ...]:
     """The maintainer scripts' work apply does for these unpacked packages (libgvc6's plugin
-    configuration), in the file's order; debian.toml alone is read (apply's plan asks on
-    every run: the whole base is 15 ms)."""
+    configuration), in the file's order."""
     if not packages:
         return ()
-    return tuple(row for row in _debian().configure
+    debian: DebianFile = _file("debian")
+    return tuple(row for row in debian.configure
                  if row.platform == platform and row.package in packages)
-
-
-@functools.cache
-def _debian() -> DebianFile:
-    return DebianFile.model_validate(read_knowledge("debian"))
 
 
 def debian_package(suite: str, package: str) -> DebianPackageRow | None:
