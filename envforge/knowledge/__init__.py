@@ -34,10 +34,10 @@ from envforge.knowledge.models import (
     DebianFile,
     DebianPackageRow,
     Fact,
+    KeptModuleRow,
     KnownArtifact,
     ModulesFile,
     ReferenceFile,
-    RemovedModuleRow,
     UnknownFactError,
     in_range,
     major_minor,
@@ -70,6 +70,7 @@ __all__ = [
     "error_hints",
     "find_artifact",
     "in_range",
+    "kept_module",
     "knowledge",
     "knowledge_file",
     "known_build_requires",
@@ -79,7 +80,6 @@ __all__ = [
     "min_driver",
     "read_knowledge",
     "removed_build_module",
-    "removed_module",
 ]
 
 # The whole base
@@ -292,10 +292,11 @@ def removed_build_module(module: str) -> BuildModuleRow | None:
     return next((r for r in knowledge().builds.build_module if r.module == module), None)
 
 
-def removed_module(module: str) -> RemovedModuleRow | None:
-    """The row for a module a later release of its distribution removed (``pkg_resources``)."""
+def kept_module(module: str) -> KeptModuleRow | None:
+    """The row for a module (or what it does) a later release of its distribution removed
+    or changed: ``pkg_resources``, ``h5py``."""
     modules: ModulesFile = _file("modules")
-    return next((r for r in modules.removed_module if r.module == module), None)
+    return next((r for r in modules.kept_module if r.module == module), None)
 
 
 def era_build_error(reason: str) -> BuildErrorRow | None:

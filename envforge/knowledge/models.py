@@ -258,7 +258,7 @@ class ReferenceFile(Frozen):
 class UndeclaredImport(Row):
     """A module a framework release imports without declaring the distribution that
     provides it: its requirement joins the lock (a pack's rows add the releases). A row that
-    names only the module takes the requirement of the core's ``[[removed_module]]`` row for
+    names only the module takes the requirement of the core's ``[[kept_module]]`` row for
     it (modules.toml), so a bound two packs need is written once."""
 
     module: str
@@ -277,12 +277,12 @@ class UndeclaredImport(Row):
 
 def kept_requirement(module: str) -> str:
     """The requirement that keeps ``module`` (modules.toml); ValueError where none is known."""
-    from envforge.knowledge import removed_module
+    from envforge.knowledge import kept_module
 
-    row = removed_module(module)
+    row = kept_module(module)
     if row is None:
         raise ValueError(f"no requirement given for {module}, and modules.toml has no "
-                         "[[removed_module]] row for it")
+                         "[[kept_module]] row for it")
     return row.requirement
 
 
@@ -369,9 +369,10 @@ class AbiPackageRow(Row):
     name: str
 
 
-class RemovedModuleRow(Row):
-    """A module that releases import without declaring the distribution that gives it,
-    removed by a later release of that distribution: the requirement that keeps it."""
+class KeptModuleRow(Row):
+    """A module, or what it does, that releases rely on and a later release of its
+    distribution removed or changed (setuptools 82 has no pkg_resources; h5py 3 reads
+    strings as str): the requirement that keeps it."""
 
     module: str
     requirement: str
@@ -379,7 +380,7 @@ class RemovedModuleRow(Row):
 
 
 class ModulesFile(Frozen):
-    removed_module: tuple[RemovedModuleRow, ...] = ()
+    kept_module: tuple[KeptModuleRow, ...] = ()
 
 
 class BuildsFile(Frozen):

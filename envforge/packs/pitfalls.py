@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class PitfallCap(Frozen):
     """The requirement a pitfall's other parts need and do not declare, and where they
     import what it keeps (the row's source says so). Without ``requirement``, the core's
-    ``[[removed_module]]`` row for the module gives it, the row's part for its distribution
+    ``[[kept_module]]`` row for the module gives it, the row's part for its distribution
     is the releases outside it, and ``{cap}`` in its fix reads as the requirement
     (``PitfallRow._capped_by_the_core``)."""
 

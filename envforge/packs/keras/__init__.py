@@ -88,7 +88,7 @@ class KerasPack(ModulePack, PackDefaults):
         return {"backend": table.backend, "floatx": table.floatx, "keras_json": table.keras_json}
 
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
-        """The pitfalls' caps (Keras before 2.4 with h5py 3: h5py<3); a lock without Keras
+        """The pitfalls' caps (Keras before 2.4 with h5py 3); a lock without Keras
         reads none of its knowledge."""
         if "keras" not in versions:
             return ()

@@ -67,7 +67,7 @@ class TensorflowPack(ModulePack, PackDefaults):
         return aliases().get(canonicalize_name(name))
 
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
-        """The pitfalls' caps (tf.keras before 2.2 with h5py 3: h5py<3), ``tensorflow-gpu``
+        """The pitfalls' caps (tf.keras before 2.2 with h5py 3), ``tensorflow-gpu``
         read as ``tensorflow``; a lock without TensorFlow reads none of its knowledge."""
         if not any(name in versions for name in self.stack_names):
             return ()

@@ -32,7 +32,7 @@ def test_h5py_3_with_keras_2_3_is_refused(text: str) -> None:
     message, fix = conflicts["keras2-h5py3"]
     assert message.startswith("pypi keras==2.3.1 with pypi h5py>=3:")
     assert "AttributeError: 'str' object has no attribute 'decode'" in message
-    assert fix.startswith('pin "h5py<3"')
+    assert fix.startswith('pin "h5py<3"')  # modules.toml's bound
 
 
 def test_a_backend_the_spec_does_not_mount() -> None:

@@ -1,6 +1,6 @@
-"""modules.toml: the requirement that keeps a module a later release removed is written once,
+"""modules.toml: the requirement that keeps a module (or what it does) is written once,
 and the packs' rows that name the module alone (Theano's ``[[undeclared]]``, torch 1.10's
-pitfall cap) take it from there."""
+pitfall cap, the TensorFlow and Keras h5py caps) take it from there."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from envforge.knowledge import knowledge, removed_module
+from envforge.knowledge import kept_module, knowledge
 from envforge.knowledge.models import UndeclaredImport
 from envforge.packs.pitfalls import PitfallRow, outside
 from tests.testing.packs import REGISTRY
@@ -19,16 +19,31 @@ PACKS = Path(__file__).resolve().parents[2] / "envforge" / "packs"
 
 
 def test_each_packs_row_for_pkg_resources_takes_the_cores_requirement() -> None:
-    row = removed_module("pkg_resources")
+    row = kept_module("pkg_resources")
     assert row is not None and row.requirement == "setuptools<80.9"
     theano = next(iter(REGISTRY.get("theano").undeclared_imports({"theano-pymc": "1.0.5"})))
     torch = next(iter(REGISTRY.get("torch").undeclared_imports({"torch": "1.10.2"})))
     assert theano.requirement == torch.requirement == row.requirement
 
 
+def test_the_tf_keras_and_keras_caps_take_h5pys_bound_from_the_core() -> None:
+    """h5py 3's str strings break tf.keras before 2.4 and Keras before 2.4: one bound, read
+    by both packs' pitfalls, their h5py part and their fix."""
+    row = kept_module("h5py")
+    assert row is not None and row.requirement == "h5py<3"
+    for pack, versions in (("tensorflow", {"tensorflow": "1.15.5"}), ("keras", {"keras": "2.3.1"})):
+        (cap,) = REGISTRY.get(pack).undeclared_imports(versions)
+        assert (cap.requirement, cap.module) == ("h5py<3", "h5py")
+    from envforge.packs.keras.knowledge import keras_knowledge
+
+    (pitfall,) = [p for p in keras_knowledge().pitfalls if p.id == "keras2-h5py3"]
+    assert pitfall.when == {"keras": "<2.4", "h5py": ">=3"}
+    assert pitfall.fix == 'pin "h5py<3" in [pypi] packages'
+
+
 def test_no_packs_knowledge_restates_a_requirement_the_core_holds() -> None:
     """A bound written in a pack beside modules.toml's would drift from it."""
-    held = {row.requirement for row in knowledge().modules.removed_module}
+    held = {row.requirement for row in knowledge().modules.kept_module}
     for path in sorted(PACKS.glob("*/*.toml")):
         text = path.read_text(encoding="utf-8")
         tomllib.loads(text)
