@@ -10,7 +10,7 @@ part never fires at lock time from the spec alone (the resolved versions are jud
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
@@ -142,6 +142,16 @@ def message(row: PitfallRow, parts: Mapping[str, str]) -> str:
     """The conflict as one line: the parts as written, what breaks and what users see."""
     named = " with ".join(parts.get(name, f"{name} {spec}") for name, spec in row.when.items())
     return f"{named}: {row.effect}; at run time: {row.seen}"
+
+
+def pack_caps(versions: Mapping[str, str], parts: Mapping[str, str],
+              rows: Callable[[], Iterable[PitfallRow]]) -> tuple[UndeclaredImport, ...]:
+    """A pack's ``undeclared_imports`` from its pitfalls' caps: ``versions`` read by the
+    pack's names for its parts (``tensorflow-gpu`` as ``tensorflow``), and ``rows`` (its
+    knowledge) read only where the lock holds one of ``parts``."""
+    if not any(name in versions for name in parts):
+        return ()
+    return capped(rows(), {parts.get(name, name): version for name, version in versions.items()})
 
 
 def capped(rows: Iterable[PitfallRow], versions: Mapping[str, str]

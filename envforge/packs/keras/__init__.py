@@ -90,12 +90,10 @@ class KerasPack(ModulePack, PackDefaults):
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
         """The pitfalls' caps (Keras before 2.4 with h5py 3); a lock without Keras
         reads none of its knowledge."""
-        if "keras" not in versions:
-            return ()
         from envforge.packs.keras.knowledge import keras_knowledge
-        from envforge.packs.pitfalls import capped
+        from envforge.packs.pitfalls import pack_caps
 
-        return capped(keras_knowledge().pitfalls, versions)
+        return pack_caps(versions, {"keras": "keras"}, lambda: keras_knowledge().pitfalls)
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.keras.knowledge import keras_knowledge

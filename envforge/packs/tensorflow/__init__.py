@@ -69,13 +69,10 @@ class TensorflowPack(ModulePack, PackDefaults):
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
         """The pitfalls' caps (tf.keras before 2.2 with h5py 3), ``tensorflow-gpu``
         read as ``tensorflow``; a lock without TensorFlow reads none of its knowledge."""
-        if not any(name in versions for name in self.stack_names):
-            return ()
-        from envforge.packs.pitfalls import capped
+        from envforge.packs.pitfalls import pack_caps
         from envforge.packs.tensorflow.knowledge import tensorflow_knowledge
 
-        named = {self.stack_names.get(name, name): version for name, version in versions.items()}
-        return capped(tensorflow_knowledge().pitfalls, named)
+        return pack_caps(versions, self.stack_names, lambda: tensorflow_knowledge().pitfalls)
 
     def error_hints(self) -> tuple[tuple[str, str], ...]:
         from envforge.packs.pitfalls import error_hints

@@ -44,12 +44,10 @@ class TorchPack(ModulePack, PackDefaults):
     def undeclared_imports(self, versions: Mapping[str, str]) -> Sequence[UndeclaredImport]:
         """The pitfalls' caps (torchvision < 0.5: pillow<7); a lock without PyTorch reads
         none of its knowledge."""
-        if not any(name in versions for name in self.stack_names):
-            return ()
-        from envforge.packs.pitfalls import capped
+        from envforge.packs.pitfalls import pack_caps
         from envforge.packs.torch.knowledge import torch_knowledge
 
-        return capped(torch_knowledge().pitfalls, versions)
+        return pack_caps(versions, self.stack_names, lambda: torch_knowledge().pitfalls)
 
     def doctor_rules(self) -> tuple[Rule, ...]:
         from envforge.packs.torch.doctor_rules import arch_rules, release_rules
