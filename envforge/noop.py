@@ -82,10 +82,10 @@ class NoopProbe:
         noopstamp.write(self.stamp, start_ns=self.start_ns, paths=paths, links=self.links,
                         environ=os.environ, message=message, quiet=quiet, loose=loose)
         self._record(ctx, [str(Path(p).absolute()) for p in paths], loose, watched=watched,
-                     statted=statted)
+                     statted=statted, made=made)
 
     def _record(self, ctx: StepContext, stamp_paths: list[str], loose: dict[str, object], *,
-                watched: list[str], statted: list[str]) -> None:
+                watched: list[str], statted: list[str], made: list[str]) -> None:
         """The record ``host/noopcheck.py`` decides from the next time, for the steps the
         stamp takes (the core's that observe files, g++ found on PATH, the packs'
         ``WatchesFiles``): what their plans read, as that module's docstring lists it."""
@@ -108,7 +108,7 @@ class NoopProbe:
             statted=[os.path.realpath(python), *statted],
             exists=[prefix, python,
                     *(str(marker_path(Path(ctx.layout.deb_root), d)) for d in ctx.lock.deb),
-                    *(str(path) for _, path in configured(ctx))],
+                    *made],
             stamp_paths=stamp_paths, loose=loose)
 
 

@@ -12,7 +12,6 @@ in it depends on the Python that built it.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import sys
@@ -98,14 +97,13 @@ def _fix(sdist: LockedPypiFile, log: str, build: PypiBuild | None) -> str:
     ``Feature``, where a lock read the sdist's metadata kept from an earlier build)."""
     from envforge.knowledge import era_build_error
     from envforge.resolve.pypi import undeclared_import
+    from envforge.resolve.pypi_explain import constraints_fix
 
     era = era_build_error(log)
     if era is not None:
-        constraints = ", ".join(json.dumps(c) for c in dict.fromkeys(
-            [*(build.constraints if build else ()), era.build_constraint]))
+        fix = constraints_fix(build.constraints if build else (), era.build_constraint)
         return (f": its build fails under today's build back-end, which floats to the newest "
-                f"for the Python; fix: set [pypi] build_constraints = [{constraints}] in the "
-                "spec and lock again")
+                f"for the Python; fix: set [pypi] {fix} in the spec and lock again")
 
     needs = undeclared_import(log, sdist.name)
     if needs is None or "." in needs:

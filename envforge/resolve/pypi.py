@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -26,13 +26,14 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from envforge.errors import ResolveError
 from envforge.host import proc
 from envforge.host.uv import uv_binary, uv_environ
-from envforge.knowledge import era_build_error
-from envforge.knowledge.models import BuildErrorRow
 from envforge.lockfile import LockedPypiFile
 from envforge.paths import envforge_dirs
 from envforge.platforms import PLATFORMS
 from envforge.resolve import sdistmeta
 from envforge.spec import Platform
+
+if TYPE_CHECKING:
+    from envforge.knowledge.models import BuildErrorRow
 
 
 def target_tags(platform: Platform, python: str) -> list[Tag]:
@@ -119,7 +120,8 @@ class EraBuildError(ResolveError):
     1.0's ``from setuptools import Feature``: ``[[build_error]]`` rows, builds.toml): fixed by
     the spec's ``build_constraints``, not by another pin."""
 
-    def __init__(self, failure: str, *, project: str, version: str, row: BuildErrorRow) -> None:
+    def __init__(self, failure: str, *, project: str, version: str,
+                 row: BuildErrorRow) -> None:
         self.project = project
         self.version = version
         self.row = row
@@ -249,6 +251,8 @@ def resolve_pypi(requirements: Iterable[str], *, platform: Platform, python: str
                 project, version, needs = undeclared
                 raise UndeclaredBuildError(project=project, version=version, needs=needs,
                                            platform=platform, python=python)
+            from envforge.knowledge import era_build_error  # a failure's words, only
+
             failure = f"{where} failed: {proc.describe_failure(done)}"
             failed, era = _FAILED_BUILD.search(done.stderr), era_build_error(done.stderr)
             if failed and era is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -113,9 +113,7 @@ def explain_era_build(spec: Spec, exc: EraBuildError) -> SpecError:
     """The fix in the spec's terms: the build constraint of the sdist's era that the
     knowledge's row names for the build's words, added to what the spec constrains."""
     text = _spec_text(spec.source)
-    constraint = exc.row.build_constraint
-    given = list(dict.fromkeys([*next(iter(spec.platforms.values())).pypi.build_constraints,
-                                constraint]))
+    given = next(iter(spec.platforms.values())).pypi.build_constraints
     key = ("pypi", "packages")
     named = next((p for pspec in spec.platforms.values() for p in pspec.pypi.packages
                   if _name(p) == canonicalize_name(exc.project)), None)
@@ -123,8 +121,14 @@ def explain_era_build(spec: Spec, exc: EraBuildError) -> SpecError:
     return SpecError(spec.source, f"{exc.project} {exc.version} is built from its sdist, and "
                      "its build fails under today's build back-end, which floats to the newest "
                      f"for the Python (source: {exc.row.source}); fix: set [pypi] "
-                     f"build_constraints = [{', '.join(json.dumps(c) for c in given)}]",
+                     f"{constraints_fix(given, exc.row.build_constraint)}",
                      line=line, key=".".join(key))
+
+
+def constraints_fix(given: Iterable[str], constraint: str) -> str:
+    """``build_constraints = [...]`` as a fix writes it: the spec's own, then the era's."""
+    listed = ", ".join(json.dumps(c) for c in dict.fromkeys([*given, constraint]))
+    return f"build_constraints = [{listed}]"
 
 
 def _pinned_day(requirement: Requirement, releases: Sequence[Release]) -> date | None:
