@@ -113,3 +113,36 @@ def test_tf_keras_before_2_2_gets_h5py_below_3(versions: dict[str, str], capped:
 
     rows = REGISTRY.get("tensorflow").undeclared_imports(versions)
     assert [row.requirement for row in rows] == (["h5py<3"] if capped else [])
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("version", "saving", "capped"), [
+    ("1.4.0", "tensorflow/python/keras/_impl/keras/engine/topology.py", True),
+    ("1.15.4", "tensorflow_core/python/keras/saving/hdf5_format.py", True),
+    ("2.1.0", "tensorflow_core/python/keras/saving/hdf5_format.py", True),
+    ("2.2.0", "tensorflow/python/keras/saving/hdf5_format.py", False),
+])
+def test_the_h5py_rows_range_is_the_wheels_own(version: str, saving: str, capped: bool) -> None:
+    """The cap's range read from PyPI's wheels: each decodes the .h5 file's strings as bytes
+    (``.decode('utf8')`` of keras_version), and the releases capped require no h5py
+    themselves, where 2.2.0 requires h5py<2.11."""
+    import zipfile
+
+    import requests
+
+    from envforge.resolve.remotewheel import RangeFile
+    from tests.testing.packs import REGISTRY
+
+    files = requests.get("https://pypi.org/simple/tensorflow/", timeout=60, headers={
+        "Accept": "application/vnd.pypi.simple.v1+json"}).json()["files"]
+    entry = next(f for f in files if f["filename"].startswith(f"tensorflow-{version}-cp36-")
+                 and "manylinux" in f["filename"])
+    with zipfile.ZipFile(RangeFile(requests.Session(), entry["url"], int(entry["size"]), 60,
+                                   limit=None)) as wheel:
+        names = wheel.namelist()
+        source = wheel.read(next(n for n in names if n.endswith(saving))).decode()
+        meta = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "f.attrs['keras_version'].decode('utf8')" in source
+    assert ("Requires-Dist: h5py" not in meta) == capped
+    rows = REGISTRY.get("tensorflow").undeclared_imports({"tensorflow": version})
+    assert [row.requirement for row in rows] == (["h5py<3"] if capped else [])
