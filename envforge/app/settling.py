@@ -236,11 +236,9 @@ def settle(draft: Draft, source: str, platform: Platform, *, say: Say = lambda _
                 continue  # the same day again, the removing release kept out
             if trial.failed is None:
                 done = candidate if tried else replace(candidate, as_of_failure=None)
-                noted = _days_as_given(done)
                 if library_rows(resolved):  # [debian] gains what their wheels load
-                    noted = replace(noted, resolved=resolved)
-                if noted is not done:
-                    done, text = noted, render_spec(noted, installed_packs())
+                    done = replace(done, resolved=resolved)
+                    text = render_spec(done, installed_packs())
                 return Settled(done, text, None, trial)
             given = _era_backend(candidate, trial.failed)
             for needs in _failed_build_needs(trial.failed):
@@ -955,8 +953,12 @@ def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
         return None
     name, came = match[1], date.fromisoformat(match[2])
     day = (came + timedelta(days=1)).isoformat()  # as narrowing's: whatever uv's time zone
-    why = (f"as_of_packages gives {name} {day}: the index has no release of it for Python "
-           f"{draft.python.minor} uploaded by as_of, its first came {came.isoformat()}")
+    # the pin's note names no day: narrowing may give the package a later one (practical-
+    # pytorch's torch, 2018-12-08 here, 2019-05-01 once torchvision 0.3.0 needed its torch),
+    # and as_of_packages, beside it, says which
+    note = (f"as_of_packages gives {name} a day of its own: the index has no release of it "
+            f"for Python {draft.python.minor} uploaded by as_of, its first came "
+            f"{came.isoformat()}")
     found = draft.repository.imported.requirements
     at = next((i for i, f in enumerate(found) if " @ " not in f.requirement
                and canonicalize_name(Requirement(f.requirement).name)
@@ -965,30 +967,8 @@ def _repair_too_new(draft: Draft, failure: str) -> tuple[Draft, str] | None:
     if at is not None:
         old = found[at]
         changed = _with(changed, at, Found(old.requirement, old.origin,
-                                           "; ".join(n for n in (old.note, why) if n), True))
-    return changed, why
-
-
-_GIVES = re.compile(r"^as_of_packages gives (\S+) (\d{4}-\d{2}-\d{2}):")
-
-
-def _days_as_given(draft: Draft) -> Draft:
-    """The draft with each pin's note of a day ``_repair_too_new`` gave dropped where a later
-    step gave that package another day (spro/practical-pytorch's torch: noted 2018-12-08,
-    given 2019-05-01 once narrowing gave torchvision 0.3.0's day): the days' own comment
-    says why each is what it is."""
-    found = draft.repository.imported.requirements
-    days = {canonicalize_name(n): d for n, d in draft.as_of_packages.items()}
-    kept: list[Found] = []
-    for item in found:
-        parts = item.note.split("; ") if item.note else []
-        current = [p for p in parts if not ((m := _GIVES.match(p))
-                                             and days.get(canonicalize_name(m[1])) != m[2])]
-        kept.append(item if current == parts else replace(item, note="; ".join(current)))
-    if kept == found:
-        return draft
-    imported = replace(draft.repository.imported, requirements=kept)
-    return replace(draft, repository=replace(draft.repository, imported=imported))
+                                           "; ".join(n for n in (old.note, note) if n), True))
+    return changed, f"as_of_packages gives {name} {day}: {note.split(': ', 1)[1]}"
 
 
 def _with(draft: Draft, at: int, item: Found) -> Draft:

@@ -634,8 +634,9 @@ def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one
     assert done.draft.as_of.value == "2019-08-02" and not done.draft.as_of_tried
     assert done.draft.as_of_packages == {"codecov": "2023-04-18"}
     [found] = done.draft.repository.imported.requirements
-    assert found.note == ("as_of_packages gives codecov 2023-04-18: the index has no release "
-                          "of it for Python 3.7 uploaded by as_of, its first came 2023-04-17")
+    assert found.note == ("as_of_packages gives codecov a day of its own: the index has no "
+                          "release of it for Python 3.7 uploaded by as_of, its first came "
+                          "2023-04-17")
 
 
 def test_a_page_the_resolver_cannot_read_is_left_out_and_its_local_builds_go_public() -> None:
@@ -902,22 +903,21 @@ def test_only_a_nightly_the_index_pruned_is_overridden() -> None:
     assert _repair_deleted(_vae_draft("x==1.0"), failure) is None
 
 
-def test_a_pins_note_of_a_day_a_later_step_changed_is_dropped() -> None:
+def test_a_pins_note_of_its_own_day_holds_whatever_day_a_later_step_gives() -> None:
     """spro/practical-pytorch: torch was noted "as_of_packages gives torch 2018-12-08" by the
-    repair of the proposed day, then narrowing gave it 2019-05-01 (torchvision 0.3.0's torch);
-    the note that no longer holds goes, the one that does stays."""
-    from dataclasses import replace
-
-    from envforge.app.settling import _days_as_given, _repair_too_new
+    repair of the proposed day, then narrowing gave it 2019-05-01 (torchvision 0.3.0's torch):
+    the note names no day (as_of_packages does), the progress line does."""
+    from envforge.app.settling import _repair_too_new
 
     draft = _requirements_draft(["torch", "numpy"], python="3.7.16", day="2018-07-28")
     failure = ("torch cannot be installed ...; fix: set [pypi] as_of to 2018-12-07 or later, "
                'or give torch alone that day (as_of_packages = { "torch" = 2018-12-07 })')
     repaired = _repair_too_new(draft, failure)
     assert repaired is not None
-    noted = repaired[0]
-    assert noted.repository.imported.requirements[0].note.startswith(
-        "as_of_packages gives torch 2018-12-08: ")
-    assert _days_as_given(noted) is noted  # it holds
-    moved = _days_as_given(replace(noted, as_of_packages={"torch": "2019-05-01"}))
-    assert [f.note for f in moved.repository.imported.requirements] == ["", ""]
+    changed, said = repaired
+    assert changed.as_of_packages == {"torch": "2018-12-08"}
+    assert [f.note for f in changed.repository.imported.requirements] == [
+        "as_of_packages gives torch a day of its own: the index has no release of it for "
+        "Python 3.7 uploaded by as_of, its first came 2018-12-07", ""]
+    assert said == ("as_of_packages gives torch 2018-12-08: the index has no release of it "
+                    "for Python 3.7 uploaded by as_of, its first came 2018-12-07")

@@ -251,8 +251,8 @@ def test_a_project_with_no_release_by_the_day_gets_its_own_day_not_a_widened_one
     text = out.read_text()
     assert "\nas_of = 2019-08-15\nas_of_packages = { \"six\" = 2021-05-06 }\n" in text
     assert "did not resolve" not in text
-    assert "as_of_packages gives six 2021-05-06: the index has no release of it for Python " \
-        "3.7 uploaded by as_of, its first came 2021-05-05" in text
+    assert "as_of_packages gives six a day of its own: the index has no release of it for " \
+        "Python 3.7 uploaded by as_of, its first came 2021-05-05" in text
     pypi = load_spec(out, REGISTRY).for_platform("linux-64").pypi
     assert (str(pypi.as_of), pypi.as_of_packages) == ("2019-08-15", {"six": date(2021, 5, 6)})
     err = " ".join(capsys.readouterr().err.split())
